@@ -1,0 +1,14 @@
+// Command assent is the one binary of the assent runtime: it serves the HTTP API,
+// the MCP endpoint and the web UI, and it carries the offline tools for screens,
+// flows and runs.
+//
+// Run "assent --help" for the list of commands.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+)
+
+func newMCPCmd(c *cli) *cobra.Command {
+	var (
+		o    clientOpts
+		data string
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP over stdio, for clients that start assent as a subprocess",
+		Long: `Serve the Model Context Protocol on standard input and output.
+
+With --url (or ASSENT_URL) it relays to a running assent server with the
+bearer token from --token or ASSENT_TOKEN: the tools, their results and their
+refusals are the server's. With --data it runs in process on a data directory
+instead, acting as the agent created at first start (or as --token's
+principal).`,
+		Example: `  ASSENT_TOKEN=asnt_… assent mcp --url http://127.0.0.1:7410
+  assent mcp --data ./assent-data`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t := &mcp.IOTransport{Reader: io.NopCloser(c.in), Writer: nopWriteCloser{c.out}}
+			if data != "" {
+				return serveMCPInProcess(ctx, c, data, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), t)
+			}
+			client, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			return relayMCP(ctx, client, t)
+		},
+	}
+	addClientFlags(cmd, &o)
+	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveMCPInProcess runs the full runtime on the data directory and serves
+// its tools over t.
+func serveMCPInProcess(ctx context.Context, c *cli, dir, token string, t mcp.Transport) error {
+	db, err := openStore(ctx, dir, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	if err != nil {
+		return refused("%v", err)
+	}
+	p := boot.Agent
+	if token != "" {
+		if p, err = db.PrincipalByToken(ctx, auth.Hash(token)); err != nil {
+			return refused("sign_in_required: the token is unknown or revoked")
+		}
+	}
+	log := slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log})
+	if err != nil {
+		return refused("%v", err)
+	}
+	defer srv.Close()
+	ms, stop := server.NewMCPServer(srv.Tools(), log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
+	defer stop()
+	if err := ms.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return refused("%v", err)
+	}
+	return nil
+}
+
+// bearerTransport adds the bearer token to every request.
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// relayMCP serves over t the tools of the server client points at.
+func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
+	local := mcp.NewServer(&mcp.Implementation{Name: "assent", Version: assent.Version}, nil)
+	var (
+		mu     sync.Mutex
+		remote *mcp.ClientSession
+		names  = map[string]bool{}
+	)
+	sync := func(ctx context.Context) error {
+		mu.Lock()
+		cs := remote
+		mu.Unlock()
+		seen := map[string]bool{}
+		for tl, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			seen[tl.Name] = true
+			name := tl.Name
+			local.AddTool(tl, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+			})
+		}
+		mu.Lock()
+		var gone []string
+		for n := range names {
+			if !seen[n] {
+				gone = append(gone, n)
+			}
+		}
+		names = seen
+		mu.Unlock()
+		if len(gone) > 0 {
+			local.RemoveTools(gone...)
+		}
+		return nil
+	}
+	mc := mcp.NewClient(&mcp.Implementation{Name: "assent-relay", Version: assent.Version}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) { _ = sync(ctx) },
+	})
+	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   client.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token: client.token, base: http.DefaultTransport}},
+	}, nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "401") || strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
+			return refused("sign_in_required: the server refused the token (unknown or revoked)")
+		}
+		return refused("cannot reach assent at %s: %v", client.base, err)
+	}
+	defer cs.Close()
+	mu.Lock()
+	remote = cs
+	mu.Unlock()
+	if err := sync(ctx); err != nil {
+		return refused("listing the server's tools: %v", err)
+	}
+	if err := local.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return refused("%v", err)
+	}
+	return nil
+}

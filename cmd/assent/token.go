@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+)
+
+func newTokenCmd(c *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke principals and their bearer tokens (offline, on the data directory)",
+		Example: `  assent token create --kind agent --name planner --grant control.write
+  assent token list
+  assent token revoke p_0123456789abcdef0123`,
+	}
+	cmd.AddCommand(newTokenCreateCmd(c), newTokenListCmd(c), newTokenRevokeCmd(c))
+	return cmd
+}
+
+func newTokenCreateCmd(c *cli) *cobra.Command {
+	var (
+		data, kind, name, base string
+		grants                 []string
+		asJSON                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create a principal and print its token once",
+		Long: `Create a principal (a person, an agent or a service) with a new bearer token.
+The token is printed once; only its SHA-256 hash is stored. For a person, a
+one-time sign-in link for the web UI is printed too.`,
+		Example: `  assent token create --kind agent --name planner
+  assent token create --kind service --name billing --grant tool.invoke,state.write
+  assent token create --kind human --name alice --grant human.approve`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch kind {
+			case store.KindHuman, store.KindAgent, store.KindService:
+			default:
+				return usageErr("--kind must be human, agent or service")
+			}
+			if strings.TrimSpace(name) == "" {
+				return usageErr("--name is required")
+			}
+			ctx := cmd.Context()
+			db, err := openStore(ctx, dataDir(data), true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			tok, p, err := server.IssueToken(ctx, db, kind, name, splitList(grants), time.Now())
+			if err != nil {
+				return refused("%v", err)
+			}
+			var link string
+			if kind == store.KindHuman {
+				if link, err = server.NewSignInLink(ctx, db, p.ID, firstNonEmpty(base, defaultURL), time.Now()); err != nil {
+					return refused("%v", err)
+				}
+			}
+			if asJSON {
+				out := map[string]any{"principal": p, "token": tok}
+				if link != "" {
+					out["signInLink"] = link
+				}
+				return printJSON(c.out, out)
+			}
+			fmt.Fprintf(c.out, "Created %s %q (%s).\nToken (shown once; keep it secret):\n  %s\n", p.Kind, p.Name, p.ID, tok)
+			if link != "" {
+				fmt.Fprintf(c.out, "Sign-in link (one use, within 15 minutes):\n  %s\n", link)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	f.StringVar(&kind, "kind", "", "human, agent or service (required)")
+	f.StringVar(&name, "name", "", "a name people will recognise (required)")
+	f.StringSliceVar(&grants, "grant", nil, "capabilities to grant, comma-separated or repeated")
+	f.StringVar(&base, "base-url", "", "server URL for a person's sign-in link (default "+defaultURL+")")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTokenListCmd(c *cli) *cobra.Command {
+	var (
+		data   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List principals (never their tokens)",
+		Example: "  assent token list\n  assent token list --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			db, err := openStore(ctx, dataDir(data), false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			ps, err := db.ListPrincipals(ctx)
+			if err != nil {
+				return refused("%v", err)
+			}
+			if asJSON {
+				if ps == nil {
+					ps = []store.Principal{}
+				}
+				return printJSON(c.out, ps)
+			}
+			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tNAME\tGRANTS\tCREATED\tSTATE")
+			for _, p := range ps {
+				state := "active"
+				if p.Revoked {
+					state = "revoked"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Kind, p.Name, strings.Join(p.Grants, ","), p.CreatedAt.Format(time.RFC3339), state)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTokenRevokeCmd(c *cli) *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:     "revoke PRINCIPAL_ID",
+		Short:   "Revoke a principal's tokens and web sessions",
+		Example: "  assent token revoke p_0123456789abcdef0123",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			db, err := openStore(ctx, dataDir(data), false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if err := db.RevokePrincipal(ctx, args[0]); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return refused("not_found: no active principal %q (assent token list shows them)", args[0])
+				}
+				return refused("%v", err)
+			}
+			fmt.Fprintf(c.out, "Revoked %s.\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	return cmd
+}
+
+// splitList flattens repeated and comma-separated flag values.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/assent-run/assent/event"
+)
+
+// pingInterval is how often an idle event stream sends a ": ping" comment.
+const pingInterval = 15 * time.Second
+
+// handleEvents serves GET /v1/events: the event stream, filtered to what the
+// principal may see. Each event carries its sequence as the SSE id; a client
+// resumes with Last-Event-ID (or ?after=N).
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	var after int64 = -1
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", "Last-Event-ID must be a sequence number from this stream")
+			return
+		}
+		after = n
+	} else if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", "after must be a non-negative sequence number")
+			return
+		}
+		after = n
+	}
+	if after < 0 {
+		after = s.bus.Seq() // a fresh client starts from now
+	}
+	sub := s.bus.Subscribe(after, 256, func(e event.Event) bool { return e.Owner == "" || e.Owner == p.ID })
+	defer sub.Close()
+	s.serveSSE(w, r, sub)
+}
+
+// serveSSE writes sub's events as server-sent events until the client goes
+// away or the server shuts down.
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, sub *event.Subscription) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": ok\n\n")
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	ctx := r.Context()
+	for {
+		// Wait for the next event or for the ping interval, whichever is
+		// first, without leaving a goroutine behind.
+		wctx, cancel := contextWithTimeoutOr(ctx, s.streams, pingInterval)
+		e, err := sub.Next(wctx)
+		timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && s.streams.Err() == nil
+		cancel()
+		if err != nil {
+			if timedOut {
+				if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+					return
+				}
+				if rc.Flush() != nil {
+					return
+				}
+				continue
+			}
+			return
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, dataOf(e)); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+func dataOf(e event.Event) []byte {
+	if len(e.Data) == 0 {
+		return []byte("{}")
+	}
+	return e.Data
+}

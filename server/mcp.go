@@ -1,0 +1,245 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// statelessRevision is the first MCP protocol revision served without
+// sessions. Older revisions get sessions that end after Config.SessionTimeout
+// of inactivity.
+const statelessRevision = "2026-07-28"
+
+// mcpEndpoint serves /mcp over streamable HTTP.
+type mcpEndpoint struct {
+	server    *mcp.Server
+	stop      func()
+	stateful  http.Handler
+	stateless http.Handler
+	closeOnce sync.Once
+}
+
+func newMCPEndpoint(s *Server) *mcpEndpoint {
+	srv, stop := NewMCPServer(s.tools, s.log, principalFromTokenInfo)
+	verify := func(ctx context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
+		// The bearer token was already checked by bearerOnly; hand the
+		// principal on to the tool handlers.
+		p, ok := auth.PrincipalFrom(r.Context())
+		if !ok {
+			return nil, mcpauth.ErrInvalidToken
+		}
+		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p}}, nil
+	}
+	requireToken := mcpauth.RequireBearerToken(verify, nil)
+	getServer := func(*http.Request) *mcp.Server { return srv }
+	return &mcpEndpoint{
+		server: srv,
+		stop:   stop,
+		stateful: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			SessionTimeout:      s.cfg.SessionTimeout,
+			MaxRequestBodyBytes: 4 << 20,
+		})),
+		stateless: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:           true,
+			MaxRequestBodyBytes: 4 << 20,
+		})),
+	}
+}
+
+func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessRevision {
+		m.stateless.ServeHTTP(w, r)
+		return
+	}
+	m.stateful.ServeHTTP(w, r)
+}
+
+// close ends every MCP session.
+func (m *mcpEndpoint) close() {
+	m.closeOnce.Do(func() {
+		m.stop()
+		var sessions []*mcp.ServerSession
+		for ss := range m.server.Sessions() {
+			sessions = append(sessions, ss)
+		}
+		for _, ss := range sessions {
+			ss.Close()
+		}
+	})
+}
+
+func principalFromTokenInfo(_ context.Context, req *mcp.CallToolRequest) (store.Principal, bool) {
+	if req.Extra == nil || req.Extra.TokenInfo == nil {
+		return store.Principal{}, false
+	}
+	p, ok := req.Extra.TokenInfo.Extra["principal"].(store.Principal)
+	return p, ok
+}
+
+// PrincipalFunc tells an MCP server who is calling.
+type PrincipalFunc func(context.Context, *mcp.CallToolRequest) (store.Principal, bool)
+
+// NewMCPServer returns an MCP server whose tools mirror reg, kept in sync as
+// tools are added and removed (clients are told the list changed). Hidden
+// tools can be called but are not listed. who identifies the caller of each
+// call; a call without a principal is refused. stop ends the mirroring.
+func NewMCPServer(reg *tool.Registry, log interface {
+	Error(msg string, args ...any)
+}, who PrincipalFunc) (srv *mcp.Server, stop func()) {
+	srv = mcp.NewServer(&mcp.Implementation{Name: "assent", Version: assent.Version}, &mcp.ServerOptions{
+		Instructions: "assent: agents read and propose; people assent. Changes that need a person wait in their inbox.",
+	})
+	var mu sync.Mutex
+	hidden := map[string]bool{}
+	present := map[string]bool{}
+	sync := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		now := map[string]bool{}
+		for _, t := range reg.List() {
+			now[t.Name] = true
+			hidden[t.Name] = t.Hidden
+			srv.AddTool(mcpTool(t), mcpHandler(reg, t.Name, who, log))
+		}
+		var gone []string
+		for name := range present {
+			if !now[name] {
+				gone = append(gone, name)
+				delete(hidden, name)
+			}
+		}
+		if len(gone) > 0 {
+			srv.RemoveTools(gone...)
+		}
+		present = now
+	}
+	sync()
+	stop = reg.Watch(sync)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			if lr, ok := res.(*mcp.ListToolsResult); ok {
+				mu.Lock()
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if !hidden[t.Name] {
+						kept = append(kept, t)
+					}
+				}
+				mu.Unlock()
+				lr.Tools = kept
+			}
+			return res, err
+		}
+	})
+	return srv, stop
+}
+
+func mcpTool(t tool.Tool) *mcp.Tool {
+	schema := t.InputSchema
+	if schema == nil {
+		schema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+	}
+	destructive, openWorld := t.Annotations.Destructive, t.Annotations.OpenWorld
+	mt := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.Title,
+			ReadOnlyHint:    t.Annotations.ReadOnly,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Annotations.Idempotent,
+			OpenWorldHint:   &openWorld,
+		},
+	}
+	if len(t.Meta) > 0 {
+		mt.Meta = t.Meta
+	}
+	return mt
+}
+
+func mcpHandler(reg *tool.Registry, name string, who PrincipalFunc, log interface {
+	Error(msg string, args ...any)
+}) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, ok := who(ctx, req)
+		if !ok {
+			return toolErrorResult(tool.Errorf("sign_in_required", "this call carries no principal")), nil
+		}
+		var args json.RawMessage
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		res, err := reg.Call(auth.WithPrincipal(ctx, p), name, tool.Call{Principal: p, Args: args})
+		if err != nil {
+			var te *tool.Error
+			if errors.As(err, &te) {
+				return toolErrorResult(te), nil
+			}
+			log.Error("tool failed", "tool", name, "err", err)
+			return toolErrorResult(tool.Errorf("tool_failed", "the tool failed inside the server; try again, and report it if it persists")), nil
+		}
+		return toolResult(res), nil
+	}
+}
+
+func toolResult(res *tool.Result) *mcp.CallToolResult {
+	if res == nil {
+		res = &tool.Result{}
+	}
+	text := res.Text
+	if text == "" && res.Structured != nil {
+		b, _ := json.Marshal(res.Structured)
+		text = string(b)
+	}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	if res.Structured != nil {
+		out.StructuredContent = res.Structured
+	}
+	return out
+}
+
+func toolErrorResult(te *tool.Error) *mcp.CallToolResult {
+	body := map[string]*tool.Error{"error": te}
+	b, _ := json.Marshal(body)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: body}
+}
+
+// runtimeStatusTool reports the runtime's state to the caller.
+func (s *Server) runtimeStatusTool() tool.Tool {
+	return tool.Tool{
+		Name:        "runtime_status",
+		Title:       "Runtime status",
+		Description: "Report the assent runtime's version, who you are (principal id and kind), how long it has been up, and how many items are open for you.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			var none struct{}
+			if err := tool.DecodeArgs(c.Args, &none); err != nil {
+				return nil, err
+			}
+			return &tool.Result{Structured: map[string]any{
+				"version":       assent.Version,
+				"principal":     map[string]string{"id": c.Principal.ID, "kind": c.Principal.Kind},
+				"uptimeSeconds": int64(s.now().Sub(s.started).Seconds()),
+				"open":          s.openItems(ctx, c.Principal),
+			}}, nil
+		},
+	}
+}

@@ -1,0 +1,259 @@
+// Package server is assent's front door: the HTTP API under /v1, the event
+// stream, the MCP endpoint at /mcp, and the web UI for people.
+//
+// Every request carries a principal. Programs and agents authenticate with a
+// bearer token; people use a session cookie obtained from a one-time sign-in
+// link. The transport, never the request body, decides who is asking and
+// whether a command comes from an agent (MCP) or from a person (a web-UI
+// gesture, CSRF- and Origin-checked).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// Config configures a Server.
+type Config struct {
+	// DataDir is the data directory (logs, run files, recipes).
+	DataDir string
+	// Store is the persistence backend. The server does not close it.
+	Store store.Store
+	// Logger receives structured logs. Secrets never reach it.
+	Logger *slog.Logger
+	// Demo loads the demo workspace.
+	Demo bool
+	// BaseURL is the externally visible URL (scheme://host:port), used in
+	// printed links and for same-origin checks. Empty means the listener's
+	// address over http.
+	BaseURL string
+	// RateLimit is the sustained requests per second allowed per principal
+	// (default 100); RateBurst the burst (default 200). A negative RateLimit
+	// disables limiting.
+	RateLimit float64
+	RateBurst int
+	// SessionTimeout ends idle MCP sessions (default 30 minutes).
+	SessionTimeout time.Duration
+	// ShutdownGrace bounds how long in-flight requests may take to finish
+	// on shutdown (default 10 seconds).
+	ShutdownGrace time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves assent. Create it with New, start it with Serve.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   store.Store
+	bus     *event.Bus
+	tools   *tool.Registry
+	started time.Time
+	now     func() time.Time
+	handler http.Handler
+	web     *webUI
+	mcp     *mcpEndpoint
+
+	limMu    sync.Mutex
+	limiters map[string]*rate.Limiter
+
+	// streams is cancelled when the server shuts down, ending long-lived
+	// responses (event streams) so shutdown is not held up by them.
+	streams      context.Context
+	cancelStream context.CancelFunc
+
+	counters []openCounter
+
+	runsState
+	controlsState
+	screensState
+	flowsState
+}
+
+// openCounter counts a kind of open item a principal has waiting (for
+// runtime_status and the inbox badge).
+type openCounter struct {
+	name  string
+	count func(ctx context.Context, p store.Principal) int
+}
+
+// New builds a server. It registers the built-in tools and, with
+// Config.Demo, the demo workspace.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = 100
+	}
+	if cfg.RateBurst == 0 {
+		cfg.RateBurst = 200
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 30 * time.Minute
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		store:    cfg.Store,
+		bus:      event.New(event.Options{Now: cfg.Now}),
+		tools:    tool.NewRegistry(),
+		started:  cfg.Now(),
+		now:      cfg.Now,
+		limiters: map[string]*rate.Limiter{},
+	}
+	s.streams, s.cancelStream = context.WithCancel(context.Background())
+	if err := s.tools.Register(s.runtimeStatusTool()); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.web, err = newWebUI(); err != nil {
+		return nil, err
+	}
+	for _, init := range []func(context.Context) error{s.initControls, s.initScreens, s.initRuns, s.initFlows} {
+		if err := init(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	s.mcp = newMCPEndpoint(s)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Tools returns the tool registry, so an embedding application can add its
+// own tools.
+func (s *Server) Tools() *tool.Registry { return s.tools }
+
+// Bus returns the event bus.
+func (s *Server) Bus() *event.Bus { return s.bus }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.Handle("GET /v1/whoami", s.authed(http.HandlerFunc(s.handleWhoami)))
+	mux.Handle("GET /v1/events", s.authed(http.HandlerFunc(s.handleEvents)))
+	mux.Handle("/mcp", s.bearerOnly(s.mcp))
+	s.routesWeb(mux)
+	s.routesControls(mux)
+	s.routesScreens(mux)
+	s.routesRuns(mux)
+	s.routesFlows(mux)
+	return s.recoverer(securityHeaders(mux))
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: it stops
+// accepting, ends event streams, lets in-flight requests finish within
+// Config.ShutdownGrace, and closes MCP sessions.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	srv.RegisterOnShutdown(s.cancelStream)
+	srv.RegisterOnShutdown(s.mcp.close)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", s.cfg.ShutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	s.mcp.close()
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		srv.Close()
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s", s.cfg.ShutdownGrace)
+	}
+	return err
+}
+
+// Close releases what the server holds (not the store).
+func (s *Server) Close() {
+	s.cancelStream()
+	if s.mcp != nil {
+		s.mcp.close()
+	}
+	s.closeFlows()
+	s.closeRuns()
+	s.closeScreens()
+	s.closeControls()
+	s.bus.Close()
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": assent.Version, "store": s.store.Kind()})
+}
+
+func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, principalOf(r))
+}
+
+// openItems counts what p has waiting, by kind.
+func (s *Server) openItems(ctx context.Context, p store.Principal) map[string]int {
+	out := map[string]int{}
+	for _, c := range s.counters {
+		out[c.name] = c.count(ctx, p)
+	}
+	return out
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeError(w, http.StatusInternalServerError, "internal", "the request failed inside the server; try again, and report it if it persists")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/store"
+)
+
+//go:embed web/templates/*.html
+var templateFS embed.FS
+
+//go:embed web/static
+var staticFS embed.FS
+
+// webUI renders the server's pages.
+type webUI struct {
+	pages map[string]*template.Template
+}
+
+func newWebUI() (*webUI, error) {
+	funcs := template.FuncMap{
+		"version": func() string { return assent.Version },
+	}
+	names, err := fs.Glob(templateFS, "web/templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	ui := &webUI{pages: map[string]*template.Template{}}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "web/templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "web/templates/layout.html", n)
+		if err != nil {
+			return nil, err
+		}
+		ui.pages[base] = t
+	}
+	return ui, nil
+}
+
+// page is the data every page gets.
+type page struct {
+	Title     string
+	Principal *store.Principal
+	CSRF      string
+	Open      int
+	Data      any
+}
+
+func (ui *webUI) render(w http.ResponseWriter, status int, name string, p page) {
+	t, ok := ui.pages[name]
+	if !ok {
+		http.Error(w, "no such page", http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// webPrincipal returns the signed-in person of r, if any.
+func (s *Server) webSession(r *http.Request) (store.Principal, store.Session, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return store.Principal{}, store.Session{}, false
+	}
+	sess, err := s.store.Session(r.Context(), auth.Hash(c.Value), s.now())
+	if err != nil {
+		return store.Principal{}, store.Session{}, false
+	}
+	p, err := s.store.Principal(r.Context(), sess.PrincipalID)
+	if err != nil || p.Revoked {
+		return store.Principal{}, store.Session{}, false
+	}
+	return p, sess, true
+}
+
+// webPage wraps a page handler that needs a signed-in person. Unsafe
+// methods get the Origin and CSRF checks.
+func (s *Server) webPage(h func(w http.ResponseWriter, r *http.Request, pg page)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, sess, ok := s.webSession(r)
+		if !ok {
+			s.web.render(w, http.StatusUnauthorized, "signedout", page{Title: "Sign in"})
+			return
+		}
+		if unsafeMethod(r.Method) {
+			if e := s.checkWebChange(r, sess); e != nil {
+				writeAPIError(w, e)
+				return
+			}
+		}
+		if !s.allow(w, p) {
+			return
+		}
+		ctx := auth.WithPrincipal(r.Context(), p)
+		ctx = context.WithValue(ctx, transportKey{}, viaWeb)
+		ctx = context.WithValue(ctx, sessionKey{}, sess)
+		total := 0
+		for _, n := range s.openItems(ctx, p) {
+			total += n
+		}
+		h(w, r.WithContext(ctx), page{Principal: &p, CSRF: sess.CSRF, Open: total})
+	})
+}
+
+func (s *Server) routesWeb(mux *http.ServeMux) {
+	static, _ := fs.Sub(staticFS, "web/static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := s.webSession(r); ok {
+			http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+			return
+		}
+		s.web.render(w, http.StatusOK, "signedout", page{Title: "Sign in"})
+	})
+	mux.HandleFunc("GET /signin/{link}", s.handleSignInPage)
+	mux.HandleFunc("POST /signin", s.handleSignIn)
+	mux.Handle("POST /signout", s.webPage(s.handleSignOut))
+	mux.Handle("GET /inbox", s.webPage(s.handleInbox))
+}
+
+func (s *Server) handleSignInPage(w http.ResponseWriter, r *http.Request) {
+	link := r.PathValue("link")
+	if !strings.HasPrefix(link, auth.SignInPrefix) {
+		s.web.render(w, http.StatusNotFound, "signin", page{Title: "Sign in", Data: map[string]any{"Invalid": true}})
+		return
+	}
+	s.web.render(w, http.StatusOK, "signin", page{Title: "Sign in", Data: map[string]any{"Link": link}})
+}
+
+// handleSignIn consumes a one-time link and starts a session.
+func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(r) {
+		writeError(w, http.StatusForbidden, "bad_origin", "sign in from the link's own page")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	link := r.PostFormValue("link")
+	id, err := s.store.ConsumeSignInLink(r.Context(), auth.Hash(link), s.now())
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("sign-in failed", "err", err)
+		}
+		s.web.render(w, http.StatusUnauthorized, "signin", page{Title: "Sign in", Data: map[string]any{"Used": true}})
+		return
+	}
+	cookie := auth.NewSecret(auth.SessionPrefix)
+	sess := store.Session{PrincipalID: id, CSRF: auth.NewSecret(""), ExpiresAt: s.now().Add(sessionTTL)}
+	if err := s.store.CreateSession(r.Context(), auth.Hash(cookie), sess); err != nil {
+		s.log.Error("create session failed", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the session could not be stored; try the link again")
+		return
+	}
+	s.log.Info("signed in", "principal", id)
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: cookie, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https:"),
+		Expires: sess.ExpiresAt,
+	})
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}
+
+func (s *Server) handleSignOut(w http.ResponseWriter, r *http.Request, pg page) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		_ = s.store.DeleteSession(r.Context(), auth.Hash(c.Value))
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// inboxSection is one kind of open item in a person's inbox.
+type inboxSection struct {
+	ID    string
+	Title string
+	Empty string
+	Items []inboxItem
+}
+
+// inboxItem is one thing waiting for a person.
+type inboxItem struct {
+	Title   string
+	Fields  []inboxField
+	Note    string
+	Warn    string
+	Actions []inboxAction
+}
+
+type inboxField struct{ Label, Value string }
+
+// inboxAction is a button that posts a form to URL.
+type inboxAction struct {
+	Label   string
+	URL     string
+	Values  map[string]string
+	Primary bool
+	Danger  bool
+}
+
+// inboxSources lists the parts that contribute inbox sections, in order.
+func (s *Server) inboxSources() []func(context.Context, store.Principal) (inboxSection, error) {
+	return []func(context.Context, store.Principal) (inboxSection, error){
+		s.inboxControls, s.inboxFlows,
+	}
+}
+
+func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg page) {
+	var sections []inboxSection
+	for _, src := range s.inboxSources() {
+		sec, err := src(r.Context(), *pg.Principal)
+		if err != nil {
+			s.log.Error("inbox section failed", "err", err)
+			continue
+		}
+		if sec.ID != "" {
+			sections = append(sections, sec)
+		}
+	}
+	pg.Title = "Inbox"
+	pg.Data = map[string]any{"Sections": sections}
+	if r.URL.Query().Get("partial") == "1" {
+		s.web.renderPartial(w, "inbox", "sections", pg)
+		return
+	}
+	s.web.render(w, http.StatusOK, "inbox", pg)
+}
+
+func (ui *webUI) renderPartial(w http.ResponseWriter, name, block string, p page) {
+	t, ok := ui.pages[name]
+	if !ok {
+		http.Error(w, "no such page", http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, block, p); err != nil {
+		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}

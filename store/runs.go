@@ -1,0 +1,298 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Bounds of a Run's Control journal and Trace. A backend enforces them
+// inside the transaction that writes, so concurrent writers cannot overshoot.
+const (
+	// ControlPendingLimit is the number of pending (queued, delivered or
+	// claimed) Controls a generation may hold; the 65th is refused.
+	ControlPendingLimit = 64
+	// ControlTerminalLimit is how many terminal (handled or failed)
+	// records are kept; older ones are dropped, newest kept.
+	ControlTerminalLimit = 128
+	// ControlJournalMaxBytes bounds the encoded journal (one JSON line per
+	// record, newline included).
+	ControlJournalMaxBytes = 1 << 20
+	// ControlErrorMaxBytes bounds a stored Control error.
+	ControlErrorMaxBytes = 4096
+
+	// TraceMaxEvents and TraceMaxBytes are the hard bounds of one
+	// generation's Trace; an append that would pass either compacts first.
+	TraceMaxEvents = 2048
+	TraceMaxBytes  = 4 << 20
+	// TraceTargetEvents and TraceTargetBytes are what compaction leaves:
+	// the newest suffix, the appended event and one marker.
+	TraceTargetEvents = 1536
+	TraceTargetBytes  = 3 << 20
+	// TraceEventMaxBytes bounds one encoded event (without its newline).
+	TraceEventMaxBytes = 65536
+	// TraceCompactedKind is the kind of the runtime's compaction marker.
+	TraceCompactedKind = "runtime.trace_compacted"
+)
+
+// Control statuses. Queued, delivered and claimed are pending; handled and
+// failed are terminal.
+const (
+	ControlQueued    = "queued"
+	ControlDelivered = "delivered"
+	ControlClaimed   = "claimed"
+	ControlHandled   = "handled"
+	ControlFailed    = "failed"
+)
+
+// ControlPending reports whether status is a pending status.
+func ControlPending(status string) bool {
+	return status == ControlQueued || status == ControlDelivered || status == ControlClaimed
+}
+
+// RunRecord is the durable metadata of a Run's current generation.
+type RunRecord struct {
+	ID      string
+	OwnerID string
+	// InstanceID is the run_instance_id of the current generation.
+	InstanceID string
+	// Generation counts starts of this Run id, from 1.
+	Generation int
+	// PID and StartTime identify the process group leader; StartTime is
+	// the kernel's start time of the process, so a reused pid is detected.
+	PID       int
+	StartTime string
+	// ExitCode is set once the process has exited and its code is known.
+	ExitCode *int
+	// Stop is "killed" or "cancelled" once the runtime stopped the Run.
+	Stop      string
+	CreatedAt time.Time
+	StartedAt time.Time
+	EndedAt   time.Time
+	// Archived marks the tombstone left at the Run's address.
+	Archived   bool
+	ArchiveDir string
+	// Doc is the Run's definition (recipe, values, script, artifacts,
+	// declared Control actions …) as package run encodes it.
+	Doc json.RawMessage
+}
+
+// Control is one record of a Run's Control journal. Field order is the
+// canonical order of its JSON encoding.
+type Control struct {
+	ID          string          `json:"id"`
+	InstanceID  string          `json:"run_instance_id"`
+	Action      string          `json:"action"`
+	Input       json.RawMessage `json:"input,omitempty"`
+	Status      string          `json:"status"`
+	QueuedAt    *time.Time      `json:"queued_at,omitempty"`
+	DeliveredAt *time.Time      `json:"delivered_at,omitempty"`
+	ClaimedAt   *time.Time      `json:"claimed_at,omitempty"`
+	HandledAt   *time.Time      `json:"handled_at,omitempty"`
+	FailedAt    *time.Time      `json:"failed_at,omitempty"`
+	Error       string          `json:"error,omitempty"`
+}
+
+// StatusTime returns the timestamp of c's current status, or the zero time
+// when it is missing.
+func (c Control) StatusTime() time.Time {
+	var p *time.Time
+	switch c.Status {
+	case ControlQueued:
+		p = c.QueuedAt
+	case ControlDelivered:
+		p = c.DeliveredAt
+	case ControlClaimed:
+		p = c.ClaimedAt
+	case ControlHandled:
+		p = c.HandledAt
+	case ControlFailed:
+		p = c.FailedAt
+	}
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}
+
+// ControlError is a refused Control admission or transition. Reason is
+// "control_backpressure" or "control_journal_integrity"; nothing was written.
+type ControlError struct {
+	Reason          string
+	Pending         int
+	Limit           int
+	JournalBytes    int
+	JournalLimit    int
+	OldestPendingAt time.Time
+	InstanceID      string
+	// IntegrityReason is set for "control_journal_integrity": malformed,
+	// invalid_record, invalid_status_timestamp, generation_mismatch or
+	// journal_bytes.
+	IntegrityReason string
+}
+
+func (e *ControlError) Error() string {
+	if e.Reason == "control_journal_integrity" {
+		return fmt.Sprintf("Run Control journal integrity failed: %s", e.IntegrityReason)
+	}
+	return fmt.Sprintf("Run Control admission backpressured: pending=%d/%d", e.Pending, e.Limit)
+}
+
+// TraceEvent is one Trace event. Field order is the canonical order of its
+// JSON encoding.
+type TraceEvent struct {
+	ID        string          `json:"id"`
+	TS        time.Time       `json:"ts"`
+	Kind      string          `json:"kind"`
+	Summary   string          `json:"summary,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Level     string          `json:"level,omitempty"`
+	Attention string          `json:"attention,omitempty"`
+}
+
+// TraceStats describes a Run's retained Trace.
+type TraceStats struct {
+	Events int
+	Bytes  int
+	// Marker is the retained compaction marker, if any.
+	Marker *TraceEvent
+}
+
+// ToolRecord is a Recipe registered as a persistent tool.
+type ToolRecord struct {
+	Name      string
+	OwnerID   string
+	Expose    bool
+	Doc       json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Runs is the persistence of Runs: their metadata, Control journals,
+// Traces and registered tools.
+type Runs interface {
+	// ClaimRun stores rec as the current generation of rec.ID. When the id
+	// is new it is inserted. When it exists, its current InstanceID must
+	// equal replaceInstance (the caller has checked that generation is
+	// terminal): the record is replaced and the old generation's Controls
+	// and Trace are deleted. Otherwise ErrConflict.
+	ClaimRun(ctx context.Context, rec RunRecord, replaceInstance string) error
+	// SaveRun rewrites the mutable fields of the generation rec.InstanceID
+	// of rec.ID (process identity, exit, stop, end, archive, Doc). A
+	// different current generation gives ErrNotFound.
+	SaveRun(ctx context.Context, rec RunRecord) error
+	// Run returns the Run with id, or ErrNotFound.
+	Run(ctx context.Context, id string) (RunRecord, error)
+	// ListRuns returns the Runs owned by ownerID (every Run when empty),
+	// oldest first.
+	ListRuns(ctx context.Context, ownerID string) ([]RunRecord, error)
+	// DeleteRun removes a Run with its Controls and Trace.
+	DeleteRun(ctx context.Context, id string) error
+
+	// AdmitControl appends c (status queued) to runID's journal, or
+	// refuses with *ControlError and writes nothing.
+	AdmitControl(ctx context.Context, runID string, c Control) (Control, error)
+	// TransitionControl moves record id to next at time at. The current
+	// status must be one of expected (any pending status when empty) and
+	// the move legal: claimed from queued or delivered, handled from
+	// claimed, failed from any pending status; delivered only records
+	// delivered_at and changes the status only from queued. A refused
+	// move gives ErrConflict, an unknown id ErrNotFound, a damaged journal
+	// *ControlError.
+	TransitionControl(ctx context.Context, runID, id, next string, expected []string, errText string, at time.Time) (Control, error)
+	// ClaimControl claims the first pending (queued or delivered) record
+	// of generation instanceID, or the record id when id is not empty.
+	// Nothing to claim gives ErrNotFound.
+	ClaimControl(ctx context.Context, runID, instanceID, id string, at time.Time) (Control, error)
+	// Controls returns runID's journal in admission order.
+	Controls(ctx context.Context, runID string) ([]Control, error)
+
+	// AppendTrace appends ev to runID's Trace, compacting in the same
+	// transaction when a bound would be passed.
+	AppendTrace(ctx context.Context, runID string, ev TraceEvent) error
+	// Trace returns the newest limit events, oldest first (all when limit
+	// is not positive).
+	Trace(ctx context.Context, runID string, limit int) ([]TraceEvent, error)
+	// TraceStats describes runID's retained Trace.
+	TraceStats(ctx context.Context, runID string) (TraceStats, error)
+
+	// PutTool stores a registered tool. An existing name (compared
+	// exactly) needs update, otherwise ErrConflict.
+	PutTool(ctx context.Context, t ToolRecord, update bool) error
+	// Tool returns a registered tool or ErrNotFound.
+	Tool(ctx context.Context, name string) (ToolRecord, error)
+	// ListTools returns every registered tool by name.
+	ListTools(ctx context.Context) ([]ToolRecord, error)
+	// DeleteTool removes a registered tool; ErrNotFound if absent.
+	DeleteTool(ctx context.Context, name string) error
+}
+
+// timeLayout is the canonical timestamp form of journal records: UTC with
+// milliseconds, as in 2026-01-01T00:00:00.000Z.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime formats t in the canonical journal form.
+func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return FormatTime(*t)
+}
+
+// MarshalJSON encodes c in its canonical form.
+func (c Control) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		ID          string          `json:"id"`
+		InstanceID  string          `json:"run_instance_id"`
+		Action      string          `json:"action"`
+		Input       json.RawMessage `json:"input,omitempty"`
+		Status      string          `json:"status"`
+		QueuedAt    string          `json:"queued_at,omitempty"`
+		DeliveredAt string          `json:"delivered_at,omitempty"`
+		ClaimedAt   string          `json:"claimed_at,omitempty"`
+		HandledAt   string          `json:"handled_at,omitempty"`
+		FailedAt    string          `json:"failed_at,omitempty"`
+		Error       string          `json:"error,omitempty"`
+	}
+	return encodeCompact(wire{c.ID, c.InstanceID, c.Action, c.Input, c.Status,
+		fmtTimePtr(c.QueuedAt), fmtTimePtr(c.DeliveredAt), fmtTimePtr(c.ClaimedAt),
+		fmtTimePtr(c.HandledAt), fmtTimePtr(c.FailedAt), c.Error})
+}
+
+// MarshalJSON encodes e in its canonical form.
+func (e TraceEvent) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		ID        string          `json:"id"`
+		TS        string          `json:"ts"`
+		Kind      string          `json:"kind"`
+		Summary   string          `json:"summary,omitempty"`
+		Data      json.RawMessage `json:"data,omitempty"`
+		Level     string          `json:"level,omitempty"`
+		Attention string          `json:"attention,omitempty"`
+	}
+	return encodeCompact(wire{e.ID, FormatTime(e.TS), e.Kind, e.Summary, e.Data, e.Level, e.Attention})
+}
+
+// EncodeLine returns the canonical JSON line of v (no HTML escaping,
+// newline included): the unit in which journal bytes are counted.
+func EncodeLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func encodeCompact(v any) ([]byte, error) {
+	b, err := EncodeLine(v)
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}

@@ -1,0 +1,277 @@
+// Package tool is the registry of tools that agents call. The MCP tool list
+// is built from it, so every part of assent (controls, screens, Runs, Flows,
+// and tools that applications register) adds its tools in one place.
+//
+// A tool has a name, a description, a JSON Schema for its arguments, the four
+// MCP annotations (always set explicitly) and a handler. Handlers receive the
+// calling principal from the transport, never from the arguments.
+//
+// Names are unique after normalization: "Audio-Transcribe", "audio.transcribe"
+// and "audio_transcribe" are one name, so a tool cannot shadow another by a
+// change of case or separator.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/assent-run/assent/store"
+)
+
+// Annotations are the MCP tool hints. Every tool states all four.
+type Annotations struct {
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	OpenWorld   bool
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	// Principal is who calls, decided by the transport.
+	Principal store.Principal
+	// Args is the JSON object of arguments (never nil; "{}" when empty).
+	Args json.RawMessage
+}
+
+// Result is what a tool returns.
+type Result struct {
+	// Text is the human-readable answer. When empty, the JSON of
+	// Structured is used.
+	Text string
+	// Structured is returned as MCP structuredContent when not nil.
+	Structured any
+}
+
+// Handler runs a tool. A refusal is returned as an *Error; any other error
+// is reported to the caller as "tool_failed" without its message.
+type Handler func(ctx context.Context, call Call) (*Result, error)
+
+// Tool is a registered tool.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema is a JSON Schema object for Args. Nil means an object
+	// with no properties.
+	InputSchema json.RawMessage
+	Annotations Annotations
+	// Hidden tools can be called but are not listed (for example legacy
+	// aliases of a renamed tool).
+	Hidden bool
+	// Meta is passed through as the MCP tool's _meta.
+	Meta    map[string]any
+	Handler Handler
+}
+
+// Error is a refusal with a stable code.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Data carries structured detail (for example backpressure figures).
+	Data map[string]any `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrCollision is returned by Register when a tool's normalized name is
+// already taken.
+var ErrCollision = errors.New("tool name collides with an existing tool")
+
+// Normalize returns the form in which names are compared for collisions:
+// lower case, with '-', '.', ' ' and '/' folded to '_'.
+func Normalize(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '.', ' ', '/':
+			return '_'
+		}
+		if 'A' <= r && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, strings.TrimSpace(name))
+}
+
+// Registry holds tools. It is safe for concurrent use. The zero value is not
+// usable; call NewRegistry.
+type Registry struct {
+	mu       sync.RWMutex
+	byNorm   map[string]*Tool
+	watchers map[int]func()
+	nextW    int
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byNorm: map[string]*Tool{}, watchers: map[int]func(){}}
+}
+
+// Register adds t. It fails with ErrCollision when a tool with the same
+// normalized name exists.
+func (r *Registry) Register(t Tool) error {
+	if err := check(t); err != nil {
+		return err
+	}
+	n := Normalize(t.Name)
+	r.mu.Lock()
+	if old, ok := r.byNorm[n]; ok {
+		r.mu.Unlock()
+		return fmt.Errorf("register %q: %w (%q)", t.Name, ErrCollision, old.Name)
+	}
+	r.byNorm[n] = &t
+	r.mu.Unlock()
+	r.changed()
+	return nil
+}
+
+// Replace adds t or replaces the tool with its exact name. A different tool
+// whose normalized name matches is still a collision.
+func (r *Registry) Replace(t Tool) error {
+	if err := check(t); err != nil {
+		return err
+	}
+	n := Normalize(t.Name)
+	r.mu.Lock()
+	if old, ok := r.byNorm[n]; ok && old.Name != t.Name {
+		r.mu.Unlock()
+		return fmt.Errorf("replace %q: %w (%q)", t.Name, ErrCollision, old.Name)
+	}
+	r.byNorm[n] = &t
+	r.mu.Unlock()
+	r.changed()
+	return nil
+}
+
+// Remove deletes the tool with exactly this name and reports whether it
+// existed.
+func (r *Registry) Remove(name string) bool {
+	n := Normalize(name)
+	r.mu.Lock()
+	old, ok := r.byNorm[n]
+	if ok && old.Name == name {
+		delete(r.byNorm, n)
+	} else {
+		ok = false
+	}
+	r.mu.Unlock()
+	if ok {
+		r.changed()
+	}
+	return ok
+}
+
+// Lookup returns the tool with exactly this name (hidden tools included).
+// Names are compared byte for byte: a look-alike name is simply unknown.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.byNorm[Normalize(name)]
+	if !ok || t.Name != name {
+		return Tool{}, false
+	}
+	return *t, true
+}
+
+// Taken reports whether name collides with a registered tool after
+// normalization.
+func (r *Registry) Taken(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.byNorm[Normalize(name)]
+	return ok
+}
+
+// List returns every tool, hidden ones included, sorted by name.
+func (r *Registry) List() []Tool {
+	r.mu.RLock()
+	out := make([]Tool, 0, len(r.byNorm))
+	for _, t := range r.byNorm {
+		out = append(out, *t)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Watch calls f (on the goroutine that changed the registry) after every
+// change, and returns a function that stops watching.
+func (r *Registry) Watch(f func()) (stop func()) {
+	r.mu.Lock()
+	id := r.nextW
+	r.nextW++
+	r.watchers[id] = f
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		delete(r.watchers, id)
+		r.mu.Unlock()
+	}
+}
+
+func (r *Registry) changed() {
+	r.mu.RLock()
+	fs := make([]func(), 0, len(r.watchers))
+	for _, f := range r.watchers {
+		fs = append(fs, f)
+	}
+	r.mu.RUnlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+func check(t Tool) error {
+	if t.Name == "" || len(t.Name) > 128 {
+		return fmt.Errorf("tool name %q must be 1 to 128 characters", t.Name)
+	}
+	for _, c := range t.Name {
+		if !(c == '_' || c == '-' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return fmt.Errorf("tool name %q may only hold letters, digits, '_', '-' and '.'", t.Name)
+		}
+	}
+	if t.Handler == nil {
+		return fmt.Errorf("tool %q has no handler", t.Name)
+	}
+	if t.InputSchema != nil && !json.Valid(t.InputSchema) {
+		return fmt.Errorf("tool %q: input schema is not valid JSON", t.Name)
+	}
+	return nil
+}
+
+// Call runs the named tool for call. Unknown names give an *Error with code
+// "unknown_tool".
+func (r *Registry) Call(ctx context.Context, name string, call Call) (*Result, error) {
+	t, ok := r.Lookup(name)
+	if !ok {
+		return nil, Errorf("unknown_tool", "no tool is named %q; list the tools to see what is available", name)
+	}
+	if len(call.Args) == 0 || string(call.Args) == "null" {
+		call.Args = json.RawMessage("{}")
+	}
+	return t.Handler(ctx, call)
+}
+
+// DecodeArgs decodes args into v, refusing unknown fields, and returns an
+// *Error with code "invalid_request" on failure.
+func DecodeArgs(args json.RawMessage, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf("invalid_request", "invalid arguments: %v", err)
+	}
+	if dec.More() {
+		return Errorf("invalid_request", "invalid arguments: trailing data")
+	}
+	return nil
+}

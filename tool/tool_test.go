@@ -1,0 +1,80 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func okHandler(context.Context, Call) (*Result, error) { return &Result{Text: "ok"}, nil }
+
+func TestRegistryCollisions(t *testing.T) {
+	r := NewRegistry()
+	changes := 0
+	stop := r.Watch(func() { changes++ })
+	defer stop()
+	if err := r.Register(Tool{Name: "audio_transcribe", Handler: okHandler}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"audio_transcribe", "Audio-Transcribe", "audio.transcribe"} {
+		if err := r.Register(Tool{Name: name, Handler: okHandler}); !errors.Is(err, ErrCollision) {
+			t.Errorf("Register(%q) = %v, want collision", name, err)
+		}
+	}
+	if err := r.Replace(Tool{Name: "audio.transcribe", Handler: okHandler}); !errors.Is(err, ErrCollision) {
+		t.Errorf("Replace of a different name = %v, want collision", err)
+	}
+	if err := r.Replace(Tool{Name: "audio_transcribe", Description: "v2", Handler: okHandler}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Lookup("audio_transcribe"); got.Description != "v2" {
+		t.Errorf("Replace kept %q", got.Description)
+	}
+	if _, ok := r.Lookup("Audio_Transcribe"); ok {
+		t.Error("Lookup is not byte-exact")
+	}
+	if r.Remove("audio.transcribe") {
+		t.Error("Remove of a look-alike name succeeded")
+	}
+	if !r.Remove("audio_transcribe") {
+		t.Error("Remove failed")
+	}
+	if changes != 3 {
+		t.Errorf("watch saw %d changes, want 3", changes)
+	}
+}
+
+func TestRegisterChecks(t *testing.T) {
+	r := NewRegistry()
+	for _, tt := range []Tool{
+		{Name: "", Handler: okHandler},
+		{Name: "bad name!", Handler: okHandler},
+		{Name: "no_handler"},
+		{Name: "bad_schema", InputSchema: []byte("{"), Handler: okHandler},
+	} {
+		if err := r.Register(tt); err == nil {
+			t.Errorf("Register(%q) succeeded", tt.Name)
+		}
+	}
+}
+
+func TestCallUnknownAndArgs(t *testing.T) {
+	r := NewRegistry()
+	_, err := r.Call(context.Background(), "missing", Call{})
+	var te *Error
+	if !errors.As(err, &te) || te.Code != "unknown_tool" {
+		t.Fatalf("got %v", err)
+	}
+	var seen string
+	r.Register(Tool{Name: "echo", Handler: func(_ context.Context, c Call) (*Result, error) {
+		seen = string(c.Args)
+		return &Result{}, nil
+	}})
+	if _, err := r.Call(context.Background(), "echo", Call{}); err != nil || seen != "{}" {
+		t.Fatalf("args = %q, err %v", seen, err)
+	}
+	var v struct{ A int }
+	if err := DecodeArgs([]byte(`{"A":1,"B":2}`), &v); !errors.As(err, &te) || te.Code != "invalid_request" {
+		t.Fatalf("unknown field: %v", err)
+	}
+}
