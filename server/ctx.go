@@ -15,4 +15,3 @@ func contextWithTimeoutOr(parent, also context.Context, d time.Duration) (contex
 		cancel()
 	}
 }
-

@@ -23,6 +23,7 @@ const statelessRevision = "2026-07-28"
 
 // mcpEndpoint serves /mcp over streamable HTTP.
 type mcpEndpoint struct {
+	streams   context.Context
 	server    *mcp.Server
 	stop      func()
 	stateful  http.Handler
@@ -44,8 +45,9 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 	requireToken := mcpauth.RequireBearerToken(verify, nil)
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	return &mcpEndpoint{
-		server: srv,
-		stop:   stop,
+		streams: s.streams,
+		server:  srv,
+		stop:    stop,
 		stateful: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			SessionTimeout:      s.cfg.SessionTimeout,
 			MaxRequestBodyBytes: 4 << 20,
@@ -58,6 +60,15 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 }
 
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		// A standalone notification stream lives as long as the session;
+		// end it when the server shuts down so draining is not held up.
+		ctx, cancel := context.WithCancel(r.Context())
+		stop := context.AfterFunc(m.streams, cancel)
+		defer stop()
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessRevision {
 		m.stateless.ServeHTTP(w, r)
 		return

@@ -152,6 +152,18 @@ type TraceEvent struct {
 	Attention string          `json:"attention,omitempty"`
 }
 
+// TraceAppend is one event to append to a Run's Trace.
+type TraceAppend struct {
+	RunID string
+	Event TraceEvent
+}
+
+// ControlAdmission is one Control to admit to a Run's journal.
+type ControlAdmission struct {
+	RunID   string
+	Control Control
+}
+
 // TraceStats describes a Run's retained Trace.
 type TraceStats struct {
 	Events int
@@ -194,6 +206,10 @@ type Runs interface {
 	// AdmitControl appends c (status queued) to runID's journal, or
 	// refuses with *ControlError and writes nothing.
 	AdmitControl(ctx context.Context, runID string, c Control) (Control, error)
+	// AdmitControls admits several Controls in one transaction, in order,
+	// each seeing the ones before it; errs[i] is the outcome of items[i]
+	// (nil when admitted). A non-nil error means nothing was written.
+	AdmitControls(ctx context.Context, items []ControlAdmission) (errs []error, err error)
 	// TransitionControl moves record id to next at time at. The current
 	// status must be one of expected (any pending status when empty) and
 	// the move legal: claimed from queued or delivered, handled from
@@ -212,6 +228,10 @@ type Runs interface {
 	// AppendTrace appends ev to runID's Trace, compacting in the same
 	// transaction when a bound would be passed.
 	AppendTrace(ctx context.Context, runID string, ev TraceEvent) error
+	// AppendTraces appends several events in one transaction, in order;
+	// errs[i] is the outcome of items[i]. A non-nil error means nothing
+	// was written.
+	AppendTraces(ctx context.Context, items []TraceAppend) (errs []error, err error)
 	// Trace returns the newest limit events, oldest first (all when limit
 	// is not positive).
 	Trace(ctx context.Context, runID string, limit int) ([]TraceEvent, error)

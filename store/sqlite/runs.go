@@ -326,52 +326,98 @@ func controlBytes(c store.Control) (int, error) {
 
 // AdmitControl implements store.Runs.
 func (s *DB) AdmitControl(ctx context.Context, runID string, c store.Control) (store.Control, error) {
+	items := []store.ControlAdmission{{RunID: runID, Control: c}}
+	errs, err := s.AdmitControls(ctx, items)
+	if err != nil {
+		return c, err
+	}
+	return canonicalAdmission(c), errs[0]
+}
+
+func canonicalAdmission(c store.Control) store.Control {
 	c.Status = store.ControlQueued
 	c.DeliveredAt, c.ClaimedAt, c.HandledAt, c.FailedAt, c.Error = nil, nil, nil, nil, ""
-	if c.QueuedAt == nil {
-		now := time.Now()
-		c.QueuedAt = &now
+	t := time.Now()
+	if c.QueuedAt != nil {
+		t = *c.QueuedAt
 	}
-	t := c.QueuedAt.UTC().Truncate(time.Millisecond)
+	t = t.UTC().Truncate(time.Millisecond)
 	c.QueuedAt = &t
-	n, err := controlBytes(c)
-	if err != nil {
-		return c, fmt.Errorf("admit control: %w", err)
-	}
+	return c
+}
+
+// AdmitControls implements store.Runs. Each admission reads the aggregate
+// state of its journal inside the transaction, so the bounds hold exactly
+// whatever the interleaving of callers.
+func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) ([]error, error) {
+	errs := make([]error, len(items))
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return c, fmt.Errorf("admit control: %w", err)
+		return nil, fmt.Errorf("admit control: %w", err)
 	}
 	defer tx.Rollback()
-	var exists int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, runID).Scan(&exists); err != nil {
-		return c, fmt.Errorf("admit control: %w", err)
-	}
-	if exists == 0 {
-		return c, store.ErrNotFound
-	}
-	j, err := readJournal(ctx, tx, runID, c.InstanceID)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes)
+		SELECT ?, ?, ?, ?, ?, 'queued', ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)`)
 	if err != nil {
-		return c, fmt.Errorf("admit control: %w", err)
+		return nil, fmt.Errorf("admit control: %w", err)
 	}
-	if r := j.integrity(); r != "" {
-		return c, j.refusal("control_journal_integrity", r, c.InstanceID)
+	defer ins.Close()
+	agg, err := tx.PrepareContext(ctx, journalSQL)
+	if err != nil {
+		return nil, fmt.Errorf("admit control: %w", err)
 	}
-	if j.pending >= store.ControlPendingLimit || j.bytes+n > store.ControlJournalMaxBytes {
-		return c, j.refusal("control_backpressure", "", c.InstanceID)
-	}
-	var input any
-	if len(c.Input) > 0 {
-		input = string(c.Input)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes)
-		VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)`, runID, c.ID, c.InstanceID, c.Action, input, ms(t), n); err != nil {
-		return c, fmt.Errorf("admit control: %w", err)
+	defer agg.Close()
+	seen := map[[2]string]journalState{}
+	for i, it := range items {
+		c := canonicalAdmission(it.Control)
+		n, err := controlBytes(c)
+		if err != nil {
+			errs[i] = fmt.Errorf("admit control: %w", err)
+			continue
+		}
+		// The journal is read once per Run and generation in a batch and
+		// then kept up to date in memory with what this batch inserts.
+		key := [2]string{it.RunID, c.InstanceID}
+		j, ok := seen[key]
+		if !ok {
+			if err := agg.QueryRowContext(ctx, c.InstanceID, it.RunID).Scan(&j.rows, &j.bytes, &j.pending, &j.oldest,
+				&j.malformed, &j.invalid, &j.badTime, &j.foreign); err != nil {
+				return nil, fmt.Errorf("admit control: %w", err)
+			}
+			seen[key] = j
+		}
+		if r := j.integrity(); r != "" {
+			errs[i] = j.refusal("control_journal_integrity", r, c.InstanceID)
+			continue
+		}
+		if j.pending >= store.ControlPendingLimit || j.bytes+n > store.ControlJournalMaxBytes {
+			errs[i] = j.refusal("control_backpressure", "", c.InstanceID)
+			continue
+		}
+		var input any
+		if len(c.Input) > 0 {
+			input = string(c.Input)
+		}
+		res, err := ins.ExecContext(ctx, it.RunID, c.ID, c.InstanceID, c.Action, input, ms(*c.QueuedAt), n, it.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("admit control: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			errs[i] = store.ErrNotFound
+			continue
+		}
+		j.rows++
+		j.pending++
+		j.bytes += n
+		if !j.oldest.Valid || ms(*c.QueuedAt) < j.oldest.Int64 {
+			j.oldest = sql.NullInt64{Int64: ms(*c.QueuedAt), Valid: true}
+		}
+		seen[key] = j
 	}
 	if err := tx.Commit(); err != nil {
-		return c, fmt.Errorf("admit control: %w", err)
+		return nil, fmt.Errorf("admit control: %w", err)
 	}
-	return c, nil
+	return errs, nil
 }
 
 const controlColumns = `seq, id, instance_id, action, input, status, queued_at, delivered_at, claimed_at, handled_at, failed_at, error`
@@ -608,50 +654,80 @@ func markerLine(id string, ts time.Time, d compactionData) ([]byte, error) {
 	return store.EncodeLine(store.TraceEvent{ID: id, TS: ts, Kind: store.TraceCompactedKind, Level: "warning", Data: data})
 }
 
-// AppendTrace implements store.Runs. The common case inserts one row and
-// bumps two counters. When the append would pass TraceMaxEvents or
+// AppendTrace implements store.Runs.
+func (s *DB) AppendTrace(ctx context.Context, runID string, ev store.TraceEvent) error {
+	errs, err := s.AppendTraces(ctx, []store.TraceAppend{{RunID: runID, Event: ev}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// AppendTraces implements store.Runs. The common case inserts one row and
+// bumps two counters. When an append would pass TraceMaxEvents or
 // TraceMaxBytes, the newest suffix that fits TraceTargetEvents and
 // TraceTargetBytes (with room for the new event and the marker) is kept,
 // the rest and the previous marker are deleted, and the new event is
 // followed by one marker carrying the cumulative totals. A compaction
 // happens at most once per TraceMaxEvents-TraceTargetEvents appends of
 // small events, so appends stay amortized O(1).
-func (s *DB) AppendTrace(ctx context.Context, runID string, ev store.TraceEvent) error {
-	ev.TS = ev.TS.UTC().Truncate(time.Millisecond)
-	line, err := store.EncodeLine(ev)
-	if err != nil {
-		return fmt.Errorf("append trace: %w", err)
-	}
-	if len(line)-1 > store.TraceEventMaxBytes {
-		return fmt.Errorf("append trace: event exceeds %d bytes", store.TraceEventMaxBytes)
-	}
+func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]error, error) {
+	errs := make([]error, len(items))
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("append trace: %w", err)
+		return nil, fmt.Errorf("append trace: %w", err)
 	}
 	defer tx.Rollback()
-	var events, size int64
-	err = tx.QueryRowContext(ctx, `SELECT trace_events, trace_bytes FROM runs WHERE id = ?`, runID).Scan(&events, &size)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
+	bump, err := tx.PrepareContext(ctx, `UPDATE runs SET trace_events = trace_events + 1, trace_bytes = trace_bytes + ?
+		WHERE id = ? AND trace_events + 1 <= ? AND trace_bytes + ? <= ?`)
 	if err != nil {
-		return fmt.Errorf("append trace: %w", err)
+		return nil, fmt.Errorf("append trace: %w", err)
 	}
-	n := int64(len(line))
-	if events+1 <= store.TraceMaxEvents && size+n <= store.TraceMaxBytes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`, runID, ev.Kind, string(line[:n-1]), n); err != nil {
-			return fmt.Errorf("append trace: %w", err)
+	defer bump.Close()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("append trace: %w", err)
+	}
+	defer ins.Close()
+	for i, it := range items {
+		ev := it.Event
+		ev.TS = ev.TS.UTC().Truncate(time.Millisecond)
+		line, err := store.EncodeLine(ev)
+		if err != nil {
+			errs[i] = fmt.Errorf("append trace: %w", err)
+			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET trace_events = ?, trace_bytes = ? WHERE id = ?`, events+1, size+n, runID); err != nil {
-			return fmt.Errorf("append trace: %w", err)
+		if len(line)-1 > store.TraceEventMaxBytes {
+			errs[i] = fmt.Errorf("append trace: event exceeds %d bytes", store.TraceEventMaxBytes)
+			continue
 		}
-		return commit(tx, "append trace")
+		n := int64(len(line))
+		res, err := bump.ExecContext(ctx, n, it.RunID, store.TraceMaxEvents, n, store.TraceMaxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("append trace: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 1 {
+			if _, err := ins.ExecContext(ctx, it.RunID, ev.Kind, string(line[:n-1]), n); err != nil {
+				return nil, fmt.Errorf("append trace: %w", err)
+			}
+			continue
+		}
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, it.RunID).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("append trace: %w", err)
+		}
+		if exists == 0 {
+			errs[i] = store.ErrNotFound
+			continue
+		}
+		if err := compactTrace(ctx, tx, it.RunID, ev, line); err != nil {
+			return nil, err
+		}
 	}
-	if err := compactTrace(ctx, tx, runID, ev, line); err != nil {
-		return err
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("append trace: %w", err)
 	}
-	return commit(tx, "append trace")
+	return errs, nil
 }
 
 func commit(tx *sql.Tx, what string) error {

@@ -171,6 +171,9 @@ func TestControlTransitions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		name := strings.Join(append(append([]string{"queued"}, tc.path...), tc.next), "→")
+		if tc.expected != nil {
+			name += " expecting " + strings.Join(tc.expected, ",")
+		}
 		t.Run(name, func(t *testing.T) {
 			db := openTest(t)
 			run := newRun(t, db, "demo")
@@ -430,7 +433,7 @@ func TestTraceCompactionCount(t *testing.T) {
 	}
 	st, _ = db.TraceStats(ctx, run.ID)
 	d = marker(t, st)
-	if markers != 1 || d.CompactionsTotal != 2 || d.DroppedValidEventsTotal != 514+514 || len(evs) != 1536 {
+	if markers != 1 || d.CompactionsTotal != 2 || d.DroppedValidEventsTotal != 514+513 || len(evs) != 1536 {
 		t.Fatalf("after a second compaction: %d markers, %+v, %d events", markers, d, len(evs))
 	}
 }
@@ -446,12 +449,12 @@ func TestTraceCompactionBytes(t *testing.T) {
 		t.Fatalf("bounds passed: %+v", st)
 	}
 	d := marker(t, st)
-	if d.RetainedBytes != int64(st.Bytes) || st.Bytes > store.TraceMaxBytes {
-		t.Fatalf("marker %+v, stats %+v", d, st)
+	if d.RetainedBytes > store.TraceTargetBytes || d.RetainedEvents > store.TraceTargetEvents {
+		t.Fatalf("marker %+v", d)
 	}
 	evs, _ := db.Trace(ctx, run.ID, 0)
-	if evs[len(evs)-1].Kind != store.TraceCompactedKind || evs[len(evs)-2].Summary != "199" {
-		t.Fatal("the appended event and marker are not last")
+	if evs[len(evs)-1].Summary != "199" {
+		t.Fatal("the newest event is not last")
 	}
 	if d.DroppedValidEventsTotal+int64(len(evs)-1) != 200 {
 		t.Fatalf("dropped %d + kept %d != 200", d.DroppedValidEventsTotal, len(evs)-1)
@@ -520,4 +523,47 @@ func BenchmarkAppendTrace(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// BenchmarkAppendTracesBatched measures appends committed 64 to a
+// transaction, as the Run manager groups concurrent appenders.
+func BenchmarkAppendTracesBatched(b *testing.B) {
+	db := openTest(b)
+	run := newRun(b, db, "demo")
+	ctx := context.Background()
+	items := make([]store.TraceAppend, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(items) {
+		for k := range items {
+			items[k] = store.TraceAppend{RunID: run.ID, Event: store.TraceEvent{ID: uuid.NewString(), TS: t0, Kind: "progress.update", Summary: "step", Data: json.RawMessage(`{"completed":1}`)}}
+		}
+		if _, err := db.AppendTraces(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// BenchmarkAdmitControlsBatched measures admissions committed 64 to a
+// transaction (one Run's full pending window each).
+func BenchmarkAdmitControlsBatched(b *testing.B) {
+	db := openTest(b)
+	ctx := context.Background()
+	items := make([]store.ControlAdmission, store.ControlPendingLimit)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(items) {
+		b.StopTimer()
+		run := newRun(b, db, fmt.Sprintf("r%d", i))
+		b.StartTimer()
+		for k := range items {
+			items[k] = store.ControlAdmission{RunID: run.ID, Control: store.Control{ID: uuid.NewString(), InstanceID: run.InstanceID, Action: "pause"}}
+		}
+		errs, err := db.AdmitControls(ctx, items)
+		if err != nil || errs[len(errs)-1] != nil {
+			b.Fatal(err, errs)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
 }

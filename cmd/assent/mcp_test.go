@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// stdioSession runs "assent ARGS…" in process with its stdin and stdout
+// connected to an MCP client session.
+func stdioSession(t *testing.T, args ...string) (*mcp.ClientSession, <-chan int) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	code := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		c := execute(args, inR, outW, &stderr)
+		outW.Close()
+		code <- c
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		inW.Close()
+		t.Fatalf("connect: %v (stderr: %s)", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		inW.Close()
+		select {
+		case <-code:
+		case <-time.After(10 * time.Second):
+			t.Error("assent mcp did not exit after stdin closed")
+		}
+	})
+	return cs, code
+}
+
+func callStatus(t *testing.T, cs *mcp.ClientSession) map[string]any {
+	t.Helper()
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range list.Tools {
+		found = found || tl.Name == "runtime_status"
+	}
+	if !found {
+		t.Fatal("runtime_status not listed over stdio")
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "runtime_status", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("runtime_status: %v %+v", err, res)
+	}
+	var out map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &out)
+	return out
+}
+
+func TestMCPStdioInProcess(t *testing.T) {
+	dir := t.TempDir()
+	cs, _ := stdioSession(t, "mcp", "--data", dir)
+	st := callStatus(t, cs)
+	if p, _ := st["principal"].(map[string]any); p["kind"] != "agent" {
+		t.Fatalf("status = %v", st)
+	}
+}
+
+func TestMCPStdioRelay(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	boot, _ := server.EnsureBootstrap(ctx, db, time.Now())
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	defer hs.CloseClientConnections()
+
+	cs, _ := stdioSession(t, "mcp", "--url", hs.URL, "--token", boot.AgentToken)
+	st := callStatus(t, cs)
+	if p, _ := st["principal"].(map[string]any); p["id"] != boot.Agent.ID {
+		t.Fatalf("status = %v", st)
+	}
+
+	// A wrong token is refused before anything is served.
+	var stderr bytes.Buffer
+	code := execute([]string{"mcp", "--url", hs.URL, "--token", "asnt_wrong"}, strings.NewReader(""), io.Discard, &stderr)
+	if code != exitRefused || !strings.Contains(stderr.String(), "sign_in_required") {
+		t.Fatalf("wrong token: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestTokenCommands(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (int, string, string) {
+		var out, errw bytes.Buffer
+		code := execute(append(args, "--data", dir), strings.NewReader(""), &out, &errw)
+		return code, out.String(), errw.String()
+	}
+	code, out, _ := run("token", "create", "--kind", "agent", "--name", "planner", "--grant", "a.b,c.d", "--json")
+	if code != 0 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	var created struct {
+		Token     string `json:"token"`
+		Principal struct {
+			ID     string   `json:"id"`
+			Grants []string `json:"grants"`
+		} `json:"principal"`
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || !strings.HasPrefix(created.Token, "asnt_") || len(created.Principal.Grants) != 2 {
+		t.Fatalf("create output %q: %v", out, err)
+	}
+	code, out, _ = run("token", "list")
+	if code != 0 || !strings.Contains(out, "planner") || strings.Contains(out, created.Token) {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	if code, _, _ = run("token", "revoke", created.Principal.ID); code != 0 {
+		t.Fatalf("revoke: %d", code)
+	}
+	code, out, _ = run("token", "list", "--json")
+	if code != 0 || !strings.Contains(out, `"revoked": true`) {
+		t.Fatalf("list after revoke: %q", out)
+	}
+	if code, _, errs := run("token", "revoke", "p_missing"); code != exitRefused || !strings.Contains(errs, "not_found") {
+		t.Fatalf("revoke missing: %d %q", code, errs)
+	}
+	if code, _, _ := run("token", "create", "--kind", "robot", "--name", "x"); code != exitUsage {
+		t.Fatalf("bad kind: exit %d, want 2", code)
+	}
+	if code, _, _ := run("token", "create", "--bogus"); code != exitUsage {
+		t.Fatalf("unknown flag: exit %d, want 2", code)
+	}
+}
