@@ -2,20 +2,714 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
-// controlsState holds the server's controls part.
-type controlsState struct{}
+// grantSpeakForUser lets a service token send commands with source "user"
+// (for example an application relaying a person's own edit).
+const grantSpeakForUser = "control.speak_for_user"
 
-func (s *Server) initControls(ctx context.Context) error { return nil }
+// controlsState is the server's control registry, the forms hosted for
+// applications that are not written in Go, and who may see which form.
+type controlsState struct {
+	controls *control.Registry
+
+	formsMu sync.Mutex
+	// forms maps a form id to its declaration. Forms that are not listed
+	// (for example those registered in process by a Go application) are
+	// visible to every principal.
+	forms map[string]*formDecl
+}
+
+// formDecl is a form whose controls assent holds.
+type formDecl struct {
+	// owner declared the form; only it may redeclare or remove it.
+	owner string
+	// private forms (a screen's fields) are visible only to their owner and
+	// to people; others get not_found.
+	private bool
+	values  map[control.Key]*control.Value
+	remove  []func()
+}
+
+func (s *Server) initControls(ctx context.Context) error {
+	s.controls = control.New(control.Config{Now: s.now})
+	s.forms = map[string]*formDecl{}
+	for _, t := range s.controlTools() {
+		if err := s.tools.Register(t); err != nil {
+			return err
+		}
+	}
+	s.counters = append(s.counters, openCounter{name: "proposals", count: func(ctx context.Context, p store.Principal) int {
+		if p.Kind != store.KindHuman {
+			return 0
+		}
+		return len(s.visibleProposals(ctx, p))
+	}})
+	if s.cfg.Demo {
+		if err := s.declareDemoProfile(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (s *Server) closeControls() {}
 
-func (s *Server) routesControls(mux *http.ServeMux) {}
+// Controls returns the control registry, so an embedding Go application can
+// register its own controls.
+func (s *Server) Controls() *control.Registry { return s.controls }
 
-func (s *Server) inboxControls(ctx context.Context, p store.Principal) (inboxSection, error) {
-	return inboxSection{}, nil
+// formVisible reports whether p may see the controls of formID.
+func (s *Server) formVisible(p store.Principal, formID string) bool {
+	s.formsMu.Lock()
+	defer s.formsMu.Unlock()
+	f, ok := s.forms[formID]
+	return !ok || !f.private || f.owner == p.ID || p.Kind == store.KindHuman
 }
+
+// execControl runs a command for principal p with the source the transport
+// decided, records it in the audit log and publishes it as an event.
+func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
+	if !s.formVisible(p, cmd.Identity.FormID) {
+		return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: control.ReasonNotFound,
+			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
+	}
+	cc.PrincipalID = p.ID
+	res := s.controls.Execute(ctx, cmd, cc)
+	switch res.Reason {
+	case control.ReasonNotFound, control.ReasonInvalidRequest, control.ReasonLimitExceeded:
+		// Not command events: nothing is recorded or published.
+		return res
+	}
+	rec := store.AuditRecord{
+		Time: s.now(), PrincipalID: p.ID, Source: string(cc.Source),
+		FormID: cmd.Identity.FormID, ControlID: cmd.Identity.ControlID, Subject: subjectString(cmd.Identity),
+		Action: string(cmd.Action), OK: res.OK, Reason: string(res.Reason),
+	}
+	if !res.Snapshot.State.ValueRedacted && cmd.Value != nil {
+		if b, err := json.Marshal(map[string]any{"value": cmd.Value}); err == nil && len(b) <= 4096 {
+			rec.Detail = string(b)
+		}
+	}
+	if _, err := s.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+		s.log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
+	}
+	s.publishControl(cmd.Identity.FormID, "control.command", map[string]any{
+		"action": cmd.Action, "identity": cmd.Identity, "ok": res.OK, "reason": res.Reason,
+		"source": cc.Source, "principalId": p.ID, "snapshot": res.Snapshot,
+	})
+	return res
+}
+
+// publishControl publishes an event about a form to those who may see it.
+func (s *Server) publishControl(formID, typ string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	s.formsMu.Lock()
+	f := s.forms[formID]
+	private, owner := f != nil && f.private, ""
+	if f != nil {
+		owner = f.owner
+	}
+	s.formsMu.Unlock()
+	if private {
+		// Visible to the owner and to people: publish once for the owner;
+		// people learn of it through the human channel below.
+		s.bus.Publish(event.Event{Type: typ, Owner: owner, Data: b})
+		s.publishToHumans(typ, b)
+		return
+	}
+	s.bus.Publish(event.Event{Type: typ, Data: b})
+}
+
+// publishToHumans publishes an event to each signed-up person.
+func (s *Server) publishToHumans(typ string, data json.RawMessage) {
+	ps, err := s.store.ListPrincipals(context.Background())
+	if err != nil {
+		return
+	}
+	for _, p := range ps {
+		if p.Kind == store.KindHuman && !p.Revoked {
+			s.bus.Publish(event.Event{Type: typ, Owner: p.ID, Data: data})
+		}
+	}
+}
+
+func subjectString(id control.Identity) string {
+	if id.Subject == nil {
+		return ""
+	}
+	return id.Subject.Type + ":" + id.Subject.ID
+}
+
+// sourceFor decides the source and confirmation of a command from the
+// transport and the principal, never from the request body. A service may
+// declare voice, tutorial or test, and user only with the speak-for-user
+// grant.
+func sourceFor(r *http.Request, p store.Principal, declared string) (control.CommandContext, *apiError) {
+	if fromWeb(r) {
+		if declared != "" {
+			return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "the web UI decides the source of a command; remove \"source\""}
+		}
+		return control.CommandContext{Source: control.SourceUser, Confirmed: true}, nil
+	}
+	switch p.Kind {
+	case store.KindService:
+		switch control.Source(declared) {
+		case "":
+			return control.CommandContext{Source: control.SourceAgent}, nil
+		case control.SourceVoice, control.SourceTutorial, control.SourceTest:
+			return control.CommandContext{Source: control.Source(declared)}, nil
+		case control.SourceUser:
+			if p.Has(grantSpeakForUser) {
+				return control.CommandContext{Source: control.SourceUser}, nil
+			}
+			return control.CommandContext{}, &apiError{Status: 403, Code: "forbidden", Message: "this service may not speak for the user; it needs the grant " + grantSpeakForUser}
+		}
+		return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "source must be voice, tutorial, test or user"}
+	case store.KindHuman:
+		if declared != "" {
+			return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "the transport decides the source of a command; remove \"source\""}
+		}
+		// A person's token is not a confirmation: only the web UI gives one.
+		return control.CommandContext{Source: control.SourceUser}, nil
+	default:
+		if declared != "" {
+			return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "an agent's commands always have source agent; remove \"source\""}
+		}
+		return control.CommandContext{Source: control.SourceAgent}, nil
+	}
+}
+
+// executeRequest is the body of POST /v1/controls/execute and the arguments
+// of controls_execute. Source and Confirmed exist only to be refused.
+type executeRequest struct {
+	Action     control.Action   `json:"action"`
+	Identity   control.Identity `json:"identity"`
+	Value      any              `json:"value,omitempty"`
+	DurationMs int              `json:"durationMs,omitempty"`
+	Revision   int64            `json:"revision,omitempty"`
+	Source     *string          `json:"source,omitempty"`
+	Confirmed  *bool            `json:"confirmed,omitempty"`
+}
+
+func (r executeRequest) command() control.Command {
+	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value, DurationMs: r.DurationMs, Revision: r.Revision}
+}
+
+func (s *Server) routesControls(mux *http.ServeMux) {
+	mux.Handle("GET /v1/controls", s.authed(http.HandlerFunc(s.handleControlsList)))
+	mux.Handle("GET /v1/controls/{formId}/{controlId}", s.authed(http.HandlerFunc(s.handleControlInspect)))
+	mux.Handle("POST /v1/controls/execute", s.authed(http.HandlerFunc(s.handleControlExecute)))
+	mux.Handle("POST /v1/forms/{formId}/controls", s.authed(http.HandlerFunc(s.handleFormDeclare)))
+	mux.Handle("DELETE /v1/forms/{formId}/controls", s.authed(http.HandlerFunc(s.handleFormRemove)))
+	mux.Handle("PUT /v1/forms/{formId}/controls/{controlId}/value", s.authed(http.HandlerFunc(s.handleFormSetValue)))
+	mux.Handle("GET /v1/audit", s.authed(http.HandlerFunc(s.handleAudit)))
+	mux.Handle("POST /web/controls/{action}", s.webPage(s.handleWebControl))
+}
+
+func (s *Server) listControls(ctx context.Context, p store.Principal, formID string) []control.Snapshot {
+	all := s.controls.List(ctx, formID)
+	out := all[:0:0]
+	for _, snap := range all {
+		if s.formVisible(p, snap.Identity.FormID) {
+			out = append(out, snap)
+		}
+	}
+	if out == nil {
+		out = []control.Snapshot{}
+	}
+	return out
+}
+
+func (s *Server) handleControlsList(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"controls": s.listControls(r.Context(), principalOf(r), r.URL.Query().Get("formId"))})
+}
+
+// identityFromRequest reads the control identity from the path and the
+// subjectType/subjectId/subjectLabel query parameters.
+func identityFromRequest(r *http.Request) control.Identity {
+	id := control.Identity{FormID: r.PathValue("formId"), ControlID: r.PathValue("controlId")}
+	q := r.URL.Query()
+	if t, sid := q.Get("subjectType"), q.Get("subjectId"); t != "" || sid != "" {
+		id.Subject = &control.Subject{Type: t, ID: sid, Label: q.Get("subjectLabel")}
+	}
+	return id
+}
+
+func (s *Server) inspectControl(ctx context.Context, p store.Principal, id control.Identity) (control.Snapshot, *tool.Error) {
+	if err := id.Validate(); err != nil {
+		var ce *control.Error
+		if errors.As(err, &ce) {
+			return control.Snapshot{}, &tool.Error{Code: string(ce.Reason), Message: ce.Message}
+		}
+		return control.Snapshot{}, tool.Errorf("invalid_request", "%v", err)
+	}
+	snap, ok := s.controls.Get(ctx, id)
+	if !ok || !s.formVisible(p, id.FormID) {
+		return control.Snapshot{}, tool.Errorf("not_found", "no control %s is registered; list the controls to see what exists", id)
+	}
+	return snap, nil
+}
+
+func (s *Server) handleControlInspect(w http.ResponseWriter, r *http.Request) {
+	snap, terr := s.inspectControl(r.Context(), principalOf(r), identityFromRequest(r))
+	if terr != nil {
+		writeToolError(w, terr)
+		return
+	}
+	writeJSON(w, http.StatusOK, snap)
+}
+
+func (s *Server) handleControlExecute(w http.ResponseWriter, r *http.Request) {
+	var req executeRequest
+	if !decodeJSON(w, r, 256<<10, &req) {
+		return
+	}
+	p := principalOf(r)
+	declared := ""
+	if req.Source != nil {
+		declared = *req.Source
+	}
+	if req.Confirmed != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "only a person's gesture in the web UI confirms a command; remove \"confirmed\"")
+		return
+	}
+	cc, aerr := sourceFor(r, p, declared)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	res := s.execControl(r.Context(), p, req.command(), cc)
+	writeJSON(w, resultStatus(res), res)
+}
+
+// resultStatus maps a registry result to an HTTP status. Refusals are
+// answers, not transport failures, so they keep the result body.
+func resultStatus(res control.Result) int {
+	if res.OK {
+		return http.StatusOK
+	}
+	switch res.Reason {
+	case control.ReasonNotFound:
+		return http.StatusNotFound
+	case control.ReasonInvalidRequest:
+		return http.StatusBadRequest
+	case control.ReasonLimitExceeded:
+		return http.StatusRequestEntityTooLarge
+	case control.ReasonStaleRevision, control.ReasonStagedValueStale, control.ReasonNoStagedValue, control.ReasonNothingToUndo:
+		return http.StatusConflict
+	case control.ReasonCommandFailed:
+		return http.StatusBadGateway
+	}
+	return http.StatusForbidden
+}
+
+// hostedControl is one control in a form declaration.
+type hostedControl struct {
+	ControlID string           `json:"controlId"`
+	Subject   *control.Subject `json:"subject,omitempty"`
+	Metadata  control.Metadata `json:"metadata"`
+	Value     any              `json:"value"`
+	State     *control.State   `json:"state,omitempty"`
+}
+
+// declareForm registers (or replaces) the hosted controls of formID for
+// owner.
+func (s *Server) declareForm(owner, formID string, private bool, ctrls []hostedControl) error {
+	s.formsMu.Lock()
+	defer s.formsMu.Unlock()
+	if old, ok := s.forms[formID]; ok && old.owner != owner {
+		return tool.Errorf("forbidden", "form %q was declared by another principal; choose another form id", formID)
+	}
+	if len(ctrls) == 0 || len(ctrls) > 1000 {
+		return tool.Errorf("invalid_request", "declare 1 to 1,000 controls")
+	}
+	seen := map[control.Key]bool{}
+	regs := make([]control.Registration, 0, len(ctrls))
+	values := map[control.Key]*control.Value{}
+	for i, c := range ctrls {
+		id := control.Identity{FormID: formID, ControlID: c.ControlID, Subject: c.Subject}
+		if err := id.Validate(); err != nil {
+			var ce *control.Error
+			if errors.As(err, &ce) {
+				return &tool.Error{Code: string(ce.Reason), Message: fmt.Sprintf("controls[%d]: %s", i, ce.Message)}
+			}
+			return tool.Errorf("invalid_request", "controls[%d]: %v", i, err)
+		}
+		if seen[id.Key()] {
+			return tool.Errorf("invalid_request", "controls[%d]: %s is declared twice", i, id)
+		}
+		seen[id.Key()] = true
+		v := control.NewValue(c.Value)
+		if c.State != nil {
+			v.SetState(*c.State)
+		}
+		values[id.Key()] = v
+		regs = append(regs, control.Registration{Identity: id, Metadata: c.Metadata, Handles: control.Handles{
+			GetValue: v.Get, SetValue: v.Set, Clear: v.Clear, GetState: v.State,
+		}})
+	}
+	var removes []func()
+	for _, reg := range regs {
+		undo, err := s.controls.Register(reg)
+		if err != nil {
+			for _, u := range removes {
+				u()
+			}
+			var ce *control.Error
+			if errors.As(err, &ce) {
+				return &tool.Error{Code: string(ce.Reason), Message: ce.Message}
+			}
+			return tool.Errorf("invalid_request", "%v", err)
+		}
+		removes = append(removes, undo)
+	}
+	if old, ok := s.forms[formID]; ok {
+		// Drop controls of the old declaration that the new one left out.
+		for k := range old.values {
+			if !seen[k] {
+				s.controls.Unregister(keyIdentity(k))
+			}
+		}
+	}
+	s.forms[formID] = &formDecl{owner: owner, private: private, values: values, remove: removes}
+	return nil
+}
+
+func keyIdentity(k control.Key) control.Identity {
+	id := control.Identity{FormID: k.FormID, ControlID: k.ControlID}
+	if k.HasSubject {
+		id.Subject = &control.Subject{Type: k.SubjectType, ID: k.SubjectID}
+	}
+	return id
+}
+
+// removeForm unregisters the hosted form formID.
+func (s *Server) removeForm(owner, formID string) error {
+	s.formsMu.Lock()
+	f, ok := s.forms[formID]
+	if !ok || f.owner != owner {
+		s.formsMu.Unlock()
+		return tool.Errorf("not_found", "you have declared no form %q", formID)
+	}
+	delete(s.forms, formID)
+	s.formsMu.Unlock()
+	for _, u := range f.remove {
+		u()
+	}
+	return nil
+}
+
+func (s *Server) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	if p.Kind != store.KindService {
+		writeError(w, http.StatusForbidden, "forbidden", "only a service principal declares hosted forms (assent token create --kind service)")
+		return
+	}
+	var req struct {
+		Controls []hostedControl `json:"controls"`
+	}
+	if !decodeJSON(w, r, 1<<20, &req) {
+		return
+	}
+	formID := r.PathValue("formId")
+	if err := s.declareForm(p.ID, formID, false, req.Controls); err != nil {
+		writeToolError(w, err)
+		return
+	}
+	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "declared": len(req.Controls)})
+	writeJSON(w, http.StatusOK, map[string]any{"controls": s.listControls(r.Context(), p, formID)})
+}
+
+func (s *Server) handleFormRemove(w http.ResponseWriter, r *http.Request) {
+	formID := r.PathValue("formId")
+	if err := s.removeForm(principalOf(r).ID, formID); err != nil {
+		writeToolError(w, err)
+		return
+	}
+	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "removed": true})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleFormSetValue records an edit the person made in the application
+// itself. It is not a registry command: it changes the live value, so a
+// proposal staged before it becomes stale.
+func (s *Server) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Value   any              `json:"value"`
+		Subject *control.Subject `json:"subject,omitempty"`
+	}
+	if !decodeJSON(w, r, 256<<10, &req) {
+		return
+	}
+	id := control.Identity{FormID: r.PathValue("formId"), ControlID: r.PathValue("controlId"), Subject: req.Subject}
+	p := principalOf(r)
+	s.formsMu.Lock()
+	f, ok := s.forms[id.FormID]
+	var v *control.Value
+	if ok && f.owner == p.ID {
+		v = f.values[id.Key()]
+	}
+	s.formsMu.Unlock()
+	if v == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("you host no control %s", id))
+		return
+	}
+	v.Store(req.Value)
+	snap, _ := s.controls.Get(r.Context(), id)
+	s.publishControl(id.FormID, "control.value", map[string]any{"identity": id, "snapshot": snap})
+	writeJSON(w, http.StatusOK, snap)
+}
+
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.AuditFilter{FormID: q.Get("formId")}
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", "after must be a non-negative sequence number")
+			return
+		}
+		f.AfterSeq = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "invalid_request", "limit must be 1 to 1000")
+			return
+		}
+		f.Limit = n
+	}
+	recs, err := s.store.ListAudit(r.Context(), f)
+	if err != nil {
+		s.log.Error("audit list failed", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the audit log could not be read; try again")
+		return
+	}
+	p := principalOf(r)
+	out := recs[:0:0]
+	for _, rec := range recs {
+		if rec.FormID == "" || s.formVisible(p, rec.FormID) {
+			out = append(out, rec)
+		}
+	}
+	if out == nil {
+		out = []store.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": out})
+}
+
+// handleWebControl is a person's Apply, Discard or Undo in the inbox or on
+// a screen: source user, confirmed.
+func (s *Server) handleWebControl(w http.ResponseWriter, r *http.Request, pg page) {
+	action := control.Action(r.PathValue("action"))
+	switch action {
+	case control.Apply, control.Discard, control.Undo:
+	default:
+		writeError(w, http.StatusNotFound, "not_found", "the inbox offers apply, discard and undo")
+		return
+	}
+	id := control.Identity{FormID: r.PostFormValue("formId"), ControlID: r.PostFormValue("controlId")}
+	if t := r.PostFormValue("subjectType"); t != "" {
+		id.Subject = &control.Subject{Type: t, ID: r.PostFormValue("subjectId")}
+	}
+	cmd := control.Command{Action: action, Identity: id}
+	if v := r.PostFormValue("revision"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", "revision must be a number")
+			return
+		}
+		cmd.Revision = n
+	}
+	res := s.execControl(r.Context(), *pg.Principal, cmd, control.CommandContext{Source: control.SourceUser, Confirmed: true})
+	if r.Header.Get("Accept") == "application/json" {
+		writeJSON(w, resultStatus(res), res)
+		return
+	}
+	back := r.PostFormValue("back")
+	if back == "" || !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+		back = "/inbox"
+	}
+	if !res.OK {
+		back = addQuery(back, "notice", fmt.Sprintf("%s refused: %s", action, res.Message))
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+func addQuery(path, k, v string) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + k + "=" + url.QueryEscape(v)
+}
+
+// visibleProposals lists the open proposals p may act on.
+func (s *Server) visibleProposals(ctx context.Context, p store.Principal) []control.Snapshot {
+	var out []control.Snapshot
+	for _, snap := range s.controls.Proposals(ctx, "") {
+		if s.formVisible(p, snap.Identity.FormID) {
+			out = append(out, snap)
+		}
+	}
+	return out
+}
+
+// inboxControls lists open proposals with Apply and Discard, and recent
+// changes with Undo.
+func (s *Server) inboxControls(ctx context.Context, p store.Principal) ([]inboxSection, error) {
+	props := s.visibleProposals(ctx, p)
+	var changes []control.Change
+	for _, c := range s.controls.Changes(ctx, "") {
+		if s.formVisible(p, c.Identity.FormID) {
+			changes = append(changes, c)
+		}
+	}
+	if len(props) == 0 && len(changes) == 0 {
+		return nil, nil
+	}
+	names := s.principalNames(ctx)
+	var secs []inboxSection
+	sec := inboxSection{ID: "proposals", Title: "Proposed changes", Empty: "No open proposals."}
+	for _, snap := range props {
+		st := snap.State
+		idv := identityValues(snap.Identity)
+		idv["revision"] = strconv.FormatInt(st.Staged.Revision, 10)
+		item := inboxItem{
+			Title: labelOf(snap.Metadata.Label, snap.Identity.ControlID),
+			Fields: []inboxField{
+				{"Form", snap.Identity.FormID},
+				{"Current value", displayValue(st.Value, st.ValueRedacted)},
+				{"Proposed value", displayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
+				{"Proposed by", fmt.Sprintf("%s (%s)", nameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source)},
+				{"When", st.Staged.StagedAt.UTC().Format(time.RFC3339)},
+			},
+			Actions: []inboxAction{
+				{Label: "Apply", URL: "/web/controls/apply", Values: idv, Primary: true},
+				{Label: "Discard", URL: "/web/controls/discard", Values: identityValues(snap.Identity)},
+			},
+		}
+		if st.Staged.Stale {
+			item.Warn = "Stale: the value changed after this was proposed. It cannot be applied; discard it or ask for a new proposal."
+		}
+		sec.Items = append(sec.Items, item)
+	}
+	if len(sec.Items) > 0 {
+		secs = append(secs, sec)
+	}
+	sec = inboxSection{ID: "changes", Title: "Recent changes", Empty: "No recent changes."}
+	const recent = 20
+	for i, c := range changes {
+		if i == recent {
+			break
+		}
+		item := inboxItem{
+			Title: "Changed: " + labelOf(c.Label, c.Identity.ControlID),
+			Fields: []inboxField{
+				{"Form", c.Identity.FormID},
+				{"Was", displayValue(c.Previous, c.ValueRedacted)},
+				{"Now", displayValue(c.Applied, c.ValueRedacted)},
+				{"By", fmt.Sprintf("%s (%s)", nameOr(names, c.Provenance.PrincipalID), c.Provenance.Source)},
+				{"When", c.At.UTC().Format(time.RFC3339)},
+			},
+			Actions: []inboxAction{{Label: "Undo", URL: "/web/controls/undo", Values: identityValues(c.Identity)}},
+		}
+		if c.Stale {
+			item.Warn = "Edited since: undo would overwrite a newer edit, so it is refused."
+		}
+		sec.Items = append(sec.Items, item)
+	}
+	if len(sec.Items) > 0 {
+		secs = append(secs, sec)
+	}
+	return secs, nil
+}
+
+func identityValues(id control.Identity) map[string]string {
+	v := map[string]string{"formId": id.FormID, "controlId": id.ControlID}
+	if id.Subject != nil {
+		v["subjectType"], v["subjectId"] = id.Subject.Type, id.Subject.ID
+	}
+	return v
+}
+
+func labelOf(label, fallback string) string {
+	if label != "" {
+		return label
+	}
+	return fallback
+}
+
+// displayValue renders a value for people as plain text.
+func displayValue(v any, redacted bool) string {
+	if redacted {
+		return "(hidden)"
+	}
+	switch x := v.(type) {
+	case nil:
+		return "(empty)"
+	case string:
+		if x == "" {
+			return "(empty)"
+		}
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func (s *Server) principalNames(ctx context.Context) map[string]string {
+	ps, err := s.store.ListPrincipals(ctx)
+	names := map[string]string{}
+	if err != nil {
+		return names
+	}
+	for _, p := range ps {
+		names[p.ID] = p.Name
+	}
+	return names
+}
+
+func nameOr(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	if id == "" {
+		return "someone"
+	}
+	return id
+}
+
+// declareDemoProfile hosts the demo "profile" form.
+func (s *Server) declareDemoProfile() error {
+	return s.declareForm("", "profile", false, []hostedControl{
+		{ControlID: "displayName", Metadata: control.Metadata{Kind: control.KindText, Label: "Display name", Sensitivity: control.Personal}, Value: "Ada Lovelace"},
+		{ControlID: "email", Metadata: control.Metadata{Kind: control.KindEmail, Label: "Email", Sensitivity: control.Personal}, Value: "ada@example.com"},
+		{ControlID: "plan", Metadata: control.Metadata{Kind: control.KindSelect, Label: "Plan", Options: []control.Option{
+			{Value: "free", Label: "Free"}, {Value: "pro", Label: "Pro"}, {Value: "team", Label: "Team"},
+		}}, Value: "free"},
+		{ControlID: "apiKey", Metadata: control.Metadata{Kind: control.KindPassword, Label: "API key", Sensitivity: control.Secret}, Value: "sk-demo-not-a-real-key"},
+	})
+}
+

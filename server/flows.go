@@ -16,6 +16,6 @@ func (s *Server) closeFlows() {}
 
 func (s *Server) routesFlows(mux *http.ServeMux) {}
 
-func (s *Server) inboxFlows(ctx context.Context, p store.Principal) (inboxSection, error) {
-	return inboxSection{}, nil
+func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSection, error) {
+	return nil, nil
 }

@@ -219,7 +219,7 @@ func toolResult(res *tool.Result) *mcp.CallToolResult {
 		b, _ := json.Marshal(res.Structured)
 		text = string(b)
 	}
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: res.IsError}
 	if res.Structured != nil {
 		out.StructuredContent = res.Structured
 	}

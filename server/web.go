@@ -217,8 +217,8 @@ type inboxAction struct {
 }
 
 // inboxSources lists the parts that contribute inbox sections, in order.
-func (s *Server) inboxSources() []func(context.Context, store.Principal) (inboxSection, error) {
-	return []func(context.Context, store.Principal) (inboxSection, error){
+func (s *Server) inboxSources() []func(context.Context, store.Principal) ([]inboxSection, error) {
+	return []func(context.Context, store.Principal) ([]inboxSection, error){
 		s.inboxControls, s.inboxFlows,
 	}
 }
@@ -226,17 +226,15 @@ func (s *Server) inboxSources() []func(context.Context, store.Principal) (inboxS
 func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg page) {
 	var sections []inboxSection
 	for _, src := range s.inboxSources() {
-		sec, err := src(r.Context(), *pg.Principal)
+		secs, err := src(r.Context(), *pg.Principal)
 		if err != nil {
 			s.log.Error("inbox section failed", "err", err)
 			continue
 		}
-		if sec.ID != "" {
-			sections = append(sections, sec)
-		}
+		sections = append(sections, secs...)
 	}
 	pg.Title = "Inbox"
-	pg.Data = map[string]any{"Sections": sections}
+	pg.Data = map[string]any{"Sections": sections, "Notice": r.URL.Query().Get("notice")}
 	if r.URL.Query().Get("partial") == "1" {
 		s.web.renderPartial(w, "inbox", "sections", pg)
 		return

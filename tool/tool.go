@@ -46,6 +46,9 @@ type Result struct {
 	Text string
 	// Structured is returned as MCP structuredContent when not nil.
 	Structured any
+	// IsError marks a result that reports a refusal in its own shape (for
+	// example a registry result with ok false).
+	IsError bool
 }
 
 // Handler runs a tool. A refusal is returned as an *Error; any other error

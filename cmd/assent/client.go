@@ -58,10 +58,9 @@ type apiErr struct {
 
 func (e *apiErr) Error() string { return e.Code + ": " + e.Message }
 
-// do sends a request with body (JSON-encoded unless it is an io.Reader or
-// nil) and decodes a 2xx JSON answer into out (when not nil). An error
-// answer is returned as *apiErr.
-func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+// send sends a request with body (JSON-encoded unless it is an io.Reader or
+// nil) and returns the status and the raw answer.
+func (c *apiClient) send(ctx context.Context, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -70,13 +69,13 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	default:
 		buf, err := json.Marshal(b)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
 		rd = bytes.NewReader(buf)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if rd != nil {
@@ -84,22 +83,37 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return refused("cannot reach assent at %s: %v (is assent serve running?)", c.base, err)
+		return 0, nil, refused("cannot reach assent at %s: %v (is assent serve running?)", c.base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, data, err
+}
+
+// asAPIError returns the error envelope of an answer, if it is one.
+func asAPIError(status int, data []byte) *apiErr {
+	var env struct {
+		Error *apiErr `json:"error"`
+	}
+	if json.Unmarshal(data, &env) == nil && env.Error != nil {
+		env.Error.Status = status
+		return env.Error
+	}
+	return nil
+}
+
+// do sends a request and decodes a 2xx JSON answer into out (when not nil).
+// An error answer is returned as *apiErr.
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	status, data, err := c.send(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode/100 != 2 {
-		var env struct {
-			Error *apiErr `json:"error"`
+	if status/100 != 2 {
+		if e := asAPIError(status, data); e != nil {
+			return e
 		}
-		if json.Unmarshal(data, &env) == nil && env.Error != nil {
-			env.Error.Status = resp.StatusCode
-			return env.Error
-		}
-		return &apiErr{Status: resp.StatusCode, Code: "http_" + fmt.Sprint(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+		return &apiErr{Status: status, Code: fmt.Sprintf("http_%d", status), Message: strings.TrimSpace(string(data))}
 	}
 	if out == nil {
 		return nil

@@ -1,7 +1,361 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
 
 func newControlsCmd(c *cli) *cobra.Command {
-	return &cobra.Command{Use: "controls", Short: "controls commands", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "controls",
+		Short: "List, inspect and command the controls of a running server, and read its audit log",
+		Long: `Clients of a running assent server (--url, --token or ASSENT_URL, ASSENT_TOKEN).
+
+Commands run with the source your token's kind gives: an agent's apply, clear,
+undo or discard is refused with human_confirmation_required; a person applies
+proposals in the web inbox.`,
+		Example: `  assent controls list --form profile
+  assent controls inspect profile/email
+  assent controls exec stage profile/plan --value '"pro"'
+  assent controls audit --form profile --json`,
+	}
+	cmd.AddCommand(newControlsListCmd(c), newControlsInspectCmd(c), newControlsExecCmd(c), newControlsAuditCmd(c))
+	return cmd
+}
+
+// controlSnapshot is the part of a snapshot the CLI prints.
+type controlSnapshot struct {
+	Identity struct {
+		FormID    string `json:"formId"`
+		ControlID string `json:"controlId"`
+		Subject   *struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		} `json:"subject"`
+	} `json:"identity"`
+	Metadata struct {
+		Kind         string   `json:"kind"`
+		Label        string   `json:"label"`
+		Sensitivity  string   `json:"sensitivity"`
+		Capabilities []string `json:"capabilities"`
+	} `json:"metadata"`
+	State struct {
+		Value         json.RawMessage `json:"value"`
+		ValueRedacted bool            `json:"valueRedacted"`
+		StagedValue   json.RawMessage `json:"stagedValue"`
+		Staged        *struct {
+			Revision int64 `json:"revision"`
+			Stale    bool  `json:"stale"`
+		} `json:"staged"`
+	} `json:"state"`
+}
+
+func (s controlSnapshot) address() string {
+	a := s.Identity.FormID + "/" + s.Identity.ControlID
+	if s.Identity.Subject != nil {
+		a += "[" + s.Identity.Subject.Type + ":" + s.Identity.Subject.ID + "]"
+	}
+	return a
+}
+
+func (s controlSnapshot) value() string {
+	if s.State.ValueRedacted {
+		return "(hidden)"
+	}
+	if len(s.State.Value) == 0 {
+		return "null"
+	}
+	return string(s.State.Value)
+}
+
+func (s controlSnapshot) staged() string {
+	if s.State.Staged == nil {
+		return ""
+	}
+	v := string(s.State.StagedValue)
+	if s.State.ValueRedacted || v == "" {
+		v = "(hidden)"
+	}
+	out := fmt.Sprintf("%s (rev %d", v, s.State.Staged.Revision)
+	if s.State.Staged.Stale {
+		out += ", stale"
+	}
+	return out + ")"
+}
+
+func newControlsListCmd(c *cli) *cobra.Command {
+	var (
+		o      clientOpts
+		form   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List controls (values hidden for secret or unreadable controls)",
+		Example: "  assent controls list\n  assent controls list --form profile --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			path := "/v1/controls"
+			if form != "" {
+				path += "?formId=" + url.QueryEscape(form)
+			}
+			var raw json.RawMessage
+			if err := api.do(cmd.Context(), "GET", path, nil, &raw); err != nil {
+				return failAPI(err)
+			}
+			if asJSON {
+				_, err := c.out.Write(raw)
+				return err
+			}
+			var body struct {
+				Controls []controlSnapshot `json:"controls"`
+			}
+			if err := json.Unmarshal(raw, &body); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CONTROL\tKIND\tLABEL\tVALUE\tSTAGED")
+			for _, s := range body.Controls {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.address(), s.Metadata.Kind, s.Metadata.Label, clip(s.value(), 40), clip(s.staged(), 40))
+			}
+			return tw.Flush()
+		},
+	}
+	addClientFlags(cmd, &o)
+	cmd.Flags().StringVar(&form, "form", "", "only this form's controls")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// parseAddress reads FORM/CONTROL[ @TYPE:ID ] into the path and query of a
+// control.
+type address struct {
+	form, control, subjectType, subjectID string
+}
+
+func parseAddress(s string) (address, error) {
+	var a address
+	base, subj, hasSubj := strings.Cut(s, "@")
+	form, ctl, ok := strings.Cut(base, "/")
+	if !ok || form == "" || ctl == "" {
+		return a, usageErr("a control is addressed as FORM/CONTROL or FORM/CONTROL@TYPE:ID, not %q", s)
+	}
+	a.form, a.control = form, ctl
+	if hasSubj {
+		t, id, ok := strings.Cut(subj, ":")
+		if !ok || t == "" || id == "" {
+			return a, usageErr("a subject is written TYPE:ID, not %q", subj)
+		}
+		a.subjectType, a.subjectID = t, id
+	}
+	return a, nil
+}
+
+func (a address) identity() map[string]any {
+	id := map[string]any{"formId": a.form, "controlId": a.control}
+	if a.subjectType != "" {
+		id["subject"] = map[string]string{"type": a.subjectType, "id": a.subjectID}
+	}
+	return id
+}
+
+func newControlsInspectCmd(c *cli) *cobra.Command {
+	var o clientOpts
+	cmd := &cobra.Command{
+		Use:     "inspect FORM/CONTROL[@TYPE:ID]",
+		Short:   "Print one control's snapshot as JSON",
+		Example: "  assent controls inspect profile/email\n  assent controls inspect orders/status@order:42",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := parseAddress(args[0])
+			if err != nil {
+				return err
+			}
+			api, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			path := "/v1/controls/" + url.PathEscape(a.form) + "/" + url.PathEscape(a.control)
+			if a.subjectType != "" {
+				path += "?subjectType=" + url.QueryEscape(a.subjectType) + "&subjectId=" + url.QueryEscape(a.subjectID)
+			}
+			var raw json.RawMessage
+			if err := api.do(cmd.Context(), "GET", path, nil, &raw); err != nil {
+				return failAPI(err)
+			}
+			return printRaw(c.out, raw)
+		},
+	}
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
+func newControlsExecCmd(c *cli) *cobra.Command {
+	var (
+		o          clientOpts
+		value      string
+		durationMs int
+		revision   int64
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exec ACTION FORM/CONTROL[@TYPE:ID]",
+		Short: "Run one command: focus, reveal, highlight, explain, validate, stage, apply, clear, undo or discard",
+		Example: `  assent controls exec stage profile/plan --value '"pro"'
+  assent controls exec highlight profile/email --duration-ms 3000
+  assent controls exec explain profile/apiKey --json`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := parseAddress(args[1])
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"action": args[0], "identity": a.identity()}
+			if cmd.Flags().Changed("value") {
+				var v any
+				if err := json.Unmarshal([]byte(value), &v); err != nil {
+					return usageErr("--value must be JSON (a string is written '\"text\"'): %v", err)
+				}
+				body["value"] = v
+			}
+			if durationMs != 0 {
+				body["durationMs"] = durationMs
+			}
+			if revision != 0 {
+				body["revision"] = revision
+			}
+			api, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			status, raw, err := api.send(cmd.Context(), "POST", "/v1/controls/execute", body)
+			if err != nil {
+				return err
+			}
+			if e := asAPIError(status, raw); e != nil {
+				return failAPI(e)
+			}
+			var res struct {
+				OK      bool   `json:"ok"`
+				Reason  string `json:"reason"`
+				Message string `json:"message"`
+			}
+			json.Unmarshal(raw, &res)
+			if asJSON {
+				printRaw(c.out, raw)
+			} else if res.OK {
+				fmt.Fprintf(c.out, "%s %s: ok\n", args[0], args[1])
+			}
+			if !res.OK {
+				return refused("%s: %s", res.Reason, res.Message)
+			}
+			return nil
+		},
+	}
+	addClientFlags(cmd, &o)
+	f := cmd.Flags()
+	f.StringVar(&value, "value", "", "the value, as JSON (stage, apply)")
+	f.IntVar(&durationMs, "duration-ms", 0, "highlight duration, 0 to 60000")
+	f.Int64Var(&revision, "revision", 0, "the proposal revision you saw (apply, discard)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func newControlsAuditCmd(c *cli) *cobra.Command {
+	var (
+		o      clientOpts
+		form   string
+		after  int64
+		limit  int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:     "audit",
+		Short:   "Print the durable audit log of control commands",
+		Example: "  assent controls audit --form profile\n  assent controls audit --after 120 --limit 50 --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if form != "" {
+				q.Set("formId", form)
+			}
+			if after > 0 {
+				q.Set("after", fmt.Sprint(after))
+			}
+			if limit > 0 {
+				q.Set("limit", fmt.Sprint(limit))
+			}
+			var raw json.RawMessage
+			if err := api.do(cmd.Context(), "GET", "/v1/audit?"+q.Encode(), nil, &raw); err != nil {
+				return failAPI(err)
+			}
+			if asJSON {
+				return printRaw(c.out, raw)
+			}
+			var body struct {
+				Records []struct {
+					Seq         int64  `json:"seq"`
+					Time        string `json:"time"`
+					PrincipalID string `json:"principalId"`
+					Source      string `json:"source"`
+					FormID      string `json:"formId"`
+					ControlID   string `json:"controlId"`
+					Action      string `json:"action"`
+					OK          bool   `json:"ok"`
+					Reason      string `json:"reason"`
+				} `json:"records"`
+			}
+			if err := json.Unmarshal(raw, &body); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tTIME\tPRINCIPAL\tSOURCE\tCONTROL\tACTION\tRESULT")
+			for _, r := range body.Records {
+				result := "ok"
+				if !r.OK {
+					result = r.Reason
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", r.Seq, r.Time, r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Action, result)
+			}
+			return tw.Flush()
+		},
+	}
+	addClientFlags(cmd, &o)
+	f := cmd.Flags()
+	f.StringVar(&form, "form", "", "only this form")
+	f.Int64Var(&after, "after", 0, "only records after this sequence number")
+	f.IntVar(&limit, "limit", 0, "at most this many records (1-1000)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printRaw(w io.Writer, raw []byte) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		_, err := w.Write(raw)
+		return err
+	}
+	return printJSON(w, v)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
