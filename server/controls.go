@@ -713,3 +713,44 @@ func (s *Server) declareDemoProfile() error {
 	})
 }
 
+
+// registerPrivateForm registers controls whose values live elsewhere (for
+// example a screen's fields, over the screen's state) as the form formID,
+// visible only to owner and to people. It replaces an earlier registration
+// of the same form by the same owner. The returned function unregisters
+// them.
+func (s *Server) registerPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {
+	s.formsMu.Lock()
+	if old, ok := s.forms[formID]; ok && old.owner != owner {
+		s.formsMu.Unlock()
+		return nil, tool.Errorf("forbidden", "form %q belongs to another principal", formID)
+	}
+	s.formsMu.Unlock()
+	var undos []func()
+	for _, reg := range regs {
+		if reg.Identity.FormID != formID {
+			err = tool.Errorf("invalid_request", "control %s is not in form %q", reg.Identity, formID)
+		} else {
+			var undo func()
+			if undo, err = s.controls.Register(reg); err == nil {
+				undos = append(undos, undo)
+			}
+		}
+		if err != nil {
+			for _, u := range undos {
+				u()
+			}
+			return nil, err
+		}
+	}
+	s.formsMu.Lock()
+	old := s.forms[formID]
+	s.forms[formID] = &formDecl{owner: owner, private: true, remove: undos}
+	s.formsMu.Unlock()
+	if old != nil {
+		for _, u := range old.remove {
+			u()
+		}
+	}
+	return func() { _ = s.removeForm(owner, formID) }, nil
+}

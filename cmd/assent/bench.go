@@ -108,7 +108,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, RateLimit: -1})
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, RateLimit: -1, Demo: true})
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +132,15 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		}
 		rows = append(rows, r)
 	}
+	fmt.Fprintf(progress, "bench: %d controls_execute stage calls…\n", o.calls)
+	stage := map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}
+	r, err := benchMCP(ctx, env, "controls_execute", stage, o.calls, 1)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, r)
 	fmt.Fprintf(progress, "bench: %d subscribers at %d events/s for %s…\n", o.subscribers, o.rate, o.duration)
-	r, err := benchFanOut(ctx, env, o.subscribers, o.rate, o.duration)
+	r, err = benchFanOut(ctx, env, o.subscribers, o.rate, o.duration)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// demoServer starts a demo server and returns its URL and the agent token.
+func demoServer(t *testing.T) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, _ := server.EnsureBootstrap(ctx, db, time.Now())
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		db.Close()
+	})
+	return hs.URL, boot.AgentToken
+}
+
+func TestControlsCommands(t *testing.T) {
+	url, token := demoServer(t)
+	run := func(args ...string) (int, string, string) {
+		var out, errw bytes.Buffer
+		code := execute(append(args, "--url", url, "--token", token), strings.NewReader(""), &out, &errw)
+		return code, out.String(), errw.String()
+	}
+	code, out, _ := run("controls", "list", "--form", "profile")
+	if code != 0 || !strings.Contains(out, "profile/plan") || !strings.Contains(out, "(hidden)") || strings.Contains(out, "sk-demo") {
+		t.Fatalf("list: %d\n%s", code, out)
+	}
+	if code, out, _ = run("controls", "exec", "stage", "profile/plan", "--value", `"team"`); code != 0 {
+		t.Fatalf("stage: %d %s", code, out)
+	}
+	code, _, errs := run("controls", "exec", "apply", "profile/plan")
+	if code != exitRefused || !strings.Contains(errs, "human_confirmation_required") {
+		t.Fatalf("agent apply: %d %s", code, errs)
+	}
+	code, out, _ = run("controls", "inspect", "profile/plan")
+	if code != 0 || !strings.Contains(out, `"stagedValue": "team"`) {
+		t.Fatalf("inspect: %d %s", code, out)
+	}
+	code, out, _ = run("controls", "audit", "--form", "profile")
+	if code != 0 || !strings.Contains(out, "human_confirmation_required") {
+		t.Fatalf("audit: %d %s", code, out)
+	}
+	if code, _, _ := run("controls", "inspect", "no-slash"); code != exitUsage {
+		t.Fatalf("bad address: exit %d", code)
+	}
+	if code, _, _ := run("controls", "exec", "stage", "profile/plan", "--value", "not json"); code != exitUsage {
+		t.Fatalf("bad value: exit %d", code)
+	}
+	if code, _, errs := run("controls", "inspect", "profile/missing"); code != exitRefused || !strings.Contains(errs, "not_found") {
+		t.Fatalf("missing control: %d %s", code, errs)
+	}
+}
