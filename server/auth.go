@@ -44,13 +44,6 @@ func transportOf(ctx context.Context) transport {
 // cookie-authenticated request that passed the Origin and CSRF checks.
 func fromWeb(r *http.Request) bool { return transportOf(r.Context()) == viaWeb }
 
-type sessionKey struct{}
-
-func sessionOf(ctx context.Context) (store.Session, bool) {
-	s, ok := ctx.Value(sessionKey{}).(store.Session)
-	return s, ok
-}
-
 func unsafeMethod(m string) bool {
 	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions
 }
@@ -87,7 +80,6 @@ func (s *Server) authed(next http.Handler) http.Handler {
 				return
 			}
 			ctx = context.WithValue(ctx, transportKey{}, viaWeb)
-			ctx = context.WithValue(ctx, sessionKey{}, sess)
 		} else {
 			writeError(w, http.StatusUnauthorized, "sign_in_required", "send 'Authorization: Bearer <token>' (assent token create makes one) or sign in through the web UI")
 			return

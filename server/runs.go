@@ -230,7 +230,7 @@ func (s *Server) handleRunInspect(w http.ResponseWriter, r *http.Request) {
 	if id, err := run.ParseTarget(req.Target); err == nil {
 		owner, _ = runCaller(principalOf(r), id)
 	}
-	v, err := s.runs.Inspect(r.Context(), owner, req)
+	v, err := s.runTools.Inspect(r.Context(), owner, req)
 	if err != nil {
 		writeRunError(w, err)
 		return

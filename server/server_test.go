@@ -2,15 +2,18 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -554,5 +557,51 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 		conn.Close()
 		t.Fatal("still accepting after shutdown")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestLogsHoldNoSecrets(t *testing.T) {
+	var logs syncBuffer
+	f := newFixture(t, func(c *Config) {
+		c.Demo = true
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	cookie, csrf := f.signIn()
+	f.req("GET", "/v1/whoami", f.token, nil, nil)
+	f.req("GET", "/v1/whoami", "asnt_wrong_token_value", nil, nil)
+	f.postForm("/signout", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "controls_execute", Arguments: map[string]any{
+		"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "apiKey"}, "value": "sk-live-secret"}})
+	cs.Close()
+	out := logs.String()
+	if !strings.Contains(out, "signed in") {
+		t.Fatalf("expected some logs, got %q", out)
+	}
+	for _, secret := range []string{f.token, cookie.Value, csrf, "asnt_wrong_token_value", "sk-live-secret", "sk-demo"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("a log line holds a secret (%.12s…)", secret)
+		}
 	}
 }

@@ -114,7 +114,6 @@ func (s *Server) webPage(h func(w http.ResponseWriter, r *http.Request, pg page)
 		}
 		ctx := auth.WithPrincipal(r.Context(), p)
 		ctx = context.WithValue(ctx, transportKey{}, viaWeb)
-		ctx = context.WithValue(ctx, sessionKey{}, sess)
 		total := 0
 		for _, n := range s.openItems(ctx, p) {
 			total += n
