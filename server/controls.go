@@ -84,6 +84,13 @@ func (s *Server) formVisible(p store.Principal, formID string) bool {
 // execControl runs a command for principal p with the source the transport
 // decided, records it in the audit log and publishes it as an event.
 func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
+	// Malformed identities are refused before any lookup, on every surface.
+	if err := cmd.Identity.Validate(); err != nil {
+		var ce *control.Error
+		if errors.As(err, &ce) {
+			return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: ce.Reason, Message: ce.Message}
+		}
+	}
 	if !s.formVisible(p, cmd.Identity.FormID) {
 		return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: control.ReasonNotFound,
 			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
