@@ -720,7 +720,6 @@ func (s *Server) declareDemoProfile() error {
 	})
 }
 
-
 // registerPrivateForm registers controls whose values live elsewhere (for
 // example a screen's fields, over the screen's state) as the form formID,
 // visible only to owner and to people. It replaces an earlier registration

@@ -85,4 +85,3 @@ func (s *Server) controlTools() []tool.Tool {
 // decodeControlArgs decodes tool arguments strictly. Identity limits are
 // checked by the registry (limit_exceeded).
 func decodeControlArgs(args json.RawMessage, v any) error { return tool.DecodeArgs(args, v) }
-
