@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 )
 
@@ -15,9 +16,13 @@ func BenchmarkStageApplyUndo(b *testing.B) {
 	for _, subs := range []int{0, 1} {
 		b.Run(fmt.Sprintf("subscribers=%d", subs), func(b *testing.B) {
 			b.ReportAllocs()
-			r := New(Config{EventQueue: 1 << 16})
+			r := New(Config{})
+			var delivered, dropped atomic.Uint64
 			for range subs {
-				stop := r.Subscribe(func(Event) {})
+				stop := r.Subscribe(func(e Event) {
+					delivered.Add(1)
+					dropped.Add(e.Dropped)
+				})
 				defer stop()
 			}
 			ctx := context.Background()
@@ -53,6 +58,11 @@ func BenchmarkStageApplyUndo(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
 			if cpu := cpuTime() - cpu0; cpu > 0 {
 				b.ReportMetric(float64(b.N)/cpu.Seconds(), "commands/cpu-s")
+			}
+			if subs > 0 {
+				// Events still queued when the benchmark stops are in
+				// neither count.
+				b.ReportMetric(float64(dropped.Load())/float64(dropped.Load()+delivered.Load()), "dropped-fraction")
 			}
 		})
 	}

@@ -106,9 +106,6 @@ func (c *Command) validate() *Error {
 		}
 		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%q is not an action; use focus, reveal, highlight, explain, validate, stage, apply, clear, undo or discard", c.Action)}
 	}
-	if err := c.Identity.Validate(); err != nil {
-		return err.(*Error)
-	}
 	if c.DurationMs < 0 || c.DurationMs > MaxHighlightMs {
 		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("durationMs %d is out of range; use 0 to %d", c.DurationMs, MaxHighlightMs)}
 	}
@@ -204,8 +201,7 @@ type Result struct {
 	Identity Identity `json:"identity"`
 	// Snapshot is the control after the command, or before it when the
 	// command was refused or failed. It is the zero Snapshot, left out of
-	// the JSON form, only for not_found, invalid_request and
-	// limit_exceeded.
+	// the JSON form, only for not_found and invalid_request.
 	Snapshot Snapshot `json:"snapshot,omitzero"`
 	// Reason is empty when OK is true.
 	Reason Reason `json:"reason,omitempty"`

@@ -28,8 +28,10 @@
 // or clear replaced; discard drops the proposal.
 //
 // An agent may inspect, point at and stage, but its apply, clear, undo and
-// discard are always refused with human_confirmation_required: a person
-// applies or discards the proposal. Every refusal comes back as a [Result]
+// discard are always refused, whatever it claims about confirmation: with
+// human_confirmation_required, or with a more specific reason such as
+// sensitive_control when one applies. A person applies or discards the
+// proposal. Every refusal comes back as a [Result]
 // with a stable [Reason] and a message that says what to do.
 //
 // Proposals carry their provenance and a revision. A proposal whose

@@ -135,3 +135,29 @@ func ExampleRegistry_Subscribe() {
 	// 2 staged profile/email
 	// 3 command stage agent true
 }
+
+// The inbox lists the changes a person can still undo, newest first, and
+// shows when undoing would overwrite a later edit.
+func ExampleRegistry_Changes() {
+	ctx := context.Background()
+	reg := control.New(control.Config{})
+	plan := control.Identity{FormID: "billing", ControlID: "plan"}
+	value := control.NewValue("free")
+	_, _ = reg.Register(control.Registration{
+		Identity: plan,
+		Metadata: control.Metadata{Kind: control.KindSelect, Label: "Plan"},
+		Handles:  value.Handles(),
+	})
+	person := control.CommandContext{Source: control.SourceUser, Confirmed: true, PrincipalID: "ada"}
+	reg.Execute(ctx, control.Command{Action: control.Apply, Identity: plan, Value: "pro"}, person)
+
+	for _, c := range reg.Changes(ctx, "") {
+		fmt.Printf("%s: %v -> %v by %s, stale %v\n", c.Label, c.Previous, c.Applied, c.Provenance.PrincipalID, c.Stale)
+	}
+	value.Store("team") // edited afterwards, outside the registry
+	res := reg.Execute(ctx, control.Command{Action: control.Undo, Identity: plan}, person)
+	fmt.Println(res.Reason, value.Load())
+	// Output:
+	// Plan: free -> pro by ada, stale false
+	// staged_value_stale team
+}

@@ -595,21 +595,23 @@ func (r *Registry) Subscribe(fn func(Event)) (unsubscribe func()) {
 // the outcome; it never panics and never returns an error other than in the
 // Result.
 //
-// The checks run in this order: the command's shape (invalid_request, or
-// limit_exceeded for an overlong identity), the identity (not_found), the default policy, the Config.Policy, the
-// control's capability for the action (unsupported), then the action
-// itself. The default policy concerns only mutations (stage, apply, clear,
-// undo, discard), in this order: a secret control refuses with
+// The checks run in this order: the command's shape (invalid_request); the
+// identity (not_found for any identity that is not registered); the default
+// policy; Config.Policy; the control's capability for the action
+// (unsupported); then the action itself.
+//
+// The default policy concerns only mutations (stage, apply, clear, undo and
+// discard) and checks, in this order: a secret control refuses with
 // sensitive_control, a non-writable one with control_not_writable, a
-// disabled or read-only one with control_not_editable (discard skips these
-// three: it only drops a proposal); an agent's apply, clear, undo or
-// discard is refused with human_confirmation_required whatever Confirmed
-// says; any other source's apply, clear, undo or discard without Confirmed
-// is refused with consent_required. Staging needs no confirmation.
+// disabled or read-only one with control_not_editable; then an agent's
+// apply, clear, undo or discard is refused with human_confirmation_required
+// whatever Confirmed says, and any other source's apply, clear, undo or
+// discard without Confirmed is refused with consent_required. Staging needs
+// no confirmation.
 //
 // Mutations of one control run one at a time; a mutation waiting for its
 // turn gives up with command_failed when ctx is done. Every outcome except
-// invalid_request, limit_exceeded and not_found emits a command event.
+// invalid_request and not_found emits a command event.
 func (r *Registry) Execute(ctx context.Context, cmd Command, cc CommandContext) Result {
 	ctx = orBackground(ctx)
 	cc = cc.normalize()
@@ -681,7 +683,7 @@ func (x *execution) run() Result {
 			return x.failed(err)
 		}
 		state = x.res.Snapshot.State.State
-	} else if a := x.cmd.Action; a.IsMutation() && a != Discard && !x.reg.secret && x.reg.writable && x.reg.h.GetState != nil {
+	} else if x.cmd.Action.IsMutation() && !x.reg.secret && x.reg.writable && x.reg.h.GetState != nil {
 		st, err := callState(x.ctx, x.reg.h.GetState)
 		if err != nil {
 			return x.failed(err)
@@ -733,15 +735,13 @@ func defaultPolicy(a Action, cc CommandContext, reg *registration, state *State)
 	if !a.IsMutation() {
 		return ""
 	}
-	if a != Discard {
-		switch {
-		case reg.secret:
-			return ReasonSensitiveControl
-		case !reg.writable:
-			return ReasonNotWritable
-		case !state.editable():
-			return ReasonNotEditable
-		}
+	switch {
+	case reg.secret:
+		return ReasonSensitiveControl
+	case !reg.writable:
+		return ReasonNotWritable
+	case !state.editable():
+		return ReasonNotEditable
 	}
 	switch {
 	case a == Stage:

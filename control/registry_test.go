@@ -461,9 +461,11 @@ func TestPolicyMatrix(t *testing.T) {
 		{"default context clear", plain, Clear, defaults, ""},
 		{"default context undo", plain, Undo, defaults, ""},
 		{"default context discard", plain, Discard, defaults, ""},
-		{"discard while disabled", disabled, Discard, person, ""},
-		{"discard on not writable", notWritable, Discard, person, ReasonUnsupported},
-		{"discard on secret", secretOnly, Discard, person, ReasonUnsupported},
+		{"discard while disabled", disabled, Discard, person, ReasonNotEditable},
+		{"discard while readonly", readonly, Discard, person, ReasonNotEditable},
+		{"discard on not writable", notWritable, Discard, person, ReasonNotWritable},
+		{"discard on secret", secretOnly, Discard, person, ReasonSensitiveControl},
+		{"agent discard on secret", secret, Discard, agentOK, ReasonSensitiveControl},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -555,8 +557,6 @@ func TestInvalidRequests(t *testing.T) {
 		{"duration too long", Command{Action: Highlight, Identity: profile, DurationMs: 60001}, person},
 		{"negative revision", Command{Action: Apply, Identity: profile, Revision: -3}, person},
 		{"unknown source", Command{Action: Focus, Identity: profile}, CommandContext{Source: "robot"}},
-		{"empty identity", Command{Action: Focus}, person},
-		{"control character in identity", Command{Action: Focus, Identity: Identity{FormID: "profile", ControlID: "display-name\n"}}, person},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -567,8 +567,10 @@ func TestInvalidRequests(t *testing.T) {
 			}
 		})
 	}
-	res := exec(t, r, Command{Action: Focus, Identity: Identity{FormID: strings.Repeat("p", 257), ControlID: "c"}}, person)
-	wantReason(t, res, ReasonLimitExceeded)
+	// Any unregistered identity is not_found, however it looks.
+	for _, id := range []Identity{{}, {FormID: "profile", ControlID: "display-name\n"}, {FormID: strings.Repeat("p", 257), ControlID: "c"}} {
+		wantReason(t, exec(t, r, Command{Action: Focus, Identity: id}, person), ReasonNotFound)
+	}
 	wantReason(t, exec(t, r, Command{Action: Highlight, Identity: profile, DurationMs: 60000}, person), "")
 	// Only the registered event and the last highlight were emitted.
 	evs := rec.wait(t, 2)
