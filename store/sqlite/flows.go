@@ -1,4 +1,302 @@
 package sqlite
 
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/assent-run/assent/flow"
+)
+
 // flowMigrations holds the schema of Control Programs and their instances.
-var flowMigrations = []migration{}
+// Records are kept as JSON documents keyed by their identifiers; the columns
+// beside them are what queries and compare-and-swap need.
+var flowMigrations = []migration{{1, `
+CREATE TABLE flow_programs (
+	fingerprint TEXT PRIMARY KEY,
+	source BLOB NOT NULL
+);
+CREATE TABLE flow_instances (
+	id TEXT PRIMARY KEY,
+	revision INTEGER NOT NULL,
+	pending TEXT NOT NULL DEFAULT '',
+	body TEXT NOT NULL
+);
+CREATE TABLE flow_prescriptions (
+	id TEXT PRIMARY KEY,
+	body TEXT NOT NULL
+);
+CREATE TABLE flow_approvals (
+	id TEXT PRIMARY KEY,
+	pending INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	body TEXT NOT NULL
+);
+CREATE TABLE flow_journal (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	instance TEXT NOT NULL,
+	body TEXT NOT NULL
+);
+CREATE INDEX flow_journal_instance ON flow_journal(instance, seq);
+CREATE TABLE flow_receipts (
+	prescription TEXT PRIMARY KEY,
+	body TEXT NOT NULL
+);
+`}}
+
+// FlowStore returns the flow kernel's store on this database.
+func (s *DB) FlowStore() flow.Store { return flowStore{s.db} }
+
+type flowStore struct{ db *sql.DB }
+
+// Update implements flow.Store: fn runs in one write transaction.
+func (f flowStore) Update(ctx context.Context, fn func(flow.Tx) error) error {
+	tx, err := f.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("flow store: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(flowTx{ctx: ctx, tx: tx}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// View implements flow.Store.
+func (f flowStore) View(ctx context.Context, fn func(flow.Tx) error) error {
+	tx, err := f.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("flow store: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(flowTx{ctx: ctx, tx: tx, ro: true})
+}
+
+type flowTx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	ro  bool
+}
+
+var errFlowReadOnly = &flow.Error{Code: flow.CodeStateInvalid, Message: "write in a read-only transaction"}
+
+// get reads one JSON body into v.
+func (t flowTx) get(query string, v any, args ...any) error {
+	var body string
+	if err := t.tx.QueryRowContext(t.ctx, query, args...).Scan(&body); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return flow.ErrNotFound
+		}
+		return err
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		return fmt.Errorf("flow store: corrupt record: %w", err)
+	}
+	return nil
+}
+
+func (t flowTx) exec(query string, args ...any) error {
+	_, err := t.write(query, args...)
+	return err
+}
+
+// write runs a statement that changes data, refusing in a View.
+func (t flowTx) write(query string, args ...any) (sql.Result, error) {
+	if t.ro {
+		return nil, errFlowReadOnly
+	}
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func (t flowTx) Program(fp string) ([]byte, error) {
+	var src []byte
+	err := t.tx.QueryRowContext(t.ctx, `SELECT source FROM flow_programs WHERE fingerprint = ?`, fp).Scan(&src)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, flow.ErrNotFound
+	}
+	return src, err
+}
+
+func (t flowTx) PutProgram(fp string, source []byte) error {
+	return t.exec(`INSERT INTO flow_programs (fingerprint, source) VALUES (?, ?) ON CONFLICT DO NOTHING`, fp, source)
+}
+
+func (t flowTx) Programs() ([]string, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT fingerprint FROM flow_programs ORDER BY fingerprint`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var fp string
+		if err := rows.Scan(&fp); err != nil {
+			return nil, err
+		}
+		out = append(out, fp)
+	}
+	return out, rows.Err()
+}
+
+func (t flowTx) Instance(id string) (flow.Instance, error) {
+	var in flow.Instance
+	err := t.get(`SELECT body FROM flow_instances WHERE id = ?`, &in, id)
+	return in, err
+}
+
+func (t flowTx) CreateInstance(in flow.Instance) error {
+	body, err := jsonText(in)
+	if err != nil {
+		return err
+	}
+	res, err := t.write(`INSERT INTO flow_instances (id, revision, pending, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		in.ID, in.Revision, in.Pending, body)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return &flow.Error{Code: flow.CodeStateInvalid, Path: "instance_id", Message: "an instance with id " + in.ID + " already exists"}
+	}
+	return nil
+}
+
+func (t flowTx) UpdateInstance(in flow.Instance, rev int64, pending string) error {
+	body, err := jsonText(in)
+	if err != nil {
+		return err
+	}
+	res, err := t.write(`UPDATE flow_instances SET revision = ?, pending = ?, body = ? WHERE id = ? AND revision = ? AND pending = ?`,
+		in.Revision, in.Pending, body, in.ID, rev, pending)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return flow.ErrConflict
+	}
+	return nil
+}
+
+func (t flowTx) Instances() ([]flow.Instance, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT body FROM flow_instances ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []flow.Instance
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		var in flow.Instance
+		if err := json.Unmarshal([]byte(body), &in); err != nil {
+			return nil, fmt.Errorf("flow store: corrupt instance: %w", err)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+func (t flowTx) Prescription(id string) (flow.PrescriptionRecord, error) {
+	var rec flow.PrescriptionRecord
+	err := t.get(`SELECT body FROM flow_prescriptions WHERE id = ?`, &rec, id)
+	return rec, err
+}
+
+func (t flowTx) PutPrescription(rec flow.PrescriptionRecord) error {
+	body, err := jsonText(rec)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_prescriptions (id, body) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body`, rec.Prescription.ID, body)
+}
+
+func (t flowTx) Approval(id string) (flow.ApprovalRecord, error) {
+	var rec flow.ApprovalRecord
+	err := t.get(`SELECT body FROM flow_approvals WHERE id = ?`, &rec, id)
+	return rec, err
+}
+
+func (t flowTx) PutApproval(rec flow.ApprovalRecord) error {
+	body, err := jsonText(rec)
+	if err != nil {
+		return err
+	}
+	pending := rec.Approval.Status == flow.ApprovalPending
+	return t.exec(`INSERT INTO flow_approvals (id, pending, seq, body)
+		VALUES (?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM flow_approvals), ?)
+		ON CONFLICT(id) DO UPDATE SET pending = excluded.pending, body = excluded.body`, rec.Approval.ID, pending, body)
+}
+
+func (t flowTx) PendingApprovals() ([]flow.ApprovalRecord, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT body FROM flow_approvals WHERE pending ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []flow.ApprovalRecord
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		var rec flow.ApprovalRecord
+		if err := json.Unmarshal([]byte(body), &rec); err != nil {
+			return nil, fmt.Errorf("flow store: corrupt approval: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
+}
+
+func (t flowTx) AppendJournal(e flow.JournalEntry) error {
+	body, err := jsonText(e)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_journal (instance, body) VALUES (?, ?)`, e.Instance, body)
+}
+
+func (t flowTx) Journal(instance string) ([]flow.JournalEntry, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT body FROM flow_journal WHERE instance = ? ORDER BY seq`, instance)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []flow.JournalEntry
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		var e flow.JournalEntry
+		if err := json.Unmarshal([]byte(body), &e); err != nil {
+			return nil, fmt.Errorf("flow store: corrupt journal entry: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (t flowTx) Receipt(prescription string) (flow.Receipt, error) {
+	var r flow.Receipt
+	err := t.get(`SELECT body FROM flow_receipts WHERE prescription = ?`, &r, prescription)
+	return r, err
+}
+
+func (t flowTx) PutReceipt(r flow.Receipt) error {
+	body, err := jsonText(r)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_receipts (prescription, body) VALUES (?, ?) ON CONFLICT(prescription) DO UPDATE SET body = excluded.body`, r.Prescription, body)
+}
+
+var _ flow.Store = flowStore{}

@@ -1,0 +1,744 @@
+package flow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/assent-run/assent/flow/jcs"
+)
+
+// Kernel runs program instances on a Store: it resolves, prescribes,
+// admits and applies transitions, and keeps the approval requests that wait
+// for a person. A Kernel is safe for concurrent use.
+type Kernel struct {
+	store Store
+	inv   *Inventory
+	now   func() time.Time
+	locks lockTable
+
+	mu       sync.Mutex
+	programs map[string]*Program
+}
+
+// Option configures a Kernel.
+type Option func(*Kernel)
+
+// WithClock sets the clock that stamps prescriptions, journal entries and
+// receipts and decides expiry. The default is time.Now.
+func WithClock(now func() time.Time) Option { return func(k *Kernel) { k.now = now } }
+
+// NewKernel returns a kernel that keeps its state in store and runs the
+// effects and verifiers of inv.
+func NewKernel(store Store, inv *Inventory, opts ...Option) *Kernel {
+	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program)}
+	for _, o := range opts {
+		o(k)
+	}
+	return k
+}
+
+// Receipt proves that a prescription was applied and committed. Its id is
+// "rcp-" and the hex SHA-256 of its RFC 8785 form without the id.
+type Receipt struct {
+	ID           string    `json:"id"`
+	Prescription string    `json:"prescription"`
+	Instance     string    `json:"instance_id"`
+	Transition   string    `json:"transition"`
+	Program      string    `json:"program_fingerprint"`
+	Principal    string    `json:"principal"`
+	FromRevision int64     `json:"from_revision"`
+	Revision     int64     `json:"revision"`
+	Phase        string    `json:"phase"`
+	Snapshot     string    `json:"snapshot_fingerprint"`
+	CommittedAt  time.Time `json:"committed_at"`
+}
+
+func (r *Receipt) computeID() string {
+	b := append([]byte(nil), `{"committed_at":`...)
+	b = jcs.AppendString(b, r.CommittedAt.UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"from_revision":`...)
+	b = jcs.AppendInt(b, r.FromRevision)
+	b = append(b, `,"instance_id":`...)
+	b = jcs.AppendString(b, r.Instance)
+	b = append(b, `,"phase":`...)
+	b = jcs.AppendString(b, r.Phase)
+	b = append(b, `,"prescription":`...)
+	b = jcs.AppendString(b, r.Prescription)
+	b = append(b, `,"principal":`...)
+	b = jcs.AppendString(b, r.Principal)
+	b = append(b, `,"program_fingerprint":`...)
+	b = jcs.AppendString(b, r.Program)
+	b = append(b, `,"revision":`...)
+	b = jcs.AppendInt(b, r.Revision)
+	b = append(b, `,"snapshot_fingerprint":`...)
+	b = jcs.AppendString(b, r.Snapshot)
+	b = append(b, `,"transition":`...)
+	b = jcs.AppendString(b, r.Transition)
+	b = append(b, '}')
+	return contentID("rcp-", b)
+}
+
+// AddProgram loads a program with the kernel's inventory and stores it by
+// fingerprint. Adding the same program again is harmless.
+func (k *Kernel) AddProgram(ctx context.Context, source []byte) (*Program, error) {
+	p, err := Load(source, k.inv)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.store.Update(ctx, func(tx Tx) error { return tx.PutProgram(p.Fingerprint(), source) }); err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.programs[p.Fingerprint()] = p
+	k.mu.Unlock()
+	return p, nil
+}
+
+// Program returns the stored program with this fingerprint.
+func (k *Kernel) Program(ctx context.Context, fingerprint string) (*Program, error) {
+	k.mu.Lock()
+	p := k.programs[fingerprint]
+	k.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	var src []byte
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		src, err = tx.Program(fingerprint)
+		return err
+	})
+	if err != nil {
+		return nil, notFound(err, "program", fingerprint)
+	}
+	p, err = Load(src, k.inv)
+	if err != nil {
+		return nil, err
+	}
+	if p.Fingerprint() != fingerprint {
+		return nil, errorf(CodeProgramInvalid, "the stored program %s now loads as %s; the inventory changed", fingerprint, p.Fingerprint())
+	}
+	k.mu.Lock()
+	k.programs[fingerprint] = p
+	k.mu.Unlock()
+	return p, nil
+}
+
+func notFound(err error, what, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return errorf(CodeNotFound, "no %s %s", what, id)
+	}
+	return err
+}
+
+// Start creates an instance of a stored program. inst.Program names the
+// program's fingerprint; an empty inst.ID gets a random "ins-" id; the
+// revision starts at 0.
+func (k *Kernel) Start(ctx context.Context, inst Instance) (Instance, error) {
+	p, err := k.Program(ctx, inst.Program)
+	if err != nil {
+		return Instance{}, err
+	}
+	if inst.ID == "" {
+		var b [12]byte
+		rand.Read(b[:])
+		inst.ID = "ins-" + hex.EncodeToString(b[:])
+	}
+	inst.Revision, inst.Pending, inst.Recovery = 0, "", nil
+	if inst.Facts == nil {
+		inst.Facts = map[string]Fact{}
+	}
+	if err := inst.Validate(); err != nil {
+		return Instance{}, err
+	}
+	if inst.Objective != "" && p.contracts[inst.Objective] == nil {
+		return Instance{}, &Error{Code: CodeObjectiveUnknown, Path: "objective", Message: fmt.Sprintf("program %s has no objective contract %q", p.ID(), inst.Objective)}
+	}
+	err = k.store.Update(ctx, func(tx Tx) error { return tx.CreateInstance(inst) })
+	return inst.Clone(), err
+}
+
+// Instance returns an instance.
+func (k *Kernel) Instance(ctx context.Context, id string) (Instance, error) {
+	var inst Instance
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		inst, err = tx.Instance(id)
+		return err
+	})
+	return inst, notFound(err, "instance", id)
+}
+
+// Journal returns an instance's journal.
+func (k *Kernel) Journal(ctx context.Context, id string) ([]JournalEntry, error) {
+	var j []JournalEntry
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		j, err = tx.Journal(id)
+		return err
+	})
+	return j, err
+}
+
+// Prescription returns an issued prescription (secret parameters appear as
+// digests).
+func (k *Kernel) Prescription(ctx context.Context, id string) (Prescription, error) {
+	var rec PrescriptionRecord
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		rec, err = tx.Prescription(id)
+		return err
+	})
+	return rec.Prescription, notFound(err, "prescription", id)
+}
+
+// Receipt returns the receipt of a committed prescription.
+func (k *Kernel) Receipt(ctx context.Context, prescription string) (Receipt, error) {
+	var r Receipt
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		r, err = tx.Receipt(prescription)
+		return err
+	})
+	return r, notFound(err, "receipt for prescription", prescription)
+}
+
+// Observation is what the outside world reports about an instance.
+type Observation struct {
+	// Facts are set on the instance (for example a Run's progress under
+	// RunFacet).
+	Facts map[string]Fact
+	// Transition optionally names the OBSERVED_EXTERNAL transition that
+	// happened. Its source phase and conditions must hold after Facts are
+	// applied; the instance then moves to its target phase (Phase when it
+	// has several) and the transition's verifier must pass.
+	Transition string
+	Phase      string
+	// With CheckRevision set, Revision is the revision the observer saw and
+	// the observation is refused with ErrConflict if the instance has moved.
+	CheckRevision bool
+	Revision      int64
+}
+
+// CodeObservationInvalid: an observation names a transition that is not
+// OBSERVED_EXTERNAL, does not apply, or fails its verifier.
+const CodeObservationInvalid = "OBSERVATION_INVALID"
+
+// Observe records an observation and moves the instance to a new revision.
+// Prescriptions issued before it become stale.
+func (k *Kernel) Observe(ctx context.Context, id string, o Observation) (Instance, error) {
+	var out Instance
+	err := k.store.Update(ctx, func(tx Tx) error {
+		inst, err := tx.Instance(id)
+		if err != nil {
+			return notFound(err, "instance", id)
+		}
+		if o.CheckRevision && inst.Revision != o.Revision {
+			return ErrConflict
+		}
+		next := inst.Clone()
+		if next.Facts == nil {
+			next.Facts = map[string]Fact{}
+		}
+		for f, v := range o.Facts {
+			next.Facts[f] = v
+		}
+		if o.Transition != "" {
+			if err := k.observeTransition(ctx, &inst, &next, o); err != nil {
+				return err
+			}
+		}
+		next.Revision++
+		if err := next.Validate(); err != nil {
+			return err
+		}
+		out = next
+		return tx.UpdateInstance(next, inst.Revision, inst.Pending)
+	})
+	return out, err
+}
+
+func (k *Kernel) observeTransition(ctx context.Context, before, next *Instance, o Observation) error {
+	p, err := k.Program(ctx, before.Program)
+	if err != nil {
+		return err
+	}
+	t := p.lookup(o.Transition)
+	switch {
+	case t == nil:
+		return errorf(CodeObservationInvalid, "the program has no transition %q", o.Transition)
+	case t.Controllable():
+		return errorf(CodeObservationInvalid, "transition %s is %s; only OBSERVED_EXTERNAL transitions are observed", t.ID, t.SelectionClass)
+	case !contains(t.SourcePhases, before.Phase):
+		return errorf(CodeObservationInvalid, "transition %s does not start in phase %s", t.ID, before.Phase)
+	}
+	if i := next.firstFailing(t.SourceConditions); i >= 0 {
+		return errorf(CodeObservationInvalid, "source condition on %s of %s does not hold", t.SourceConditions[i].Facet, t.ID)
+	}
+	switch {
+	case o.Phase != "" && contains(t.TargetPhases, o.Phase):
+		next.Phase = o.Phase
+	case o.Phase == "" && len(t.TargetPhases) == 1:
+		next.Phase = t.TargetPhases[0]
+	default:
+		return errorf(CodeObservationInvalid, "name which of the target phases %v of %s was reached", t.TargetPhases, t.ID)
+	}
+	v := k.inv.verifier(t.Verifier)
+	if v == nil {
+		return errorf(CodeObservationInvalid, "verifier %s is not available", t.Verifier)
+	}
+	if err := v.Verify(ctx, &VerifyRequest{Transition: t.clone(), Before: before.Clone(), After: next.Clone()}); err != nil {
+		return errorf(CodeObservationInvalid, "verifier %s refused the observation of %s: %v", t.Verifier, t.ID, err)
+	}
+	return nil
+}
+
+// Instances lists the stored instances, by id.
+func (k *Kernel) Instances(ctx context.Context) ([]Instance, error) {
+	var out []Instance
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.Instances()
+		return err
+	})
+	return out, err
+}
+
+// Programs lists the fingerprints of the stored programs, sorted.
+func (k *Kernel) Programs(ctx context.Context) ([]string, error) {
+	var out []string
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.Programs()
+		return err
+	})
+	return out, err
+}
+
+// Resolve decides the next step for principal on an instance without
+// recording anything.
+func (k *Kernel) Resolve(ctx context.Context, id string, pr Principal, req Request) (Decision, error) {
+	inst, err := k.Instance(ctx, id)
+	if err != nil {
+		return Decision{}, err
+	}
+	p, err := k.Program(ctx, inst.Program)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Resolve(p, k.inv, &inst, &pr, req, k.now()), nil
+}
+
+// Prescribe resolves and, when the decision is PRESCRIBED, stores the
+// prescription so that Apply can find it by id.
+func (k *Kernel) Prescribe(ctx context.Context, id string, pr Principal, req Request) (Decision, error) {
+	if err := pr.Validate(); err != nil {
+		return Decision{}, err
+	}
+	d, err := k.Resolve(ctx, id, pr, req)
+	if err != nil || d.Kind != Prescribed {
+		return d, err
+	}
+	rec := PrescriptionRecord{Prescription: *d.Prescription, Parameters: cloneMap(req.Parameters)}
+	err = k.store.Update(ctx, func(tx Tx) error { return tx.PutPrescription(rec) })
+	return d, err
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Apply applies a stored prescription for principal and returns the
+// receipt. In order: a prescription already committed returns its receipt;
+// the principal must be the one it was issued to; it must not have expired
+// (PRESCRIPTION_EXPIRED); the instance and the transition's owned
+// resources are locked; re-resolution must yield the same prescription
+// (STALE_PRESCRIPTION) and expiry is checked again; the journal records
+// begun and executing; the effect runs with only the effective
+// capabilities; the verifier checks the result; the new state, revision
+// N+1, the receipt and the journal's committed entry are written in one
+// transaction. A Failed effect is journalled aborted and leaves the instance
+// as it was (EFFECT_FAILED); an Uncertain one, a panic or a failed
+// verification is journalled recovery_required and puts the instance in
+// recovery mode (RECOVERY_REQUIRED).
+func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (Receipt, error) {
+	var rec PrescriptionRecord
+	var receipt Receipt
+	replay := false
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		if rec, err = tx.Prescription(prescription); err != nil {
+			return notFound(err, "prescription", prescription)
+		}
+		receipt, err = tx.Receipt(prescription)
+		if err == nil {
+			replay = true
+			return nil
+		}
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return Receipt{}, err
+	}
+	rx := rec.Prescription
+	if pr.AuthorityFingerprint() != rx.Authority {
+		return Receipt{}, errorf(CodeStalePrescription, "prescription %s was issued to another principal or authority; resolve again", rx.ID)
+	}
+	if replay {
+		return receipt, nil
+	}
+	if !k.now().Before(rx.ExpiresAt) {
+		return Receipt{}, errorf(CodePrescriptionExpired, "prescription %s expired at %s; resolve again", rx.ID, rx.ExpiresAt.Format(time.RFC3339))
+	}
+	p, err := k.Program(ctx, rx.Program)
+	if err != nil {
+		return Receipt{}, err
+	}
+	t := p.lookup(rx.Transition)
+	if t == nil {
+		return Receipt{}, errorf(CodeStalePrescription, "program %s has no transition %s", rx.Program, rx.Transition)
+	}
+	keys := []string{"instance\x00" + rx.Instance}
+	for _, r := range t.OwnedResources {
+		keys = append(keys, "resource\x00"+p.ID()+"\x00"+r)
+	}
+	unlock, err := k.locks.acquire(ctx, keys)
+	if err != nil {
+		return Receipt{}, err
+	}
+	defer unlock()
+
+	// Begin: re-resolve under the locks.
+	var before Instance
+	err = k.store.Update(ctx, func(tx Tx) error {
+		if r, err := tx.Receipt(rx.ID); err == nil {
+			receipt, replay = r, true
+			return nil
+		}
+		inst, err := tx.Instance(rx.Instance)
+		if err != nil {
+			return notFound(err, "instance", rx.Instance)
+		}
+		if inst.Pending != "" {
+			return errorf(CodeRevisionConflict, "prescription %s is being applied to instance %s; try again when it settles", inst.Pending, inst.ID)
+		}
+		d := Resolve(p, k.inv, &inst, &pr, Request{Transition: rx.Transition, Objective: rx.Objective, Parameters: rec.Parameters}, rx.IssuedAt)
+		if d.Kind != Prescribed || !d.Prescription.sameBinding(&rx) {
+			msg := "the instance, program or authority changed since it was issued"
+			if d.Message != "" {
+				msg = d.Message
+			}
+			return errorf(CodeStalePrescription, "prescription %s no longer resolves (%s); resolve again", rx.ID, msg)
+		}
+		if !k.now().Before(rx.ExpiresAt) {
+			return errorf(CodePrescriptionExpired, "prescription %s expired at %s; resolve again", rx.ID, rx.ExpiresAt.Format(time.RFC3339))
+		}
+		before = inst
+		next := inst.Clone()
+		next.Pending = rx.ID
+		if err := tx.UpdateInstance(next, inst.Revision, ""); err != nil {
+			return err
+		}
+		return tx.AppendJournal(k.entry(&rx, inst.Revision, JournalBegun, ""))
+	})
+	if err != nil || replay {
+		return receipt, err
+	}
+	if err := k.store.Update(ctx, func(tx Tx) error {
+		return tx.AppendJournal(k.entry(&rx, before.Revision, JournalExecuting, ""))
+	}); err != nil {
+		return Receipt{}, k.settle(ctx, &rx, before, nil, JournalAborted, err)
+	}
+
+	tc := t.clone()
+	req := &EffectRequest{
+		Instance:     before.Clone(),
+		Transition:   tc,
+		Prescription: rx,
+		Capabilities: slices.Clone(rx.EffectiveCapabilities),
+		Parameters:   cloneMap(rec.Parameters),
+		Principal:    pr,
+	}
+	if tc.Prescription != nil {
+		req.Arguments = slices.Clone(tc.Prescription.Arguments)
+	}
+	res := k.runEffect(ctx, t, req)
+	switch res.Outcome {
+	case Failed:
+		return Receipt{}, k.settle(ctx, &rx, before, nil, JournalAborted, res.Err)
+	case Succeeded:
+	default:
+		return Receipt{}, k.settle(ctx, &rx, before, res.Facts, JournalRecoveryRequired, res.Err)
+	}
+
+	after := before.Clone()
+	after.Pending = ""
+	if after.Facts == nil {
+		after.Facts = map[string]Fact{}
+	}
+	for f, v := range res.Facts {
+		after.Facts[f] = v
+	}
+	switch {
+	case res.Phase != "":
+		after.Phase = res.Phase
+	case len(t.TargetPhases) == 1:
+		after.Phase = t.TargetPhases[0]
+	default:
+		return Receipt{}, k.settle(ctx, &rx, before, res.Facts, JournalRecoveryRequired,
+			fmt.Errorf("effect %s did not say which of the target phases %v it reached", t.Effect, t.TargetPhases))
+	}
+	if err := after.Validate(); err != nil {
+		return Receipt{}, k.settle(ctx, &rx, before, nil, JournalRecoveryRequired, fmt.Errorf("effect %s produced an invalid state: %v", t.Effect, err))
+	}
+	if v := k.inv.verifier(t.Verifier); v == nil {
+		return Receipt{}, k.settle(ctx, &rx, before, res.Facts, JournalRecoveryRequired, fmt.Errorf("verifier %s is not available", t.Verifier))
+	} else if err := v.Verify(ctx, &VerifyRequest{Transition: tc, Before: before.Clone(), After: after.Clone(), Result: res}); err != nil {
+		return Receipt{}, k.settle(ctx, &rx, before, res.Facts, JournalRecoveryRequired, fmt.Errorf("verifier %s: %v", t.Verifier, err))
+	}
+	if rx.Objective != "" {
+		after.Objective = rx.Objective
+	}
+	if t.SelectionClass == Recovery {
+		after.Recovery = nil
+	}
+	after.Revision = before.Revision + 1
+	receipt = Receipt{
+		Prescription: rx.ID,
+		Instance:     rx.Instance,
+		Transition:   rx.Transition,
+		Program:      rx.Program,
+		Principal:    pr.ID,
+		FromRevision: before.Revision,
+		Revision:     after.Revision,
+		Phase:        after.Phase,
+		Snapshot:     after.SnapshotFingerprint(),
+		CommittedAt:  k.now().UTC(),
+	}
+	receipt.ID = receipt.computeID()
+	// The commit must happen even if the caller has gone: the effect ran.
+	commitCtx := context.WithoutCancel(ctx)
+	err = k.store.Update(commitCtx, func(tx Tx) error {
+		if err := tx.UpdateInstance(after, before.Revision, rx.ID); err != nil {
+			return err
+		}
+		if err := tx.PutReceipt(receipt); err != nil {
+			return err
+		}
+		return tx.AppendJournal(k.entry(&rx, before.Revision, JournalCommitted, ""))
+	})
+	if err != nil {
+		return Receipt{}, k.settle(commitCtx, &rx, before, res.Facts, JournalRecoveryRequired, fmt.Errorf("commit failed: %v", err))
+	}
+	return receipt, nil
+}
+
+// RecoverInterrupted settles applies that were cut short, for example by a
+// crash: every instance still marked with a pending prescription that no
+// applier in this process holds is journalled recovery_required and put in
+// recovery mode, since its effect may or may not have run. Call it at start,
+// before serving. It returns the number of instances settled.
+func (k *Kernel) RecoverInterrupted(ctx context.Context) (int, error) {
+	list, err := k.Instances(ctx)
+	if err != nil {
+		return 0, err
+	}
+	settled := 0
+	for _, inst := range list {
+		if inst.Pending == "" {
+			continue
+		}
+		unlock, err := k.locks.acquire(ctx, []string{"instance\x00" + inst.ID})
+		if err != nil {
+			return settled, err
+		}
+		err = k.recoverOne(ctx, inst.ID)
+		unlock()
+		if err != nil {
+			return settled, err
+		}
+		settled++
+	}
+	return settled, nil
+}
+
+func (k *Kernel) recoverOne(ctx context.Context, id string) error {
+	var rec PrescriptionRecord
+	var before Instance
+	err := k.store.View(ctx, func(tx Tx) error {
+		var err error
+		if before, err = tx.Instance(id); err != nil || before.Pending == "" {
+			return err
+		}
+		rec, err = tx.Prescription(before.Pending)
+		return err
+	})
+	if err != nil || before.Pending == "" {
+		return err
+	}
+	rx := rec.Prescription
+	err = k.settle(ctx, &rx, before, nil, JournalRecoveryRequired, errors.New("the runtime stopped while applying it"))
+	if ErrorCode(err) == CodeRecoveryRequired {
+		return nil
+	}
+	return err
+}
+
+// runEffect checks the effect's minimum and runs it, turning a panic into
+// an uncertain outcome.
+func (k *Kernel) runEffect(ctx context.Context, t *Transition, req *EffectRequest) (res EffectResult) {
+	def, ok := k.inv.effect(t.Effect)
+	if !ok || def.impl == nil {
+		return Fail(errorf(CodeEffectUnavailable, "effect %s has no implementation in this runtime", t.Effect))
+	}
+	if err := req.Require(def.minimum); err != nil {
+		return Fail(err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			res = EffectResult{Outcome: Uncertain, Err: fmt.Errorf("%w: %v", errEffectPanicked, r)}
+		}
+	}()
+	res = def.impl.Apply(ctx, req)
+	if res.Phase != "" && !contains(t.TargetPhases, res.Phase) {
+		return EffectResult{Outcome: Uncertain, Facts: res.Facts, Err: fmt.Errorf("effect %s reported phase %s, which is not a target phase", t.Effect, res.Phase)}
+	}
+	return res
+}
+
+// settle ends an apply that did not commit: the pending mark is cleared,
+// the journal records status, and for recovery_required the instance enters
+// recovery mode with the facts the effect reported.
+func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, facts map[string]Fact, status JournalStatus, cause error) error {
+	if cause == nil {
+		cause = errors.New("no cause given")
+	}
+	ctx = context.WithoutCancel(ctx)
+	err := k.store.Update(ctx, func(tx Tx) error {
+		next := before.Clone()
+		next.Pending = ""
+		if status == JournalRecoveryRequired {
+			if next.Facts == nil {
+				next.Facts = map[string]Fact{}
+			}
+			for f, v := range facts {
+				next.Facts[f] = v
+			}
+			if next.Validate() != nil {
+				next.Facts = before.Clone().Facts
+			}
+			next.Recovery = &RecoveryMark{Transition: rx.Transition, Prescription: rx.ID, Cause: truncate(cause.Error(), 1024)}
+		}
+		if err := tx.UpdateInstance(next, before.Revision, rx.ID); err != nil {
+			return err
+		}
+		return tx.AppendJournal(k.entry(rx, before.Revision, status, truncate(cause.Error(), 1024)))
+	})
+	if err != nil {
+		return fmt.Errorf("flow: settling %s after %v: %w", rx.ID, cause, err)
+	}
+	if status == JournalAborted {
+		if ErrorCode(cause) != "" {
+			return &Error{Code: ErrorCode(cause), Message: fmt.Sprintf("transition %s was not applied: %v", rx.Transition, cause)}
+		}
+		return errorf(CodeEffectFailed, "transition %s was not applied; the instance is unchanged: %v", rx.Transition, cause)
+	}
+	return errorf(CodeRecoveryRequired, "the outcome of %s is uncertain (%v); the instance needs a RECOVERY transition", rx.Transition, cause)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func (k *Kernel) entry(rx *Prescription, rev int64, s JournalStatus, msg string) JournalEntry {
+	return JournalEntry{Instance: rx.Instance, Prescription: rx.ID, Transition: rx.Transition, Revision: rev, Status: s, At: k.now().UTC(), Error: msg}
+}
+
+// lockTable holds named locks that are acquired together in sorted order,
+// so that two appliers can never deadlock.
+type lockTable struct {
+	mu    sync.Mutex
+	locks map[string]*lockEntry
+}
+
+type lockEntry struct {
+	ch   chan struct{}
+	refs int
+}
+
+func (lt *lockTable) acquire(ctx context.Context, keys []string) (func(), error) {
+	keys = slices.Clone(keys)
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	held := make([]string, 0, len(keys))
+	release := func() {
+		for _, key := range held {
+			lt.release(key)
+		}
+	}
+	for _, key := range keys {
+		e := lt.ref(key)
+		select {
+		case e.ch <- struct{}{}:
+			held = append(held, key)
+		case <-ctx.Done():
+			lt.unref(key)
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	return release, nil
+}
+
+func (lt *lockTable) ref(key string) *lockEntry {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if lt.locks == nil {
+		lt.locks = make(map[string]*lockEntry)
+	}
+	e := lt.locks[key]
+	if e == nil {
+		e = &lockEntry{ch: make(chan struct{}, 1)}
+		lt.locks[key] = e
+	}
+	e.refs++
+	return e
+}
+
+func (lt *lockTable) unref(key string) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	e := lt.locks[key]
+	e.refs--
+	if e.refs == 0 {
+		delete(lt.locks, key)
+	}
+}
+
+func (lt *lockTable) release(key string) {
+	lt.mu.Lock()
+	e := lt.locks[key]
+	lt.mu.Unlock()
+	<-e.ch
+	lt.unref(key)
+}
