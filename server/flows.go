@@ -2,20 +2,408 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
+	"sync"
 
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
-// flowsState holds the server's flows part.
-type flowsState struct{}
+// grantPolicy is the token grant that gives a principal the "policy"
+// authority class of Flow transitions.
+const grantPolicy = "policy"
 
-func (s *Server) initFlows(ctx context.Context) error { return nil }
+// flowsState holds the server's Flows part: the kernel, its inventory and
+// what the demo workspace records.
+type flowsState struct {
+	flows    *flow.Kernel
+	flowInv  *flow.Inventory
+	flowRuns *flowRunWatch
 
-func (s *Server) closeFlows() {}
+	// payments are the demo payments_send tool's records.
+	paymentsMu sync.Mutex
+	payments   []demoPayment
+}
 
-func (s *Server) routesFlows(mux *http.ServeMux) {}
+// initFlows builds the kernel on the durable flow store (an in-memory one
+// when the backend has none), wires the effects, settles applies cut short
+// by a crash, and registers the flows_* tools and, with Config.Demo, the
+// demo programs.
+func (s *Server) initFlows(ctx context.Context) error {
+	var fs flow.Store = flow.NewMemoryStore()
+	if d, ok := s.store.(interface{ FlowStore() flow.Store }); ok {
+		fs = d.FlowStore()
+	}
+	s.flowInv = flow.NewInventory(assent.Version)
+	if err := s.registerFlowEffects(); err != nil {
+		return err
+	}
+	s.flows = flow.NewKernel(fs, s.flowInv, flow.WithClock(s.now))
+	n, err := s.flows.RecoverInterrupted(ctx)
+	if err != nil {
+		return fmt.Errorf("flows: recovering interrupted applies: %w", err)
+	}
+	if n > 0 {
+		s.log.Warn("flow instances put in recovery mode after an interrupted apply", "count", n)
+	}
+	for _, t := range s.flowTools() {
+		if err := s.tools.Register(t); err != nil {
+			return err
+		}
+	}
+	s.counters = append(s.counters, openCounter{name: "flow_approvals", count: func(ctx context.Context, p store.Principal) int {
+		if p.Kind != store.KindHuman {
+			return 0
+		}
+		list, err := s.flows.PendingApprovals(ctx)
+		if err != nil {
+			return 0
+		}
+		return len(list)
+	}})
+	if s.cfg.Demo {
+		if err := s.loadDemoFlows(ctx); err != nil {
+			return fmt.Errorf("flows: demo: %w", err)
+		}
+	}
+	return nil
+}
 
+// closeFlows stops watching the Runs that Flow transitions started.
+func (s *Server) closeFlows() {
+	if s.flowRuns != nil {
+		s.flowRuns.close()
+	}
+}
+
+// Flows returns the Flow kernel, so an embedding Go application can load
+// programs and start instances in process.
+func (s *Server) Flows() *flow.Kernel { return s.flows }
+
+// FlowInventory returns the runtime inventory of the Flow kernel, so an
+// embedding application can register its own effects, verifiers and
+// capabilities before loading programs that use them.
+func (s *Server) FlowInventory() *flow.Inventory { return s.flowInv }
+
+// capabilityID is the grammar of a capability id. Token grants that are not
+// capability ids (for example run-scoped grants) are not Flow grants.
+var capabilityID = regexp.MustCompile(`^[a-z][a-z0-9]*(?:[.-][a-z0-9]+)*$`)
+
+// flowPrincipal maps a store principal to the kernel's: its id, its kind as
+// authority class, the capability grants of its token, and the policy class
+// when the token carries the grant "policy".
+func flowPrincipal(p store.Principal) flow.Principal {
+	fp := flow.Principal{ID: p.ID, Kind: p.Kind, Grants: []string{}}
+	for _, g := range p.Grants {
+		switch {
+		case g == grantPolicy:
+			fp.Policy = true
+		case len(g) <= 128 && capabilityID.MatchString(g):
+			fp.Grants = append(fp.Grants, g)
+		}
+	}
+	slices.Sort(fp.Grants)
+	fp.Grants = slices.Compact(fp.Grants)
+	return fp
+}
+
+// errFlowNotFound is the answer for an instance, prescription or approval
+// that does not exist or belongs to someone else; the two are the same.
+func errFlowNotFound(what, id string) *tool.Error {
+	return tool.Errorf("not_found", "no %s %q is visible to you; list your instances with flows_list (or GET /v1/flows/instances)", what, id)
+}
+
+// visibleInstance returns the instance if p may see it: its owner always;
+// a person when it waits for a person's approval or when they have acted
+// on it. Anyone else gets not_found, as for an instance that does not
+// exist.
+func (s *Server) visibleInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
+	inst, err := s.flows.Instance(ctx, id)
+	if err != nil {
+		if flow.ErrorCode(err) == flow.CodeNotFound {
+			return flow.Instance{}, errFlowNotFound("flow instance", id)
+		}
+		return flow.Instance{}, err
+	}
+	if s.canSeeInstance(ctx, p, inst) {
+		return inst, nil
+	}
+	return flow.Instance{}, errFlowNotFound("flow instance", id)
+}
+
+// ownedInstance returns the instance only to its owner: prescribing and
+// applying are the starter's.
+func (s *Server) ownedInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
+	inst, err := s.flows.Instance(ctx, id)
+	if err != nil || inst.Owner != p.ID {
+		if err != nil && flow.ErrorCode(err) != flow.CodeNotFound {
+			return flow.Instance{}, err
+		}
+		return flow.Instance{}, errFlowNotFound("flow instance", id)
+	}
+	return inst, nil
+}
+
+func (s *Server) canSeeInstance(ctx context.Context, p store.Principal, inst flow.Instance) bool {
+	if inst.Owner == p.ID {
+		return true
+	}
+	if p.Kind != store.KindHuman {
+		return false
+	}
+	waiting, err := s.waitingInstances(ctx)
+	return err == nil && s.personMaySee(ctx, p, inst, waiting)
+}
+
+// waitingInstances returns the ids of the instances with a pending
+// approval.
+func (s *Server) waitingInstances(ctx context.Context) (map[string]bool, error) {
+	pending, err := s.flows.PendingApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(pending))
+	for _, a := range pending {
+		out[a.Instance] = true
+	}
+	return out, nil
+}
+
+// personMaySee reports whether a person may see another's instance: while
+// it waits for a person, or once they have applied a transition on it.
+func (s *Server) personMaySee(ctx context.Context, p store.Principal, inst flow.Instance, waiting map[string]bool) bool {
+	if waiting[inst.ID] {
+		return true
+	}
+	receipts, _ := s.instanceReceipts(ctx, inst.ID)
+	for _, r := range receipts {
+		if r.Principal == p.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// instanceReceipts returns the receipts of an instance's committed
+// transitions, oldest first.
+func (s *Server) instanceReceipts(ctx context.Context, id string) ([]flow.Receipt, error) {
+	journal, err := s.flows.Journal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := []flow.Receipt{}
+	for _, e := range journal {
+		if e.Status != flow.JournalCommitted {
+			continue
+		}
+		r, err := s.flows.Receipt(ctx, e.Prescription)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// visibleInstances lists the instances p may see, by id.
+func (s *Server) visibleInstances(ctx context.Context, p store.Principal) ([]flow.Instance, error) {
+	all, err := s.flows.Instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var waiting map[string]bool
+	if p.Kind == store.KindHuman {
+		if waiting, err = s.waitingInstances(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := []flow.Instance{}
+	for _, inst := range all {
+		if inst.Owner == p.ID || p.Kind == store.KindHuman && s.personMaySee(ctx, p, inst, waiting) {
+			out = append(out, inst)
+		}
+	}
+	return out, nil
+}
+
+// visibleApprovals lists the pending approvals p may see: every one for a
+// person, the ones it asked for otherwise.
+func (s *Server) visibleApprovals(ctx context.Context, p store.Principal, instance string) ([]flow.Approval, error) {
+	all, err := s.flows.PendingApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []flow.Approval{}
+	for _, a := range all {
+		if instance != "" && a.Instance != instance {
+			continue
+		}
+		if p.Kind == store.KindHuman || a.Requester == p.ID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// visibleApproval returns one approval to its requester or to a person.
+func (s *Server) visibleApproval(ctx context.Context, p store.Principal, id string) (flow.Approval, error) {
+	a, err := s.flows.Approval(ctx, id)
+	if err != nil {
+		if flow.ErrorCode(err) == flow.CodeNotFound {
+			return flow.Approval{}, errFlowNotFound("approval", id)
+		}
+		return flow.Approval{}, err
+	}
+	if a.Requester != p.ID && p.Kind != store.KindHuman {
+		return flow.Approval{}, errFlowNotFound("approval", id)
+	}
+	return a, nil
+}
+
+// flowError turns a kernel error into a tool error that keeps the kernel's
+// code (UPPER_CASE), except absence, which every surface reports as
+// not_found. Errors that are not the kernel's pass through unchanged.
+func flowError(err error) error {
+	var te *tool.Error
+	if err == nil || errors.As(err, &te) {
+		return err
+	}
+	var fe *flow.Error
+	var list flow.ErrorList
+	switch {
+	case errors.As(err, &list) && len(list) > 0:
+		data := map[string]any{"errors": []*flow.Error(list)}
+		return &tool.Error{Code: list[0].Code, Message: list[0].Message + pathSuffix(list[0].Path), Data: data}
+	case errors.As(err, &fe):
+		if fe.Code == flow.CodeNotFound {
+			return tool.Errorf("not_found", "%s", fe.Message)
+		}
+		return &tool.Error{Code: fe.Code, Message: fe.Message + pathSuffix(fe.Path)}
+	}
+	return err
+}
+
+func pathSuffix(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " (at " + path + ")"
+}
+
+// flowStatus gives the HTTP status of a kernel code.
+func flowStatus(code string) int {
+	switch code {
+	case flow.CodeCapabilityDenied, flow.CodeCapabilityNotDeclared:
+		return http.StatusForbidden
+	case flow.CodeStalePrescription, flow.CodePrescriptionExpired, flow.CodeRevisionConflict,
+		flow.CodeApprovalClosed, flow.CodeRecoveryRequired, flow.CodeNotPrescribed:
+		return http.StatusConflict
+	case flow.CodeEffectFailed, flow.CodeEffectUnavailable, flow.CodeEffectCapabilityDenied:
+		return http.StatusUnprocessableEntity
+	}
+	return statusFor(code)
+}
+
+// writeFlowError writes err with the status of its code.
+func writeFlowError(w http.ResponseWriter, err error) {
+	var te *tool.Error
+	if errors.As(flowError(err), &te) {
+		writeAPIError(w, &apiError{Status: flowStatus(te.Code), Code: te.Code, Message: te.Message, Data: te.Data,
+			Retryable: te.Code == flow.CodeRevisionConflict})
+		return
+	}
+	writeToolError(w, err)
+}
+
+// publishFlow tells the owner of an instance, and every person, that an
+// instance or one of its approvals changed, so live views refresh.
+func (s *Server) publishFlow(typ string, owner string, data map[string]any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	if owner != "" {
+		s.bus.Publish(event.Event{Type: typ, Owner: owner, Data: b})
+	}
+	s.publishToHumans(typ, b)
+}
+
+// inboxFlows lists the approvals that wait for a person, with what they
+// would allow (secret parameter values hidden) and Approve and Decline.
 func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSection, error) {
-	return nil, nil
+	if p.Kind != store.KindHuman {
+		return nil, nil
+	}
+	pending, err := s.flows.PendingApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	names := s.principalNames(ctx)
+	sec := inboxSection{ID: "flow-approvals", Title: "Flow approvals", Empty: "No Flow transition waits for your approval."}
+	for _, a := range pending {
+		sec.Items = append(sec.Items, s.approvalItem(ctx, a, names))
+	}
+	return []inboxSection{sec}, nil
+}
+
+// approvalItem is how one approval request shows in the inbox.
+func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[string]string) inboxItem {
+	programID := "?"
+	if p, err := s.flows.Program(ctx, a.Program); err == nil {
+		programID = p.ID()
+	}
+	item := inboxItem{
+		Title: fmt.Sprintf("Approval needed: %s on %s", flow.LocalID(a.Transition), a.Instance),
+		Fields: []inboxField{
+			{Label: "Transition", Value: a.Transition},
+			{Label: "Operation", Value: a.Operation},
+			{Label: "Expected result", Value: a.ExpectedPostcondition},
+			{Label: "Capabilities", Value: joinOr(a.RequiredCapabilities, "none")},
+			{Label: "Requested by", Value: nameOr(names, a.Requester)},
+			{Label: "Program", Value: programID},
+			{Label: "Program fingerprint", Value: a.Program},
+			{Label: "Instance revision", Value: fmt.Sprint(a.Revision)},
+		},
+		Note: "Approving admits this transition once, with your grants plus human.approve, and applies it now.",
+		Actions: []inboxAction{
+			{Label: "Approve", URL: "/web/flows/approvals/" + a.ID + "/approve", Primary: true},
+			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true},
+		},
+	}
+	if len(a.Arguments) > 0 {
+		item.Fields = append(item.Fields, inboxField{Label: "Arguments", Value: joinOr(a.Arguments, "")})
+	}
+	if a.Objective != "" {
+		item.Fields = append(item.Fields, inboxField{Label: "Objective", Value: a.Objective})
+	}
+	for _, prm := range a.Parameters {
+		v := prm.Value
+		if prm.Secret {
+			v = "(secret, hidden)"
+		}
+		item.Fields = append(item.Fields, inboxField{Label: "Parameter " + prm.Name, Value: v})
+	}
+	return item
+}
+
+func joinOr(list []string, empty string) string {
+	if len(list) == 0 {
+		return empty
+	}
+	out := list[0]
+	for _, s := range list[1:] {
+		out += ", " + s
+	}
+	return out
 }

@@ -2,14 +2,412 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
 )
 
-// runsState holds the server's runs part.
-type runsState struct{}
+// runsState holds the server's Runs part: the supervisor and the actors_*
+// tools.
+type runsState struct {
+	runs     *run.Manager
+	runTools *run.ToolSet
+}
 
-func (s *Server) initRuns(ctx context.Context) error { return nil }
+// Grants carried by a run-scoped token: the Run's owner, and the one Run
+// generation it may act on.
+const (
+	grantRunOwner = "run.owner:"
+	grantRunScope = "run.scope:"
+)
 
-func (s *Server) closeRuns() {}
+// runTokens mints run-scoped tokens (ASSENT_RUN_TOKEN). Each is a service
+// principal whose grants name the Run's owner and the Run generation; the
+// Runs API lets it act for the owner on that generation only.
+type runTokens struct{ s *Server }
 
-func (s *Server) routesRuns(mux *http.ServeMux) {}
+func (t runTokens) IssueRunToken(ctx context.Context, ownerID, runID, instanceID string) (string, string, error) {
+	tok, p, err := IssueToken(ctx, t.s.store, store.KindService, "run:"+runID,
+		[]string{grantRunOwner + ownerID, grantRunScope + runID + "/" + instanceID}, t.s.now())
+	return tok, p.ID, err
+}
+
+func (t runTokens) RevokeRunToken(ctx context.Context, tokenID string) error {
+	return t.s.store.RevokePrincipal(ctx, tokenID)
+}
+
+func (s *Server) initRuns(ctx context.Context) error {
+	m, err := run.New(ctx, run.Config{
+		Store: s.store, DataDir: s.cfg.DataDir, Now: s.now, Logger: s.log.With("part", "runs"),
+		Tokens: runTokens{s}, URL: s.cfg.BaseURL, Version: assent.Version,
+		Notify: func(ownerID, runID, kind string) {
+			data, _ := json.Marshal(map[string]string{"run": runID})
+			s.bus.Publish(event.Event{Type: kind, Owner: ownerID, Data: data})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.runs = m
+	s.runTools = run.NewToolSet(m, s.tools)
+	if err := s.runTools.Register(ctx); err != nil {
+		return err
+	}
+	if s.cfg.Demo {
+		if err := writeDemoRecipe(s.cfg.DataDir); err != nil {
+			s.log.Warn("demo recipe not written", "err", err)
+		}
+	}
+	s.counters = append(s.counters, openCounter{name: "runs", count: func(ctx context.Context, p store.Principal) int {
+		runs, err := s.runs.List(ctx, p.ID, "active")
+		if err != nil {
+			return 0
+		}
+		return len(runs)
+	}})
+	return nil
+}
+
+// writeDemoRecipe installs the demo player Recipe: a service, run by this
+// binary, that accepts pause, resume and status Controls and emits Trace.
+func writeDemoRecipe(dataDir string) error {
+	p := filepath.Join(dataDir, "recipes", "demo-player.json")
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	recipe := map[string]any{
+		"description": "Demo player: ticks once per interval; steer it with pause, resume and status.",
+		"args":        []string{"interval:number=2", "ticks:int=0"},
+		"template":    "exec " + run.ShellQuote(exe) + " run demo-service --interval {interval} --ticks {ticks}",
+		"control":     []string{"pause", "resume", "status"},
+		"async":       true,
+		"singleton":   true,
+	}
+	b, _ := json.MarshalIndent(recipe, "", "  ")
+	return os.WriteFile(p, append(b, '\n'), 0o600)
+}
+
+func (s *Server) closeRuns() {
+	if s.runs != nil {
+		s.runs.Close()
+	}
+}
+
+func (s *Server) routesRuns(mux *http.ServeMux) {
+	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
+	mux.Handle("POST /v1/runs", h(s.handleRunSpawn))
+	mux.Handle("GET /v1/runs", h(s.handleRunList))
+	mux.Handle("POST /v1/runs/inspect", h(s.handleRunInspect))
+	mux.Handle("GET /v1/runs/{id}", h(s.handleRunView))
+	mux.Handle("GET /v1/runs/{id}/views/{view}", h(s.handleRunView))
+	mux.Handle("GET /v1/runs/{id}/logs", h(s.handleRunLogs))
+	mux.Handle("POST /v1/runs/{id}/controls", h(s.handleRunControl))
+	mux.Handle("POST /v1/runs/{id}/controls/claim", h(s.handleRunClaim))
+	mux.Handle("POST /v1/runs/{id}/controls/{cid}/handled", h(s.handleRunSettle(true)))
+	mux.Handle("POST /v1/runs/{id}/controls/{cid}/failed", h(s.handleRunSettle(false)))
+	mux.Handle("POST /v1/runs/{id}/trace", h(s.handleRunTrace))
+	mux.Handle("POST /v1/runs/{id}/kill", h(s.handleRunRetain("kill")))
+	mux.Handle("POST /v1/runs/{id}/archive", h(s.handleRunRetain("archive")))
+	mux.Handle("POST /v1/runs/{id}/prune", h(s.handleRunRetain("prune")))
+	s.routesRunsWeb(mux)
+}
+
+// runCaller resolves who acts on Run id: a run-scoped token acts for the
+// Run's owner on its own generation only (instance is that generation);
+// anyone else acts as themselves. A run-scoped token used for another Run
+// acts for nobody, so the Run answers not_found.
+func runCaller(p store.Principal, id string) (owner, instance string) {
+	var scoped bool
+	for _, g := range p.Grants {
+		switch {
+		case strings.HasPrefix(g, grantRunOwner):
+			owner = strings.TrimPrefix(g, grantRunOwner)
+		case strings.HasPrefix(g, grantRunScope):
+			scoped = true
+			rid, inst, _ := strings.Cut(strings.TrimPrefix(g, grantRunScope), "/")
+			if rid == id {
+				instance = inst
+			}
+		}
+	}
+	if !scoped {
+		return p.ID, ""
+	}
+	if instance == "" {
+		return "", ""
+	}
+	return owner, instance
+}
+
+// ownerOf is who acts for requests that are not about one Run: a
+// run-scoped token acts for nobody there.
+func ownerOf(p store.Principal) string {
+	for _, g := range p.Grants {
+		if strings.HasPrefix(g, grantRunScope) {
+			return ""
+		}
+	}
+	return p.ID
+}
+
+func writeRunError(w http.ResponseWriter, err error) {
+	var e *run.Error
+	if errors.As(err, &e) {
+		status := statusFor(e.Code)
+		switch e.Code {
+		case run.CodeEndpointNotReady, run.CodeDeliveryFailed:
+			status = http.StatusServiceUnavailable
+		case run.CodeStartFailed:
+			status = http.StatusInternalServerError
+		case run.CodePreserveFailed:
+			status = http.StatusConflict
+		case run.CodeRunActive, run.CodeRunArchived, run.CodeNotRunning, run.CodeNotTerminal, "terminal_state",
+			run.CodeGenerationMismatch, run.CodeIntegrity, run.CodeToolExists, run.CodeToolCollision:
+			status = http.StatusConflict
+		}
+		writeAPIError(w, &apiError{Status: status, Code: e.Code, Message: e.Message, Data: e.Details,
+			Retryable: e.Code == run.CodeBackpressure || e.Code == run.CodeEndpointNotReady})
+		return
+	}
+	writeToolError(w, err)
+}
+
+type spawnBody struct {
+	Recipe    string                     `json:"recipe,omitempty"`
+	Template  json.RawMessage            `json:"template,omitempty"`
+	Values    map[string]json.RawMessage `json:"values,omitempty"`
+	RunID     string                     `json:"run_id,omitempty"`
+	As        string                     `json:"as,omitempty"`
+	Artifacts map[string]run.Artifact    `json:"artifacts,omitempty"`
+}
+
+func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
+	var b spawnBody
+	if !decodeJSON(w, r, 0, &b) {
+		return
+	}
+	owner := ownerOf(principalOf(r))
+	if owner == "" {
+		writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot start Runs")
+		return
+	}
+	id := b.RunID
+	if b.As != "" {
+		var err error
+		if id, err = run.ParseTarget(b.As); err != nil {
+			writeRunError(w, err)
+			return
+		}
+	}
+	v, err := s.runs.Spawn(r.Context(), owner, run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts})
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(principalOf(r))
+	if owner == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"runs": []any{}})
+		return
+	}
+	runs, err := s.runs.List(r.Context(), owner, r.URL.Query().Get("status"))
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"owner_session": owner, "runs": runs})
+}
+
+func (s *Server) handleRunInspect(w http.ResponseWriter, r *http.Request) {
+	var req run.InspectRequest
+	if !decodeJSON(w, r, 0, &req) {
+		return
+	}
+	owner := ownerOf(principalOf(r))
+	if id, err := run.ParseTarget(req.Target); err == nil {
+		owner, _ = runCaller(principalOf(r), id)
+	}
+	v, err := s.runTools.Inspect(r.Context(), owner, req)
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleRunView(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	owner, _ := runCaller(principalOf(r), id)
+	view := r.PathValue("view")
+	if view == "" {
+		view = "status"
+	}
+	q := r.URL.Query()
+	lines, _ := strconv.Atoi(q.Get("lines"))
+	v, err := s.runs.Inspect(r.Context(), owner, run.InspectRequest{Target: "run:" + id, View: view, Lines: lines, Source: q.Get("source")})
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleRunLogs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	owner, _ := runCaller(principalOf(r), id)
+	q := r.URL.Query()
+	stream := q.Get("stream")
+	if stream == "" {
+		stream = "stdout"
+	}
+	lines, _ := strconv.Atoi(q.Get("lines"))
+	text, err := s.runs.Logs(r.Context(), owner, id, stream, lines)
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	io.WriteString(w, text)
+}
+
+func (s *Server) handleRunControl(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Action string          `json:"action"`
+		Input  json.RawMessage `json:"input,omitempty"`
+	}
+	if !decodeJSON(w, r, 0, &b) {
+		return
+	}
+	id := r.PathValue("id")
+	owner, instance := runCaller(principalOf(r), id)
+	if instance != "" {
+		// A service steers nothing but itself through its own journal.
+		writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot apply Controls; it claims and settles them")
+		return
+	}
+	v, err := s.runs.Apply(r.Context(), owner, id, b.Action, b.Input)
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleRunClaim(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		ID         string `json:"id,omitempty"`
+		InstanceID string `json:"run_instance_id,omitempty"`
+	}
+	if !decodeJSON(w, r, 0, &b) {
+		return
+	}
+	id := r.PathValue("id")
+	owner, instance := runCaller(principalOf(r), id)
+	if instance == "" {
+		instance = b.InstanceID
+	} else if b.InstanceID != "" && b.InstanceID != instance {
+		writeRunError(w, &run.Error{Code: run.CodeGenerationMismatch, Message: "Run generation changed: " + id})
+		return
+	}
+	c, err := s.runs.Claim(r.Context(), owner, id, instance, b.ID)
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) handleRunSettle(handled bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			Error      string `json:"error,omitempty"`
+			InstanceID string `json:"run_instance_id,omitempty"`
+		}
+		if !decodeJSON(w, r, 0, &b) {
+			return
+		}
+		id := r.PathValue("id")
+		owner, instance := runCaller(principalOf(r), id)
+		if instance == "" {
+			instance = b.InstanceID
+		}
+		c, err := s.runs.Settle(r.Context(), owner, id, instance, r.PathValue("cid"), handled, b.Error)
+		if err != nil {
+			writeRunError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, c)
+	}
+}
+
+func (s *Server) handleRunTrace(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 2*run.TraceEventMaxBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a Trace event is at most %d bytes", run.TraceEventMaxBytes))
+		return
+	}
+	in, err := run.DecodeTraceInput(body)
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	owner, instance := runCaller(principalOf(r), id)
+	ev, err := s.runs.AppendTrace(r.Context(), owner, id, instance, in)
+	if err != nil {
+		writeRunError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ev)
+}
+
+func (s *Server) handleRunRetain(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			PreserveArtifacts bool `json:"preserve_artifacts,omitempty"`
+		}
+		if r.ContentLength != 0 && !decodeJSON(w, r, 0, &b) {
+			return
+		}
+		id := r.PathValue("id")
+		owner, instance := runCaller(principalOf(r), id)
+		if instance != "" {
+			writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot "+action+" its Run")
+			return
+		}
+		var v map[string]any
+		var err error
+		switch action {
+		case "kill":
+			v, err = s.runs.Kill(r.Context(), owner, id)
+		case "archive":
+			v, err = s.runs.Archive(r.Context(), owner, id)
+		default:
+			v, err = s.runs.Prune(r.Context(), owner, id, b.PreserveArtifacts)
+		}
+		if err != nil {
+			writeRunError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}

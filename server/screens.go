@@ -2,14 +2,897 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/screen"
+	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/screen/field"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
-// screensState holds the server's screens part.
-type screensState struct{}
+// Limits of the screens part.
+const (
+	// maxScreenChars is the longest stream show_screen accepts, in
+	// characters.
+	maxScreenChars = 200_000
+	// maxScreenBytes bounds a stream posted to /v1/screens.
+	maxScreenBytes = 4 << 20
+	// maxScreensPerOwner bounds the screens one principal keeps; the oldest
+	// is closed when a new one would exceed it.
+	maxScreensPerOwner = 100
+	// maxPendingPresses bounds the presses waiting for a person's answer on
+	// one screen.
+	maxPendingPresses = 16
+	// keptUpdates is how many live updates a screen keeps for followers
+	// that reconnect; older ones are replaced by one catch-up update.
+	keptUpdates = 256
+)
 
-func (s *Server) initScreens(ctx context.Context) error { return nil }
+// Access says who may run a screen tool.
+type Access string
 
-func (s *Server) closeScreens() {}
+// Access rules of a screen tool.
+const (
+	// AccessSignedIn admits any authenticated principal (the default).
+	AccessSignedIn Access = "signed-in"
+	// AccessPeople admits only people (human principals).
+	AccessPeople Access = "people"
+	// AccessPublic admits requests without credentials too.
+	AccessPublic Access = "public"
+)
 
-func (s *Server) routesScreens(mux *http.ServeMux) {}
+// ScreenTool is an application's backend action that a screen's governed
+// Button may call: the tool (name, params schema, secret params, the
+// optional confirmation in the application's words, and the handler) and who
+// may run it.
+//
+// A handler that finds what the params name missing, or not the caller's,
+// returns a *tool.Error with code not_found; any other *tool.Error code is
+// the tool's own conflict (409); any other error is tool_failed.
+type ScreenTool struct {
+	confirm.Tool
+	// Access says who may run the tool; empty means AccessSignedIn.
+	Access Access
+}
+
+// screensState holds the screens shown to people: their documents and
+// state, the tools their buttons call, and the idempotency keys of
+// /api/mutate.
+type screensState struct {
+	screenTools *confirm.Registry
+	// screenMessages are the sentences shown for field problems.
+	screenMessages field.Messages
+
+	scrMu      sync.Mutex
+	screens    map[string]*liveScreen
+	toolAccess map[string]Access
+	generator  Generator
+	pictures   map[string]picture
+
+	idem *idemCache
+}
+
+func (s *Server) initScreens(ctx context.Context) error {
+	s.screenTools = &confirm.Registry{}
+	s.screens = map[string]*liveScreen{}
+	s.toolAccess = map[string]Access{}
+	s.pictures = map[string]picture{}
+	s.idem = newIdemCache(10_000, 24*time.Hour)
+	s.generator = MockGenerator{Screens: mockScreens(s.cfg.DataDir), Delay: 40 * time.Millisecond}
+	if err := s.tools.Register(s.showScreenTool()); err != nil {
+		return err
+	}
+	if s.cfg.DataDir != "" {
+		if err := s.loadToolsFile(filepath.Join(s.cfg.DataDir, "tools.json")); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Demo {
+		if err := s.loadDemoScreens(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) closeScreens() {
+	s.scrMu.Lock()
+	all := make([]*liveScreen, 0, len(s.screens))
+	for _, sc := range s.screens {
+		all = append(all, sc)
+	}
+	s.screens = map[string]*liveScreen{}
+	s.scrMu.Unlock()
+	for _, sc := range all {
+		sc.close()
+	}
+}
+
+func (s *Server) routesScreens(mux *http.ServeMux) {
+	mux.Handle("POST /v1/screens", s.authed(http.HandlerFunc(s.handleScreenCreate)))
+	mux.Handle("GET /v1/screens", s.authed(http.HandlerFunc(s.handleScreenList)))
+	mux.Handle("GET /v1/screens/{id}", s.authed(http.HandlerFunc(s.handleScreenGet)))
+	mux.Handle("DELETE /v1/screens/{id}", s.authed(http.HandlerFunc(s.handleScreenDelete)))
+	mux.Handle("POST /v1/screens/{id}/updates", s.authed(http.HandlerFunc(s.handleScreenUpdate)))
+	mux.HandleFunc("POST /api/mutate", s.handleMutate)
+	mux.Handle("POST /api/generate", s.authed(http.HandlerFunc(s.handleGenerate)))
+	mux.Handle("GET /api/live", s.authed(http.HandlerFunc(s.handleLive)))
+	s.routesScreensWeb(mux)
+}
+
+// RegisterScreenTool adds a tool that screens' governed Buttons may call.
+// Its name follows the Omni IR tool-name rule and is compared byte for byte.
+// The tool is also offered over MCP for screen views, with
+// _meta.ui.visibility ["app"]; every call is checked on the server like a
+// press (schema, caller, confirmation) before anything runs.
+func (s *Server) RegisterScreenTool(t ScreenTool) error {
+	switch t.Access {
+	case "":
+		t.Access = AccessSignedIn
+	case AccessSignedIn, AccessPeople, AccessPublic:
+	default:
+		return &confirm.Error{Code: confirm.CodeInvalidTool, Tool: t.Name, Message: fmt.Sprintf("access %q is not one of signed-in, people, public", t.Access)}
+	}
+	if err := s.screenTools.Register(t.Tool); err != nil {
+		return err
+	}
+	if err := s.tools.Register(s.viewTool(t.Tool)); err != nil {
+		s.screenTools.Remove(t.Name)
+		return fmt.Errorf("tool %q can't be offered over MCP: %w", t.Name, err)
+	}
+	s.scrMu.Lock()
+	s.toolAccess[t.Name] = t.Access
+	s.scrMu.Unlock()
+	if err := s.tools.Replace(s.showScreenTool()); err != nil {
+		s.log.Warn("show_screen's description could not be refreshed", "err", err)
+	}
+	return nil
+}
+
+// ScreenTools returns the names of the registered screen tools.
+func (s *Server) ScreenTools() []string { return s.screenTools.Names() }
+
+func (s *Server) accessOf(name string) Access {
+	s.scrMu.Lock()
+	defer s.scrMu.Unlock()
+	if a, ok := s.toolAccess[name]; ok {
+		return a
+	}
+	return AccessSignedIn
+}
+
+// screenOptions are what the server allows in a screen.
+func (s *Server) screenOptions() screen.Options {
+	s.scrMu.Lock()
+	assets := make([]string, 0, len(s.pictures))
+	for name := range s.pictures {
+		assets = append(assets, name)
+	}
+	s.scrMu.Unlock()
+	slices.Sort(assets)
+	return screen.Options{Tools: s.screenTools.Names(), Assets: assets}
+}
+
+// picture is one entry of the asset registry.
+type picture struct {
+	data        []byte
+	contentType string
+}
+
+// maxPictureBytes bounds one registered picture.
+const maxPictureBytes = 2 << 20
+
+// RegisterPicture adds a picture to the asset registry under name
+// (lowercase letters, digits and hyphens, at most 64 characters), so screens
+// may show it with Image("name", alt=…). contentType is image/png,
+// image/jpeg, image/gif, image/webp or image/svg+xml. Pictures are served
+// from this server only; a stream can never name a location.
+func (s *Server) RegisterPicture(name string, data []byte, contentType string) error {
+	if !validPictureName(name) {
+		return fmt.Errorf("picture name %q must be 1 to 64 lowercase letters, digits and hyphens", name)
+	}
+	switch contentType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml":
+	default:
+		return fmt.Errorf("picture %q: content type %q is not a picture type assent serves", name, contentType)
+	}
+	if len(data) == 0 || len(data) > maxPictureBytes {
+		return fmt.Errorf("picture %q must be 1 byte to %d bytes", name, maxPictureBytes)
+	}
+	s.scrMu.Lock()
+	s.pictures[name] = picture{data: slices.Clone(data), contentType: contentType}
+	s.scrMu.Unlock()
+	return nil
+}
+
+func validPictureName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) hasPicture(name string) bool {
+	s.scrMu.Lock()
+	defer s.scrMu.Unlock()
+	_, ok := s.pictures[name]
+	return ok
+}
+
+// handlePicture serves a registered picture to signed-in people.
+func (s *Server) handlePicture(w http.ResponseWriter, r *http.Request, pg page) {
+	s.scrMu.Lock()
+	p, ok := s.pictures[r.PathValue("name")]
+	s.scrMu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", p.contentType)
+	h.Set("Cache-Control", "private, max-age=3600")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	w.Write(p.data)
+}
+
+// ScreenOptions are an application's choices for one screen, never the
+// stream's.
+type ScreenOptions struct {
+	// Secret lists $keys (with the $) whose values are secret: their fields
+	// are secret controls and their values are never shown to agents.
+	Secret []string
+}
+
+// liveScreen is one screen: its parser and document, the person's field
+// state, presses waiting for confirmation, and its live feed.
+type liveScreen struct {
+	id      string
+	owner   store.Principal
+	created time.Time
+	secret  map[string]bool // $keys whose values are secret
+
+	mu      sync.RWMutex
+	parser  *screen.Parser
+	doc     *screen.Document
+	version int64
+	touched map[string]bool // fields whose message shows
+	presses map[string]*pendingPress
+	closed  bool
+	// syncMu serializes the registration of the fields as controls.
+	syncMu sync.Mutex
+	// fields is the signature of the fields registered as controls.
+	fields         string
+	removeControls func()
+
+	// The live feed: updates applied after the stream ended, numbered
+	// from 1.
+	seq     int64
+	updates []liveUpdate
+	latest  map[string]string // id or $key → the latest update line that assigned it
+	order   []string          // keys of latest, in first-assignment order
+	changed chan struct{}     // closed and replaced at every change
+}
+
+type liveUpdate struct {
+	Seq  int64  `json:"seq"`
+	Text string `json:"text"`
+	// frame is the update's server-sent event, written once for every
+	// follower.
+	frame []byte
+}
+
+// newLiveUpdate returns the update seq with its event frame.
+func newLiveUpdate(seq int64, text string) liveUpdate {
+	u := liveUpdate{Seq: seq, Text: text}
+	b, _ := json.Marshal(u)
+	u.frame = fmt.Appendf(nil, "event: update\ndata: %s\n\n", b)
+	return u
+}
+
+type pendingPress struct {
+	button  string
+	pending *confirm.Pending
+}
+
+func newScreenID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "scr_" + hex.EncodeToString(b[:])
+}
+
+// newScreen starts a screen owned by p and lists it.
+func (s *Server) newScreen(p store.Principal, opts ScreenOptions) *liveScreen {
+	sc := &liveScreen{
+		id:      newScreenID(),
+		owner:   p,
+		created: s.now(),
+		secret:  map[string]bool{},
+		parser:  screen.NewParser(s.screenOptions()),
+		touched: map[string]bool{},
+		presses: map[string]*pendingPress{},
+		latest:  map[string]string{},
+		changed: make(chan struct{}),
+	}
+	sc.doc = sc.parser.Document()
+	for _, k := range opts.Secret {
+		sc.secret[k] = true
+	}
+	var evicted *liveScreen
+	s.scrMu.Lock()
+	var mine []*liveScreen
+	for _, o := range s.screens {
+		if o.owner.ID == p.ID {
+			mine = append(mine, o)
+		}
+	}
+	if len(mine) >= maxScreensPerOwner {
+		evicted = slices.MinFunc(mine, func(a, b *liveScreen) int { return a.created.Compare(b.created) })
+		delete(s.screens, evicted.id)
+	}
+	s.screens[sc.id] = sc
+	s.scrMu.Unlock()
+	if evicted != nil {
+		evicted.close()
+		s.publishScreen(evicted, map[string]any{"screen": evicted.id, "closed": true})
+	}
+	return sc
+}
+
+// screenFor returns the screen id if p may see it: its owner and people.
+// Anyone else gets the same answer as for a screen that does not exist.
+func (s *Server) screenFor(p store.Principal, id string) (*liveScreen, bool) {
+	s.scrMu.Lock()
+	sc, ok := s.screens[id]
+	s.scrMu.Unlock()
+	if !ok || !(sc.owner.ID == p.ID || p.Kind == store.KindHuman) {
+		return nil, false
+	}
+	return sc, true
+}
+
+// visibleScreens lists the screens p may see, newest first.
+func (s *Server) visibleScreens(p store.Principal) []*liveScreen {
+	s.scrMu.Lock()
+	var out []*liveScreen
+	for _, sc := range s.screens {
+		if sc.owner.ID == p.ID || p.Kind == store.KindHuman {
+			out = append(out, sc)
+		}
+	}
+	s.scrMu.Unlock()
+	slices.SortFunc(out, func(a, b *liveScreen) int { return b.created.Compare(a.created) })
+	return out
+}
+
+// removeScreen closes a screen and forgets it.
+func (s *Server) removeScreen(sc *liveScreen) {
+	s.scrMu.Lock()
+	delete(s.screens, sc.id)
+	s.scrMu.Unlock()
+	sc.close()
+	s.publishScreen(sc, map[string]any{"screen": sc.id, "closed": true})
+}
+
+// close ends the screen's live feed and unregisters its fields.
+func (sc *liveScreen) close() {
+	sc.mu.Lock()
+	if sc.closed {
+		sc.mu.Unlock()
+		return
+	}
+	sc.closed = true
+	remove := sc.removeControls
+	sc.removeControls = nil
+	for id, pp := range sc.presses {
+		pp.pending.Cancel()
+		delete(sc.presses, id)
+	}
+	close(sc.changed)
+	sc.mu.Unlock()
+	if remove != nil {
+		remove()
+	}
+}
+
+// bumpLocked records a change; sc.mu is held.
+func (sc *liveScreen) bumpLocked() {
+	sc.version++
+	if !sc.closed {
+		close(sc.changed)
+		sc.changed = make(chan struct{})
+	}
+}
+
+// write feeds stream bytes to the screen's parser.
+func (s *Server) writeScreen(sc *liveScreen, b []byte) {
+	sc.mu.Lock()
+	_, _ = sc.parser.Write(b)
+	sc.bumpLocked()
+	sc.mu.Unlock()
+	s.screenChanged(sc)
+}
+
+// endScreen ends the screen's stream.
+func (s *Server) endScreen(sc *liveScreen) {
+	sc.mu.Lock()
+	sc.doc = sc.parser.End()
+	sc.bumpLocked()
+	sc.mu.Unlock()
+	s.screenChanged(sc)
+}
+
+// screenChanged keeps the screen's fields registered as controls and tells
+// those who may see the screen that it changed.
+func (s *Server) screenChanged(sc *liveScreen) {
+	s.syncScreenControls(sc)
+	sc.mu.Lock()
+	v := sc.version
+	sc.mu.Unlock()
+	s.publishScreen(sc, map[string]any{"screen": sc.id, "version": v})
+}
+
+// publishScreen publishes a screen.update event to the screen's owner and
+// to people. It carries the screen's id only, never its content.
+func (s *Server) publishScreen(sc *liveScreen, data map[string]any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return
+	}
+	if sc.owner.Kind != store.KindHuman {
+		s.bus.Publish(event.Event{Type: "screen.update", Owner: sc.owner.ID, Data: b})
+	}
+	s.publishToHumans("screen.update", b)
+}
+
+// screenSummary is the outcome of reading a stream: SPEC 10.27's result.
+type screenSummary struct {
+	ID         string         `json:"id"`
+	Components int            `json:"components"`
+	Rejected   []screen.Issue `json:"rejected"`
+	Outline    string         `json:"outline"`
+	Ended      bool           `json:"ended"`
+	URL        string         `json:"url,omitempty"`
+}
+
+func (sc *liveScreen) summary() screenSummary {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	out := screenSummary{ID: sc.id, Components: len(sc.doc.Nodes()) + len(sc.doc.Mutations()), Rejected: []screen.Issue{}, Outline: screen.Describe(sc.doc, false), Ended: sc.doc.Ended(), URL: "/screens/" + sc.id}
+	for _, is := range sc.doc.Issues() {
+		if is.Severity == screen.SeverityError {
+			out.Rejected = append(out.Rejected, is)
+		}
+	}
+	return out
+}
+
+// ShowScreen shows a whole stream as a screen owned by owner and returns its
+// id. It is how a Go application shows a screen.
+func (s *Server) ShowScreen(ctx context.Context, owner store.Principal, stream string, opts ScreenOptions) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	sc := s.newScreen(owner, opts)
+	s.writeScreen(sc, []byte(stream))
+	s.endScreen(sc)
+	return sc.id, nil
+}
+
+// UpdateScreen applies a live update, written by the application's code, to
+// the screen id (SPEC 10.29–10.34), and sends it to the screen's followers.
+func (s *Server) UpdateScreen(ctx context.Context, id, text string) (screen.UpdateResult, error) {
+	if err := ctx.Err(); err != nil {
+		return screen.UpdateResult{}, err
+	}
+	s.scrMu.Lock()
+	sc, ok := s.screens[id]
+	s.scrMu.Unlock()
+	if !ok {
+		return screen.UpdateResult{}, tool.Errorf("not_found", "no screen %q is open", id)
+	}
+	return s.applyUpdate(sc, text)
+}
+
+// applyUpdate applies text to sc and, when applied, records it in the live
+// feed. A rejected update is logged by issue code only.
+func (s *Server) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, error) {
+	sc.mu.Lock()
+	if sc.closed {
+		sc.mu.Unlock()
+		return screen.UpdateResult{}, tool.Errorf("not_found", "the screen %q is closed", sc.id)
+	}
+	res, err := sc.parser.Update(text)
+	if err != nil {
+		sc.mu.Unlock()
+		return res, tool.Errorf("invalid_request", "%v", err)
+	}
+	if res.Applied {
+		sc.seq++
+		sc.updates = append(sc.updates, newLiveUpdate(sc.seq, text))
+		if len(sc.updates) > keptUpdates {
+			sc.updates = slices.Delete(sc.updates, 0, len(sc.updates)-keptUpdates)
+		}
+		for _, line := range strings.Split(text, "\n") {
+			k := assignedName(line)
+			if k == "" {
+				continue
+			}
+			if _, seen := sc.latest[k]; !seen {
+				sc.order = append(sc.order, k)
+			}
+			sc.latest[k] = strings.TrimSuffix(line, "\r")
+		}
+		sc.bumpLocked()
+	}
+	sc.mu.Unlock()
+	if !res.Applied {
+		codes := make([]string, 0, len(res.Issues))
+		for _, is := range res.Issues {
+			codes = append(codes, is.Code)
+		}
+		s.log.Warn("screen update rejected", "screen", sc.id, "issues", strings.Join(codes, ","))
+		return res, nil
+	}
+	s.screenChanged(sc)
+	return res, nil
+}
+
+// assignedName returns the id or $key a statement line assigns, or "".
+func assignedName(line string) string {
+	t := strings.TrimSpace(line)
+	if t == "" || t[0] == '#' {
+		return ""
+	}
+	i := strings.IndexByte(t, '=')
+	if i <= 0 {
+		return ""
+	}
+	return strings.TrimSpace(t[:i])
+}
+
+// handleScreenCreate serves POST /v1/screens: the body is an Omni IR stream,
+// read and shown as it arrives, so a slow writer's screen appears line by
+// line in the web UI.
+func (s *Server) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	var opts ScreenOptions
+	for _, k := range r.URL.Query()["secret"] {
+		if !strings.HasPrefix(k, "$") {
+			k = "$" + k
+		}
+		opts.Secret = append(opts.Secret, k)
+	}
+	rc := http.NewResponseController(w)
+	// The stream may take a while: lift the server's read deadline.
+	_ = rc.SetReadDeadline(time.Time{})
+	sc := s.newScreen(p, opts)
+	body := http.MaxBytesReader(w, r.Body, maxScreenBytes)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			s.writeScreen(sc, buf[:n])
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				s.removeScreen(sc)
+				writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
+				return
+			}
+			// The writer went away: end the stream with what arrived.
+			break
+		}
+	}
+	s.endScreen(sc)
+	writeJSON(w, http.StatusCreated, sc.summary())
+}
+
+func (s *Server) handleScreenList(w http.ResponseWriter, r *http.Request) {
+	out := []map[string]any{}
+	for _, sc := range s.visibleScreens(principalOf(r)) {
+		sum := sc.summary()
+		out = append(out, map[string]any{"id": sc.id, "owner": sc.owner.ID, "created": sc.created.UTC(), "components": sum.Components, "ended": sum.Ended, "url": sum.URL})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"screens": out})
+}
+
+func (s *Server) handleScreenGet(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.screenFor(principalOf(r), r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such screen is open for you; list your screens with GET /v1/screens")
+		return
+	}
+	writeJSON(w, http.StatusOK, sc.summary())
+}
+
+func (s *Server) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	sc, ok := s.screenFor(p, r.PathValue("id"))
+	if !ok || sc.owner.ID != p.ID {
+		writeError(w, http.StatusNotFound, "not_found", "you have no such screen open; list your screens with GET /v1/screens")
+		return
+	}
+	s.removeScreen(sc)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleScreenUpdate serves POST /v1/screens/{id}/updates: the screen's
+// owner (the application's code) sends a live update as the body.
+func (s *Server) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	sc, ok := s.screenFor(p, r.PathValue("id"))
+	if !ok || sc.owner.ID != p.ID {
+		writeError(w, http.StatusNotFound, "not_found", "you have no such screen open; only the screen's owner updates it")
+		return
+	}
+	if p.Kind == store.KindAgent {
+		writeError(w, http.StatusForbidden, "forbidden", "updates come from the application's code, never from a model; use a service token")
+		return
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "an update may be at most 1 MiB")
+		return
+	}
+	res, err := s.applyUpdate(sc, string(b))
+	if err != nil {
+		writeToolError(w, err)
+		return
+	}
+	issues := res.Issues
+	if issues == nil {
+		issues = []screen.Issue{}
+	}
+	status := http.StatusOK
+	if !res.Applied {
+		status = http.StatusUnprocessableEntity
+	}
+	sc.mu.Lock()
+	seq := sc.seq
+	sc.mu.Unlock()
+	writeJSON(w, status, map[string]any{"applied": res.Applied, "issues": issues, "seq": seq})
+}
+
+// showScreenTool is the MCP tool show_screen (SPEC 10.25–10.27). Its
+// description teaches the format and lists the tools a screen's buttons may
+// call, so it is replaced whenever a screen tool is registered.
+func (s *Server) showScreenTool() tool.Tool {
+	var desc strings.Builder
+	desc.WriteString("Show the person a screen written in Omni-IR (stream format " + screen.FormatVersion + "): one statement per line, " +
+		"`id = Component(args)` or `$key = value`; the top component is `root`; children are lists of ids, each defined on its own line; " +
+		"strings use double quotes. A Button with action=\"…\" runs only through `McpMutation(button, tool=\"…\", params={key: $state, …})` naming a tool below; " +
+		"the person confirms where the app asks them to. " +
+		"Components: Stack, Card, Heading, Text, Input, Button, Divider, Badge, Skeleton, Image, Rating, DateInput, List, ListItem, " +
+		"Message, Select, Switch, Table, TableRow, Tabs, Tab, Notice, BarChart, LineChart, PieChart, Series, Slice. " +
+		"The result lists rejected lines (fix them and call again with the whole screen) and the screen as text.")
+	names := s.screenTools.Names()
+	if len(names) > 0 {
+		desc.WriteString(" Tools:")
+		for _, n := range names {
+			t, _ := s.screenTools.Lookup(n)
+			fmt.Fprintf(&desc, " %s", n)
+			if t.Description != "" {
+				fmt.Fprintf(&desc, " (%s)", oneLine(t.Description))
+			}
+			desc.WriteString(";")
+		}
+	}
+	return tool.Tool{
+		Name:        "show_screen",
+		Title:       "Show a screen",
+		Description: desc.String(),
+		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"screen":{"type":"string","minLength":1,"maxLength":%d,"description":"the screen as Omni-IR text"}},"required":["screen"],"additionalProperties":false}`, maxScreenChars)),
+		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: false, OpenWorld: false},
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			var args struct {
+				Screen string `json:"screen"`
+			}
+			if err := tool.DecodeArgs(c.Args, &args); err != nil {
+				return nil, err
+			}
+			if n := utf8.RuneCountInString(args.Screen); n < 1 || n > maxScreenChars {
+				return nil, tool.Errorf("invalid_request", "screen must be 1 to %d characters; it has %d", maxScreenChars, n)
+			}
+			id, err := s.ShowScreen(ctx, c.Principal, args.Screen, ScreenOptions{})
+			if err != nil {
+				return nil, err
+			}
+			sc, _ := s.screenFor(c.Principal, id)
+			sum := sc.summary()
+			return &tool.Result{Text: showScreenText(sum), Structured: map[string]any{
+				"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id,
+			}}, nil
+		},
+	}
+}
+
+// showScreenText writes show_screen's text result.
+func showScreenText(sum screenSummary) string {
+	var b strings.Builder
+	if sum.Components == 1 {
+		b.WriteString("Shown: 1 component.")
+	} else {
+		fmt.Fprintf(&b, "Shown: %d components.", sum.Components)
+	}
+	if len(sum.Rejected) > 0 {
+		b.WriteString(" These lines were rejected; call show_screen again with the whole screen, fixed:")
+		for _, is := range sum.Rejected {
+			if is.Line > 0 {
+				fmt.Fprintf(&b, "\n- line %d: %s: %s", is.Line, is.Code, is.Message)
+			} else {
+				fmt.Fprintf(&b, "\n- at the end: %s: %s", is.Code, is.Message)
+			}
+		}
+	}
+	b.WriteString("\n\nThe screen as text:\n")
+	b.WriteString(sum.Outline)
+	return b.String()
+}
+
+// viewTool offers a screen tool over MCP to screen views (SPEC 10.28): the
+// model is not meant to call it, and every call is checked here.
+func (s *Server) viewTool(t confirm.Tool) tool.Tool {
+	desc := t.Description
+	if desc == "" {
+		desc = "A screen action."
+	}
+	return tool.Tool{
+		Name:        t.Name,
+		Title:       t.Name,
+		Description: desc + " Called by a screen's governed button; checked on the server against the tool's schema.",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
+		Meta:        map[string]any{"ui": map[string]any{"visibility": []string{"app"}}},
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			var params map[string]any
+			if err := json.Unmarshal(c.Args, &params); err != nil || params == nil {
+				return viewRefusal(&apiError{Code: "invalid_request", Message: "the params must be a JSON object"}), nil
+			}
+			out, aerr := s.runTool(ctx, c.Principal, t.Name, params)
+			if aerr != nil {
+				return viewRefusal(aerr), nil
+			}
+			res := map[string]any{}
+			for k, v := range out.Value {
+				res[k] = v
+			}
+			if out.Update != "" {
+				res["update"] = out.Update
+			}
+			return &tool.Result{Structured: res}, nil
+		},
+	}
+}
+
+func viewRefusal(e *apiError) *tool.Result {
+	body := map[string]any{"code": e.Code, "message": e.Message}
+	if is, ok := e.Data["issues"]; ok {
+		body["issues"] = is
+	}
+	return &tool.Result{IsError: true, Text: e.Code + ": " + e.Message, Structured: body}
+}
+
+// runTool runs a screen tool for a request that did not come through a
+// screen's own press (/api/mutate and MCP views): access, schema, then the
+// handler. A tool that needs a person's confirmation is refused here: its
+// confirmation is shown only by the web UI's press of a screen's button.
+func (s *Server) runTool(ctx context.Context, p store.Principal, name string, params map[string]any) (confirm.Result, *apiError) {
+	if _, ok := s.screenTools.Lookup(name); !ok {
+		return confirm.Result{}, &apiError{Status: http.StatusForbidden, Code: "unknown_tool", Message: "no tool of that name is registered (names are compared byte for byte)"}
+	}
+	if e := s.checkAccess(p, name); e != nil {
+		return confirm.Result{}, e
+	}
+	pend, err := s.screenTools.Prepare(ctx, name, params, nil)
+	if err != nil {
+		return confirm.Result{}, pressError(err)
+	}
+	if pend.NeedsConfirmation() {
+		pend.Cancel()
+		return confirm.Result{}, &apiError{Status: http.StatusConflict, Code: "confirmation_required", Message: "this tool runs only after a person confirms it: press its button on a screen in the assent web UI"}
+	}
+	res, err := pend.Confirm(ctx)
+	if err != nil {
+		return confirm.Result{}, pressError(err)
+	}
+	return res, nil
+}
+
+// checkAccess applies the tool's access rule to p (the zero principal is a
+// request without credentials).
+func (s *Server) checkAccess(p store.Principal, name string) *apiError {
+	switch s.accessOf(name) {
+	case AccessPublic:
+		return nil
+	case AccessPeople:
+		if p.Kind != store.KindHuman {
+			return &apiError{Status: http.StatusUnauthorized, Code: "sign_in_required", Message: "this tool is for people: sign in to the assent web UI"}
+		}
+	default:
+		if p.ID == "" {
+			return &apiError{Status: http.StatusUnauthorized, Code: "sign_in_required", Message: "this tool is for signed-in principals: send a bearer token or sign in"}
+		}
+	}
+	return nil
+}
+
+// pressError maps an error of the press pipeline to an API error.
+func pressError(err error) *apiError {
+	var ce *confirm.Error
+	if !errors.As(err, &ce) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: "the request ended before the tool ran; try again", Retryable: true}
+		}
+		return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: "the tool failed; try again", Retryable: true}
+	}
+	switch ce.Code {
+	case confirm.CodeUnknownTool:
+		return &apiError{Status: http.StatusForbidden, Code: "unknown_tool", Message: ce.Message}
+	case confirm.CodeInvalidParams:
+		issues := ce.Issues
+		if issues == nil {
+			issues = []confirm.ParamIssue{}
+		}
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_params", Message: ce.Message, Data: map[string]any{"issues": issues}}
+	case confirm.CodeMutationBlocked:
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: "mutation_blocked", Message: ce.Message}
+	case confirm.CodeToolChanged:
+		return &apiError{Status: http.StatusConflict, Code: "tool_changed", Message: ce.Message}
+	case confirm.CodeHandlerFailed:
+		var te *tool.Error
+		if errors.As(ce.Err, &te) {
+			if te.Code == "not_found" {
+				return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: te.Message}
+			}
+			return &apiError{Status: http.StatusConflict, Code: te.Code, Message: te.Message}
+		}
+		return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: "the tool's handler failed; try again", Retryable: true}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: ce.Message, Retryable: true}
+}
+
+// loadToolsFile registers the tools of a tools.json file, if there is one.
+func (s *Server) loadToolsFile(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tools.json: %w", err)
+	}
+	tools, err := parseToolsFile(b, s.callbackClient())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, t := range tools {
+		if err := s.RegisterScreenTool(t); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -156,6 +156,8 @@ type TraceEvent struct {
 type TraceAppend struct {
 	RunID string
 	Event TraceEvent
+	// Line, when set, is EncodeLine(Event) already computed by the caller.
+	Line []byte
 }
 
 // ControlAdmission is one Control to admit to a Run's journal.

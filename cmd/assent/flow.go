@@ -18,15 +18,21 @@ import (
 func newFlowCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "flow",
-		Short: "Check, fingerprint and resolve Control Programs (Flows)",
+		Short: "Check, fingerprint and resolve Control Programs (Flows); drive them on a server",
 		Long: `A Flow is a Control Program: a JSON manifest that declares which transitions a
-process may take, who may take them and with which capabilities. These commands
-work offline, on files, without a server.`,
+process may take, who may take them and with which capabilities.
+
+check, fingerprint, canonical and resolve work offline, on files, without a
+server. load, start, list, inspect, prescribe and apply are clients of a
+running server (--url, --token or ASSENT_URL, ASSENT_TOKEN).`,
 		Example: `  assent flow check examples/flows/expense-approval.json
   assent flow fingerprint examples/flows/deployment.json
-  assent flow resolve examples/flows/deployment.json --state state.json`,
+  assent flow resolve examples/flows/deployment.json --state state.json
+  assent flow load examples/flows/expense-approval.json
+  assent flow prescribe expense-1001`,
 	}
 	cmd.AddCommand(newFlowCheckCmd(c), newFlowFingerprintCmd(c), newFlowCanonicalCmd(c), newFlowResolveCmd(c))
+	cmd.AddCommand(newFlowServedCmds(c)...)
 	return cmd
 }
 

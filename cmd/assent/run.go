@@ -1,7 +1,465 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/assent-run/assent/run/service"
+)
 
 func newRunCmd(c *cli) *cobra.Command {
-	return &cobra.Command{Use: "run", Short: "run commands", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Start, steer, inspect and retire Runs on a server",
+		Long: `Runs are long-running work started from a Recipe or an inline command
+template. Every command here talks to a running server (--url, --token, or
+ASSENT_URL and ASSENT_TOKEN; inside a Run, ASSENT_RUN_TOKEN).`,
+		Example: `  assent run spawn --template 'sleep 60' --id nap
+  assent run inspect nap --view trace
+  assent run control nap pause --input '{"reason":"operator"}'
+  assent run kill nap`,
+	}
+	cmd.AddCommand(newRunSpawnCmd(c), newRunInspectCmd(c), newRunControlCmd(c), newRunRetainCmd(c, "kill"),
+		newRunRetainCmd(c, "archive"), newRunRetainCmd(c, "prune"), newRunLogsCmd(c), newRunDemoServiceCmd(c))
+	return cmd
+}
+
+func ctxOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// runIDArg accepts "id" or "run:id".
+func runIDArg(s string) string { return strings.TrimPrefix(strings.TrimSpace(s), "run:") }
+
+// printResult prints v as JSON with --json, otherwise as sorted key=value
+// lines of its scalar fields.
+func printResult(w io.Writer, asJSON bool, v map[string]any) error {
+	if asJSON {
+		return printJSON(w, v)
+	}
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch x := v[k].(type) {
+		case map[string]any, []any:
+			b, _ := json.Marshal(x)
+			fmt.Fprintf(w, "%s: %s\n", k, b)
+		default:
+			fmt.Fprintf(w, "%s: %v\n", k, x)
+		}
+	}
+	return nil
+}
+
+func newRunSpawnCmd(c *cli) *cobra.Command {
+	var o clientOpts
+	var recipe, template, id, values string
+	var sets []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "spawn",
+		Short: "Start a Run from a Recipe or an inline template",
+		Example: `  assent run spawn --recipe demo-player --id player --set interval=1
+  assent run spawn --template 'echo hello {who}' --set who=world
+  assent run spawn --template '["make build","make test"]' --id ci --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (recipe == "") == (template == "") {
+				return usageErr("pass exactly one of --recipe or --template")
+			}
+			body := map[string]any{"run_id": runIDArg(id)}
+			if recipe != "" {
+				body["recipe"] = recipe
+			} else {
+				var tpl json.RawMessage
+				if t := strings.TrimSpace(template); strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{") {
+					if !json.Valid([]byte(t)) {
+						return usageErr("--template starting with [ or { must be JSON")
+					}
+					tpl = json.RawMessage(t)
+				} else {
+					tpl, _ = json.Marshal(template)
+				}
+				body["template"] = tpl
+			}
+			vals := map[string]json.RawMessage{}
+			if values != "" {
+				if err := json.Unmarshal([]byte(values), &vals); err != nil {
+					return usageErr("--values must be a JSON object: %v", err)
+				}
+			}
+			for _, s := range sets {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok || k == "" {
+					return usageErr("--set takes name=value, got %q", s)
+				}
+				vals[k], _ = json.Marshal(v)
+			}
+			if len(vals) > 0 {
+				body["values"] = vals
+			}
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var v map[string]any
+			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs", body, &v); err != nil {
+				return failAPI(err)
+			}
+			if asJSON {
+				return printJSON(c.out, v)
+			}
+			fmt.Fprintf(c.out, "run=%v status=%v generation=%v pid=%v\n", v["run"], v["status"], v["generation"], v["pid"])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&recipe, "recipe", "", "Recipe file stem under <data>/recipes")
+	f.StringVar(&template, "template", "", "inline command template: a shell command, or JSON list/object")
+	f.StringVar(&id, "id", "", "Run id (default run-<epoch ms>)")
+	f.StringVar(&values, "values", "", "argument values as a JSON object")
+	f.StringArrayVar(&sets, "set", nil, "an argument value name=value (repeatable)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
+func newRunInspectCmd(c *cli) *cobra.Command {
+	var o clientOpts
+	var view, source, status string
+	var lines int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect TARGET",
+		Short: "Show a view of a Run, the runtime or the recipes",
+		Long: `TARGET is a Run id (or run:<id>), "runtime" or "recipes".
+Views: a Run: status, recipe, trace, control; runtime: status, runs, triage;
+recipes: summary. Only your own Runs are visible.`,
+		Example: `  assent run inspect player
+  assent run inspect player --view control --json
+  assent run inspect runtime --view triage`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target := args[0]
+			switch target {
+			case "runtime", "recipes":
+				if view == "" {
+					view = map[string]string{"runtime": "status", "recipes": "summary"}[target]
+				}
+			default:
+				target = "run:" + runIDArg(target)
+				if view == "" {
+					view = "status"
+				}
+			}
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var v map[string]any
+			req := map[string]any{"target": target, "view": view, "lines": lines, "status": status, "source": source}
+			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/inspect", req, &v); err != nil {
+				return failAPI(err)
+			}
+			return printResult(c.out, asJSON, v)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&view, "view", "", "view to show")
+	f.IntVar(&lines, "lines", 0, "items to show (trace, control)")
+	f.StringVar(&source, "source", "", "trace source: all, lifecycle, control, process, runtime")
+	f.StringVar(&status, "status", "", "runtime runs filter: all, active, terminal or a status")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
+func newRunControlCmd(c *cli) *cobra.Command {
+	var o clientOpts
+	var input string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "control RUN ACTION",
+		Short: "Apply a Control action to a Run, or claim and settle Controls as its service",
+		Long: `With RUN and ACTION, apply a declared Control action (or kill, archive,
+prune) to a Run you own. The subcommands claim, handled and failed are for
+the Run's own service, which uses its run-scoped token.`,
+		Example: `  assent run control player pause
+  assent run control player volume --input '{"percent":40}'
+  assent run control claim --id 6f1c…   # inside the Run
+  assent run control handled 6f1c…`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"action": args[1]}
+			if input != "" {
+				if !json.Valid([]byte(input)) {
+					return usageErr("--input must be JSON (a string, object or array)")
+				}
+				body["input"] = json.RawMessage(input)
+			}
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var v map[string]any
+			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/controls", body, &v); err != nil {
+				return failAPI(err)
+			}
+			return printResult(c.out, asJSON, v)
+		},
+	}
+	cmd.Flags().StringVar(&input, "input", "", "Control input as JSON (at most 380 bytes)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addClientFlags(cmd, &o)
+	cmd.AddCommand(newRunSettleCmd(c, "claim"), newRunSettleCmd(c, "handled"), newRunSettleCmd(c, "failed"))
+	return cmd
+}
+
+// newRunSettleCmd is "run control claim|handled|failed", used by a Run's
+// service with ASSENT_RUN_ID and ASSENT_RUN_INSTANCE_ID from its
+// environment.
+func newRunSettleCmd(c *cli, verb string) *cobra.Command {
+	var o clientOpts
+	var runID, instance, id, msg string
+	var asJSON bool
+	use, short, example := verb+" CONTROL_ID", "Mark a claimed Control "+verb, "  assent run control "+verb+" 6f1c2d3e-…"
+	args := usageArgs(cobra.ExactArgs(1))
+	switch verb {
+	case "claim":
+		use, short, args = "claim", "Claim a Control (by --id, or the oldest claimable)", usageArgs(cobra.NoArgs)
+		example = "  assent run control claim --id 6f1c2d3e-…\n  assent run control claim --json"
+	case "failed":
+		example = "  assent run control failed 6f1c2d3e-… --error 'device busy'"
+	}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Example: example, Args: args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runID == "" {
+				return usageErr("no Run: pass --run or set ASSENT_RUN_ID")
+			}
+			body := map[string]any{"run_instance_id": instance}
+			path := "/v1/runs/" + url.PathEscape(runIDArg(runID)) + "/controls/"
+			switch verb {
+			case "claim":
+				body["id"] = id
+				path += "claim"
+			case "failed":
+				body["error"] = msg
+				path += url.PathEscape(args[0]) + "/failed"
+			default:
+				path += url.PathEscape(args[0]) + "/handled"
+			}
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var v map[string]any
+			if err := cl.do(ctxOf(cmd), "POST", path, body, &v); err != nil {
+				return failAPI(err)
+			}
+			if asJSON {
+				return printJSON(c.out, v)
+			}
+			fmt.Fprintf(c.out, "control=%v action=%v status=%v\n", v["id"], v["action"], v["status"])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&runID, "run", os.Getenv("ASSENT_RUN_ID"), "Run id (default $ASSENT_RUN_ID)")
+	f.StringVar(&instance, "instance", os.Getenv("ASSENT_RUN_INSTANCE_ID"), "Run generation (default $ASSENT_RUN_INSTANCE_ID)")
+	if verb == "claim" {
+		f.StringVar(&id, "id", "", "Control id to claim (default the oldest claimable)")
+	}
+	if verb == "failed" {
+		f.StringVar(&msg, "error", "", "why it failed (kept up to 4 KiB)")
+	}
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
+func newRunRetainCmd(c *cli, action string) *cobra.Command {
+	var o clientOpts
+	var preserve, asJSON bool
+	short := map[string]string{
+		"kill":    "Kill a running Run's whole process group (SIGKILL)",
+		"archive": "Move a terminal Run's files aside, leaving a tombstone",
+		"prune":   "Delete a terminal Run (optionally keeping its declared artifacts)",
+	}[action]
+	example := "  assent run " + action + " player"
+	if action == "prune" {
+		example += "\n  assent run prune report --preserve-artifacts"
+	}
+	cmd := &cobra.Command{
+		Use: action + " RUN", Short: short, Example: example, Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var body any
+			if action == "prune" {
+				body = map[string]bool{"preserve_artifacts": preserve}
+			}
+			var v map[string]any
+			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/"+action, body, &v); err != nil {
+				return failAPI(err)
+			}
+			if err := printResult(c.out, asJSON, v); err != nil {
+				return err
+			}
+			if action == "kill" && v["killed"] == false {
+				return silentExit(exitRefused)
+			}
+			return nil
+		},
+	}
+	if action == "prune" {
+		cmd.Flags().BoolVar(&preserve, "preserve-artifacts", false, "copy existing declared artifacts aside before deleting")
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
+func newRunLogsCmd(c *cli) *cobra.Command {
+	var o clientOpts
+	var stream string
+	var lines int
+	cmd := &cobra.Command{
+		Use:     "logs RUN",
+		Short:   "Print a Run's stdout or stderr",
+		Example: "  assent run logs player\n  assent run logs player --stream stderr --lines 20",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			q := url.Values{"stream": {stream}, "lines": {strconv.Itoa(lines)}}
+			if err := cl.do(ctxOf(cmd), "GET", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/logs?"+q.Encode(), nil, &raw); err != nil {
+				return failAPI(err)
+			}
+			_, err = c.out.Write(raw)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
+	cmd.Flags().IntVar(&lines, "lines", 0, "last lines only (default all, up to 1 MiB)")
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
+// newRunDemoServiceCmd is the service of the demo Recipe: it ticks, and
+// accepts pause, resume and status Controls.
+func newRunDemoServiceCmd(c *cli) *cobra.Command {
+	var interval float64
+	var ticks int
+	cmd := &cobra.Command{
+		Use:     "demo-service",
+		Short:   "The demo player service (started by the demo-player Recipe)",
+		Hidden:  true,
+		Example: "  assent run spawn --recipe demo-player --id player",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := service.FromEnv()
+			if err != nil {
+				return refused("%v", err)
+			}
+			ctx, stop := signal.NotifyContext(ctxOf(cmd), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return runDemo(ctx, svc, time.Duration(interval*float64(time.Second)), ticks, c.err)
+		},
+	}
+	cmd.Flags().Float64Var(&interval, "interval", 2, "seconds between ticks")
+	cmd.Flags().IntVar(&ticks, "ticks", 0, "stop after this many ticks (0: run until killed)")
+	return cmd
+}
+
+// runDemo is the demo player: one tick per interval while playing; pause,
+// resume and status Controls; a Trace event for each.
+func runDemo(ctx context.Context, svc *service.Service, interval time.Duration, ticks int, logw io.Writer) error {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	type state struct {
+		Playing bool `json:"playing"`
+		Tick    int  `json:"tick"`
+	}
+	controls := make(chan service.Control)
+	results := make(chan error)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- svc.Serve(ctx, func(ctx context.Context, c service.Control) error {
+			select {
+			case controls <- c:
+				return <-results
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	st := state{Playing: true}
+	emit := func(kind, summary, level, attention string) {
+		data, _ := json.Marshal(st)
+		if err := svc.Emit(ctx, service.Event{Kind: kind, Summary: summary, Data: data, Level: level, Attention: attention}); err != nil {
+			fmt.Fprintf(logw, "demo: emit %s: %v\n", kind, err)
+		}
+	}
+	emit("player.started", "Player started", "", "notify")
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			<-errc
+			return nil
+		case err := <-errc:
+			return err
+		case <-t.C:
+			if !st.Playing {
+				continue
+			}
+			st.Tick++
+			emit("player.tick", "tick "+strconv.Itoa(st.Tick), "", "")
+			if ticks > 0 && st.Tick >= ticks {
+				emit("player.finished", "Played "+strconv.Itoa(ticks)+" ticks", "", "followup")
+				return nil
+			}
+		case c := <-controls:
+			var err error
+			switch c.Action {
+			case "pause":
+				st.Playing = false
+				emit("player.paused", "Paused at tick "+strconv.Itoa(st.Tick), "", "")
+			case "resume":
+				st.Playing = true
+				emit("player.resumed", "Resumed at tick "+strconv.Itoa(st.Tick), "", "")
+			case "status":
+				emit("player.status", fmt.Sprintf("playing=%v tick=%d", st.Playing, st.Tick), "", "notify")
+			default:
+				err = fmt.Errorf("the demo player does not know %q", c.Action)
+			}
+			results <- err
+		}
+	}
 }

@@ -1,7 +1,87 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/spf13/cobra"
+)
 
 func newTraceCmd(c *cli) *cobra.Command {
-	return &cobra.Command{Use: "trace", Short: "trace commands", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Append to a Run's Trace",
+		Long: `A Run's Trace is its bounded journal of observations (at most 2,048 events
+and 4 MiB per generation; past that the newest events are kept with one
+runtime.trace_compacted marker). Services append with "assent trace emit".`,
+		Example: `  assent trace emit --kind checkpoint.ready --summary "Stage 1 done" --attention followup`,
+	}
+	cmd.AddCommand(newTraceEmitCmd(c))
+	return cmd
+}
+
+func newTraceEmitCmd(c *cli) *cobra.Command {
+	var o clientOpts
+	var runID, kind, summary, data, level, attention string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "emit",
+		Short: "Append one Trace event to a Run",
+		Long: `Append one event to a Run's Trace. Inside a Run the Run and the token come
+from ASSENT_RUN_ID and ASSENT_RUN_TOKEN. kind is a lowercase dotted token
+(progress.update); level is info, warning or error; attention is notify,
+followup or steer.`,
+		Example: `  assent trace emit --kind progress.update --summary "3 of 10" --data '{"completed":3}'
+  assent trace emit --run build --kind build.failed --level error --attention followup`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runID == "" {
+				return usageErr("no Run: pass --run or set ASSENT_RUN_ID")
+			}
+			if kind == "" {
+				return usageErr("--kind is required")
+			}
+			ev := map[string]any{"kind": kind}
+			if summary != "" {
+				ev["summary"] = summary
+			}
+			if data != "" {
+				if !json.Valid([]byte(data)) {
+					return usageErr("--data must be JSON")
+				}
+				ev["data"] = json.RawMessage(data)
+			}
+			if level != "" {
+				ev["level"] = level
+			}
+			if attention != "" {
+				ev["attention"] = attention
+			}
+			cl, err := newAPIClient(o)
+			if err != nil {
+				return err
+			}
+			var v map[string]any
+			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/"+url.PathEscape(runIDArg(runID))+"/trace", ev, &v); err != nil {
+				return failAPI(err)
+			}
+			if asJSON {
+				return printJSON(c.out, v)
+			}
+			fmt.Fprintf(c.out, "trace=%v kind=%v ts=%v\n", v["id"], v["kind"], v["ts"])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&runID, "run", os.Getenv("ASSENT_RUN_ID"), "Run id (default $ASSENT_RUN_ID)")
+	f.StringVar(&kind, "kind", "", "event kind, e.g. progress.update (required)")
+	f.StringVar(&summary, "summary", "", "one-line summary (cut at 1,000 characters)")
+	f.StringVar(&data, "data", "", "event data as JSON")
+	f.StringVar(&level, "level", "", "info, warning or error")
+	f.StringVar(&attention, "attention", "", "notify, followup or steer")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	addClientFlags(cmd, &o)
+	return cmd
 }

@@ -74,6 +74,10 @@ CREATE TABLE run_tools (
 	created_at INTEGER NOT NULL,
 	updated_at INTEGER NOT NULL
 );
+`}, {2, `
+CREATE TRIGGER run_trace_count AFTER INSERT ON run_trace BEGIN
+	UPDATE runs SET trace_events = trace_events + 1, trace_bytes = trace_bytes + NEW.bytes WHERE id = NEW.run_id;
+END;
 `}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
@@ -678,38 +682,34 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
 	defer tx.Rollback()
-	bump, err := tx.PrepareContext(ctx, `UPDATE runs SET trace_events = trace_events + 1, trace_bytes = trace_bytes + ?
-		WHERE id = ? AND trace_events + 1 <= ? AND trace_bytes + ? <= ?`)
-	if err != nil {
-		return nil, fmt.Errorf("append trace: %w", err)
-	}
-	defer bump.Close()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`)
+	// The fast path is one statement: the row goes in only while both
+	// bounds hold, and a trigger keeps the Run's counters.
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) SELECT ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND trace_events + 1 <= ? AND trace_bytes + ? <= ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
 	defer ins.Close()
 	for i, it := range items {
 		ev := it.Event
-		ev.TS = ev.TS.UTC().Truncate(time.Millisecond)
-		line, err := store.EncodeLine(ev)
-		if err != nil {
-			errs[i] = fmt.Errorf("append trace: %w", err)
-			continue
+		line := it.Line
+		if line == nil {
+			ev.TS = ev.TS.UTC().Truncate(time.Millisecond)
+			if line, err = store.EncodeLine(ev); err != nil {
+				errs[i] = fmt.Errorf("append trace: %w", err)
+				continue
+			}
 		}
 		if len(line)-1 > store.TraceEventMaxBytes {
 			errs[i] = fmt.Errorf("append trace: event exceeds %d bytes", store.TraceEventMaxBytes)
 			continue
 		}
 		n := int64(len(line))
-		res, err := bump.ExecContext(ctx, n, it.RunID, store.TraceMaxEvents, n, store.TraceMaxBytes)
+		res, err := ins.ExecContext(ctx, it.RunID, ev.Kind, string(line[:n-1]), n, it.RunID, store.TraceMaxEvents, n, store.TraceMaxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("append trace: %w", err)
 		}
 		if k, _ := res.RowsAffected(); k == 1 {
-			if _, err := ins.ExecContext(ctx, it.RunID, ev.Kind, string(line[:n-1]), n); err != nil {
-				return nil, fmt.Errorf("append trace: %w", err)
-			}
 			continue
 		}
 		var exists int

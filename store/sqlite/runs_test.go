@@ -261,7 +261,7 @@ func TestTerminalRecordsKept(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	run := newRun(t, db, "demo")
-	for i := 0; i < 200; i++ {
+	for i := 0; i < store.ControlTerminalLimit+12; i++ {
 		c, err := admit(db, run, "pause")
 		if err != nil {
 			t.Fatal(err)
@@ -272,7 +272,7 @@ func TestTerminalRecordsKept(t *testing.T) {
 	}
 	p, _ := admit(db, run, "resume")
 	cs, _ := db.Controls(ctx, run.ID)
-	if len(cs) != 129 || cs[0].Error != "72" || cs[128].ID != p.ID {
+	if len(cs) != 129 || cs[0].Error != "12" || cs[128].ID != p.ID {
 		t.Fatalf("kept %d, oldest error %q", len(cs), cs[0].Error)
 	}
 }
@@ -363,16 +363,35 @@ func TestJournalIntegrity(t *testing.T) {
 	}
 }
 
+// appendN appends n events, several to a transaction (each append is
+// still checked and compacted on its own).
 func appendN(t testing.TB, db *DB, runID string, n int, data string) {
 	t.Helper()
+	var batch []store.TraceAppend
+	flush := func() {
+		errs, err := db.AppendTraces(context.Background(), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				t.Fatal(e)
+			}
+		}
+		batch = batch[:0]
+	}
 	for i := 0; i < n; i++ {
 		ev := store.TraceEvent{ID: uuid.NewString(), TS: t0, Kind: "progress.update", Summary: fmt.Sprint(i)}
 		if data != "" {
 			ev.Data = json.RawMessage(data)
 		}
-		if err := db.AppendTrace(context.Background(), runID, ev); err != nil {
-			t.Fatal(err)
+		batch = append(batch, store.TraceAppend{RunID: runID, Event: ev})
+		if len(batch) == 100 {
+			flush()
 		}
+	}
+	if len(batch) > 0 {
+		flush()
 	}
 }
 

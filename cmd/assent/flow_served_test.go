@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// flowServer starts a demo server and returns its URL, the first agent's
+// token and a token for an agent granted state.write and tool.invoke.
+func flowServer(t *testing.T) (url, first, payer string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	payer, _, err = server.IssueToken(ctx, db, store.KindAgent, "payer", []string{"state.write", "tool.invoke"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		db.Close()
+	})
+	return hs.URL, boot.AgentToken, payer
+}
+
+func TestFlowServedCommands(t *testing.T) {
+	url, first, payer := flowServer(t)
+	run := func(token string, stdin string, args ...string) (int, string, string) {
+		var out, errw bytes.Buffer
+		code := execute(append(args, "--url", url, "--token", token), strings.NewReader(stdin), &out, &errw)
+		return code, out.String(), errw.String()
+	}
+	const iban = "DE89370400440532013000"
+
+	code, out, errs := run(payer, "", "flow", "load", "../../examples/flows/expense-approval.json")
+	if code != 0 || !strings.Contains(out, "loaded expense-approval 1.0.0 (6 transitions)") || !strings.Contains(out, "sha256:") {
+		t.Fatalf("load: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := run(payer, `{"schema_version":1}`, "flow", "load", "-"); code != exitRefused || !strings.Contains(errs, "PROGRAM_INVALID") {
+		t.Fatalf("load invalid: %d %s", code, errs)
+	}
+
+	code, out, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "approved", "--id", "exp-9",
+		"--fact", "expense.amount_band=within_limit", "--objective", "expense-paid")
+	if code != 0 || out != "started exp-9 in phase approved (revision 0)\n" {
+		t.Fatalf("start: %d %q %s", code, out, errs)
+	}
+	if code, _, _ := run(payer, "", "flow", "start", "expense-approval"); code != exitUsage {
+		t.Fatalf("start without --phase: exit %d", code)
+	}
+
+	code, out, _ = run(payer, "", "flow", "list")
+	if code != 0 || !strings.Contains(out, "expense-approval") || !strings.Contains(out, "deployment") || !strings.Contains(out, "exp-9") || strings.Contains(out, "expense-1001") {
+		t.Fatalf("list: %d\n%s", code, out)
+	}
+
+	code, out, _ = run(payer, "", "flow", "prescribe", "exp-9", "--param", "iban="+iban, "--param", "reference=EXP-9")
+	prx := regexp.MustCompile(`prx-[0-9a-f]{64}`).FindString(out)
+	if code != 0 || !strings.HasPrefix(out, "PRESCRIBED expense-approval/pay\n") || prx == "" || strings.Contains(out, iban) {
+		t.Fatalf("prescribe: %d\n%s", code, out)
+	}
+	code, out, errs = run(payer, "", "flow", "apply", prx, "--json")
+	var rc struct {
+		ID    string `json:"id"`
+		Phase string `json:"phase"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rc) != nil || rc.Phase != "paid" || !strings.HasPrefix(rc.ID, "rcp-") {
+		t.Fatalf("apply: %d %s %s", code, out, errs)
+	}
+	code, out, _ = run(payer, "", "flow", "apply", prx)
+	if code != 0 || !strings.Contains(out, "receipt "+rc.ID) {
+		t.Fatalf("re-apply: %d %s", code, out)
+	}
+
+	code, out, _ = run(payer, "", "flow", "inspect", "exp-9")
+	for _, want := range []string{"phase paid", "payment.status", "sent", rc.ID, "committed"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("inspect lacks %q: %d\n%s", want, code, out)
+		}
+	}
+	if strings.Contains(out, iban) {
+		t.Fatal("inspect shows the secret IBAN")
+	}
+
+	// The first agent cannot see the payer's instance, and gets the same
+	// answer as for one that does not exist.
+	code, _, errs = run(first, "", "flow", "inspect", "exp-9")
+	code2, _, errs2 := run(first, "", "flow", "inspect", "exp-0")
+	if code != exitRefused || code2 != exitRefused || strings.ReplaceAll(errs, "exp-9", "exp-0") != errs2 {
+		t.Fatalf("another's instance: %d %q vs %d %q", code, errs, code2, errs2)
+	}
+
+	// The demo expense waits for a person.
+	code, out, _ = run(first, "", "flow", "prescribe", "expense-1001")
+	if code != 0 || !strings.HasPrefix(out, "FRONTIER expense-approval/approve (awaiting human)") || !strings.Contains(out, "approval apr-") {
+		t.Fatalf("prescribe the demo expense: %d\n%s", code, out)
+	}
+	// A refused decision exits 1.
+	if code, out, _ := run(first, "", "flow", "prescribe", "expense-1001", "--transition", "nope"); code != exitRefused || !strings.Contains(out, "TRANSITION_UNKNOWN") {
+		t.Fatalf("refused: %d %s", code, out)
+	}
+	if code, _, _ := run(first, "", "flow", "prescribe", "expense-1001", "--param", "novalue"); code != exitUsage {
+		t.Fatalf("bad --param: exit %d", code)
+	}
+}

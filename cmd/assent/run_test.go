@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/run/service"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// TestMain lets the test binary stand in for the assent binary in tests
+// that start separate processes (ASSENT_TEST_AS_CLI=1).
+func TestMain(m *testing.M) {
+	if os.Getenv("ASSENT_TEST_AS_CLI") == "1" {
+		os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+type runServer struct {
+	url, token, dir string
+}
+
+func newRunServer(t *testing.T) runServer {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Listener.Close()
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		db.Close()
+	})
+	return runServer{url: base, token: boot.AgentToken, dir: dir}
+}
+
+func (s runServer) cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errw bytes.Buffer
+	code := execute(append(args, "--url", s.url, "--token", s.token), strings.NewReader(""), &out, &errw)
+	return out.String(), errw.String(), code
+}
+
+func TestRunCLI(t *testing.T) {
+	s := newRunServer(t)
+	out, errs, code := s.cli(t, "run", "spawn", "--template", "echo hello {who}; sleep 300", "--set", "who=world", "--id", "greet", "--json")
+	if code != 0 {
+		t.Fatalf("spawn: %d %s", code, errs)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v["status"] != "running" {
+		t.Fatalf("spawn output %q", out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _, _ = s.cli(t, "run", "logs", "greet")
+		if out == "hello world\n" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out != "hello world\n" {
+		t.Fatalf("logs %q", out)
+	}
+	if out, errs, code = s.cli(t, "trace", "emit", "--run", "greet", "--kind", "checkpoint.ready", "--summary", "half way", "--data", `{"n":1}`, "--attention", "followup"); code != 0 || !strings.HasPrefix(out, "trace=") {
+		t.Fatalf("trace emit: %d %s %s", code, out, errs)
+	}
+	if out, _, code = s.cli(t, "run", "inspect", "greet", "--view", "trace", "--json"); code != 0 || !strings.Contains(out, "checkpoint.ready") {
+		t.Fatalf("inspect trace: %d %s", code, out)
+	}
+	// An undeclared action is a refusal (exit 1) naming its code.
+	if _, errs, code = s.cli(t, "run", "control", "greet", "pause"); code != 1 || !strings.Contains(errs, "undeclared_action") {
+		t.Fatalf("undeclared: %d %s", code, errs)
+	}
+	if _, errs, code = s.cli(t, "trace", "emit", "--run", "greet", "--kind", "Bad"); code != 1 || !strings.Contains(errs, "invalid_trace_event") {
+		t.Fatalf("bad kind: %d %s", code, errs)
+	}
+	if _, _, code = s.cli(t, "run", "kill"); code != 2 {
+		t.Fatalf("usage error exit %d", code)
+	}
+	if out, errs, code = s.cli(t, "run", "kill", "greet"); code != 0 || !strings.Contains(out, "killed: true") {
+		t.Fatalf("kill: %d %s %s", code, out, errs)
+	}
+	for {
+		out, _, _ = s.cli(t, "run", "inspect", "greet")
+		if strings.Contains(out, "status: killed") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(out, "status: killed") {
+		t.Fatalf("status after kill: %s", out)
+	}
+	if out, errs, code = s.cli(t, "run", "prune", "greet"); code != 0 || !strings.Contains(out, "pruned: true") {
+		t.Fatalf("prune: %d %s %s", code, out, errs)
+	}
+	if _, errs, code = s.cli(t, "run", "inspect", "greet"); code != 1 || !strings.Contains(errs, "not_found") {
+		t.Fatalf("after prune: %d %s", code, errs)
+	}
+}
+
+func TestRunHelpHasExamples(t *testing.T) {
+	for _, args := range [][]string{{"run", "spawn"}, {"run", "inspect"}, {"run", "control"}, {"run", "control", "claim"},
+		{"run", "control", "handled"}, {"run", "control", "failed"}, {"run", "kill"}, {"run", "archive"}, {"run", "prune"},
+		{"run", "logs"}, {"trace", "emit"}} {
+		var out, errw bytes.Buffer
+		if code := execute(append(args, "--help"), strings.NewReader(""), &out, &errw); code != 0 || !strings.Contains(out.String(), "Examples:") {
+			t.Errorf("%v --help: %d, no Examples", args, code)
+		}
+	}
+}
+
+// TestControlAdmissionProcesses: 76 separate "assent run control"
+// processes against an empty journal → exactly 64 admitted and 12
+// control_backpressure, and the journal holds 64 records.
+func TestControlAdmissionProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 76 processes")
+	}
+	s := newRunServer(t)
+	recipe := `{"template":"exec 3<>\"$ASSENT_CONTROL_FIFO\"; exec sleep 300","control":["pause"]}`
+	if err := os.WriteFile(filepath.Join(s.dir, "recipes", "holder.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := s.cli(t, "run", "spawn", "--recipe", "holder", "--id", "holder"); code != 0 {
+		t.Fatalf("spawn: %s", errs)
+	}
+	defer s.cli(t, "run", "kill", "holder")
+	// Wait until the Run holds its FIFO open (a delivery then succeeds
+	// into the pipe buffer and the Control stays pending).
+	fifo := ""
+	matches, _ := filepath.Glob(filepath.Join(s.dir, "runs", "holder", "control-*.fifo"))
+	if len(matches) == 1 {
+		fifo = matches[0]
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !fifoHasReader(fifo) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Run never opened its FIFO")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const workers = 76
+	cmds := make([]*exec.Cmd, workers)
+	errs := make([]*bytes.Buffer, workers)
+	for i := range cmds {
+		cmd := exec.Command(os.Args[0], "run", "control", "holder", "pause", "--url", s.url, "--token", s.token)
+		cmd.Env = append(os.Environ(), "ASSENT_TEST_AS_CLI=1")
+		errs[i] = &bytes.Buffer{}
+		cmd.Stderr = errs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	admitted, refused := 0, 0
+	for i, cmd := range cmds {
+		err := cmd.Wait()
+		switch {
+		case err == nil:
+			admitted++
+		case strings.Contains(errs[i].String(), "control_backpressure"):
+			refused++
+		default:
+			t.Errorf("worker %d: %v %s", i, err, errs[i])
+		}
+	}
+	out, _, _ := s.cli(t, "run", "inspect", "holder", "--view", "control", "--lines", "200", "--json")
+	var view map[string]any
+	json.Unmarshal([]byte(out), &view)
+	if admitted != 64 || refused != 12 || view["pending"] != float64(64) || len(view["recent_controls"].([]any)) != 64 {
+		t.Fatalf("admitted=%d refused=%d pending=%v", admitted, refused, view["pending"])
+	}
+}
+
+// fifoHasReader reports whether a non-blocking open for writing succeeds,
+// which it does only while some process has the FIFO open for reading.
+func fifoHasReader(path string) bool {
+	if path == "" {
+		return false
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// serveProcess starts "assent serve" as a separate process on a free port
+// and returns its URL and, on first start, the agent token.
+func serveProcess(t *testing.T, dir string) (*exec.Cmd, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "ASSENT_TEST_AS_CLI=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	base, token := "", ""
+	for sc.Scan() {
+		line := sc.Text()
+		if _, rest, ok := strings.Cut(line, "serving on "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+		}
+		if strings.HasPrefix(line, "Agent ") {
+			if strings.HasPrefix(line, "Agent token") && sc.Scan() {
+				token = strings.TrimSpace(sc.Text())
+			}
+			break
+		}
+	}
+	go io.Copy(io.Discard, out)
+	if base == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("assent serve did not start")
+	}
+	return cmd, base, token
+}
+
+// TestReconcileAfterServerKill: assent serve is killed with SIGKILL while
+// Runs are alive; a new server re-adopts the live Run, finishes the one
+// that ended meanwhile with its recorded exit code, and can still kill the
+// survivor.
+func TestReconcileAfterServerKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts assent serve twice")
+	}
+	dir := t.TempDir()
+	srv1, base, token := serveProcess(t, dir)
+	s := runServer{url: base, token: token, dir: dir}
+	if _, errs, code := s.cli(t, "run", "spawn", "--template", "exec sleep 300", "--id", "survivor"); code != 0 {
+		srv1.Process.Kill()
+		srv1.Wait()
+		t.Fatalf("spawn: %s", errs)
+	}
+	if _, errs, code := s.cli(t, "run", "spawn", "--template", "while [ ! -e gate ]; do sleep 0.05; done; exit 3", "--id", "ender"); code != 0 {
+		t.Fatalf("spawn: %s", errs)
+	}
+	srv1.Process.Signal(syscall.SIGKILL)
+	srv1.Wait()
+
+	// While no server runs, "ender" finishes.
+	if err := os.WriteFile(filepath.Join(dir, "runs", "ender", "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "runs", "ender", "exit")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ender did not finish")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	srv2, base2, _ := serveProcess(t, dir)
+	defer func() {
+		srv2.Process.Signal(syscall.SIGTERM)
+		srv2.Wait()
+	}()
+	s.url = base2
+	out, errs, code := s.cli(t, "run", "inspect", "survivor", "--json")
+	if code != 0 || !strings.Contains(out, `"status": "running"`) {
+		t.Fatalf("survivor after restart: %d %s %s", code, out, errs)
+	}
+	out, _, _ = s.cli(t, "run", "inspect", "ender", "--json")
+	if !strings.Contains(out, `"status": "failed"`) || !strings.Contains(out, `"exit_code": 3`) {
+		t.Fatalf("ender after restart: %s", out)
+	}
+	if out, errs, code = s.cli(t, "run", "kill", "survivor"); code != 0 || !strings.Contains(out, "killed: true") {
+		t.Fatalf("kill survivor: %d %s %s", code, out, errs)
+	}
+	for {
+		out, _, _ = s.cli(t, "run", "inspect", "survivor")
+		if strings.Contains(out, "status: killed") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(out, "status: killed") {
+		t.Fatalf("survivor after kill: %s", out)
+	}
+}
+
+// TestDemoService steers the demo player: pause, status and resume
+// Controls are claimed, handled and reported in the Trace.
+func TestDemoService(t *testing.T) {
+	s := newRunServer(t)
+	recipe := `{"template":"env > env.txt; exec sleep 300","control":["pause","resume","status"]}`
+	if err := os.WriteFile(filepath.Join(s.dir, "recipes", "player.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := s.cli(t, "run", "spawn", "--recipe", "player", "--id", "player"); code != 0 {
+		t.Fatalf("spawn: %s", errs)
+	}
+	defer s.cli(t, "run", "kill", "player")
+	env := map[string]string{}
+	deadline := time.Now().Add(10 * time.Second)
+	for env["ASSENT_RUN_TOKEN"] == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no environment")
+		}
+		time.Sleep(10 * time.Millisecond)
+		b, _ := os.ReadFile(filepath.Join(s.dir, "runs", "player", "env.txt"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				env[k] = v
+			}
+		}
+	}
+	svc := &service.Service{URL: env["ASSENT_URL"], Token: env["ASSENT_RUN_TOKEN"], RunID: "player",
+		InstanceID: env["ASSENT_RUN_INSTANCE_ID"], FIFO: env["ASSENT_CONTROL_FIFO"], HTTP: http.DefaultClient}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runDemo(ctx, svc, time.Hour, 0, io.Discard) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for _, action := range []string{"pause", "status", "resume"} {
+		for {
+			_, errs, code := s.cli(t, "run", "control", "player", action)
+			if code == 0 {
+				break
+			}
+			if !strings.Contains(errs, "endpoint_not_ready") || time.Now().After(deadline) {
+				t.Fatalf("%s: %s", action, errs)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for {
+		out, _, _ := s.cli(t, "run", "inspect", "player", "--view", "trace", "--lines", "200", "--json")
+		if strings.Contains(out, "player.paused") && strings.Contains(out, "player.status") && strings.Contains(out, "player.resumed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trace %s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,216 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assent-run/assent/store"
+)
+
+// Apply applies one Control action to an owned Run. The runtime-owned
+// actions kill (running Runs), archive and prune (terminal Runs) never
+// enter the journal. Any other action must be declared by the Run's
+// Recipe; it is admitted to the journal (or refused with
+// control_backpressure or control_journal_integrity, writing nothing) and
+// written to the generation's FIFO. With no reader on the FIFO the record
+// is marked failed and endpoint_not_ready is returned.
+func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input json.RawMessage) (map[string]any, error) {
+	action = strings.TrimSpace(action)
+	if err := ValidateAction(action); err != nil {
+		return nil, err
+	}
+	switch action {
+	case "kill":
+		return m.Kill(ctx, ownerID, id)
+	case "archive":
+		return m.Archive(ctx, ownerID, id)
+	case "prune":
+		var in struct {
+			PreserveArtifacts  bool `json:"preserve_artifacts"`
+			PreserveArtifacts2 bool `json:"preserveArtifacts"`
+		}
+		if len(input) > 0 {
+			_ = json.Unmarshal(input, &in)
+		}
+		return m.Prune(ctx, ownerID, id, in.PreserveArtifacts || in.PreserveArtifacts2)
+	}
+	env, err := NewEnvelope(action, input)
+	if err != nil {
+		return nil, err
+	}
+	unlock := m.lock(id)
+	defer unlock()
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return nil, err
+	}
+	d := decodeDoc(r)
+	declared := false
+	for _, a := range d.Control {
+		declared = declared || a == action
+	}
+	if !declared {
+		avail := "none"
+		if len(d.Control) > 0 {
+			avail = strings.Join(d.Control, ",")
+		}
+		return nil, errorf(CodeUndeclaredAction, "undeclared Run Control action: %s; available=%s", action, avail)
+	}
+	if r.Archived {
+		return nil, errorf(CodeRunArchived, "Run %s is archived; it takes no Controls.", id)
+	}
+	status, ident := m.status(r)
+	if status != StatusRunning {
+		return nil, &Error{Code: "terminal_state", Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
+	}
+	if ident != identityValid {
+		return nil, errorf("process_identity_"+ident, "Run process identity %s: %s", ident, id)
+	}
+	now := m.now().UTC().Truncate(time.Millisecond)
+	c := store.Control{ID: uuid.NewString(), InstanceID: r.InstanceID, Action: env.Action, Input: env.Input, Status: store.ControlQueued, QueuedAt: &now}
+	if err := m.controls.do(store.ControlAdmission{RunID: id, Control: c}); err != nil {
+		return nil, m.admissionError(id, err)
+	}
+	base := map[string]any{"action": action, "control_id": c.ID, "run": id, "run_instance_id": r.InstanceID}
+	wire := WireRecord(c.ID, c.Action, c.Input)
+	n, derr := writeFIFO(d.FIFO, wire)
+	if derr != nil {
+		reason, msg := CodeDeliveryFailed, "Run Control delivery failed: "+derr.Error()
+		if errors.Is(derr, errNoReader) {
+			reason, msg = CodeEndpointNotReady, "Run Control endpoint is not ready."
+		}
+		stored := msg
+		if reason == CodeEndpointNotReady {
+			stored = "control endpoint is not ready for this Run generation"
+		}
+		_, _ = m.st.TransitionControl(ctx, id, c.ID, store.ControlFailed, []string{store.ControlQueued, store.ControlDelivered}, stored, m.now())
+		base["endpoint_type"] = "fifo"
+		return nil, &Error{Code: reason, Message: msg, Details: base}
+	}
+	if _, err := m.st.TransitionControl(ctx, id, c.ID, store.ControlDelivered, nil, "", m.now()); err != nil && !errors.Is(err, store.ErrConflict) {
+		m.log.Warn("record control delivery", "run", id, "control", c.ID, "err", err)
+	}
+	m.notify(r.OwnerID, id, "run.control")
+	base["bytes"] = n
+	base["delivery"] = "delivered"
+	base["endpoint_type"] = "fifo"
+	base["next_actions"] = []string{"inspect target=run:" + id + " view=control"}
+	return base, nil
+}
+
+func (m *Manager) admissionError(id string, err error) error {
+	var ce *store.ControlError
+	if !errors.As(err, &ce) {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(id)
+		}
+		return err
+	}
+	d := map[string]any{"reason": ce.Reason, "pending": ce.Pending, "limit": ce.Limit, "journal_bytes": ce.JournalBytes,
+		"journal_limit": ce.JournalLimit, "run_instance_id": ce.InstanceID,
+		"next_actions": []string{"inspect target=run:" + id + " view=control", "inspect target=runtime view=triage"}}
+	if !ce.OldestPendingAt.IsZero() {
+		d["oldest_pending_at"] = store.FormatTime(ce.OldestPendingAt)
+	}
+	if ce.IntegrityReason != "" {
+		d["integrity_reason"] = ce.IntegrityReason
+	}
+	return &Error{Code: ce.Reason, Message: ce.Error(), Details: d}
+}
+
+var errNoReader = errors.New("no reader on the control FIFO")
+
+// writeFIFO writes one wire record to the FIFO at path without blocking
+// for a reader. The record is smaller than PIPE_BUF, so it is written
+// whole or not at all.
+func writeFIFO(path string, wire []byte) (int, error) {
+	if path == "" {
+		return 0, errNoReader
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0, fmt.Errorf("control FIFO not found: %s", path)
+	}
+	if fi.Mode()&os.ModeNamedPipe == 0 {
+		return 0, fmt.Errorf("control FIFO %s is not a FIFO", path)
+	}
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		return 0, errNoReader
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Write(fd, wire)
+	if err != nil {
+		return n, err
+	}
+	if n != len(wire) {
+		return n, fmt.Errorf("control endpoint wrote %d of %d bytes", n, len(wire))
+	}
+	return n, nil
+}
+
+// Claim claims a delivered or queued Control of generation instanceID:
+// the record id, or the oldest when id is empty. A Control of another
+// generation is never claimable.
+func (m *Manager) Claim(ctx context.Context, ownerID, id, instanceID, controlID string) (store.Control, error) {
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return store.Control{}, err
+	}
+	if instanceID == "" {
+		instanceID = r.InstanceID
+	}
+	if instanceID != r.InstanceID {
+		return store.Control{}, errorf(CodeGenerationMismatch, "Run generation changed: %s; a Control of another generation cannot be claimed", id)
+	}
+	c, err := m.st.ClaimControl(ctx, id, instanceID, controlID, m.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return c, errorf(CodeNotFound, "no claimable Control %s for run:%s in this generation", controlID, id)
+	}
+	if err != nil {
+		return c, m.admissionError(id, err)
+	}
+	m.notify(r.OwnerID, id, "run.control")
+	return c, nil
+}
+
+// Settle marks a claimed Control handled, or failed with errText (cut at
+// 4 KiB on a UTF-8 boundary). Only the claiming generation may settle.
+func (m *Manager) Settle(ctx context.Context, ownerID, id, instanceID, controlID string, handled bool, errText string) (store.Control, error) {
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return store.Control{}, err
+	}
+	if instanceID == "" {
+		instanceID = r.InstanceID
+	}
+	if instanceID != r.InstanceID {
+		return store.Control{}, errorf(CodeGenerationMismatch, "Run generation changed: %s", id)
+	}
+	next := store.ControlHandled
+	if !handled {
+		next = store.ControlFailed
+	}
+	c, err := m.st.TransitionControl(ctx, id, controlID, next, []string{store.ControlClaimed}, TruncateError(errText), m.now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return c, errorf(CodeNotFound, "Control %s not found for run:%s", controlID, id)
+	case errors.Is(err, store.ErrConflict):
+		return c, &Error{Code: CodeConflict, Message: fmt.Sprintf("Control %s is %s; only a claimed Control can be marked %s", controlID, c.Status, next), Details: map[string]any{"status": c.Status}}
+	case err != nil:
+		return c, m.admissionError(id, err)
+	}
+	m.notify(r.OwnerID, id, "run.control")
+	return c, nil
+}

@@ -1,0 +1,957 @@
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/assent-run/assent/store"
+)
+
+// TokenIssuer mints the run-scoped token a Run's service uses to claim and
+// settle its Controls and append Trace (ASSENT_RUN_TOKEN). The token acts
+// for the Run's owner and only for that Run's generation.
+//
+// A token is revoked when its generation ends.
+type TokenIssuer interface {
+	// IssueRunToken returns a token and the id under which it can be
+	// revoked.
+	IssueRunToken(ctx context.Context, ownerID, runID, instanceID string) (token, tokenID string, err error)
+	// RevokeRunToken revokes the token with tokenID.
+	RevokeRunToken(ctx context.Context, tokenID string) error
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Store keeps Runs, Control journals, Traces and registered tools.
+	Store store.Runs
+	// DataDir holds runs/<id>/ (logs, FIFO, artifacts) and recipes/.
+	DataDir string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Logger receives supervision problems; slog.Default when nil.
+	Logger *slog.Logger
+	// Tokens mints run-scoped tokens; without it ASSENT_RUN_TOKEN is empty.
+	Tokens TokenIssuer
+	// URL is given to services as ASSENT_URL.
+	URL string
+	// Version is reported by the runtime status view.
+	Version string
+	// PollInterval is how often a re-adopted Run (one this process did not
+	// start) is checked for exit; 500ms when zero.
+	PollInterval time.Duration
+	// Notify, when set, is told of changes so live views can refresh:
+	// kind "run.trace" after Trace appends, "run.status" after a Run
+	// starts, ends, is killed, archived or pruned, and "run.control" after
+	// a Control changes. It must not block.
+	Notify func(ownerID, runID, kind string)
+}
+
+// Manager starts, supervises, steers and retires Runs. It is safe for
+// concurrent use. Runs outlive the Manager: New re-adopts the live ones.
+type Manager struct {
+	cfg    Config
+	st     store.Runs
+	now    func() time.Time
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+	// heads caches who owns each Run and its current generation for the
+	// hot paths (Trace appends); every write of a Run through the Manager
+	// drops its entry.
+	heads map[string]runHead
+
+	traces   *group[store.TraceAppend]
+	controls *group[store.ControlAdmission]
+}
+
+// New returns a Manager and reconciles every Run in the store: a Run whose
+// recorded process is alive and verified is re-adopted; one whose process
+// is gone is finished (exited, unless its exit code was recorded).
+func New(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Store == nil || cfg.DataDir == "" {
+		return nil, errors.New("run: Config needs Store and DataDir")
+	}
+	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*sync.Mutex{}, heads: map[string]runHead{}}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	if m.cfg.PollInterval <= 0 {
+		m.cfg.PollInterval = 500 * time.Millisecond
+	}
+	m.traces = &group[store.TraceAppend]{run: func(items []store.TraceAppend) ([]error, error) {
+		return m.st.AppendTraces(context.Background(), items)
+	}}
+	m.controls = &group[store.ControlAdmission]{run: func(items []store.ControlAdmission) ([]error, error) {
+		return m.st.AdmitControls(context.Background(), items)
+	}}
+	for _, d := range []string{m.runsDir(), m.recipesDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if err := m.reconcile(ctx); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close stops supervising re-adopted Runs. Runs keep running; a later
+// Manager re-adopts them. Waiting on processes this Manager started ends
+// when they exit.
+func (m *Manager) Close() {
+	m.cancel()
+	m.wg.Wait()
+}
+
+func (m *Manager) runsDir() string           { return filepath.Join(m.cfg.DataDir, "runs") }
+func (m *Manager) recipesDir() string        { return filepath.Join(m.cfg.DataDir, "recipes") }
+func (m *Manager) stateDir(id string) string { return filepath.Join(m.runsDir(), id) }
+
+func (m *Manager) lock(id string) func() {
+	m.mu.Lock()
+	l, ok := m.locks[id]
+	if !ok {
+		l = &sync.Mutex{}
+		m.locks[id] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+type runHead struct {
+	owner, instance string
+	archived        bool
+}
+
+func (m *Manager) forget(id string) {
+	m.mu.Lock()
+	delete(m.heads, id)
+	m.mu.Unlock()
+}
+
+// head returns the owner and generation of Run id, from the cache when
+// possible.
+func (m *Manager) head(ctx context.Context, id string) (runHead, error) {
+	m.mu.Lock()
+	h, ok := m.heads[id]
+	m.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	r, err := m.st.Run(ctx, id)
+	if err != nil {
+		return h, err
+	}
+	h = runHead{r.OwnerID, r.InstanceID, r.Archived}
+	m.mu.Lock()
+	m.heads[id] = h
+	m.mu.Unlock()
+	return h, nil
+}
+
+// saveRun writes r and drops its cached head.
+func (m *Manager) saveRun(ctx context.Context, r store.RunRecord) error {
+	defer m.forget(r.ID)
+	if err := m.st.SaveRun(ctx, r); err != nil {
+		return err
+	}
+	m.notify(r.OwnerID, r.ID, "run.status")
+	return nil
+}
+
+func (m *Manager) notify(ownerID, runID, kind string) {
+	if m.cfg.Notify != nil {
+		m.cfg.Notify(ownerID, runID, kind)
+	}
+}
+
+// runDoc is what package run keeps in store.RunRecord.Doc.
+type runDoc struct {
+	Recipe     string              `json:"recipe,omitempty"`
+	Tool       string              `json:"tool,omitempty"`
+	LaunchKind string              `json:"launch_kind"`
+	Definition json.RawMessage     `json:"definition"`
+	Values     map[string]string   `json:"values"`
+	Script     string              `json:"script"`
+	Control    []string            `json:"control"`
+	Artifacts  map[string]Artifact `json:"artifacts,omitempty"`
+	Singleton  bool                `json:"singleton,omitempty"`
+	FIFO       string              `json:"fifo,omitempty"`
+	TokenID    string              `json:"token_id,omitempty"`
+}
+
+func decodeDoc(rec store.RunRecord) runDoc {
+	var d runDoc
+	_ = json.Unmarshal(rec.Doc, &d)
+	return d
+}
+
+// SpawnRequest asks for a new Run (or a new generation of a terminal one).
+type SpawnRequest struct {
+	// Recipe names <data>/recipes/<stem>.json; Template is an inline
+	// command template. Exactly one is needed.
+	Recipe   string
+	Template json.RawMessage
+	// Definition, when set, is a whole Recipe to run (registered tools).
+	Definition *Recipe
+	Values     map[string]json.RawMessage
+	// RunID is the Run id; "run-<epoch ms>" when empty.
+	RunID string
+	// Artifacts adds or replaces declared artifacts.
+	Artifacts map[string]Artifact
+	// LaunchKind is "spawn" (default) or "tool"; Tool names the tool.
+	LaunchKind string
+	Tool       string
+}
+
+// LoadRecipe reads <data>/recipes/<stem>.json.
+func (m *Manager) LoadRecipe(stem string) (*Recipe, json.RawMessage, error) {
+	stem = strings.TrimSuffix(strings.TrimSpace(stem), ".json")
+	if !recipeStemPattern.MatchString(stem) {
+		return nil, nil, errorf(CodeInvalidRequest, "Recipe reference must be a file stem of %s (letters, digits, '.', '_', '-'): %q", m.recipesDir(), stem)
+	}
+	p := filepath.Join(m.recipesDir(), stem+".json")
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, nil, errorf(CodeNotFound, "Recipe reference not found: %s. Put %s.json in %s or pass an inline template.", stem, stem, m.recipesDir())
+	}
+	if fi.Size() > 1<<20 {
+		return nil, nil, errorf(CodeInvalidRecipe, "Recipe file %s is over 1 MiB", stem)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run: read recipe: %w", err)
+	}
+	r, err := DecodeRecipe(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, b, nil
+}
+
+var (
+	recipeStemPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+	unsafeNameChars   = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+)
+
+// Spawn validates req, claims the Run id for ownerID and starts a new
+// generation. A live generation of the same id refuses reuse (run_active);
+// a terminal one is replaced in the same directory, keeping its files.
+func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (map[string]any, error) {
+	var rec *Recipe
+	var def json.RawMessage
+	var err error
+	switch {
+	case req.Definition != nil:
+		rec = req.Definition
+		def, _ = json.Marshal(rec)
+	case req.Recipe != "" && len(req.Template) > 0:
+		return nil, errorf(CodeInvalidRequest, "spawn takes recipe or template, not both.")
+	case req.Recipe != "":
+		rec, def, err = m.LoadRecipe(req.Recipe)
+	case len(req.Template) > 0:
+		def, _ = json.Marshal(map[string]json.RawMessage{"template": req.Template})
+		rec, err = DecodeRecipe(def)
+	default:
+		return nil, errorf(CodeInvalidRequest, "spawn requires file or template.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	id := req.RunID
+	if rec.Singleton {
+		// A singleton has one identity: its Recipe's stem (or its tool's
+		// name), whatever the caller asks.
+		single := strings.TrimSuffix(req.Recipe, ".json")
+		if single == "" {
+			single = req.Tool
+		}
+		if single != "" {
+			if id != "" && id != single {
+				return nil, errorf(CodeInvalidRequest, "singleton Recipe run identity is run:%s; received run:%s", single, id)
+			}
+			id = single
+		}
+	}
+	if id == "" {
+		id = "run-" + strconv.FormatInt(m.now().UnixMilli(), 10)
+	}
+	if err := ValidRunID(id); err != nil {
+		return nil, err
+	}
+	vals, err := rec.Resolve(req.Values)
+	if err != nil {
+		return nil, err
+	}
+	dir := m.stateDir(id)
+	vals["run_id"] = id
+	vals["state_dir"] = dir
+	script, err := rec.Script(vals)
+	if err != nil {
+		return nil, err
+	}
+	artifacts := rec.ArtifactPaths(vals, dir)
+	for name, a := range req.Artifacts {
+		a.Path = expand(a.Path, vals, false)
+		if !filepath.IsAbs(a.Path) {
+			a.Path = filepath.Join(dir, a.Path)
+		}
+		artifacts[name] = a
+	}
+	unlock := m.lock(id)
+	defer unlock()
+
+	old, err := m.st.Run(ctx, id)
+	replace := ""
+	gen := 1
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		if old.OwnerID != ownerID {
+			return nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
+		}
+		if old.Archived {
+			return nil, errorf(CodeRunArchived, "Run %s is archived; prune it or choose another id.", id)
+		}
+		if s, _ := m.status(old); s == StatusRunning {
+			if rec.Singleton {
+				if !singletonCompatible(decodeDoc(old), rec, req, vals) {
+					return nil, errorf(CodeRunActive, "Active singleton Run %s has incompatible Recipe identity, owner, startup values, or Control contract. Stop it before changing singleton configuration.", id)
+				}
+				v := m.view(old)
+				v["reused"] = true
+				return v, nil
+			}
+			return nil, errorf(CodeRunActive, "Run state already has an active owned process: %s. Stop it before reusing the same run_id.", id)
+		}
+		replace, gen = old.InstanceID, old.Generation+1
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	// Generation-local files go; actor files and artifacts stay.
+	for _, f := range []string{"stdout.log", "stderr.log", "exit", "exit.tmp", "archive-tombstone.json"} {
+		os.Remove(filepath.Join(dir, f))
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "control-*.fifo")); len(matches) > 0 {
+		for _, f := range matches {
+			os.Remove(f)
+		}
+	}
+	instance := uuid.NewString()
+	fifo := filepath.Join(dir, "control-"+instance[:8]+".fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		return nil, fmt.Errorf("run: create control FIFO: %w", err)
+	}
+	now := m.now()
+	doc := runDoc{Recipe: strings.TrimSuffix(req.Recipe, ".json"), Tool: req.Tool, LaunchKind: req.LaunchKind, Definition: def,
+		Values: vals, Script: script, Control: rec.Control, Artifacts: artifacts, Singleton: rec.Singleton, FIFO: fifo}
+	if doc.LaunchKind == "" {
+		doc.LaunchKind = "spawn"
+	}
+	docJSON, _ := json.Marshal(doc)
+	r := store.RunRecord{ID: id, OwnerID: ownerID, InstanceID: instance, Generation: gen, CreatedAt: now, StartedAt: now, Doc: docJSON}
+	if replace == "" {
+		r.CreatedAt = now
+	} else {
+		r.CreatedAt = old.CreatedAt
+	}
+	defer m.forget(id)
+	if err := m.st.ClaimRun(ctx, r, replace); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
+		}
+		return nil, err
+	}
+	if err := m.start(ctx, &r, doc, dir); err != nil {
+		code := 127
+		r.ExitCode, r.EndedAt = &code, m.now()
+		_ = m.saveRun(ctx, r)
+		m.emit(ctx, r, "run.failed", "Run "+id+" failed to start", map[string]any{"error": err.Error()}, "error")
+		return nil, errorf(CodeStartFailed, "Run %s could not start: %v. Its status is failed; fix the cause and spawn it again.", id, err)
+	}
+	return m.view(r), nil
+}
+
+// singletonCompatible reports whether a live singleton generation can
+// serve a new launch: same Recipe, singleton, same startup values and the
+// same Control contract (the owner was checked before).
+func singletonCompatible(old runDoc, rec *Recipe, req SpawnRequest, vals map[string]string) bool {
+	if !old.Singleton || old.Recipe != strings.TrimSuffix(req.Recipe, ".json") || old.Tool != req.Tool {
+		return false
+	}
+	if strings.Join(old.Control, "\x00") != strings.Join(rec.Control, "\x00") || len(old.Values) != len(vals) {
+		return false
+	}
+	for k, v := range vals {
+		if ov, ok := old.Values[k]; !ok || ov != v {
+			return false
+		}
+	}
+	return true
+}
+
+// wrapper runs the compiled script and records its exit code in a file,
+// so the code survives a restart of the supervisor.
+const wrapper = `/bin/sh -c "$1"; c=$?; printf '%s\n' "$c" > "$2.tmp" && mv -f "$2.tmp" "$2"; exit $c`
+
+func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, dir string) error {
+	stdout, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(filepath.Join(dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer stderr.Close()
+	token := ""
+	if m.cfg.Tokens != nil {
+		if token, doc.TokenID, err = m.cfg.Tokens.IssueRunToken(ctx, r.OwnerID, r.ID, r.InstanceID); err != nil {
+			return fmt.Errorf("issue run token: %w", err)
+		}
+		r.Doc, _ = json.Marshal(doc)
+	}
+	cmd := exec.Command("/bin/sh", "-c", wrapper, "assent-run", doc.Script, filepath.Join(dir, "exit"))
+	cmd.Dir = dir
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	env := make([]string, 0, len(os.Environ())+6)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "ASSENT_") {
+			env = append(env, e)
+		}
+	}
+	cmd.Env = append(env, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
+		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.PID = cmd.Process.Pid
+	if start, _, err := procStartTime(r.PID); err == nil {
+		r.StartTime = start
+	}
+	if err := m.saveRun(ctx, *r); err != nil {
+		m.log.Error("record run process", "run", r.ID, "err", err)
+	}
+	m.emit(ctx, *r, "run.start", "Run "+r.ID+" started", map[string]any{"pid": r.PID, "run_instance_id": r.InstanceID}, "")
+	id, instance := r.ID, r.InstanceID
+	go func() {
+		_ = cmd.Wait()
+		m.finish(id, instance)
+	}()
+	return nil
+}
+
+// finish records the end of generation instance of Run id: its exit code
+// when the wrapper wrote one, and the matching lifecycle Trace event.
+func (m *Manager) finish(id, instance string) {
+	ctx := context.Background()
+	unlock := m.lock(id)
+	defer unlock()
+	r, err := m.st.Run(ctx, id)
+	if err != nil || r.InstanceID != instance || r.ExitCode != nil || !r.EndedAt.IsZero() {
+		return
+	}
+	r.ExitCode = m.exitFile(id)
+	r.EndedAt = m.now()
+	// The lifecycle event goes first, so a reader that sees the end
+	// recorded also sees its Trace.
+	switch {
+	case r.Stop != "":
+	case r.ExitCode == nil:
+		m.emit(ctx, r, "run.exited", "Run "+id+" exited without a result", nil, "warning")
+	case *r.ExitCode == 0:
+		m.emit(ctx, r, "run.done", "Run "+id+" done", map[string]any{"code": 0}, "")
+	default:
+		m.emit(ctx, r, "run.failed", "Run "+id+" failed with code "+strconv.Itoa(*r.ExitCode), map[string]any{"code": *r.ExitCode}, "error")
+	}
+	if d := decodeDoc(r); d.TokenID != "" && m.cfg.Tokens != nil {
+		if err := m.cfg.Tokens.RevokeRunToken(ctx, d.TokenID); err != nil {
+			m.log.Warn("revoke run token", "run", id, "err", err)
+		}
+	}
+	if err := m.saveRun(ctx, r); err != nil {
+		m.log.Error("record run exit", "run", id, "err", err)
+	}
+}
+
+// exitFile returns the exit code the wrapper recorded for Run id, if any.
+func (m *Manager) exitFile(id string) *int {
+	b, err := os.ReadFile(filepath.Join(m.stateDir(id), "exit"))
+	if err != nil {
+		return nil
+	}
+	c, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil
+	}
+	return &c
+}
+
+func (m *Manager) reconcile(ctx context.Context) error {
+	runs, err := m.st.ListRuns(ctx, "")
+	if err != nil {
+		return fmt.Errorf("run: reconcile: %w", err)
+	}
+	for _, r := range runs {
+		if !r.EndedAt.IsZero() || r.Archived {
+			continue
+		}
+		if verifyProcess(r.PID, r.StartTime) == identityValid {
+			m.adopt(r.ID, r.InstanceID, r.PID, r.StartTime)
+			continue
+		}
+		m.finish(r.ID, r.InstanceID)
+	}
+	return nil
+}
+
+// adopt watches a live process this Manager did not start.
+func (m *Manager) adopt(id, instance string, pid int, start string) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(m.cfg.PollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-t.C:
+				if verifyProcess(pid, start) != identityValid {
+					m.finish(id, instance)
+					return
+				}
+			}
+		}
+	}()
+}
+
+// status derives a Run's status and its process identity status.
+func (m *Manager) status(r store.RunRecord) (string, string) {
+	ident := verifyProcess(r.PID, r.StartTime)
+	if r.EndedAt.IsZero() && (ident == identityValid || ident == identityUnsupported && r.PID > 0) {
+		return StatusRunning, ident
+	}
+	if r.ExitCode == nil && r.EndedAt.IsZero() {
+		// Ended but not yet recorded by the supervisor: the exit file
+		// written by the wrapper is authoritative.
+		r.ExitCode = m.exitFile(r.ID)
+	}
+	switch {
+	case r.Stop == StatusKilled || r.Stop == StatusCancelled:
+		return r.Stop, ident
+	case r.ExitCode == nil:
+		return StatusExited, ident
+	case *r.ExitCode == 0:
+		return StatusDone, ident
+	}
+	return StatusFailed, ident
+}
+
+// view is the derived status object of a Run.
+func (m *Manager) view(r store.RunRecord) map[string]any {
+	d := decodeDoc(r)
+	status, ident := m.status(r)
+	dir := m.stateDir(r.ID)
+	v := map[string]any{
+		"run": r.ID, "run_instance_id": r.InstanceID, "generation": r.Generation, "status": status,
+		"owner_id": r.OwnerID, "pid": r.PID, "process_identity_status": ident, "state_schema": StateSchema,
+		"state_dir": dir, "stdout_log": filepath.Join(dir, "stdout.log"), "stderr_log": filepath.Join(dir, "stderr.log"),
+		"created_at": store.FormatTime(r.CreatedAt), "started_at": store.FormatTime(r.StartedAt),
+		"launch_kind": d.LaunchKind, "control": nonNilStrings(d.Control),
+	}
+	if d.Recipe != "" {
+		v["recipe"] = d.Recipe
+	}
+	if d.Tool != "" {
+		v["tool"] = d.Tool
+	}
+	if r.ExitCode != nil {
+		v["exit_code"] = *r.ExitCode
+	}
+	if !r.EndedAt.IsZero() {
+		v["ended_at"] = store.FormatTime(r.EndedAt)
+	}
+	if len(d.Artifacts) > 0 {
+		v["artifacts"] = m.artifactManifest(d.Artifacts)
+	}
+	if r.Archived {
+		v["archived"] = true
+		v["archive_dir"] = r.ArchiveDir
+	}
+	return v
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (m *Manager) artifactManifest(arts map[string]Artifact) map[string]any {
+	out := map[string]any{}
+	for name, a := range arts {
+		e := map[string]any{"path": a.Path, "exists": false}
+		if a.Kind != "" {
+			e["kind"] = a.Kind
+		}
+		if a.MediaType != "" {
+			e["media_type"] = a.MediaType
+		}
+		if a.Required {
+			e["required"] = true
+		}
+		if fi, err := os.Stat(a.Path); err == nil && fi.Mode().IsRegular() {
+			e["exists"], e["size"] = true, fi.Size()
+		}
+		out[name] = e
+	}
+	return out
+}
+
+// owned returns Run id when ownerID owns it. Anything else, including a
+// Run of another owner, is not_found with the same message.
+func (m *Manager) owned(ctx context.Context, ownerID, id string) (store.RunRecord, error) {
+	if ValidRunID(id) != nil {
+		return store.RunRecord{}, notFound(id)
+	}
+	r, err := m.st.Run(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (ownerID == "" || r.OwnerID != ownerID) {
+		return store.RunRecord{}, notFound(id)
+	}
+	return r, err
+}
+
+func notFound(id string) *Error {
+	return errorf(CodeNotFound, "Run not found: %s. List your Runs with inspect target=runtime view=runs.", id)
+}
+
+// Status returns the derived status object of an owned Run.
+func (m *Manager) Status(ctx context.Context, ownerID, id string) (map[string]any, error) {
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return nil, err
+	}
+	return m.view(r), nil
+}
+
+func (m *Manager) emit(ctx context.Context, r store.RunRecord, kind, summary string, data map[string]any, level string) {
+	in := TraceInput{Kind: kind, Summary: summary, Level: level}
+	if data != nil {
+		in.Data, _ = json.Marshal(data)
+	}
+	ev, line, err := newTraceEvent(in, m.now(), true)
+	if err == nil {
+		err = m.traces.do(store.TraceAppend{RunID: r.ID, Event: ev, Line: line})
+	}
+	if err != nil {
+		m.log.Warn("append runtime trace", "run", r.ID, "kind", kind, "err", err)
+		return
+	}
+	m.notify(r.OwnerID, r.ID, "run.trace")
+}
+
+// AppendTrace validates a producer's event and appends it to the current
+// generation of an owned Run. instanceID, when not empty, must be the
+// current generation (a service passes the one it started with).
+func (m *Manager) AppendTrace(ctx context.Context, ownerID, id, instanceID string, in TraceInput) (store.TraceEvent, error) {
+	ev, line, err := newTraceEvent(in, m.now(), false)
+	if err != nil {
+		return ev, err
+	}
+	if ValidRunID(id) != nil {
+		return ev, notFound(id)
+	}
+	h, err := m.head(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (ownerID == "" || h.owner != ownerID) {
+		return ev, notFound(id)
+	}
+	if err != nil {
+		return ev, err
+	}
+	if instanceID != "" && instanceID != h.instance {
+		return ev, errorf(CodeGenerationMismatch, "Run generation changed: %s", id)
+	}
+	if h.archived {
+		return ev, errorf(CodeRunArchived, "Run %s is archived; its Trace is read-only.", id)
+	}
+	if err := m.traces.do(store.TraceAppend{RunID: id, Event: ev, Line: line}); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return ev, notFound(id)
+		}
+		return ev, err
+	}
+	m.notify(h.owner, id, "run.trace")
+	return ev, nil
+}
+
+// Kill sends SIGKILL to the verified process group of a running Run. It
+// bypasses the Control journal (a saturated journal cannot block it). A
+// Run that is not running gives a soft result {killed:false, reason}.
+func (m *Manager) Kill(ctx context.Context, ownerID, id string) (map[string]any, error) {
+	unlock := m.lock(id)
+	defer unlock()
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return nil, err
+	}
+	status, ident := m.status(r)
+	if status != StatusRunning {
+		return map[string]any{"killed": false, "stopped": false, "reason": "not running", "status": status}, nil
+	}
+	if ident != identityValid {
+		return map[string]any{"killed": false, "stopped": false, "reason": strings.ReplaceAll(ident, "_", " "), "status": status, "process_identity_status": ident}, nil
+	}
+	r.Stop = StatusKilled
+	if err := m.saveRun(ctx, r); err != nil {
+		return nil, err
+	}
+	target := "processGroup"
+	if verifyProcess(r.PID, r.StartTime) != identityValid {
+		return nil, errorf(CodeIdentity, "Run process identity changed before signaling: %s", id)
+	}
+	if err := syscall.Kill(-r.PID, syscall.SIGKILL); err != nil {
+		if !errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("run: kill %s: %w", id, err)
+		}
+		target = "process"
+		if err := syscall.Kill(r.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("run: kill %s: %w", id, err)
+		}
+	}
+	m.emit(ctx, r, "run.kill", "Killed Run process", map[string]any{"pid": r.PID, "signal": "SIGKILL", "signalTarget": target}, "warning")
+	return map[string]any{"killed": true, "stopped": true, "pid": r.PID, "signal": "SIGKILL", "signalTarget": target, "state_dir": m.stateDir(id)}, nil
+}
+
+// Archive moves a terminal Run's directory to <data>/archive/runs/ and leaves a
+// tombstone at its address; the Run then reports archived.
+func (m *Manager) Archive(ctx context.Context, ownerID, id string) (map[string]any, error) {
+	unlock := m.lock(id)
+	defer unlock()
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Archived {
+		return nil, errorf(CodeRunArchived, "Run %s is already archived at %s.", id, r.ArchiveDir)
+	}
+	status, _ := m.status(r)
+	if status == StatusRunning {
+		return nil, errorf(CodeNotTerminal, "Only terminal runs can be archived or pruned. Kill run:%s first.", id)
+	}
+	now := m.now()
+	ts := strings.NewReplacer(":", "-", ".", "-").Replace(store.FormatTime(now))
+	dst := filepath.Join(m.cfg.DataDir, "archive", "runs", id+"-"+ts)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return nil, fmt.Errorf("run: archive: %w", err)
+	}
+	src := m.stateDir(id)
+	if err := os.Rename(src, dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("run: archive: %w", err)
+	}
+	res := map[string]any{"archived": true, "archive_dir": dst, "original_state_dir": src, "run": id, "status": status, "ts": store.FormatTime(now)}
+	if err := os.MkdirAll(src, 0o700); err == nil {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		_ = os.WriteFile(filepath.Join(src, "archive-tombstone.json"), append(b, '\n'), 0o600)
+	}
+	r.Archived, r.ArchiveDir = true, dst
+	if err := m.saveRun(ctx, r); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Prune deletes a terminal Run: its directory and its records. With
+// preserve, each existing declared artifact is first copied to
+// <data>/archive/preserved-artifacts/<id>/; a failed copy aborts before anything is
+// deleted.
+func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) (map[string]any, error) {
+	unlock := m.lock(id)
+	defer unlock()
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return nil, err
+	}
+	status, _ := m.status(r)
+	if status == StatusRunning && !r.Archived {
+		return nil, errorf(CodeNotTerminal, "Only terminal runs can be archived or pruned. Kill run:%s first.", id)
+	}
+	d := decodeDoc(r)
+	kept := map[string]string{}
+	if preserve {
+		for _, name := range sortedKeys(d.Artifacts) {
+			a := d.Artifacts[name]
+			p := a.Path
+			if r.Archived && strings.HasPrefix(p, m.stateDir(id)+"/") {
+				p = filepath.Join(r.ArchiveDir, strings.TrimPrefix(p, m.stateDir(id)+"/"))
+			}
+			fi, err := os.Stat(p)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			sum := sha256.Sum256([]byte(name + "\x00" + a.Path))
+			safe := unsafeNameChars.ReplaceAllString(name, "_")
+			dst := filepath.Join(m.cfg.DataDir, "archive", "preserved-artifacts", id, safe+"-"+hex.EncodeToString(sum[:])[:8]+"--"+filepath.Base(p))
+			if err := copyFile(p, dst); err != nil {
+				return nil, errorf(CodePreserveFailed, "Run %s was not pruned: artifact %s could not be preserved (%v); nothing was deleted. Fix the cause or prune without preserve_artifacts.", id, name, err)
+			}
+			kept[name] = dst
+		}
+	}
+	if err := os.RemoveAll(m.stateDir(id)); err != nil {
+		return nil, fmt.Errorf("run: prune %s: %w", id, err)
+	}
+	if r.Archived && r.ArchiveDir != "" {
+		_ = os.RemoveAll(r.ArchiveDir)
+	}
+	defer m.forget(id)
+	if err := m.st.DeleteRun(ctx, id); err != nil {
+		return nil, err
+	}
+	m.notify(r.OwnerID, id, "run.status")
+	return map[string]any{"pruned": true, "preserved_artifacts": kept, "run": id, "state_dir": m.stateDir(id), "ts": store.FormatTime(m.now())}, nil
+}
+
+func copyFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Logs returns the last n lines (all when n ≤ 0) of an owned Run's stdout
+// or stderr ("stdout" or "stderr").
+func (m *Manager) Logs(ctx context.Context, ownerID, id, stream string, n int) (string, error) {
+	r, err := m.owned(ctx, ownerID, id)
+	if err != nil {
+		return "", err
+	}
+	if stream != "stdout" && stream != "stderr" {
+		return "", errorf(CodeInvalidRequest, "stream must be stdout or stderr")
+	}
+	dir := m.stateDir(id)
+	if r.Archived {
+		dir = r.ArchiveDir
+	}
+	return tailFile(filepath.Join(dir, stream+".log"), n, 1<<20)
+}
+
+// tailFile reads at most max bytes from the end of path and returns its
+// last n lines.
+func tailFile(path string, n int, max int64) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	off := fi.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	s := string(b)
+	if n > 0 {
+		lines := strings.SplitAfter(s, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		s = strings.Join(lines, "")
+	}
+	return s, nil
+}
+
+// List returns the derived status objects of ownerID's Runs, filtered by
+// status: all (or empty), active, terminal or an exact status.
+func (m *Manager) List(ctx context.Context, ownerID, status string) ([]map[string]any, error) {
+	if ownerID == "" {
+		return nil, errorf(CodeInvalidRequest, "runtime Run inventory requires a principal")
+	}
+	runs, err := m.st.ListRuns(ctx, ownerID)
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, r := range runs {
+		v := m.view(r)
+		s := v["status"].(string)
+		switch status {
+		case "", "all":
+		case "active":
+			if s != StatusRunning {
+				continue
+			}
+		case "terminal":
+			if s == StatusRunning {
+				continue
+			}
+		default:
+			if s != status {
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i]["created_at"].(string) < out[j]["created_at"].(string) })
+	return out, nil
+}

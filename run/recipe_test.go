@@ -1,0 +1,239 @@
+package run
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestParseArg(t *testing.T) {
+	tests := []struct {
+		decl    string
+		name    string
+		typ     string
+		def     string
+		enum    []string
+		wantErr bool
+	}{
+		{decl: "file", name: "file", typ: "string"},
+		{decl: "file:path", name: "file", typ: "path"},
+		{decl: "n:int=3", name: "n", typ: "int", def: "3"},
+		{decl: "lang=ru", name: "lang", typ: "string", def: "ru"},
+		{decl: "mode:enum(a,b)", name: "mode", typ: "enum", enum: []string{"a", "b"}},
+		{decl: "mode:enum(a, b)=b", name: "mode", typ: "enum", enum: []string{"a", "b"}, def: "b"},
+		{decl: "mode:enum(a,b)=c", wantErr: true},
+		{decl: "n:int=x", wantErr: true},
+		{decl: "flag:bool=true", name: "flag", typ: "bool", def: "true"},
+		{decl: "x:float", wantErr: true},
+		{decl: "1x", wantErr: true},
+		{decl: "mode:enum()", wantErr: true},
+	}
+	for _, tc := range tests {
+		a, err := ParseArg(tc.decl)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err %v", tc.decl, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		def := ""
+		if a.Default != nil {
+			def = *a.Default
+		}
+		if a.Name != tc.name || a.Type != tc.typ || def != tc.def || strings.Join(a.Enum, ",") != strings.Join(tc.enum, ",") {
+			t.Errorf("%s: %+v", tc.decl, a)
+		}
+	}
+}
+
+func TestDecodeRecipeRefusals(t *testing.T) {
+	tests := []struct {
+		json string
+		want string
+	}{
+		{`{"template":"echo"}`, ""},
+		{`[]`, "Recipe must be a JSON object"},
+		{`{}`, "Template recipe must define template"},
+		{`{"template":"x","name":"a"}`, "identity is its file name"},
+		{`{"template":"x","mailbox":{}}`, "recipe.mailbox was removed"},
+		{`{"template":"x","bogus":1}`, "unsupported Recipe fields: bogus"},
+		{`{"template":"x","control":["pause","pause"]}`, "duplicate Recipe control action: pause"},
+		{`{"template":"x","control":["kill"]}`, "runtime-reserved"},
+		{`{"template":"x","control":["Pause"]}`, "invalid control action"},
+		{`{"template":"x","control":[""]}`, "non-empty"},
+		{`{"template":"x","args":["a"],"defaults":{"b":1}}`, "Unknown Recipe default argument: b"},
+		{`{"template":"x","defaults":{"state_dir":"/"}}`, "runtime-owned"},
+		{`{"template":"x","args":["a","a"]}`, "duplicate Recipe argument: a"},
+		{`{"template":"x","singleton":true}`, "singleton Recipes must declare async: true"},
+		{`{"template":[]}`, "sequence is empty"},
+		{`{"template":{"template":"x","nope":1}}`, "invalid Recipe template node"},
+		{`{"template":"x","disabled":true}`, "disabled"},
+		{`{"template":"x","artifacts":{"r":{"path":""}}}`, "artifact path is required"},
+	}
+	for _, tc := range tests {
+		_, err := DecodeRecipe([]byte(tc.json))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.json, got, tc.want)
+		}
+	}
+}
+
+func TestResolveValues(t *testing.T) {
+	r, err := DecodeRecipe([]byte(`{"args":["file:path","n:int=3","mode:enum(fast,slow)","tags:array=[]"],"defaults":{"mode":"fast"},"template":"echo {file} {n} {mode} {tags}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := func(s string) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		json.Unmarshal([]byte(s), &m)
+		return m
+	}
+	got, err := r.Resolve(v(`{"file":"a b.txt","n":5,"tags":["x","y z"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["file"] != "a b.txt" || got["n"] != "5" || got["mode"] != "fast" || got["tags"] != `'x' 'y z'` {
+		t.Fatalf("%v", got)
+	}
+	for _, bad := range []string{`{}`, `{"file":"a","n":"x"}`, `{"file":"a","mode":"medium"}`, `{"file":"a","state_dir":"/"}`, `{"file":"a","other":1}`} {
+		if _, err := r.Resolve(v(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func runScript(t *testing.T, script string) (string, int) {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func TestScript(t *testing.T) {
+	tests := []struct {
+		recipe string
+		values string
+		out    string
+		code   int
+	}{
+		{`{"args":["name"],"template":"echo hello {name}"}`, `{"name":"it's; rm -rf /tmp/nothing"}`, "hello it's; rm -rf /tmp/nothing\n", 0},
+		{`{"template":["echo a","echo b"]}`, `{}`, "a\nb\n", 0},
+		{`{"template":["echo a","exit 3","echo never"]}`, `{}`, "a\n", 3},
+		{`{"template":{"parallel":true,"template":["exit 0","exit 4"]}}`, `{}`, "", 4},
+		{`{"template":"echo $((1+1)) ${HOME:+home}","values":{"x":"1"}}`, `{}`, "2 home\n", 0},
+		{`{"template":{"retry":2,"template":"echo try >> tries; [ $(wc -l < tries) -ge 3 ]"}}`, `{}`, "", 0},
+		{`{"template":{"timeout":0.2,"template":"exec sleep 5"}}`, `{}`, "", 124},
+		{`{"args":["n:int"],"template":"exit {n}"}`, `{"n":"7"}`, "", 7},
+	}
+	for _, tc := range tests {
+		r, err := DecodeRecipe([]byte(tc.recipe))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.recipe, err)
+		}
+		var vals map[string]json.RawMessage
+		json.Unmarshal([]byte(tc.values), &vals)
+		res, err := r.Resolve(vals)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.recipe, err)
+		}
+		dir := t.TempDir()
+		script, err := r.Script(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, code := runScript(t, "cd "+ShellQuote(dir)+" && ( "+script+"\n)")
+		if out != tc.out || code != tc.code {
+			t.Errorf("%s: out %q code %d, want %q %d\nscript:\n%s", tc.recipe, out, code, tc.out, tc.code, script)
+		}
+	}
+}
+
+func TestNestedTimeoutsBounded(t *testing.T) {
+	tpl := `"echo 'x'"`
+	for i := 0; i < 30; i++ {
+		tpl = `{"timeout":1,"template":` + tpl + `}`
+	}
+	if _, err := DecodeRecipe([]byte(`{"template":` + tpl + `}`)); err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
+		t.Fatalf("nested timeouts: %v", err)
+	}
+}
+
+func FuzzDecodeRecipe(f *testing.F) {
+	f.Add([]byte(`{"description":"d","args":["file:path","n:int=3","mode:enum(a,b)"],"defaults":{"mode":"a"},"template":"echo {file}","control":["pause","resume"],"artifacts":{"r":"{state_dir}/r.md"}}`))
+	f.Add([]byte(`{"template":[{"parallel":true,"template":["a","b"]},{"retry":2,"timeout":3,"template":"c"}]}`))
+	f.Add([]byte(`{"template":"x","mailbox":1}`))
+	f.Add([]byte(`{"template":{"template":{"template":"x"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeRecipe(b)
+		if err != nil {
+			return
+		}
+		vals, err := r.Resolve(nil)
+		if err != nil {
+			return
+		}
+		if script, err := r.Script(vals); err == nil && len(script) > MaxScriptBytes {
+			t.Fatalf("script of %d bytes", len(script))
+		}
+		for _, a := range r.Control {
+			if ValidateAction(a) != nil || a == "kill" || a == "archive" || a == "prune" {
+				t.Fatalf("accepted control action %q", a)
+			}
+		}
+	})
+}
+
+// TestExampleRecipes keeps the shipped example Recipes valid.
+func TestExampleRecipes(t *testing.T) {
+	files, _ := filepath.Glob("../examples/runs/recipes/*.json")
+	if len(files) == 0 {
+		t.Fatal("no example recipes")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeRecipe(b); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestExampleReportRecipeRuns(t *testing.T) {
+	b, _ := os.ReadFile("../examples/runs/recipes/report.json")
+	r, err := DecodeRecipe(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := r.Resolve(map[string]json.RawMessage{"topic": json.RawMessage(`"disk usage"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script, err := r.Script(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code := runScript(t, "cd "+ShellQuote(dir)+" && ( "+script+"\n)")
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if code != 0 || out != "parallel-step\n" || !strings.HasPrefix(string(report), "# Report on disk usage\n") {
+		t.Fatalf("code %d out %q report %q", code, out, report)
+	}
+}

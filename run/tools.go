@@ -1,0 +1,841 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// Public tool names, and the legacy names accepted as hidden aliases.
+const (
+	ToolSpawn    = "actors_run_spawn"
+	ToolInspect  = "actors_inspect"
+	ToolControl  = "actors_control_apply"
+	ToolRegister = "actors_tool_register"
+)
+
+var legacyAliases = map[string]string{"spawn": ToolSpawn, "inspect": ToolInspect, "message": ToolControl, "register_tool": ToolRegister}
+
+// toolNamePattern is a registered tool's name: a functional owner and a
+// function, as in audio_transcribe.
+var toolNamePattern = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)+$`)
+
+// reservedToolNames can never be registered: the public tools, their legacy
+// aliases and the host's basic tools.
+var reservedToolNames = map[string]bool{
+	"read": true, "write": true, "edit": true, "bash": true, "find": true, "grep": true, "ls": true,
+	"register_tool": true, "message": true, "spawn": true, "inspect": true,
+	ToolSpawn: true, ToolInspect: true, ToolControl: true, ToolRegister: true,
+}
+
+// ToolSet exposes a Manager to agents: the actors_* tools, their legacy
+// aliases, and the Recipes registered as persistent tools. Registered tools
+// are kept in the store and, unless registered with expose:false, added to
+// the tool registry (and so to the MCP tool list).
+type ToolSet struct {
+	m   *Manager
+	reg *tool.Registry
+
+	mu sync.Mutex // serializes registrations
+}
+
+// NewToolSet returns the tools of m, to be added to reg.
+func NewToolSet(m *Manager, reg *tool.Registry) *ToolSet { return &ToolSet{m: m, reg: reg} }
+
+// Register adds the actors_* tools and their hidden aliases to the
+// registry, then every exposed registered tool from the store. A stored
+// tool whose name now collides with another tool is skipped and logged.
+func (ts *ToolSet) Register(ctx context.Context) error {
+	for _, t := range ts.Tools() {
+		if err := ts.reg.Register(t); err != nil {
+			return err
+		}
+	}
+	recs, err := ts.m.st.ListTools(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if !rec.Expose {
+			continue
+		}
+		t, err := ts.recipeTool(rec)
+		if err == nil {
+			err = ts.reg.Register(t)
+		}
+		if err != nil {
+			ts.m.log.Warn("registered tool not exposed", "tool", rec.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+var (
+	spawnSchema = json.RawMessage(`{"type":"object","properties":{
+"recipe":{"type":"string","description":"Recipe file stem under <data>/recipes"},
+"file":{"type":"string","description":"alias of recipe"},
+"template":{"description":"inline command template: a string, a list (sequence) or an object node","type":["string","array","object"]},
+"values":{"type":"object","description":"argument values"},
+"as":{"type":"string","description":"run:<id>"},
+"artifacts":{"type":"object"},
+"transport_context":{"type":"object"},
+"verbose":{"type":"boolean"}},"additionalProperties":false}`)
+	inspectSchema = json.RawMessage(`{"type":"object","properties":{
+"target":{"type":"string","description":"runtime, run:<id>, recipes or tool:<name>"},
+"view":{"type":"string","description":"runtime: status|runs|triage; run:<id>: status|recipe|trace|control; recipes: summary|status; tool:<name>: status|schema"},
+"identity":{"type":"string"},
+"lines":{"type":["string","integer"]},
+"source":{"type":"string"},
+"status":{"type":"string"},
+"verbose":{"type":"boolean"}},"required":["target","view"],"additionalProperties":false}`)
+	controlSchema = json.RawMessage(`{"type":"object","properties":{
+"target":{"type":"string","description":"run:<id>"},
+"action":{"type":"string","description":"a declared action, or kill, archive, prune"},
+"input":{"type":["string","object","array"]},
+"verbose":{"type":"boolean"}},"required":["target","action"],"additionalProperties":false}`)
+	registerSchema = json.RawMessage(`{"type":"object","properties":{
+"name":{"type":"string","description":"owner_function, e.g. audio_transcribe; omit to list"},
+"description":{"type":"string"},
+"from":{"type":"string","description":"Recipe file stem"},
+"template":{"type":["string","array","object","null"],"description":"command template; null or \"\" deletes"},
+"defaults":{"type":"object"},
+"args":{"type":"string","description":"e.g. file:path,lang=ru"},
+"async":{"type":"boolean"},
+"update":{"type":"boolean"},
+"expose":{"type":"boolean"}},"additionalProperties":false}`)
+)
+
+// Tools returns the actors_* tools and their hidden legacy aliases.
+func (ts *ToolSet) Tools() []tool.Tool {
+	main := []tool.Tool{
+		{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect.",
+			InputSchema: spawnSchema, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
+		{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema. Only your own Runs are visible.",
+			InputSchema: inspectSchema, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
+		{Name: ToolControl, Title: "Control", Description: "Apply one Control action to an existing Run: an action its Recipe declares, or the runtime's kill (running), archive or prune (terminal).",
+			InputSchema: controlSchema, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
+		{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given.",
+			InputSchema: registerSchema, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
+	}
+	out := append([]tool.Tool(nil), main...)
+	byName := map[string]tool.Tool{}
+	for _, t := range main {
+		byName[t.Name] = t
+	}
+	for _, alias := range sortedKeys(legacyAliases) {
+		t := byName[legacyAliases[alias]]
+		t.Name, t.Hidden = alias, true
+		t.Description = "Legacy name of " + legacyAliases[alias] + ". " + t.Description
+		out = append(out, t)
+	}
+	return out
+}
+
+func toolError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &tool.Error{Code: e.Code, Message: e.Message, Data: e.Details}
+	}
+	return err
+}
+
+func result(text string, v any, verbose bool) *tool.Result {
+	if verbose {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		text = string(b)
+	}
+	return &tool.Result{Text: text, Structured: v}
+}
+
+// decodeStrict decodes a tool's arguments, reporting removed and unknown
+// fields by name.
+func decodeStrict(args json.RawMessage, removed map[string]string, v any) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return &tool.Error{Code: CodeInvalidRequest, Message: "arguments must be a JSON object"}
+	}
+	var gone []string
+	var hint string
+	for _, k := range sortedKeys(m) {
+		if h, ok := removed[k]; ok {
+			gone, hint = append(gone, k), h
+		}
+	}
+	if len(gone) > 0 {
+		return &tool.Error{Code: CodeInvalidRequest, Message: strings.Join(gone, ", ") + ": " + hint}
+	}
+	return tool.DecodeArgs(args, v)
+}
+
+func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, error) {
+	var in struct {
+		Recipe           string                     `json:"recipe"`
+		File             string                     `json:"file"`
+		Template         json.RawMessage            `json:"template"`
+		Values           map[string]json.RawMessage `json:"values"`
+		As               string                     `json:"as"`
+		Artifacts        map[string]Artifact        `json:"artifacts"`
+		TransportContext map[string]any             `json:"transport_context"`
+		Verbose          bool                       `json:"verbose"`
+	}
+	removed := map[string]string{"state_dir": "spawn.state_dir is not supported; run state is runtime-owned so run:<id> remains addressable and retention-safe."}
+	if err := decodeStrict(call.Args, removed, &in); err != nil {
+		return nil, err
+	}
+	if in.Recipe == "" {
+		in.Recipe = in.File
+	}
+	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts}
+	if in.As != "" {
+		if !strings.HasPrefix(strings.TrimSpace(in.As), "run:") {
+			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "spawn.as accepts only run:<id>; received: " + in.As}
+		}
+		id, err := ParseTarget(in.As)
+		if err != nil {
+			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "invalid spawn Run target: " + in.As}
+		}
+		req.RunID = id
+	}
+	if string(bytes.TrimSpace(req.Template)) == "null" {
+		req.Template = nil
+	}
+	v, err := ts.m.Spawn(ctx, call.Principal.ID, req)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	id := v["run"].(string)
+	v["next_actions"] = []string{"inspect target=run:" + id + " view=recipe", "inspect target=run:" + id + " view=trace", "inspect target=run:" + id + " view=control"}
+	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%v next=inspect target=run:%s view=trace", id, v["status"], v["launch_kind"], v["pid"], id)
+	return result(text, v, in.Verbose), nil
+}
+
+func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, error) {
+	var in struct {
+		Target   string          `json:"target"`
+		View     string          `json:"view"`
+		Identity string          `json:"identity"`
+		Lines    json.RawMessage `json:"lines"`
+		Source   string          `json:"source"`
+		Status   string          `json:"status"`
+		Verbose  bool            `json:"verbose"`
+	}
+	if err := decodeStrict(call.Args, nil, &in); err != nil {
+		return nil, err
+	}
+	lines := 0
+	if l := strings.Trim(string(in.Lines), `" `); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "inspect.lines must be a number"}
+		}
+		lines = n
+	}
+	target := strings.TrimSpace(in.Target)
+	if strings.HasPrefix(target, "tool:") {
+		v, err := ts.toolView(ctx, strings.TrimPrefix(target, "tool:"), in.View)
+		if err != nil {
+			return nil, toolError(err)
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		if in.View == "schema" {
+			return &tool.Result{Text: string(b), Structured: v}, nil
+		}
+		return result(fmt.Sprintf("tool=%s callable_now=%v", v["name"], v["callable_now"]), v, in.Verbose), nil
+	}
+	v, err := ts.m.Inspect(ctx, call.Principal.ID, InspectRequest{Target: target, View: in.View, Lines: lines, Status: in.Status, Source: in.Source})
+	if err != nil {
+		return nil, toolError(err)
+	}
+	return result(compactText(target, in.View, v), v, in.Verbose), nil
+}
+
+func (ts *ToolSet) control(ctx context.Context, call tool.Call) (*tool.Result, error) {
+	var in struct {
+		Target  string          `json:"target"`
+		Action  string          `json:"action"`
+		Input   json.RawMessage `json:"input"`
+		Verbose bool            `json:"verbose"`
+	}
+	removed := map[string]string{}
+	for _, k := range []string{"body", "correlation_id", "from", "metadata", "reply_to", "summary", "to", "type"} {
+		removed[k] = "actor-message fields are removed; use target, action, input, verbose"
+	}
+	if err := decodeStrict(call.Args, removed, &in); err != nil {
+		return nil, err
+	}
+	target := strings.TrimSpace(in.Target)
+	switch {
+	case target == "":
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "control.target is required"}
+	case target == "runtime":
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "unsupported runtime Control action: " + in.Action + "; the runtime target takes no Control actions here"}
+	case !strings.HasPrefix(target, "run:"):
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "unsupported control target: " + target + "; use run:<id> or runtime"}
+	}
+	id, err := ParseTarget(target)
+	if err != nil {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "invalid control Run target: " + target}
+	}
+	if strings.TrimSpace(in.Action) == "" {
+		return nil, &tool.Error{Code: CodeInvalidControl, Message: "control.action is required"}
+	}
+	res, err := ts.m.Apply(ctx, call.Principal.ID, id, in.Action, in.Input)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	status := fmt.Sprint(res["delivery"])
+	if status == "<nil>" {
+		status = "accepted"
+	}
+	text := fmt.Sprintf("target=%s action=%s status=%s", target, in.Action, status)
+	if cid, ok := res["control_id"]; ok {
+		text += fmt.Sprintf(" control=%v next=inspect target=%s view=control", cid, target)
+	}
+	if r, ok := res["reason"]; ok {
+		text += fmt.Sprintf(" reason=%v", strings.ReplaceAll(fmt.Sprint(r), " ", "_"))
+	}
+	return result(text, map[string]any{"control": map[string]any{"target": target, "action": in.Action}, "result": res}, in.Verbose), nil
+}
+
+// toolDoc is what a registered tool keeps in the store.
+type toolDoc struct {
+	Description string                     `json:"description,omitempty"`
+	From        string                     `json:"from,omitempty"`
+	Template    json.RawMessage            `json:"template,omitempty"`
+	Args        []string                   `json:"args,omitempty"`
+	Defaults    map[string]json.RawMessage `json:"defaults,omitempty"`
+	Async       *bool                      `json:"async,omitempty"`
+}
+
+// splitArgs splits "file:path,mode:enum(a,b)=a" on the commas outside
+// parentheses.
+func splitArgs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if t := strings.TrimSpace(s[start:]); t != "" {
+		out = append(out, t)
+	}
+	return out
+}
+
+// recipe resolves a registered tool's Recipe.
+func (ts *ToolSet) recipe(d toolDoc) (*Recipe, error) {
+	var r *Recipe
+	if d.From != "" {
+		base, _, err := ts.m.LoadRecipe(d.From)
+		if err != nil {
+			return nil, err
+		}
+		r = base
+	} else {
+		def := map[string]any{"template": d.Template, "description": d.Description}
+		if len(d.Args) > 0 {
+			def["args"] = d.Args
+		}
+		if d.Async != nil {
+			def["async"] = *d.Async
+		}
+		b, _ := json.Marshal(def)
+		var err error
+		if r, err = DecodeRecipe(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.Defaults) > 0 {
+		merged := map[string]json.RawMessage{}
+		for k, v := range r.Defaults {
+			merged[k] = v
+		}
+		for k, v := range d.Defaults {
+			if RuntimeOwned(k) {
+				return nil, errorf(CodeInvalidRequest, "Tool defaults cannot set runtime-owned input: %s.", k)
+			}
+			merged[k] = v
+		}
+		r.Defaults = merged
+		if err := r.validate(); err != nil {
+			return nil, err
+		}
+	}
+	if d.Description != "" {
+		r.Description = d.Description
+	}
+	return r, nil
+}
+
+func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, error) {
+	var in struct {
+		Name        string                     `json:"name"`
+		Description string                     `json:"description"`
+		From        *string                    `json:"from"`
+		Template    json.RawMessage            `json:"template"`
+		Draft       string                     `json:"draft"`
+		Defaults    map[string]json.RawMessage `json:"defaults"`
+		Args        string                     `json:"args"`
+		Async       *bool                      `json:"async"`
+		Update      bool                       `json:"update"`
+		Expose      *bool                      `json:"expose"`
+	}
+	removed := map[string]string{"values": "register_tool values was removed. Next: pass defaults={...}."}
+	if err := decodeStrict(call.Args, removed, &in); err != nil {
+		return nil, err
+	}
+	var hasTemplate bool
+	{
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(call.Args, &m)
+		_, hasTemplate = m["template"]
+	}
+	if in.From != nil && strings.TrimSpace(*in.From) == "" {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Tool from must be a non-empty Recipe reference."}
+	}
+	modes := 0
+	for _, b := range []bool{in.From != nil, hasTemplate, in.Draft != ""} {
+		if b {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Use exactly one register_tool source mode: from, template, or draft."}
+	}
+	if in.Draft != "" {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "register_tool draft is not supported; use from=<recipe> or template=..."}
+	}
+	if in.From != nil && (in.Args != "" || in.Async != nil) {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "register_tool from inherits args and async behavior."}
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	name := strings.TrimSpace(in.Name)
+	if name == "" {
+		recs, err := ts.m.st.ListTools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		names := []string{}
+		text := "No registered tools."
+		for _, r := range recs {
+			names = append(names, r.Name)
+		}
+		if len(names) > 0 {
+			text = "Registered tools:\n- " + strings.Join(names, "\n- ")
+		}
+		return &tool.Result{Text: text, Structured: map[string]any{"tools": names}}, nil
+	}
+	// Deletion: template null or "".
+	if hasTemplate && (string(bytes.TrimSpace(in.Template)) == "null" || string(bytes.TrimSpace(in.Template)) == `""`) {
+		rec, err := ts.m.st.Tool(ctx, name)
+		if errors.Is(err, store.ErrNotFound) || err == nil && rec.OwnerID != call.Principal.ID {
+			return &tool.Result{Text: fmt.Sprintf("Tool %q not found.", name), Structured: map[string]any{"tool": name, "deleted": false}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := ts.m.st.DeleteTool(ctx, name); err != nil {
+			return nil, err
+		}
+		if t, ok := ts.reg.Lookup(name); ok && isRecipeTool(t) {
+			ts.reg.Remove(name)
+		}
+		return &tool.Result{Text: fmt.Sprintf("Deleted tool %q.", name), Structured: map[string]any{"tool": name, "deleted": true}}, nil
+	}
+	if !toolNamePattern.MatchString(name) || len(name) > 64 {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("Invalid tool name %q: name a tool owner_function in lowercase (letters, digits, underscores), e.g. audio_transcribe, at most 64 characters.", name)}
+	}
+	if reservedToolNames[name] {
+		return nil, &tool.Error{Code: CodeReservedName, Message: "Reserved tool name: " + name}
+	}
+	prev, err := ts.m.st.Tool(ctx, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if exists && prev.OwnerID != call.Principal.ID {
+		return nil, &tool.Error{Code: CodeToolCollision, Message: fmt.Sprintf("Tool name %q is taken by another tool; choose another name.", name)}
+	}
+	if exists && !in.Update {
+		return nil, &tool.Error{Code: CodeToolExists, Message: fmt.Sprintf("Tool %q already registered. Use update=true to overwrite.", name)}
+	}
+	// A normalized collision with any tool that is not this registered
+	// tool refuses exposure and update.
+	if t, ok := ts.reg.Lookup(name); ok && !isRecipeTool(t) || !ok && ts.reg.Taken(name) {
+		return nil, &tool.Error{Code: CodeToolCollision, Message: fmt.Sprintf("Tool name %q collides with an existing tool; choose another owner_function name.", name)}
+	}
+	var d toolDoc
+	if exists {
+		_ = json.Unmarshal(prev.Doc, &d)
+	}
+	if in.From != nil {
+		d = toolDoc{From: strings.TrimSpace(*in.From), Description: d.Description}
+	}
+	if hasTemplate {
+		if len(bytes.TrimSpace(in.Template)) > 0 && in.Template[0] == '{' {
+			var probe map[string]json.RawMessage
+			_ = json.Unmarshal(in.Template, &probe)
+			var inner string
+			if json.Unmarshal(probe["template"], &inner) == nil && recipeStemPattern.MatchString(inner) && !strings.Contains(inner, " ") {
+				if _, _, err := ts.m.LoadRecipe(inner); err == nil {
+					return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Nested Recipe-shaped templates are not a register_tool source mode. Next: retry with from=" + inner + " and defaults={...}."}
+				}
+			}
+		}
+		d.From, d.Template = "", in.Template
+	}
+	if in.Description != "" {
+		d.Description = in.Description
+	}
+	if in.Args != "" {
+		d.Args = splitArgs(in.Args)
+	}
+	if in.Async != nil {
+		d.Async = in.Async
+	}
+	if in.Defaults != nil {
+		d.Defaults = in.Defaults
+	}
+	if d.From == "" && len(d.Template) == 0 {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "A new tool needs a source: from=<recipe> or template=..."}
+	}
+	if d.From == "" && d.Description == "" {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Tool description is required for command-template registration."}
+	}
+	r, err := ts.recipe(d)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, &tool.Error{Code: e.Code, Message: "Tool recipe validation failed: " + e.Message}
+		}
+		return nil, err
+	}
+	expose := in.Expose == nil || *in.Expose
+	if in.Expose == nil && exists {
+		expose = prev.Expose
+	}
+	doc, _ := json.Marshal(d)
+	now := ts.m.now()
+	rec := store.ToolRecord{Name: name, OwnerID: call.Principal.ID, Expose: expose, Doc: doc, CreatedAt: now, UpdatedAt: now}
+	t, err := ts.recipeTool(rec)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	if err := ts.m.st.PutTool(ctx, rec, in.Update); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, &tool.Error{Code: CodeToolExists, Message: fmt.Sprintf("Tool %q already registered. Use update=true to overwrite.", name)}
+		}
+		return nil, err
+	}
+	active := false
+	if expose {
+		if err := ts.reg.Replace(t); err != nil {
+			// Roll back to the previous definition.
+			if exists {
+				_ = ts.m.st.PutTool(ctx, prev, true)
+			} else {
+				_ = ts.m.st.DeleteTool(ctx, name)
+			}
+			return nil, &tool.Error{Code: CodeToolCollision, Message: fmt.Sprintf("Tool registration transaction failed at runtime_activation: %v", err)}
+		}
+		active = true
+	} else if old, ok := ts.reg.Lookup(name); ok && isRecipeTool(old) {
+		ts.reg.Remove(name)
+	}
+	required, optional := argSplit(r, d.Defaults)
+	if r.Async {
+		optional = append(optional, "run_id")
+	}
+	source := "template"
+	if d.From != "" {
+		source = d.From
+	}
+	v := map[string]any{"tool": name, "source": source, "persisted": true, "resolved": true, "validated": true,
+		"registry_active": true, "host_registered": active, "active_tool": active, "callable_now": active, "expose": expose,
+		"activation": "current_session", "activation_boundary": "current_session",
+		"args": nonNilStrings(r.Args), "required_args": required, "optional_args": optional, "async": r.Async, "updated": exists}
+	if !active {
+		v["activation_boundary"] = "host_registration"
+		v["next_actions"] = []string{"inspect target=tool:" + name + " view=status"}
+	} else {
+		v["next_actions"] = []string{"call tool " + name, "inspect target=tool:" + name + " view=status"}
+	}
+	verb := "Registered"
+	if exists {
+		verb = "Updated"
+	}
+	return &tool.Result{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, source, active), Structured: v}, nil
+}
+
+// recipeToolMeta marks registry entries that are registered Recipes.
+const recipeToolMeta = "assent/recipe_tool"
+
+func isRecipeTool(t tool.Tool) bool { return t.Meta != nil && t.Meta[recipeToolMeta] == true }
+
+func argSplit(r *Recipe, defaults map[string]json.RawMessage) (required, optional []string) {
+	required, optional = []string{}, []string{}
+	for _, a := range r.args {
+		_, hasDef := r.Defaults[a.Name]
+		if _, ok := defaults[a.Name]; ok {
+			hasDef = true
+		}
+		if _, ok := r.Values[a.Name]; ok {
+			hasDef = true
+		}
+		if a.HasDefault || hasDef {
+			optional = append(optional, a.Name)
+		} else {
+			required = append(required, a.Name)
+		}
+	}
+	return required, optional
+}
+
+// schemaFor builds the JSON Schema of a registered tool from its args.
+func schemaFor(r *Recipe, defaults map[string]json.RawMessage) json.RawMessage {
+	props := map[string]any{}
+	for _, a := range r.args {
+		p := map[string]any{}
+		switch a.Type {
+		case "int":
+			p["type"] = "integer"
+		case "number":
+			p["type"] = "number"
+		case "bool":
+			p["type"] = "boolean"
+		case "array":
+			p["type"] = "array"
+			p["items"] = map[string]any{"type": []string{"string", "number"}}
+		case "enum":
+			p["type"], p["enum"] = "string", a.Enum
+		default:
+			p["type"] = "string"
+		}
+		if a.Default != nil {
+			p["default"] = *a.Default
+		}
+		props[a.Name] = p
+	}
+	if len(r.args) == 0 {
+		for _, name := range r.Placeholders() {
+			if _, ok := defaults[name]; !ok && !RuntimeOwned(name) && name != "run_id" {
+				props[name] = map[string]any{"type": "string"}
+			}
+		}
+	}
+	if r.Async && !r.Singleton {
+		props["run_id"] = map[string]any{"type": "string", "description": "Run id for the launched Run"}
+	}
+	required, _ := argSplit(r, defaults)
+	sch := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		sch["required"] = required
+	}
+	b, _ := json.Marshal(sch)
+	return b
+}
+
+// recipeTool builds the registry entry of a registered tool.
+func (ts *ToolSet) recipeTool(rec store.ToolRecord) (tool.Tool, error) {
+	var d toolDoc
+	if err := json.Unmarshal(rec.Doc, &d); err != nil {
+		return tool.Tool{}, fmt.Errorf("registered tool %s: %w", rec.Name, err)
+	}
+	r, err := ts.recipe(d)
+	if err != nil {
+		return tool.Tool{}, err
+	}
+	name := rec.Name
+	desc := r.Description
+	if desc == "" {
+		desc = "Registered Recipe tool " + name
+	}
+	return tool.Tool{Name: name, Description: desc, InputSchema: schemaFor(r, d.Defaults),
+		Annotations: tool.Annotations{OpenWorld: true}, Meta: map[string]any{recipeToolMeta: true},
+		Handler: func(ctx context.Context, call tool.Call) (*tool.Result, error) {
+			return ts.callRecipeTool(ctx, name, call)
+		},
+	}, nil
+}
+
+// callRecipeTool runs a registered tool: async Recipes start a Run, the
+// others run inline and return their output.
+func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Call) (*tool.Result, error) {
+	rec, err := ts.m.st.Tool(ctx, name)
+	if err != nil {
+		return nil, &tool.Error{Code: CodeNotFound, Message: fmt.Sprintf("Registered tool not found: %s.", name)}
+	}
+	var d toolDoc
+	_ = json.Unmarshal(rec.Doc, &d)
+	r, err := ts.recipe(d)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	var values map[string]json.RawMessage
+	if err := json.Unmarshal(call.Args, &values); err != nil {
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "arguments must be a JSON object"}
+	}
+	runID := ""
+	if v, ok := values["run_id"]; ok {
+		_ = json.Unmarshal(v, &runID)
+		delete(values, "run_id")
+	}
+	if r.Async {
+		if r.Singleton {
+			runID = name
+		} else if runID == "" {
+			runID = name + "-" + strconv.FormatInt(ts.m.now().UnixMilli(), 10)
+		}
+		v, err := ts.m.Spawn(ctx, call.Principal.ID, SpawnRequest{Definition: r, Values: values, RunID: runID, LaunchKind: "tool", Tool: name})
+		if err != nil {
+			return nil, toolError(err)
+		}
+		return &tool.Result{Text: fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v["run"], v["status"], name), Structured: v}, nil
+	}
+	vals, err := r.Resolve(values)
+	if err != nil {
+		required, optional := argSplit(r, d.Defaults)
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("%s. Expected call shape for %s: required=%v optional=%v", err.Error(), name, required, optional)}
+	}
+	dir, err := os.MkdirTemp("", "assent-tool-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	vals["state_dir"], vals["run_id"] = dir, name
+	script, err := r.Script(vals)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	return runInline(ctx, script, dir)
+}
+
+const toolOutputMax = 50 << 10
+
+// runInline runs a script in its own process group and returns its
+// output, bounded; cancelling ctx kills the group.
+func runInline(ctx context.Context, script, dir string) (*tool.Result, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return nil, err
+	}
+	out := stdout.String()
+	if len(out) > toolOutputMax {
+		out = out[len(out)-toolOutputMax:]
+	}
+	v := map[string]any{"exit_code": code, "stdout": out, "stderr": cut(stderr.String(), 4000)}
+	if code != 0 {
+		return nil, &tool.Error{Code: "tool_failed", Message: fmt.Sprintf("exit_code=%d\n%s", code, cut(stderr.String(), 4000)), Data: v}
+	}
+	return &tool.Result{Text: out, Structured: v}, nil
+}
+
+// toolView answers inspect tool:<name> status|schema.
+func (ts *ToolSet) toolView(ctx context.Context, name, view string) (map[string]any, error) {
+	if !runIDPattern.MatchString(name) {
+		return nil, errorf(CodeInvalidRequest, "invalid tool target: tool:%s", name)
+	}
+	if view != "status" && view != "schema" {
+		return nil, errorf(CodeInvalidRequest, "inspect tool:<name> supports view=status or view=schema.")
+	}
+	rec, err := ts.m.st.Tool(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		if t, ok := ts.reg.Lookup(name); ok && !t.Hidden {
+			// A built-in tool: its live definition.
+			var params any
+			_ = json.Unmarshal(t.InputSchema, &params)
+			return map[string]any{"name": t.Name, "description": t.Description, "parameters": params, "source": "builtin",
+				"callable_now": true, "persisted": false}, nil
+		}
+		return nil, errorf(CodeNotFound, "Registered tool not found: %s. Next: inspect target=recipes view=summary; do not substitute spawn for tool invocation.", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d toolDoc
+	_ = json.Unmarshal(rec.Doc, &d)
+	t, live := ts.reg.Lookup(name)
+	live = live && isRecipeTool(t)
+	r, rerr := ts.recipe(d)
+	if view == "schema" {
+		if !live || rerr != nil {
+			return nil, errorf(CodeNotFound, "Tool %q is registered but its callable schema is unavailable; callable_now=false, activation_boundary=host_registration. Next: inspect target=tool:%s view=status.", name, name)
+		}
+		var params any
+		_ = json.Unmarshal(t.InputSchema, &params)
+		return map[string]any{"name": name, "description": t.Description, "parameters": params}, nil
+	}
+	source := "template"
+	if d.From != "" {
+		source = d.From
+	}
+	v := map[string]any{"name": name, "persisted": true, "registry_active": rerr == nil, "host_registered": live, "active_tool": live,
+		"callable_now": live, "expose": rec.Expose, "source": source, "description": d.Description,
+		"activation": "current_session", "activation_boundary": "current_session"}
+	if !live {
+		v["activation_boundary"] = "host_registration"
+	}
+	if rerr != nil {
+		v["diagnostics"] = []string{rerr.Error()}
+		return v, nil
+	}
+	required, optional := argSplit(r, d.Defaults)
+	if r.Async {
+		optional = append(optional, "run_id")
+		v["launch_kind"] = "tool"
+	}
+	sort.Strings(optional)
+	v["required_args"], v["optional_args"] = required, optional
+	var params any
+	_ = json.Unmarshal(schemaFor(r, d.Defaults), &params)
+	v["parameters"] = params
+	if live {
+		v["next_actions"] = []string{"call tool " + name}
+	} else {
+		v["next_actions"] = []string{"actors_tool_register name=" + name + " update=true expose=true"}
+	}
+	return v, nil
+}
+
+// Inspect answers every inspection target, tool:<name> included.
+func (ts *ToolSet) Inspect(ctx context.Context, ownerID string, req InspectRequest) (map[string]any, error) {
+	if name, ok := strings.CutPrefix(strings.TrimSpace(req.Target), "tool:"); ok {
+		return ts.toolView(ctx, name, strings.TrimSpace(req.View))
+	}
+	return ts.m.Inspect(ctx, ownerID, req)
+}

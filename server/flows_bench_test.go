@@ -1,0 +1,67 @@
+package server
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// toggleProgram moves between two phases forever, so that every iteration
+// prescribes and applies one transition.
+const toggleProgram = `{
+  "schema_version": 1, "program_id": "toggle", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "never", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["nowhere"]}]}],
+  "transitions": [
+    {"id": "on", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["off"], "target_phases": ["on"], "authority": ["agent"],
+     "assignments": [{"facet": "light", "value": "on"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
+     "prescription": {"operation": "switch_on", "expected_postcondition": "on"}},
+    {"id": "off", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["on"], "target_phases": ["off"], "authority": ["agent"],
+     "assignments": [{"facet": "light", "value": "off"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
+     "prescription": {"operation": "switch_off", "expected_postcondition": "off"}}
+  ]
+}`
+
+// BenchmarkFlowPrescribeApply measures one prescribe and one apply of a
+// state.assign transition through the server's Flow part, on the durable
+// SQLite store, with ownership checks.
+func BenchmarkFlowPrescribeApply(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "assent.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	srv, err := New(ctx, Config{DataDir: b.TempDir(), Store: db})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	_, agent, err := IssueToken(ctx, db, store.KindAgent, "bench", []string{"state.write"}, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := srv.flows.AddProgram(ctx, []byte(toggleProgram))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := srv.flowStart(ctx, agent, startRequest{Program: p.Fingerprint(), ID: "t-1", Phase: "off"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := srv.flowPrescribe(ctx, agent, "t-1", flow.Request{})
+		if err != nil || res.Decision.Kind != flow.Prescribed {
+			b.Fatalf("prescribe: %v %+v", err, res.Decision)
+		}
+		if _, err := srv.flowApply(ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
+			b.Fatalf("apply: %v", err)
+		}
+	}
+}

@@ -1,0 +1,454 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+func (s *Server) routesFlows(mux *http.ServeMux) {
+	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
+	mux.Handle("POST /v1/flows/programs", h(s.handleFlowLoad))
+	mux.Handle("GET /v1/flows/programs", h(s.handleFlowPrograms))
+	mux.Handle("GET /v1/flows/programs/{fingerprint}", h(s.handleFlowProgram))
+	mux.Handle("POST /v1/flows/instances", h(s.handleFlowStart))
+	mux.Handle("GET /v1/flows/instances", h(s.handleFlowInstances))
+	mux.Handle("GET /v1/flows/instances/{id}", h(s.handleFlowInspect))
+	mux.Handle("POST /v1/flows/instances/{id}/prescribe", h(s.handleFlowPrescribe))
+	mux.Handle("POST /v1/flows/prescriptions/{id}/apply", h(s.handleFlowApply))
+	mux.Handle("GET /v1/flows/approvals", h(s.handleFlowApprovals))
+	mux.Handle("GET /v1/flows/approvals/{id}", h(s.handleFlowApproval))
+	mux.Handle("POST /v1/flows/approvals/{id}/{decision}", h(s.handleFlowDecide))
+	s.routesFlowsWeb(mux)
+}
+
+// programView summarizes a stored program.
+type programView struct {
+	ProgramID       string   `json:"program_id"`
+	ProgramVersion  string   `json:"program_version"`
+	RequiresRuntime string   `json:"requires_runtime"`
+	Fingerprint     string   `json:"fingerprint"`
+	Transitions     int      `json:"transitions"`
+	Objectives      []string `json:"objectives"`
+}
+
+func viewProgram(p *flow.Program) programView {
+	v := programView{ProgramID: p.ID(), ProgramVersion: p.Version(), RequiresRuntime: p.RequiresRuntime(),
+		Fingerprint: p.Fingerprint(), Transitions: p.Len(), Objectives: []string{}}
+	for _, c := range p.Manifest().ObjectiveContracts {
+		v.Objectives = append(v.Objectives, c.Objective)
+	}
+	return v
+}
+
+// flowPrograms returns every stored program, by program id then
+// fingerprint.
+func (s *Server) flowPrograms(ctx context.Context) ([]*flow.Program, error) {
+	fps, err := s.flows.Programs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*flow.Program, 0, len(fps))
+	for _, fp := range fps {
+		p, err := s.flows.Program(ctx, fp)
+		if err != nil {
+			s.log.Warn("stored flow program does not load", "fingerprint", fp, "err", err)
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *flow.Program) int {
+		if a.ID() != b.ID() {
+			if a.ID() < b.ID() {
+				return -1
+			}
+			return 1
+		}
+		if a.Fingerprint() < b.Fingerprint() {
+			return -1
+		}
+		return 1
+	})
+	return out, nil
+}
+
+// findProgram resolves a program reference: a fingerprint, or a program id
+// when exactly one stored program has it.
+func (s *Server) findProgram(ctx context.Context, ref string) (*flow.Program, error) {
+	if ref == "" {
+		return nil, tool.Errorf("invalid_request", "name the program by fingerprint (sha256:…) or program id")
+	}
+	if p, err := s.flows.Program(ctx, ref); err == nil {
+		return p, nil
+	}
+	all, err := s.flowPrograms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var match []*flow.Program
+	for _, p := range all {
+		if p.ID() == ref {
+			match = append(match, p)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return nil, tool.Errorf("not_found", "no program %q is loaded; load it first (assent flow load FILE)", ref)
+	case 1:
+		return match[0], nil
+	}
+	return nil, tool.Errorf("conflict", "%d loaded programs have id %q; name one by fingerprint", len(match), ref)
+}
+
+// startRequest is the body of POST /v1/flows/instances.
+type startRequest struct {
+	// Program is a fingerprint or a program id.
+	Program   string               `json:"program"`
+	ID        string               `json:"id,omitempty"`
+	Phase     string               `json:"phase"`
+	Facts     map[string]flow.Fact `json:"facts,omitempty"`
+	Objective string               `json:"objective,omitempty"`
+}
+
+// instanceIDPattern bounds the instance ids a caller may choose.
+var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// flowStart starts an instance owned by p.
+func (s *Server) flowStart(ctx context.Context, p store.Principal, req startRequest) (flow.Instance, error) {
+	if req.ID != "" && !instanceIDPattern.MatchString(req.ID) {
+		return flow.Instance{}, tool.Errorf("invalid_request", "instance id %q must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", req.ID)
+	}
+	prog, err := s.findProgram(ctx, req.Program)
+	if err != nil {
+		return flow.Instance{}, err
+	}
+	if req.ID != "" {
+		if _, err := s.flows.Instance(ctx, req.ID); err == nil {
+			return flow.Instance{}, tool.Errorf("already_exists", "an instance %q exists; choose another id or leave it out", req.ID)
+		}
+	}
+	inst, err := s.flows.Start(ctx, flow.Instance{ID: req.ID, Program: prog.Fingerprint(), Owner: p.ID, Phase: req.Phase, Facts: req.Facts, Objective: req.Objective})
+	if err != nil {
+		return flow.Instance{}, flowError(err)
+	}
+	s.publishFlow("flow.instance", p.ID, map[string]any{"instance": inst.ID, "revision": inst.Revision})
+	return inst, nil
+}
+
+// instanceView is everything about an instance its viewer may see.
+type instanceView struct {
+	Instance  flow.Instance       `json:"instance"`
+	Program   programView         `json:"program"`
+	Journal   []flow.JournalEntry `json:"journal"`
+	Receipts  []flow.Receipt      `json:"receipts"`
+	Approvals []flow.Approval     `json:"approvals"`
+	// Approval is the approval asked about, whatever its status.
+	Approval *flow.Approval `json:"approval,omitempty"`
+}
+
+// flowInspect returns an instance with its journal, receipts and pending
+// approvals; approval, when set, names one more approval to include.
+func (s *Server) flowInspect(ctx context.Context, p store.Principal, id, approval string) (instanceView, error) {
+	inst, err := s.visibleInstance(ctx, p, id)
+	if err != nil {
+		return instanceView{}, err
+	}
+	v := instanceView{Instance: inst}
+	v.Instance.Pending = ""
+	if prog, err := s.flows.Program(ctx, inst.Program); err == nil {
+		v.Program = viewProgram(prog)
+	} else {
+		v.Program = programView{Fingerprint: inst.Program, Objectives: []string{}}
+	}
+	if v.Journal, err = s.flows.Journal(ctx, id); err != nil {
+		return instanceView{}, err
+	}
+	if v.Journal == nil {
+		v.Journal = []flow.JournalEntry{}
+	}
+	if v.Receipts, err = s.instanceReceipts(ctx, id); err != nil {
+		return instanceView{}, err
+	}
+	if v.Approvals, err = s.visibleApprovals(ctx, p, id); err != nil {
+		return instanceView{}, err
+	}
+	if approval != "" {
+		a, err := s.visibleApproval(ctx, p, approval)
+		if err != nil || a.Instance != id {
+			return instanceView{}, errFlowNotFound("approval", approval)
+		}
+		v.Approval = &a
+	}
+	return v, nil
+}
+
+// prescribeResult is the answer to a prescribe request: the kernel's
+// decision and, when it waits for a person, the approval request filed
+// for them.
+type prescribeResult struct {
+	Decision flow.Decision  `json:"decision"`
+	Approval *flow.Approval `json:"approval,omitempty"`
+	// Next says in words what the caller can do now.
+	Next string `json:"next"`
+}
+
+// flowPrescribe resolves the next step of an instance for its owner and
+// stores the prescription. A decision awaiting a person files an approval
+// request that appears in the people's inbox.
+func (s *Server) flowPrescribe(ctx context.Context, p store.Principal, id string, req flow.Request) (prescribeResult, error) {
+	if _, err := s.ownedInstance(ctx, p, id); err != nil {
+		return prescribeResult{}, err
+	}
+	fp := flowPrincipal(p)
+	d, err := s.flows.Prescribe(ctx, id, fp, req)
+	if err != nil {
+		return prescribeResult{}, flowError(err)
+	}
+	res := prescribeResult{Decision: d}
+	switch d.Kind {
+	case flow.Prescribed:
+		res.Next = "apply prescription " + d.Prescription.ID + " (flows_apply, or assent flow apply) before it expires at " + d.Prescription.ExpiresAt.Format("15:04:05Z07:00")
+	case flow.Marked:
+		res.Next = "the objective is met; nothing more to do"
+	case flow.Blocked:
+		res.Next = "no transition applies now; see reasons, and wait for the facts to change"
+	case flow.Refused, flow.Unresolved:
+		res.Next = "fix the request: " + d.Message
+	case flow.Frontier:
+		switch d.Awaiting {
+		case flow.AuthorityHuman:
+			a, err := s.flows.RequestApproval(ctx, id, fp, req)
+			if err != nil {
+				res.Next = "a person must approve this, but the request could not be filed: " + flowError(err).Error()
+				break
+			}
+			res.Approval = &a
+			res.Next = "a person must approve " + d.Transition + " in the web inbox; follow approval " + a.ID + " by inspecting the instance with it (flows_inspect {instance, approval}, or assent flow inspect INSTANCE --approval ID)"
+			s.publishFlow("flow.approval", p.ID, map[string]any{"approval": a.ID, "instance": a.Instance, "status": a.Status})
+		case flow.AwaitingParameters:
+			res.Next = "prescribe again with the parameters " + joinOr(d.Missing, "")
+		case flow.AwaitingChoice:
+			res.Next = "prescribe again naming one transition of " + joinOr(d.Candidates, "")
+		default:
+			res.Next = "this transition needs " + d.Awaiting + " authority, which your token does not carry"
+		}
+	}
+	return res, nil
+}
+
+// flowApply applies a prescription issued to p. Parameters, when given,
+// must be the ones the prescription binds.
+func (s *Server) flowApply(ctx context.Context, p store.Principal, prx string, params map[string]string) (flow.Receipt, error) {
+	rx, err := s.flows.Prescription(ctx, prx)
+	if err != nil {
+		if flow.ErrorCode(err) == flow.CodeNotFound {
+			return flow.Receipt{}, errFlowNotFound("prescription", prx)
+		}
+		return flow.Receipt{}, err
+	}
+	if _, err := s.ownedInstance(ctx, p, rx.Instance); err != nil {
+		return flow.Receipt{}, errFlowNotFound("prescription", prx)
+	}
+	fp := flowPrincipal(p)
+	if params != nil {
+		d, err := s.flows.Resolve(ctx, rx.Instance, fp, flow.Request{Transition: rx.Transition, Objective: rx.Objective, Parameters: params})
+		if err == nil && d.Kind == flow.Prescribed && !maps.Equal(d.Prescription.Parameters, rx.Parameters) {
+			return flow.Receipt{}, tool.Errorf("invalid_request", "the parameters differ from those prescription %s binds; prescribe again with the new ones", prx)
+		}
+	}
+	r, err := s.flows.Apply(ctx, prx, fp)
+	if err != nil {
+		s.publishFlow("flow.instance", p.ID, map[string]any{"instance": rx.Instance})
+		return flow.Receipt{}, flowError(err)
+	}
+	s.publishFlow("flow.instance", p.ID, map[string]any{"instance": r.Instance, "revision": r.Revision, "receipt": r.ID})
+	return r, nil
+}
+
+// flowDecide approves or declines an approval for a person.
+func (s *Server) flowDecide(ctx context.Context, person store.Principal, id, decision, reason string) (any, flow.Approval, error) {
+	a, err := s.visibleApproval(ctx, person, id)
+	if err != nil {
+		return nil, flow.Approval{}, err
+	}
+	if person.Kind != store.KindHuman {
+		return nil, a, tool.Errorf("forbidden", "only a person decides an approval, in the web inbox")
+	}
+	inst, _ := s.flows.Instance(ctx, a.Instance)
+	defer s.publishFlow("flow.approval", inst.Owner, map[string]any{"approval": id, "instance": a.Instance})
+	switch decision {
+	case "approve":
+		r, err := s.flows.Approve(ctx, id, flowPrincipal(person))
+		if flow.ErrorCode(err) == flow.CodeCapabilityDenied {
+			return nil, a, tool.Errorf(flow.CodeCapabilityDenied, "%s; approving adds only human.approve, so the approver's own token must grant the rest (assent token create --kind human --grant …); the request stays open", flowError(err).(*tool.Error).Message)
+		}
+		if err != nil {
+			return nil, a, flowError(err)
+		}
+		return r, a, nil
+	case "decline":
+		if reason == "" {
+			reason = "declined by " + person.Name
+		}
+		out, err := s.flows.Decline(ctx, id, flowPrincipal(person), reason)
+		if err != nil {
+			return nil, a, flowError(err)
+		}
+		return out, a, nil
+	}
+	return nil, a, tool.Errorf("not_found", "an approval can be approved or declined")
+}
+
+func (s *Server) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
+	src, err := io.ReadAll(http.MaxBytesReader(w, r.Body, flow.MaxDocumentSize))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a program is at most %d bytes", flow.MaxDocumentSize))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request", "the program could not be read: "+err.Error())
+		return
+	}
+	p, err := s.flows.AddProgram(r.Context(), src)
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, viewProgram(p))
+}
+
+func (s *Server) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
+	progs, err := s.flowPrograms(r.Context())
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	out := make([]programView, 0, len(progs))
+	for _, p := range progs {
+		out = append(out, viewProgram(p))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"programs": out})
+}
+
+func (s *Server) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
+	p, err := s.findProgram(r.Context(), r.PathValue("fingerprint"))
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"program": viewProgram(p), "canonical": json.RawMessage(p.Canonical())})
+}
+
+func (s *Server) handleFlowStart(w http.ResponseWriter, r *http.Request) {
+	var req startRequest
+	if !decodeJSON(w, r, 0, &req) {
+		return
+	}
+	inst, err := s.flowStart(r.Context(), principalOf(r), req)
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, inst)
+}
+
+func (s *Server) handleFlowInstances(w http.ResponseWriter, r *http.Request) {
+	list, err := s.visibleInstances(r.Context(), principalOf(r))
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	for i := range list {
+		list[i].Pending = ""
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"instances": list})
+}
+
+func (s *Server) handleFlowInspect(w http.ResponseWriter, r *http.Request) {
+	v, err := s.flowInspect(r.Context(), principalOf(r), r.PathValue("id"), r.URL.Query().Get("approval"))
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
+	var req flow.Request
+	if r.ContentLength != 0 && !decodeJSON(w, r, 0, &req) {
+		return
+	}
+	res, err := s.flowPrescribe(r.Context(), principalOf(r), r.PathValue("id"), req)
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handleFlowApply(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Parameters map[string]string `json:"parameters,omitempty"`
+	}
+	if r.ContentLength != 0 && !decodeJSON(w, r, 0, &body) {
+		return
+	}
+	rc, err := s.flowApply(r.Context(), principalOf(r), r.PathValue("id"), body.Parameters)
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rc)
+}
+
+func (s *Server) handleFlowApprovals(w http.ResponseWriter, r *http.Request) {
+	list, err := s.visibleApprovals(r.Context(), principalOf(r), r.URL.Query().Get("instance"))
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+}
+
+func (s *Server) handleFlowApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := s.visibleApproval(r.Context(), principalOf(r), r.PathValue("id"))
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// handleFlowDecide is a person's Approve or Decline from the web UI's own
+// script. A bearer token never decides: only the web UI carries a person's
+// assent.
+func (s *Server) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	if !fromWeb(r) || p.Kind != store.KindHuman {
+		writeError(w, http.StatusForbidden, "human_confirmation_required", "approvals are decided by a person in the web inbox (/inbox), never with a token")
+		return
+	}
+	var body struct {
+		Reason string `json:"reason,omitempty"`
+	}
+	if r.ContentLength != 0 && !decodeJSON(w, r, 4096, &body) {
+		return
+	}
+	out, _, err := s.flowDecide(r.Context(), p, r.PathValue("id"), r.PathValue("decision"), body.Reason)
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

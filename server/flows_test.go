@@ -1,0 +1,678 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
+)
+
+// issue issues a token for a new principal.
+func (f *fixture) issue(kind, name string, grants ...string) (string, store.Principal) {
+	f.t.Helper()
+	tok, p, err := IssueToken(context.Background(), f.db, kind, name, grants, time.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tok, p
+}
+
+// signInAs signs principal id in to the web UI and returns the session
+// cookie and CSRF token.
+func (f *fixture) signInAs(id string) (*http.Cookie, string) {
+	f.t.Helper()
+	link, err := NewSignInLink(context.Background(), f.db, id, f.http.URL, time.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp := f.postForm("/signin", url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}, nil, f.http.URL)
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		f.t.Fatalf("sign in: %d, no cookie", resp.StatusCode)
+	}
+	page := readAll(f.get("/inbox", cookie))
+	i := strings.Index(page, `name="csrf-token" content="`)
+	if i < 0 {
+		f.t.Fatal("inbox has no CSRF token")
+	}
+	rest := page[i+len(`name="csrf-token" content="`):]
+	return cookie, rest[:strings.IndexByte(rest, '"')]
+}
+
+func readAll(resp *http.Response) string {
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// api sends a JSON request with a bearer token and decodes the answer.
+func (f *fixture) api(method, path, token string, body any) (int, map[string]any, string) {
+	f.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		rd = bytes.NewReader(mustJSON(b))
+	}
+	resp := f.req(method, path, token, rd, map[string]string{"Content-Type": "application/json"})
+	raw := readAll(resp)
+	var out map[string]any
+	json.Unmarshal([]byte(raw), &out)
+	return resp.StatusCode, out, raw
+}
+
+func errCode(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// dig walks nested maps by keys.
+func dig(m any, keys ...string) any {
+	for _, k := range keys {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = mm[k]
+	}
+	return m
+}
+
+func TestFlowDemoApprovalByPerson(t *testing.T) {
+	f := demoFixture(t)
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	list, isErr := callTool(t, cs, "flows_list", map[string]any{})
+	if isErr || len(list["programs"].([]any)) != 2 || !strings.Contains(string(mustJSON(list["instances"])), demoExpenseID) {
+		t.Fatalf("flows_list: %v", list)
+	}
+
+	// The agent asks for the next step: a person must approve.
+	out, isErr := callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
+	if isErr || dig(out, "decision", "kind") != "FRONTIER" || dig(out, "decision", "awaiting") != "human" {
+		t.Fatalf("prescribe: %v", out)
+	}
+	aprID, _ := dig(out, "approval", "id").(string)
+	if !strings.HasPrefix(aprID, "apr-") || dig(out, "decision", "transition") != "expense-approval/approve" {
+		t.Fatalf("approval: %v", out)
+	}
+
+	// No token decides an approval, not even a person's.
+	humanTok, person := f.issue(store.KindHuman, "approver", "state.write")
+	for _, tok := range []string{f.token, humanTok} {
+		if code, body, _ := f.api("POST", "/v1/flows/approvals/"+aprID+"/approve", tok, nil); code != 403 || errCode(body) != "human_confirmation_required" {
+			t.Fatalf("token approve: %d %v", code, body)
+		}
+	}
+
+	// The person sees it in the inbox, with the program fingerprint.
+	cookie, csrf := f.signInAs(person.ID)
+	inbox := readAll(f.get("/inbox", cookie))
+	fp, _ := dig(out, "approval", "program_fingerprint").(string)
+	for _, want := range []string{"Flow approvals", "expense-approval/approve", fp, "approve_expense", "/web/flows/approvals/" + aprID + "/approve", "Decline"} {
+		if !strings.Contains(inbox, want) {
+			t.Fatalf("inbox lacks %q", want)
+		}
+	}
+	// Without the CSRF token nothing is decided.
+	if resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{}, cookie, f.http.URL); resp.StatusCode != 403 {
+		t.Fatalf("approve without CSRF: %d", resp.StatusCode)
+	}
+	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || !strings.HasPrefix(loc, "/flows/instances/"+demoExpenseID) || !strings.Contains(loc, "Approved") {
+		t.Fatalf("approve: %d %s", resp.StatusCode, loc)
+	}
+	page := readAll(f.get(loc, cookie))
+	if !strings.Contains(page, "rcp-") || !strings.Contains(page, "approver") || !strings.Contains(page, `id="flow-phase">approved<`) {
+		t.Fatalf("instance page after approval lacks the receipt:\n%s", page)
+	}
+
+	// The agent sees the outcome and the receipt.
+	view, isErr := callTool(t, cs, "flows_inspect", map[string]any{"instance": demoExpenseID, "approval": aprID})
+	if isErr || dig(view, "approval", "status") != "approved" || dig(view, "instance", "phase") != "approved" {
+		t.Fatalf("inspect: %v", view)
+	}
+	receipts := view["receipts"].([]any)
+	if len(receipts) != 1 || dig(receipts[0], "id") != dig(view, "approval", "receipt") || dig(receipts[0], "principal") != person.ID {
+		t.Fatalf("receipts: %v", receipts)
+	}
+	if inbox := readAll(f.get("/inbox", cookie)); strings.Contains(inbox, aprID) {
+		t.Fatal("a decided approval is still in the inbox")
+	}
+}
+
+func TestFlowDecline(t *testing.T) {
+	f := demoFixture(t)
+	code, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, map[string]any{})
+	aprID, _ := dig(out, "approval", "id").(string)
+	if code != 200 || aprID == "" {
+		t.Fatalf("prescribe: %d %v", code, out)
+	}
+	_, person := f.issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.signInAs(person.ID)
+	resp := f.postForm("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
+	if resp.StatusCode != 303 {
+		t.Fatalf("decline: %d", resp.StatusCode)
+	}
+	code, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil)
+	if code != 200 || a["status"] != "declined" || a["decider"] != person.ID || a["reason"] == "" {
+		t.Fatalf("approval after decline: %d %v", code, a)
+	}
+	code, v, _ := f.api("GET", "/v1/flows/instances/"+demoExpenseID, f.token, nil)
+	if code != 200 || dig(v, "instance", "phase") != "submitted" || len(v["receipts"].([]any)) != 0 {
+		t.Fatalf("instance after decline: %v", v)
+	}
+	// Deciding again is refused with the kernel's code.
+	resp = f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
+	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "APPROVAL_CLOSED") {
+		t.Fatalf("second decision: %s", loc)
+	}
+}
+
+// TestFlowOwnership checks that another principal's instance, prescription
+// and approval answer exactly like ones that do not exist.
+func TestFlowOwnership(t *testing.T) {
+	f := demoFixture(t)
+	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	aprID, _ := dig(out, "approval", "id").(string)
+	other, _ := f.issue(store.KindAgent, "other", "state.write", "tool.invoke")
+
+	normalize := func(raw, real, fake string) string { return strings.ReplaceAll(raw, real, fake) }
+	cases := []struct {
+		method, path, missing string
+		real, fake            string
+	}{
+		{"GET", "/v1/flows/instances/" + demoExpenseID, "/v1/flows/instances/expense-9999", demoExpenseID, "expense-9999"},
+		{"POST", "/v1/flows/instances/" + demoExpenseID + "/prescribe", "/v1/flows/instances/expense-9999/prescribe", demoExpenseID, "expense-9999"},
+		{"GET", "/v1/flows/approvals/" + aprID, "/v1/flows/approvals/apr-0000", aprID, "apr-0000"},
+	}
+	for _, tc := range cases {
+		c1, _, raw1 := f.api(tc.method, tc.path, other, nil)
+		c2, _, raw2 := f.api(tc.method, tc.missing, other, nil)
+		if c1 != 404 || c1 != c2 || normalize(raw1, tc.real, tc.fake) != raw2 {
+			t.Errorf("%s %s: %d %s; absent: %d %s", tc.method, tc.path, c1, raw1, c2, raw2)
+		}
+	}
+	// Nor can it apply another's prescription.
+	payer, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
+	f.api("POST", "/v1/flows/instances", payer, map[string]any{"program": "expense-approval", "id": "exp-5", "phase": "approved"})
+	_, out, _ = f.api("POST", "/v1/flows/instances/exp-5/prescribe", payer, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	c1, _, raw1 := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", other, nil)
+	c2, _, raw2 := f.api("POST", "/v1/flows/prescriptions/prx-0000/apply", other, nil)
+	if prx == "" || c1 != 404 || c1 != c2 || normalize(raw1, prx, "prx-0000") != raw2 {
+		t.Errorf("apply another's prescription: %d %s; absent: %d %s", c1, raw1, c2, raw2)
+	}
+
+	// The owner's list shows the instance; the other's does not.
+	_, l, _ := f.api("GET", "/v1/flows/instances", other, nil)
+	if len(l["instances"].([]any)) != 0 {
+		t.Fatalf("other sees %v", l)
+	}
+	cs, err := f.mcpSession(other, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	a, isErr := callTool(t, cs, "flows_inspect", map[string]any{"instance": demoExpenseID})
+	b, _ := callTool(t, cs, "flows_inspect", map[string]any{"instance": "expense-9999"})
+	if !isErr || dig(a, "error", "code") != "not_found" || normalize(string(mustJSON(a)), demoExpenseID, "expense-9999") != string(mustJSON(b)) {
+		t.Fatalf("MCP inspect of another's instance: %v vs %v", a, b)
+	}
+}
+
+// TestFlowPayThroughToolCall runs the expense's pay transition: tool.call
+// calls payments_send with the parameters; the secret IBAN never comes back.
+func TestFlowPayThroughToolCall(t *testing.T) {
+	f := demoFixture(t)
+	tok, _ := f.issue(store.KindAgent, "payer", "state.write", "tool.invoke")
+	const iban = "DE89370400440532013000"
+	code, inst, raw := f.api("POST", "/v1/flows/instances", tok, map[string]any{
+		"program": "expense-approval", "id": "exp-7", "phase": "approved",
+		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}},
+	})
+	if code != 201 || inst["owner"] == "" {
+		t.Fatalf("start: %d %s", code, raw)
+	}
+
+	// Without the IBAN the kernel waits for parameters.
+	_, out, _ := f.api("POST", "/v1/flows/instances/exp-7/prescribe", tok, nil)
+	if dig(out, "decision", "kind") != "FRONTIER" || dig(out, "decision", "awaiting") != "parameters" {
+		t.Fatalf("prescribe without parameters: %v", out)
+	}
+	// A tool refusal changes nothing.
+	_, out, _ = f.api("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "x"}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
+	if code != 422 || errCode(body) != "EFFECT_FAILED" {
+		t.Fatalf("apply with a refused tool: %d %v", code, body)
+	}
+
+	_, out, raw = f.api("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
+	if dig(out, "decision", "kind") != "PRESCRIBED" || strings.Contains(raw, iban) {
+		t.Fatalf("prescribe: %s", raw)
+	}
+	prx, _ = dig(out, "decision", "prescription", "id").(string)
+	// Parameters at apply must match the binding.
+	if code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": "DE00000000000000000000", "reference": "EXP-7"}}); code != 400 || errCode(body) != "invalid_request" {
+		t.Fatalf("apply with other parameters: %d %v", code, body)
+	}
+	code, rc, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
+	if code != 200 || rc["phase"] != "paid" || rc["revision"] != 1.0 || strings.Contains(raw, iban) {
+		t.Fatalf("apply: %d %s", code, raw)
+	}
+	// Applying again returns the same receipt.
+	if _, again, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); again["id"] != rc["id"] {
+		t.Fatalf("re-apply: %v, want %v", again["id"], rc["id"])
+	}
+	_, v, raw := f.api("GET", "/v1/flows/instances/exp-7", tok, nil)
+	if dig(v, "instance", "facts", "payment.status", "value") != "sent" || strings.Contains(raw, iban) {
+		t.Fatalf("inspect: %s", raw)
+	}
+	var statuses []string
+	for _, e := range v["journal"].([]any) {
+		statuses = append(statuses, dig(e, "status").(string))
+	}
+	if got := strings.Join(statuses, ","); got != "begun,executing,aborted,begun,executing,committed" {
+		t.Fatalf("journal = %s", got)
+	}
+	f.srv.paymentsMu.Lock()
+	pays := f.srv.payments
+	f.srv.paymentsMu.Unlock()
+	if len(pays) != 1 || pays[0].IBANLast4 != "3000" || pays[0].Instance != "exp-7" {
+		t.Fatalf("payments = %+v", pays)
+	}
+
+	// An agent cannot call the payment tool directly.
+	cs, err := f.mcpSession(tok, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	direct, isErr := callTool(t, cs, "payments_send", map[string]any{"iban": iban})
+	if !isErr || dig(direct, "error", "code") != "forbidden" {
+		t.Fatalf("direct payments_send: %v", direct)
+	}
+}
+
+// profileProgram applies a staged plan through control.apply; it needs a
+// person, and its secret parameter must never be shown.
+const profileProgram = `{
+  "schema_version": 1, "program_id": "plan-change", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["control.apply"], "verifiers": ["conditions.match"], "capability_surface": ["control.write", "human.approve"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "changed", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["changed"]}]}],
+  "transitions": [{
+    "id": "apply-plan", "selection_class": "PROGRESS", "priority": 1,
+    "source_phases": ["proposed"], "target_phases": ["changed"], "authority": ["human"],
+    "parameters": [{"name": "ticket", "required": true}, {"name": "pin", "required": true, "secret": true}],
+    "required_capabilities": ["control.write"], "effect": "control.apply", "verifier": "conditions.match",
+    "prescription": {"operation": "apply_plan", "arguments": ["profile/plan"], "expected_postcondition": "the staged plan is live"}
+  }]
+}`
+
+func TestFlowControlApplyNeedsAPerson(t *testing.T) {
+	f := demoFixture(t)
+	const pin = "493817"
+	code, prog, raw := f.api("POST", "/v1/flows/programs", f.token, []byte(profileProgram))
+	if code != 201 || !strings.HasPrefix(prog["fingerprint"].(string), "sha256:") {
+		t.Fatalf("load: %d %s", code, raw)
+	}
+	if code, _, raw := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": prog["fingerprint"], "id": "plan-1", "phase": "proposed"}); code != 201 {
+		t.Fatalf("start: %d %s", code, raw)
+	}
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "team"}); isErr {
+		t.Fatalf("stage: %v", out)
+	}
+	out, isErr := callTool(t, cs, "flows_prescribe", map[string]any{"instance": "plan-1", "parameters": map[string]string{"ticket": "T-12", "pin": pin}})
+	if isErr || dig(out, "decision", "awaiting") != "human" || strings.Contains(string(mustJSON(out)), pin) {
+		t.Fatalf("prescribe: %v", out)
+	}
+	aprID := dig(out, "approval", "id").(string)
+
+	_, person := f.issue(store.KindHuman, "approver", "control.write")
+	cookie, csrf := f.signInAs(person.ID)
+	inbox := readAll(f.get("/inbox", cookie))
+	if !strings.Contains(inbox, "T-12") || !strings.Contains(inbox, "(secret, hidden)") || strings.Contains(inbox, pin) {
+		t.Fatalf("inbox parameters:\n%s", inbox)
+	}
+	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
+	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "Approved") {
+		t.Fatalf("approve: %s", loc)
+	}
+	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
+	if v := dig(snap, "state", "value"); v != "team" {
+		t.Fatalf("plan after approval = %v", v)
+	}
+	for _, path := range []string{"/v1/flows/instances/plan-1", "/v1/flows/approvals/" + aprID} {
+		if _, _, raw := f.api("GET", path, f.token, nil); strings.Contains(raw, pin) {
+			t.Fatalf("%s shows the secret: %s", path, raw)
+		}
+	}
+	if page := readAll(f.get("/flows/instances/plan-1", cookie)); strings.Contains(page, pin) || !strings.Contains(page, "rcp-") {
+		t.Fatalf("instance page: %s", page)
+	}
+}
+
+func TestFlowHTTPErrors(t *testing.T) {
+	f := demoFixture(t)
+	cases := []struct {
+		name, method, path string
+		body               any
+		status             int
+		code               string
+	}{
+		{"invalid program", "POST", "/v1/flows/programs", []byte(`{"schema_version":1}`), 400, "PROGRAM_INVALID"},
+		{"unsupported schema", "POST", "/v1/flows/programs", []byte(`{"schema_version":2}`), 400, "PROGRAM_SCHEMA_UNSUPPORTED"},
+		{"unknown program", "POST", "/v1/flows/instances", map[string]any{"program": "nope", "phase": "draft"}, 404, "not_found"},
+		{"bad phase", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "Bad Phase"}, 400, "STATE_INVALID"},
+		{"unknown objective", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "objective": "nope"}, 400, "OBJECTIVE_UNKNOWN"},
+		{"bad id", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "id": "../x"}, 400, "invalid_request"},
+		{"taken id", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "id": demoExpenseID}, 409, "already_exists"},
+		{"unknown field", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "owner": "x"}, 400, "invalid_request"},
+		{"unknown prescription", "POST", "/v1/flows/prescriptions/prx-00/apply", nil, 404, "not_found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, raw := f.api(tc.method, tc.path, f.token, tc.body)
+			if code != tc.status || errCode(body) != tc.code {
+				t.Fatalf("%d %s, want %d %s", code, raw, tc.status, tc.code)
+			}
+		})
+	}
+	// An invalid program's errors carry their JSON paths.
+	_, body, _ := f.api("POST", "/v1/flows/programs", f.token, []byte(`{"schema_version":1}`))
+	if errs, _ := dig(body, "error", "data", "errors").([]any); len(errs) == 0 {
+		t.Fatalf("no error list: %v", body)
+	}
+}
+
+func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
+	f := demoFixture(t)
+	code, body, _ := f.api("GET", "/v1/flows/programs", f.token, nil)
+	if code != 200 || len(body["programs"].([]any)) != 2 {
+		t.Fatalf("programs: %v", body)
+	}
+	code, body, _ = f.api("GET", "/v1/flows/programs/deployment", f.token, nil)
+	if code != 200 || !strings.Contains(string(mustJSON(body["canonical"])), "deployment/rollback") {
+		t.Fatalf("program: %d %v", code, body)
+	}
+	// The first agent has no grants: a transition it may take is refused
+	// at admission.
+	f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
+		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}}})
+	_, out, _ := f.api("POST", "/v1/flows/instances/d-1/prescribe", f.token, nil)
+	if dig(out, "decision", "kind") != "REFUSED" || dig(out, "decision", "code") != "CAPABILITY_DENIED" {
+		t.Fatalf("prescribe without grants: %v", out)
+	}
+	_, out, _ = f.api("POST", "/v1/flows/instances/d-1/prescribe", f.token, map[string]any{"transition": "nope"})
+	if dig(out, "decision", "code") != "TRANSITION_UNKNOWN" {
+		t.Fatalf("unknown transition: %v", out)
+	}
+}
+
+func TestFlowToolAnnotations(t *testing.T) {
+	f := newFixture(t, nil)
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][4]bool{ // readOnly, destructive, idempotent, openWorld
+		"flows_list":      {true, false, true, false},
+		"flows_inspect":   {true, false, true, false},
+		"flows_prescribe": {false, false, true, false},
+		"flows_apply":     {false, true, true, true},
+	}
+	seen := 0
+	for _, tl := range list.Tools {
+		w, ok := want[tl.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		a := tl.Annotations
+		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+			t.Fatalf("%s: annotations not all set", tl.Name)
+		}
+		if got := [4]bool{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint}; got != w {
+			t.Errorf("%s annotations = %v, want %v", tl.Name, got, w)
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("found %d of the flows tools", seen)
+	}
+}
+
+func TestFlowPagesRender(t *testing.T) {
+	f := demoFixture(t)
+	cookie, _ := f.signIn()
+	page := readAll(f.get("/flows", cookie))
+	for _, want := range []string{"expense-approval", "deployment", "sha256:", "<svg", `role="img"`, "reconcile-payment", "RECOVERY", "iban (secret) *"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("/flows lacks %q", want)
+		}
+	}
+	// The owner (a person) does not see the agent's instance until it
+	// waits for a person.
+	if resp := f.get("/flows/instances/"+demoExpenseID, cookie); resp.StatusCode != 404 {
+		t.Fatalf("instance page before approval request: %d", resp.StatusCode)
+	}
+	f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	page = readAll(f.get("/flows/instances/"+demoExpenseID, cookie))
+	for _, want := range []string{"Conference travel", "over_limit", "Waiting for a person", "No transition has been committed yet"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("instance page lacks %q", want)
+		}
+	}
+	part := readAll(f.get("/flows/instances/"+demoExpenseID+"?partial=1", cookie))
+	if strings.Contains(part, "<html") || !strings.Contains(part, `id="flow-phase">submitted<`) || !strings.Contains(part, "over_limit") {
+		t.Fatalf("partial instance page:\n%s", part)
+	}
+}
+
+// TestDemoFlowsAreTheExamples keeps the embedded demo programs equal to
+// examples/flows.
+func TestDemoFlowsAreTheExamples(t *testing.T) {
+	for _, name := range []string{"expense-approval.json", "deployment.json"} {
+		want, err := os.ReadFile("../examples/flows/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := demoFlowsFS.ReadFile("demo/flows/" + name)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("server/demo/flows/%s differs from examples/flows/%s; copy it again", name, name)
+		}
+	}
+}
+
+// TestFlowRunSpawn runs the deployment program: run.spawn starts the
+// deploy Recipe, its end becomes the fact run.deploy, and the next step
+// records the deployment.
+func TestFlowRunSpawn(t *testing.T) {
+	f := demoFixture(t)
+	// The demo wrote the deploy Recipe; a quicker one keeps the test short.
+	recipe := `{"description":"test deploy","args":["environment","version"],"template":"echo deploying {version} to {environment}"}`
+	if err := os.WriteFile(filepath.Join(f.srv.cfg.DataDir, "recipes", "deploy.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := f.issue(store.KindService, "deployer", "command.execute", "state.write")
+	if code, _, raw := f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "deployment", "id": "dep-1", "phase": "ready", "objective": "deployed",
+		"facts": map[string]any{"build.status": map[string]string{"status": "known", "value": "passed"}}}); code != 201 {
+		t.Fatalf("start: %d %s", code, raw)
+	}
+	_, out, raw := f.api("POST", "/v1/flows/instances/dep-1/prescribe", tok, map[string]any{"parameters": map[string]string{"version": "1.2.3"}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	if dig(out, "decision", "transition") != "deployment/deploy" || prx == "" {
+		t.Fatalf("prescribe deploy: %s", raw)
+	}
+	code, rc, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
+	if code != 200 || rc["phase"] != "deploying" {
+		t.Fatalf("apply deploy: %d %s", code, raw)
+	}
+	// The Run ends on its own; its end becomes a fact.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, v, _ := f.api("GET", "/v1/flows/instances/dep-1", tok, nil)
+		if st := dig(v, "instance", "facts", "run.deploy", "value"); st == "succeeded" {
+			break
+		} else if st == "failed" || time.Now().After(deadline) {
+			t.Fatalf("run.deploy = %v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, runView, raw := f.api("GET", "/v1/runs/dep-1.deploy.0", tok, nil)
+	if code != 200 || dig(runView, "status") != "done" {
+		t.Fatalf("the deploy Run: %d %s", code, raw)
+	}
+	_, out, _ = f.api("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil)
+	prx, _ = dig(out, "decision", "prescription", "id").(string)
+	if dig(out, "decision", "transition") != "deployment/mark-deployed" {
+		t.Fatalf("after the Run: %v", out)
+	}
+	if code, rc, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 || rc["phase"] != "deployed" {
+		t.Fatalf("apply mark-deployed: %d %s", code, raw)
+	}
+	if _, out, _ = f.api("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); dig(out, "decision", "kind") != "MARKED" {
+		t.Fatalf("objective: %v", out)
+	}
+}
+
+// TestFlowApproverWithoutGrants: approving adds only human.approve; a
+// person whose token lacks the rest is refused and the request stays open.
+func TestFlowApproverWithoutGrants(t *testing.T) {
+	f := demoFixture(t)
+	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	aprID, _ := dig(out, "approval", "id").(string)
+	cookie, csrf := f.signIn() // the owner holds human.approve only
+	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
+	loc, _ := url.QueryUnescape(resp.Header.Get("Location"))
+	if !strings.HasPrefix(loc, "/inbox?notice=") || !strings.Contains(loc, "CAPABILITY_DENIED") || !strings.Contains(loc, "state.write") {
+		t.Fatalf("approve without grants: %s", loc)
+	}
+	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "pending" {
+		t.Fatalf("approval after refusal: %v", a)
+	}
+}
+
+// TestFlowRecoverInterruptedAtStart: an apply cut short by a crash leaves
+// its instance marked; the next server start puts it in recovery mode.
+func TestFlowRecoverInterruptedAtStart(t *testing.T) {
+	f := demoFixture(t)
+	tok, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
+	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
+	_, out, _ := f.api("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	if prx == "" {
+		t.Fatalf("prescribe: %v", out)
+	}
+	// What a crash between begun and committed leaves behind.
+	err := f.db.FlowStore().Update(context.Background(), func(tx flow.Tx) error {
+		inst, err := tx.Instance("exp-3")
+		if err != nil {
+			return err
+		}
+		next := inst.Clone()
+		next.Pending = prx
+		return tx.UpdateInstance(next, inst.Revision, "")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(context.Background(), Config{DataDir: t.TempDir(), Store: f.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	inst, err := srv.Flows().Instance(context.Background(), "exp-3")
+	if err != nil || inst.Recovery == nil || inst.Pending != "" || inst.Facts["payment.status"].Status != "" {
+		t.Fatalf("after restart: %+v %v", inst, err)
+	}
+	j, _ := srv.Flows().Journal(context.Background(), "exp-3")
+	if len(j) == 0 || j[len(j)-1].Status != flow.JournalRecoveryRequired {
+		t.Fatalf("journal: %+v", j)
+	}
+}
+
+func TestDemoDeployRecipesAreValid(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeDemoDeployRecipes(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"deploy", "rollback"} {
+		b, err := os.ReadFile(filepath.Join(dir, "recipes", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.DecodeRecipe(b); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestFlowApproveFromWebScript: the web UI's own script may decide with the
+// session cookie, a same-origin Origin and the CSRF header.
+func TestFlowApproveFromWebScript(t *testing.T) {
+	f := demoFixture(t)
+	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	aprID, _ := dig(out, "approval", "id").(string)
+	_, person := f.issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.signInAs(person.ID)
+	post := func(hdr map[string]string) (int, map[string]any) {
+		r, _ := http.NewRequest("POST", f.http.URL+"/v1/flows/approvals/"+aprID+"/approve", nil)
+		r.AddCookie(cookie)
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		resp, err := f.http.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	if code, m := post(map[string]string{"Origin": f.http.URL}); code != 403 || errCode(m) != "bad_origin" {
+		t.Fatalf("without CSRF: %d %v", code, m)
+	}
+	code, m := post(map[string]string{"Origin": f.http.URL, "X-CSRF-Token": csrf})
+	if code != 200 || !strings.HasPrefix(m["id"].(string), "rcp-") || m["principal"] != person.ID {
+		t.Fatalf("approve: %d %v", code, m)
+	}
+	if code, m := post(map[string]string{"Origin": f.http.URL, "X-CSRF-Token": csrf}); code != 409 || errCode(m) != "APPROVAL_CLOSED" {
+		t.Fatalf("approve again: %d %v", code, m)
+	}
+}

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/tool"
+)
+
+// flowTools are the MCP tools of the Flows part. Every instance belongs to
+// the principal that started it: another agent's instance is not_found.
+//
+// Annotations: flows_list and flows_inspect only read. flows_prescribe
+// writes a prescription (and, when a person must decide, an approval
+// request) but changes no instance and nothing outside assent; asking again
+// at the same revision files the same approval, so it is idempotent and not
+// destructive. flows_apply runs the transition's effect, which may call a
+// tool, apply control values or start a Run, so it is destructive and open
+// to the world; applying the same prescription again returns the same
+// receipt, so it is idempotent.
+func (s *Server) flowTools() []tool.Tool {
+	return []tool.Tool{
+		{
+			Name:        "flows_list",
+			Title:       "List Flows",
+			Description: "List the loaded Control Programs (program id, version, fingerprint, objectives) and the Flow instances you started, with their phase and revision.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+				var none struct{}
+				if err := tool.DecodeArgs(c.Args, &none); err != nil {
+					return nil, err
+				}
+				progs, err := s.flowPrograms(ctx)
+				if err != nil {
+					return nil, err
+				}
+				pv := make([]programView, 0, len(progs))
+				for _, p := range progs {
+					pv = append(pv, viewProgram(p))
+				}
+				insts, err := s.visibleInstances(ctx, c.Principal)
+				if err != nil {
+					return nil, err
+				}
+				for i := range insts {
+					insts[i].Pending = ""
+				}
+				return &tool.Result{Structured: map[string]any{"programs": pv, "instances": insts}}, nil
+			},
+		},
+		{
+			Name:  "flows_inspect",
+			Title: "Inspect a Flow instance",
+			Description: "Return one of your Flow instances: phase, facts, objective, revision, recovery mark, the journal of applies, the receipts of committed transitions and the approvals still waiting for a person. " +
+				"Pass approval (an apr-… id from flows_prescribe) to see whether a person approved or declined it, and the receipt.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{
+  "instance":{"type":"string","minLength":1,"maxLength":128,"description":"The instance id."},
+  "approval":{"type":"string","maxLength":80,"description":"An approval id to report on, whatever its status."}},
+  "required":["instance"],"additionalProperties":false}`),
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+				var a struct {
+					Instance string `json:"instance"`
+					Approval string `json:"approval"`
+				}
+				if err := tool.DecodeArgs(c.Args, &a); err != nil {
+					return nil, err
+				}
+				v, err := s.flowInspect(ctx, c.Principal, a.Instance, a.Approval)
+				if err != nil {
+					return nil, err
+				}
+				return &tool.Result{Structured: v}, nil
+			},
+		},
+		{
+			Name:  "flows_prescribe",
+			Title: "Ask a Flow for the next step",
+			Description: "Ask the kernel what to do next on one of your Flow instances. The decision is PRESCRIBED (with a prescription to apply within two minutes), MARKED (objective met), BLOCKED, REFUSED, UNRESOLVED, " +
+				"or FRONTIER: awaiting a choice, parameters, or a person. When a person must approve, an approval request is filed in their inbox; follow it with flows_inspect. " +
+				"Name a transition to request it explicitly; pass its parameters here (secret ones are never shown back).",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{
+  "instance":{"type":"string","minLength":1,"maxLength":128},
+  "transition":{"type":"string","maxLength":300,"description":"A transition to request (local or qualified id)."},
+  "objective":{"type":"string","maxLength":128,"description":"The objective to pursue, when the instance has none."},
+  "parameters":{"type":"object","additionalProperties":{"type":"string"},"description":"The transition's parameters."}},
+  "required":["instance"],"additionalProperties":false}`),
+			Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
+			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+				var a struct {
+					Instance   string            `json:"instance"`
+					Transition string            `json:"transition"`
+					Objective  string            `json:"objective"`
+					Parameters map[string]string `json:"parameters"`
+				}
+				if err := tool.DecodeArgs(c.Args, &a); err != nil {
+					return nil, err
+				}
+				res, err := s.flowPrescribe(ctx, c.Principal, a.Instance, flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters})
+				if err != nil {
+					return nil, err
+				}
+				return &tool.Result{Structured: res}, nil
+			},
+		},
+		{
+			Name:  "flows_apply",
+			Title: "Apply a Flow prescription",
+			Description: "Apply a prescription that flows_prescribe issued to you: the kernel re-resolves (STALE_PRESCRIPTION if anything changed, PRESCRIPTION_EXPIRED after two minutes), runs the transition's effect and commits a receipt. " +
+				"Applying the same prescription again returns the same receipt. parameters, when given, must be the ones the prescription binds.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{
+  "prescription":{"type":"string","minLength":1,"maxLength":80,"description":"The prx-… id."},
+  "parameters":{"type":"object","additionalProperties":{"type":"string"}}},
+  "required":["prescription"],"additionalProperties":false}`),
+			Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
+			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+				var a struct {
+					Prescription string            `json:"prescription"`
+					Parameters   map[string]string `json:"parameters"`
+				}
+				if err := tool.DecodeArgs(c.Args, &a); err != nil {
+					return nil, err
+				}
+				r, err := s.flowApply(ctx, c.Principal, a.Prescription, a.Parameters)
+				if err != nil {
+					return nil, err
+				}
+				return &tool.Result{Structured: r}, nil
+			},
+		},
+	}
+}

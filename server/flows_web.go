@@ -1,0 +1,292 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/assent-run/assent/flow"
+)
+
+func (s *Server) routesFlowsWeb(mux *http.ServeMux) {
+	mux.Handle("GET /flows", s.webPage(s.handleFlowsPage))
+	mux.Handle("GET /flows/instances/{id}", s.webPage(s.handleFlowInstancePage))
+	mux.Handle("POST /web/flows/approvals/{id}/{decision}", s.webPage(s.handleWebFlowDecide))
+}
+
+// transitionRow is one transition as the programs page shows it.
+type transitionRow struct {
+	ID, Class, Effect, Verifier, Operation, Expected string
+	Priority                                         int64
+	From, To, Authority, Capabilities, Parameters    string
+}
+
+// programPage is one program on the programs page.
+type programPage struct {
+	programView
+	Rows  []transitionRow
+	Graph phaseGraph
+}
+
+// phaseGraph is a drawing of a program's phases (nodes) and transitions
+// (edges), laid out in columns by distance from the phases nothing leads
+// to. The page shows it as SVG with a text alternative.
+type phaseGraph struct {
+	Width, Height int
+	Nodes         []graphNode
+	Edges         []graphEdge
+}
+
+type graphNode struct {
+	Name string
+	X, Y int // top-left corner
+	W, H int
+}
+
+type graphEdge struct {
+	Label          string
+	From, To       string
+	X1, Y1, X2, Y2 int
+	LX, LY         int
+	Loop, Back     bool
+	Path           string
+}
+
+const (
+	nodeW, nodeH = 130, 34
+	colGap       = 300
+	rowGap       = 70
+	graphPad     = 20
+	graphTop     = 48 // room for self-loops above the first row
+)
+
+// layoutPhases lays out the phase graph of p's transitions.
+func layoutPhases(ts []flow.Transition) phaseGraph {
+	var order []string
+	seen := map[string]bool{}
+	add := func(ph string) {
+		if !seen[ph] {
+			seen[ph] = true
+			order = append(order, ph)
+		}
+	}
+	targets := map[string]bool{}
+	for _, t := range ts {
+		for _, ph := range t.TargetPhases {
+			targets[ph] = true
+		}
+	}
+	// Columns by breadth-first distance from the phases no transition
+	// enters (or, if every phase is entered, from the first source).
+	col := map[string]int{}
+	var queue []string
+	for _, t := range ts {
+		for _, ph := range t.SourcePhases {
+			if !targets[ph] {
+				if _, ok := col[ph]; !ok {
+					col[ph] = 0
+					queue = append(queue, ph)
+				}
+			}
+		}
+	}
+	if len(queue) == 0 && len(ts) > 0 && len(ts[0].SourcePhases) > 0 {
+		col[ts[0].SourcePhases[0]] = 0
+		queue = append(queue, ts[0].SourcePhases[0])
+	}
+	for len(queue) > 0 {
+		ph := queue[0]
+		queue = queue[1:]
+		add(ph)
+		for _, t := range ts {
+			if !slices.Contains(t.SourcePhases, ph) {
+				continue
+			}
+			for _, to := range t.TargetPhases {
+				if _, ok := col[to]; !ok {
+					col[to] = col[ph] + 1
+					queue = append(queue, to)
+				}
+			}
+		}
+	}
+	for _, t := range ts { // phases not reached from a start
+		for _, ph := range append(slices.Clone(t.SourcePhases), t.TargetPhases...) {
+			if _, ok := col[ph]; !ok {
+				col[ph] = 0
+			}
+			add(ph)
+		}
+	}
+	rows := map[int]int{}
+	pos := map[string]graphNode{}
+	g := phaseGraph{}
+	for _, ph := range order {
+		c := col[ph]
+		n := graphNode{Name: ph, X: graphPad + c*colGap, Y: graphTop + rows[c]*rowGap, W: nodeW, H: nodeH}
+		rows[c]++
+		pos[ph] = n
+		g.Nodes = append(g.Nodes, n)
+		g.Width = max(g.Width, n.X+nodeW+graphPad)
+		g.Height = max(g.Height, n.Y+nodeH+graphPad+14)
+	}
+	// Parallel edges (several transitions between the same phases) share
+	// a line; their labels stack.
+	stacked := map[[2]string]int{}
+	for _, t := range ts {
+		for _, from := range t.SourcePhases {
+			for _, to := range t.TargetPhases {
+				a, b := pos[from], pos[to]
+				k := stacked[[2]string{from, to}]
+				stacked[[2]string{from, to}]++
+				e := graphEdge{Label: flow.LocalID(t.ID), From: from, To: to}
+				switch {
+				case from == to:
+					e.Loop = true
+					x, y := a.X+a.W/2, a.Y
+					e.Path = fmt.Sprintf("M %d %d C %d %d, %d %d, %d %d", x-12, y, x-30, y-34, x+30, y-34, x+12, y)
+					e.LX, e.LY = x, y-30
+				case b.X > a.X:
+					e.X1, e.Y1, e.X2, e.Y2 = a.X+a.W, a.Y+a.H/2, b.X, b.Y+b.H/2
+					e.Path = fmt.Sprintf("M %d %d L %d %d", e.X1, e.Y1, e.X2, e.Y2)
+					e.LX, e.LY = (e.X1+e.X2)/2, (e.Y1+e.Y2)/2-6
+				default:
+					// Back or sideways: bend below the nodes.
+					e.Back = true
+					x1, x2 := a.X+a.W/2, b.X+b.W/2
+					y1, y2 := a.Y+a.H, b.Y+b.H
+					low := max(y1, y2) + 28
+					e.Path = fmt.Sprintf("M %d %d C %d %d, %d %d, %d %d", x1, y1, x1, low, x2, low, x2, y2)
+					e.LX, e.LY = (x1+x2)/2, low-4
+					g.Height = max(g.Height, low+graphPad)
+				}
+				if e.Back {
+					e.LY += 14 * k
+				} else {
+					e.LY -= 14 * k
+				}
+				g.Edges = append(g.Edges, e)
+			}
+		}
+	}
+	return g
+}
+
+func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page) {
+	ctx := r.Context()
+	progs, err := s.flowPrograms(ctx)
+	if err != nil {
+		s.log.Error("flows page", "err", err)
+	}
+	var out []programPage
+	for _, p := range progs {
+		ts := p.Transitions()
+		pp := programPage{programView: viewProgram(p), Graph: layoutPhases(ts)}
+		for _, t := range ts {
+			row := transitionRow{
+				ID: t.ID, Class: t.SelectionClass, Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
+				From: joinOr(t.SourcePhases, ""), To: joinOr(t.TargetPhases, ""),
+				Authority: joinOr(t.Authority, ""), Capabilities: joinOr(t.RequiredCapabilities, "none"),
+			}
+			if ps := t.Prescription; ps != nil {
+				row.Operation, row.Expected = ps.Operation, ps.ExpectedPostcondition
+			}
+			var params []string
+			for _, prm := range t.Parameters {
+				n := prm.Name
+				if prm.Secret {
+					n += " (secret)"
+				}
+				if prm.Required {
+					n += " *"
+				}
+				params = append(params, n)
+			}
+			row.Parameters = joinOr(params, "")
+			pp.Rows = append(pp.Rows, row)
+		}
+		out = append(out, pp)
+	}
+	insts, err := s.visibleInstances(ctx, *pg.Principal)
+	if err != nil {
+		s.log.Error("flows page", "err", err)
+	}
+	pg.Title = "Flows"
+	pg.Data = map[string]any{"Programs": out, "Instances": insts}
+	s.web.render(w, http.StatusOK, "flows", pg)
+}
+
+// receiptRow is a receipt with the name of who applied it.
+type receiptRow struct {
+	flow.Receipt
+	By string
+}
+
+// factRow is one fact on the instance page.
+type factRow struct{ Facet, Status, Value string }
+
+func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg page) {
+	ctx := r.Context()
+	v, err := s.flowInspect(ctx, *pg.Principal, r.PathValue("id"), "")
+	if err != nil {
+		pg.Title = "Not found"
+		pg.Data = map[string]any{"Missing": r.PathValue("id")}
+		s.web.render(w, http.StatusNotFound, "flow", pg)
+		return
+	}
+	var facts []factRow
+	for _, facet := range slices.Sorted(func(yield func(string) bool) {
+		for k := range v.Instance.Facts {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		f := v.Instance.Facts[facet]
+		facts = append(facts, factRow{Facet: facet, Status: f.Status, Value: f.Value})
+	}
+	names := s.principalNames(ctx)
+	var items []inboxItem
+	for _, a := range v.Approvals {
+		items = append(items, s.approvalItem(ctx, a, names))
+	}
+	receipts := make([]receiptRow, 0, len(v.Receipts))
+	for _, rc := range v.Receipts {
+		receipts = append(receipts, receiptRow{Receipt: rc, By: nameOr(names, rc.Principal)})
+	}
+	pg.Title = "Flow " + v.Instance.ID
+	pg.Data = map[string]any{"View": v, "Facts": facts, "Approvals": items, "Receipts": receipts,
+		"Owner": nameOr(names, v.Instance.Owner), "Notice": r.URL.Query().Get("notice")}
+	if r.URL.Query().Get("partial") == "1" {
+		s.web.renderPartial(w, "flow", "instance-body", pg)
+		return
+	}
+	s.web.render(w, http.StatusOK, "flow", pg)
+}
+
+// handleWebFlowDecide is a person's Approve or Decline in the inbox.
+func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg page) {
+	decision := r.PathValue("decision")
+	if decision != "approve" && decision != "decline" {
+		writeError(w, http.StatusNotFound, "not_found", "an approval can be approved or declined")
+		return
+	}
+	out, a, err := s.flowDecide(r.Context(), *pg.Principal, r.PathValue("id"), decision, "")
+	if r.Header.Get("Accept") == "application/json" {
+		if err != nil {
+			writeFlowError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	if err != nil {
+		http.Redirect(w, r, addQuery("/inbox", "notice", fmt.Sprintf("%s refused: %s", decision, flowError(err).Error())), http.StatusSeeOther)
+		return
+	}
+	notice := "Declined " + a.Transition + "."
+	if rc, ok := out.(flow.Receipt); ok {
+		notice = fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision)
+	}
+	http.Redirect(w, r, addQuery("/flows/instances/"+a.Instance, "notice", notice), http.StatusSeeOther)
+}

@@ -1,0 +1,355 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/run/service"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// runsFixture is a server whose BaseURL is its real address, so Runs it
+// starts can call back.
+type runsFixture struct {
+	t     *testing.T
+	dir   string
+	url   string
+	token string
+	db    *sqlite.DB
+}
+
+func newRunsFixture(t *testing.T) *runsFixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := EnsureBootstrap(ctx, db, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	srv, err := New(ctx, Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	hs.Listener.Close()
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		db.Close()
+	})
+	return &runsFixture{t: t, dir: dir, url: base, token: boot.AgentToken, db: db}
+}
+
+func (f *runsFixture) do(method, path, token string, body any, out any) int {
+	f.t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, f.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+// serviceEnv waits for the env file a Run wrote and returns its ASSENT_*
+// values.
+func serviceEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte("ASSENT_RUN_TOKEN=")) {
+			env := map[string]string{}
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			for sc.Scan() {
+				if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.HasPrefix(k, "ASSENT_") {
+					env[k] = v
+				}
+			}
+			return env
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the Run did not write its environment")
+	return nil
+}
+
+func TestRunsAPIEndToEnd(t *testing.T) {
+	f := newRunsFixture(t)
+	recipe := `{"description":"test service","template":"env > env.txt; exec sleep 300","control":["pause","resume"]}`
+	if err := os.WriteFile(filepath.Join(f.dir, "recipes", "svc.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var spawned map[string]any
+	if code := f.do("POST", "/v1/runs", f.token, map[string]any{"recipe": "svc", "run_id": "svc"}, &spawned); code != http.StatusCreated {
+		t.Fatalf("spawn: %d %v", code, spawned)
+	}
+	defer func() {
+		var res map[string]any
+		f.do("POST", "/v1/runs/svc/kill", f.token, nil, &res)
+	}()
+	env := serviceEnv(t, filepath.Join(f.dir, "runs", "svc", "env.txt"))
+	if env["ASSENT_URL"] != f.url || env["ASSENT_RUN_ID"] != "svc" || env["ASSENT_RUN_INSTANCE_ID"] != spawned["run_instance_id"] || env["ASSENT_CONTROL_FIFO"] == "" {
+		t.Fatalf("service environment %v", env)
+	}
+	svc := &service.Service{URL: env["ASSENT_URL"], Token: env["ASSENT_RUN_TOKEN"], RunID: "svc", InstanceID: env["ASSENT_RUN_INSTANCE_ID"], FIFO: env["ASSENT_CONTROL_FIFO"], HTTP: http.DefaultClient}
+	ctx, cancel := context.WithCancel(context.Background())
+	handled := make(chan string, 4)
+	served := make(chan error, 1)
+	go func() {
+		served <- svc.Serve(ctx, func(ctx context.Context, c service.Control) error {
+			handled <- c.Action
+			return svc.Emit(ctx, service.Event{Kind: "player.state", Summary: c.Action})
+		})
+	}()
+	defer func() {
+		cancel()
+		<-served
+	}()
+
+	// The owner applies a Control; the service claims it by id and settles it.
+	var res map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code := f.do("POST", "/v1/runs/svc/controls", f.token, map[string]any{"action": "pause", "input": map[string]any{"reason": "operator"}}, &res)
+		if code == http.StatusOK {
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("apply: %d %v", code, res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := <-handled; got != "pause" {
+		t.Fatalf("handled %s", got)
+	}
+	var view map[string]any
+	for {
+		f.do("GET", "/v1/runs/svc/views/control", f.token, nil, &view)
+		recent, _ := view["recent_controls"].([]any)
+		if len(recent) > 0 && recent[0].(map[string]any)["status"] == store.ControlHandled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("control view %v", view)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var trace map[string]any
+	f.do("GET", "/v1/runs/svc/views/trace", f.token, nil, &trace)
+	if !strings.Contains(runsJSON(trace), "player.state") {
+		t.Fatalf("service trace missing: %v", trace)
+	}
+
+	// The run-scoped token acts only on its own Run, and cannot steer.
+	runTok := env["ASSENT_RUN_TOKEN"]
+	var e map[string]any
+	if code := f.do("POST", "/v1/runs", runTok, map[string]any{"template": "true"}, &e); code != http.StatusForbidden {
+		t.Fatalf("run token spawn: %d", code)
+	}
+	if code := f.do("POST", "/v1/runs/svc/controls", runTok, map[string]any{"action": "pause"}, &e); code != http.StatusForbidden {
+		t.Fatalf("run token apply: %d", code)
+	}
+	if code := f.do("POST", "/v1/runs/svc/kill", runTok, nil, &e); code != http.StatusForbidden {
+		t.Fatalf("run token kill: %d", code)
+	}
+
+	// Anyone else gets exactly what a missing Run gets.
+	other, _, err := IssueToken(context.Background(), f.db, store.KindAgent, "other", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var foreign, missing map[string]any
+	c1 := f.do("GET", "/v1/runs/svc", other, nil, &foreign)
+	c2 := f.do("GET", "/v1/runs/nope", other, nil, &missing)
+	if c1 != http.StatusNotFound || c2 != http.StatusNotFound ||
+		strings.ReplaceAll(runsJSON(foreign), "svc", "X") != strings.ReplaceAll(runsJSON(missing), "nope", "X") {
+		t.Fatalf("foreign %d %v, missing %d %v", c1, foreign, c2, missing)
+	}
+
+	// Kill reaches the Run; a second kill is a soft refusal.
+	if code := f.do("POST", "/v1/runs/svc/kill", f.token, nil, &res); code != http.StatusOK || res["killed"] != true {
+		t.Fatalf("kill: %d %v", code, res)
+	}
+}
+
+func runsJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestRunsToolsRegistered(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, name := range []string{"actors_run_spawn", "actors_inspect", "actors_control_apply", "actors_tool_register", "spawn", "inspect", "message", "register_tool"} {
+		tl, ok := f.srv.Tools().Lookup(name)
+		if !ok {
+			t.Fatalf("%s not registered", name)
+		}
+		if legacy := !strings.HasPrefix(name, "actors_"); tl.Hidden != legacy {
+			t.Errorf("%s hidden=%v", name, tl.Hidden)
+		}
+	}
+}
+
+func TestRunsOverMCP(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Demo = true })
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, tl := range list.Tools {
+		listed[tl.Name] = true
+		if tl.Name == "actors_inspect" && (tl.Annotations == nil || !tl.Annotations.ReadOnlyHint) {
+			t.Errorf("actors_inspect annotations %+v", tl.Annotations)
+		}
+	}
+	for _, name := range []string{"actors_run_spawn", "actors_inspect", "actors_control_apply", "actors_tool_register"} {
+		if !listed[name] {
+			t.Errorf("%s not listed over MCP", name)
+		}
+	}
+	for _, legacy := range []string{"spawn", "inspect", "message", "register_tool"} {
+		if listed[legacy] {
+			t.Errorf("legacy %s listed over MCP", legacy)
+		}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "spawn", Arguments: map[string]any{"template": "echo via-mcp", "as": "run:m1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("legacy spawn: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_inspect", Arguments: map[string]any{"target": "recipes", "view": "summary"}})
+	if err != nil || res.IsError || !strings.Contains(runsJSON(res.StructuredContent), "demo-player") {
+		t.Fatalf("recipes summary: %v %s", err, runsJSON(res))
+	}
+	// A refusal carries its code.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_control_apply", Arguments: map[string]any{"target": "run:nope", "action": "pause"}})
+	if err != nil || !res.IsError || !strings.Contains(runsJSON(res), "not_found") {
+		t.Fatalf("control on a missing run: %v %s", err, runsJSON(res))
+	}
+}
+
+func TestDemoRecipeIsValid(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "recipes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDemoRecipe(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "recipes", "demo-player.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := run.DecodeRecipe(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.Control, ",") != "pause,resume,status" {
+		t.Fatalf("control %v", r.Control)
+	}
+}
+
+func TestRunsWebPages(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cookie, csrf := f.signIn()
+	if _, err := f.srv.runs.Spawn(ctx, f.boot.Owner.ID, run.SpawnRequest{Template: json.RawMessage(`"echo started; exec sleep 300"`), RunID: "web1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"true"`), RunID: "agents"}); err != nil {
+		t.Fatal(err)
+	}
+	body := func(resp *http.Response) string {
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	list := body(f.get("/runs", cookie))
+	if !strings.Contains(list, `href="/runs/web1"`) || strings.Contains(list, "agents") {
+		t.Fatalf("runs page: %s", list)
+	}
+	if resp := f.get("/runs/agents", cookie); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another principal's run: %d", resp.StatusCode)
+	}
+	page := body(f.get("/runs/web1?confirm=kill", cookie))
+	if !strings.Contains(page, "Kill this Run?") || !strings.Contains(page, `id="run-status">running`) {
+		t.Fatalf("run page: %s", page)
+	}
+	// The kill needs the page's own form: Origin and CSRF.
+	if resp := f.postForm("/runs/web1/kill", url.Values{}, cookie, f.http.URL); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("kill without CSRF: %d", resp.StatusCode)
+	}
+	if resp := f.postForm("/runs/web1/kill", url.Values{"csrf": {csrf}}, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("kill: %d %s", resp.StatusCode, body(resp))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := f.srv.runs.Status(ctx, f.boot.Owner.ID, "web1")
+		if err == nil && v["status"] == run.StatusKilled && v["ended_at"] != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after kill: %v %v", v, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for {
+		v, _ := f.srv.runs.Status(ctx, f.boot.Agent.ID, "agents")
+		if v["ended_at"] != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if resp := f.postForm("/runs/web1/prune", url.Values{"csrf": {csrf}}, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("prune: %d", resp.StatusCode)
+	}
+	if resp := f.get("/runs/web1", cookie); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("after prune: %d", resp.StatusCode)
+	}
+}
