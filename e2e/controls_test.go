@@ -17,6 +17,10 @@ func TestAgentProposesPersonApplies(t *testing.T) {
 	a := newApp(t, true)
 	ctx := browser(t)
 	a.signIn(ctx)
+	// Stage only once the open inbox follows the event stream.
+	if err := chromedp.Do(ctx, chromedp.Query(chromedp.CSS("body[data-live]"))); err != nil {
+		t.Fatalf("inbox never connected to the event stream: %v", err)
+	}
 	agent := a.agent()
 	email := map[string]any{"formId": "profile", "controlId": "email"}
 

@@ -250,11 +250,11 @@ func EnsureBootstrap(ctx context.Context, st store.Store, now time.Time) (Bootst
 		return b, err
 	}
 	b.First = true
-	b.Owner = store.Principal{ID: auth.NewID("p_"), Kind: store.KindHuman, Name: "owner", Grants: []string{"human.approve"}, CreatedAt: now.UTC()}
+	b.Owner = store.Principal{ID: auth.NewID("p_"), Kind: store.KindHuman, Name: "owner", Grants: []string{"human.approve", "state.write", "tool.invoke", "control.write", "command.execute"}, CreatedAt: now.UTC()}
 	if err := st.CreatePrincipal(ctx, b.Owner, nil); err != nil {
 		return b, fmt.Errorf("bootstrap: %w", err)
 	}
-	tok, agent, err := IssueToken(ctx, st, store.KindAgent, "agent", nil, now)
+	tok, agent, err := IssueToken(ctx, st, store.KindAgent, "agent", []string{"state.write", "tool.invoke"}, now)
 	if err != nil {
 		return b, fmt.Errorf("bootstrap: %w", err)
 	}

@@ -425,15 +425,19 @@ func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
 	if code != 200 || !strings.Contains(string(mustJSON(body["canonical"])), "deployment/rollback") {
 		t.Fatalf("program: %d %v", code, body)
 	}
-	// The first agent has no grants: a transition it may take is refused
-	// at admission.
-	f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
+	// An agent without grants: a transition it may take is refused at
+	// admission.
+	bare, _, err := IssueToken(context.Background(), f.db, "agent", "bare", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.api("POST", "/v1/flows/instances", bare, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
 		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}}})
-	_, out, _ := f.api("POST", "/v1/flows/instances/d-1/prescribe", f.token, nil)
+	_, out, _ := f.api("POST", "/v1/flows/instances/d-1/prescribe", bare, nil)
 	if dig(out, "decision", "kind") != "REFUSED" || dig(out, "decision", "code") != "CAPABILITY_DENIED" {
 		t.Fatalf("prescribe without grants: %v", out)
 	}
-	_, out, _ = f.api("POST", "/v1/flows/instances/d-1/prescribe", f.token, map[string]any{"transition": "nope"})
+	_, out, _ = f.api("POST", "/v1/flows/instances/d-1/prescribe", bare, map[string]any{"transition": "nope"})
 	if dig(out, "decision", "code") != "TRANSITION_UNKNOWN" {
 		t.Fatalf("unknown transition: %v", out)
 	}
@@ -576,7 +580,12 @@ func TestFlowApproverWithoutGrants(t *testing.T) {
 	f := demoFixture(t)
 	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
 	aprID, _ := dig(out, "approval", "id").(string)
-	cookie, csrf := f.signIn() // the owner holds human.approve only
+	// A person who holds human.approve only.
+	approver := store.Principal{ID: "p_approver", Kind: store.KindHuman, Name: "approver", Grants: []string{"human.approve"}, CreatedAt: time.Now()}
+	if err := f.db.CreatePrincipal(context.Background(), approver, nil); err != nil {
+		t.Fatal(err)
+	}
+	cookie, csrf := f.signInAs(approver.ID)
 	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
 	loc, _ := url.QueryUnescape(resp.Header.Get("Location"))
 	if !strings.HasPrefix(loc, "/inbox?notice=") || !strings.Contains(loc, "CAPABILITY_DENIED") || !strings.Contains(loc, "state.write") {

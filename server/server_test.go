@@ -170,32 +170,11 @@ func TestRateLimit(t *testing.T) {
 // the page's CSRF token.
 func (f *fixture) signIn() (*http.Cookie, string) {
 	f.t.Helper()
-	link, err := NewSignInLink(context.Background(), f.db, f.boot.Owner.ID, f.http.URL, time.Now())
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	secret := link[strings.LastIndex(link, "/")+1:]
-	resp := f.postForm("/signin", url.Values{"link": {secret}}, nil, f.http.URL)
-	if resp.StatusCode != http.StatusSeeOther {
-		f.t.Fatalf("sign in: %d", resp.StatusCode)
-	}
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == sessionCookie {
-			cookie = c
-		}
-	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+	cookie, csrf := f.signInAs(f.boot.Owner.ID)
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
 		f.t.Fatalf("session cookie %+v", cookie)
 	}
-	inbox := f.get("/inbox", cookie)
-	page, _ := io.ReadAll(inbox.Body)
-	i := strings.Index(string(page), `name="csrf-token" content="`)
-	if i < 0 {
-		f.t.Fatalf("inbox has no CSRF token: %s", page)
-	}
-	rest := string(page)[i+len(`name="csrf-token" content="`):]
-	return cookie, rest[:strings.IndexByte(rest, '"')]
+	return cookie, csrf
 }
 
 func (f *fixture) noRedirect() *http.Client {

@@ -45,6 +45,15 @@ func (s *DB) migrate(ctx context.Context) error {
 }
 
 func (s *DB) apply(ctx context.Context, component string, m migration) error {
+	// Most opens find every step applied: check without the write lock so
+	// many processes can open at once.
+	var applied int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, m.version).Scan(&applied); err != nil {
+		return fmt.Errorf("migrate %s %d: %w", component, m.version, err)
+	}
+	if applied > 0 {
+		return nil
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate %s %d: %w", component, m.version, err)

@@ -30,9 +30,10 @@
     }, 150);
   }
   const es = new EventSource("/v1/events");
+  es.onopen = function () { document.body.dataset.live = "1"; };
   es.onmessage = refresh;
   es.addEventListener("lagged", refresh);
-  for (const type of (document.body.dataset.events || "control.staged control.command control.proposal flow.approval run.trace run.status screen.update").split(" ")) {
+  for (const type of (document.body.dataset.events || "control.staged control.command control.proposal flow.approval flow.instance run.trace run.status screen.update").split(" ")) {
     es.addEventListener(type, refresh);
   }
 })();
