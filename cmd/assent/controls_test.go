@@ -13,8 +13,9 @@ import (
 	"github.com/assent-run/assent/store/sqlite"
 )
 
-// demoServer starts a demo server and returns its URL and the agent token.
-func demoServer(t *testing.T) (string, string) {
+// startServer starts a server (with the demo workspace when demo is set) on
+// a fresh data directory and returns its URL, bootstrap and store.
+func startServer(t *testing.T, demo bool) (string, server.Bootstrap, *sqlite.DB) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -22,8 +23,11 @@ func demoServer(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, _ := server.EnsureBootstrap(ctx, db, time.Now())
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: true})
+	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: demo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +38,14 @@ func demoServer(t *testing.T) (string, string) {
 		hs.Close()
 		db.Close()
 	})
-	return hs.URL, boot.AgentToken
+	return hs.URL, boot, db
+}
+
+// demoServer starts a demo server and returns its URL and the agent token.
+func demoServer(t *testing.T) (string, string) {
+	t.Helper()
+	url, boot, _ := startServer(t, true)
+	return url, boot.AgentToken
 }
 
 func TestControlsCommands(t *testing.T) {

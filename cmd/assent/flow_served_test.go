@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,39 +11,18 @@ import (
 
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
 // flowServer starts a demo server and returns its URL, the first agent's
 // token and a token for an agent granted state.write and tool.invoke.
 func flowServer(t *testing.T) (url, first, payer string) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	url, boot, db := startServer(t, true)
+	payer, _, err := server.IssueToken(context.Background(), db, store.KindAgent, "payer", []string{"state.write", "tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	payer, _, err = server.IssueToken(ctx, db, store.KindAgent, "payer", []string{"state.write", "tool.invoke"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	return hs.URL, boot.AgentToken, payer
+	return url, boot.AgentToken, payer
 }
 
 func TestFlowServedCommands(t *testing.T) {
