@@ -321,11 +321,9 @@ func (s *Server) handleRunClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	owner, instance := runCaller(principalOf(r), id)
-	if instance == "" {
-		instance = b.InstanceID
-	} else if b.InstanceID != "" && b.InstanceID != instance {
-		writeRunError(w, &run.Error{Code: run.CodeGenerationMismatch, Message: "Run generation changed: " + id})
+	owner, instance, err := runGeneration(principalOf(r), id, b.InstanceID)
+	if err != nil {
+		writeRunError(w, err)
 		return
 	}
 	c, err := s.runs.Claim(r.Context(), owner, id, instance, b.ID)
@@ -334,6 +332,20 @@ func (s *Server) handleRunClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+// runGeneration returns the owner and generation a claim or settlement acts
+// on: a run-scoped token's own generation (which the body may repeat but not
+// contradict), or the generation the body names.
+func runGeneration(p store.Principal, id, named string) (owner, instance string, err error) {
+	owner, instance = runCaller(p, id)
+	switch {
+	case instance == "":
+		instance = named
+	case named != "" && named != instance:
+		return "", "", &run.Error{Code: run.CodeGenerationMismatch, Message: "Run generation changed: " + id}
+	}
+	return owner, instance, nil
 }
 
 func (s *Server) handleRunSettle(handled bool) http.HandlerFunc {
@@ -346,9 +358,10 @@ func (s *Server) handleRunSettle(handled bool) http.HandlerFunc {
 			return
 		}
 		id := r.PathValue("id")
-		owner, instance := runCaller(principalOf(r), id)
-		if instance == "" {
-			instance = b.InstanceID
+		owner, instance, err := runGeneration(principalOf(r), id, b.InstanceID)
+		if err != nil {
+			writeRunError(w, err)
+			return
 		}
 		c, err := s.runs.Settle(r.Context(), owner, id, instance, r.PathValue("cid"), handled, b.Error)
 		if err != nil {
