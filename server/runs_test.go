@@ -264,6 +264,18 @@ func TestRunsOverMCP(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("legacy spawn: %v %+v", err, res)
 	}
+	// The Run outlives a server that stops supervising it, so let it finish
+	// before the test's data directory is removed.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		st, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_inspect", Arguments: map[string]any{"target": "run:m1", "view": "status"}})
+		if err == nil && !st.IsError && !strings.Contains(runsJSON(st.StructuredContent), `"running"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run m1 did not finish: %v %s", err, runsJSON(st))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_inspect", Arguments: map[string]any{"target": "recipes", "view": "summary"}})
 	if err != nil || res.IsError || !strings.Contains(runsJSON(res.StructuredContent), "demo-player") {
 		t.Fatalf("recipes summary: %v %s", err, runsJSON(res))
