@@ -32,8 +32,20 @@ type Event struct {
 	// Owner, when set, is the only principal allowed to see the event.
 	// Events without an owner are visible to every principal the filter
 	// of a subscription admits.
-	Owner string          `json:"-"`
-	Data  json.RawMessage `json:"data,omitempty"`
+	Owner string `json:"-"`
+	// People, when set, makes the event visible to every person (human
+	// principal) and, besides them, only to its Owner when there is one.
+	People bool            `json:"-"`
+	Data   json.RawMessage `json:"data,omitempty"`
+}
+
+// VisibleTo reports whether the principal id, a person when human is set,
+// may see e.
+func (e Event) VisibleTo(id string, human bool) bool {
+	if e.People {
+		return human || (e.Owner != "" && e.Owner == id)
+	}
+	return e.Owner == "" || e.Owner == id
 }
 
 // LaggedData is the payload of a Lagged event.

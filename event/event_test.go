@@ -176,3 +176,26 @@ func BenchmarkPublish1000Subscribers(b *testing.B) {
 	bus.Close()
 	wg.Wait()
 }
+
+func TestVisibleTo(t *testing.T) {
+	for _, tc := range []struct {
+		e     Event
+		id    string
+		human bool
+		want  bool
+	}{
+		{Event{}, "a", false, true},
+		{Event{Owner: "a"}, "a", false, true},
+		{Event{Owner: "a"}, "b", false, false},
+		{Event{Owner: "a"}, "b", true, false},
+		{Event{Owner: "a", People: true}, "a", false, true},
+		{Event{Owner: "a", People: true}, "b", true, true},
+		{Event{Owner: "a", People: true}, "b", false, false},
+		{Event{People: true}, "b", false, false},
+		{Event{People: true}, "b", true, true},
+	} {
+		if got := tc.e.VisibleTo(tc.id, tc.human); got != tc.want {
+			t.Errorf("%+v.VisibleTo(%q, human=%v) = %v, want %v", tc.e, tc.id, tc.human, got, tc.want)
+		}
+	}
+}

@@ -136,26 +136,11 @@ func (s *Server) publishControl(formID, typ string, data any) {
 	}
 	s.formsMu.Unlock()
 	if private {
-		// Visible to the owner and to people: publish once for the owner;
-		// people learn of it through the human channel below.
-		s.bus.Publish(event.Event{Type: typ, Owner: owner, Data: b})
-		s.publishToHumans(typ, b)
+		// Visible to the owner and to people.
+		s.bus.Publish(event.Event{Type: typ, Owner: owner, People: true, Data: b})
 		return
 	}
 	s.bus.Publish(event.Event{Type: typ, Data: b})
-}
-
-// publishToHumans publishes an event to each signed-up person.
-func (s *Server) publishToHumans(typ string, data json.RawMessage) {
-	ps, err := s.store.ListPrincipals(context.Background())
-	if err != nil {
-		return
-	}
-	for _, p := range ps {
-		if p.Kind == store.KindHuman && !p.Revoked {
-			s.bus.Publish(event.Event{Type: typ, Owner: p.ID, Data: data})
-		}
-	}
 }
 
 func subjectString(id control.Identity) string {

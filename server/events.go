@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/store"
 )
 
 // pingInterval is how often an idle event stream sends a ": ping" comment.
@@ -38,7 +39,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if after < 0 {
 		after = s.bus.Seq() // a fresh client starts from now
 	}
-	sub := s.bus.Subscribe(after, 256, func(e event.Event) bool { return e.Owner == "" || e.Owner == p.ID })
+	human := p.Kind == store.KindHuman
+	sub := s.bus.Subscribe(after, 256, func(e event.Event) bool { return e.VisibleTo(p.ID, human) })
 	defer sub.Close()
 	s.serveSSE(w, r, sub)
 }

@@ -330,10 +330,7 @@ func (s *Server) publishFlow(typ string, owner string, data map[string]any) {
 	if err != nil {
 		return
 	}
-	if owner != "" {
-		s.bus.Publish(event.Event{Type: typ, Owner: owner, Data: b})
-	}
-	s.publishToHumans(typ, b)
+	s.bus.Publish(event.Event{Type: typ, Owner: owner, People: true, Data: b})
 }
 
 // inboxFlows lists the approvals that wait for a person, with what they

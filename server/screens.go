@@ -459,10 +459,7 @@ func (s *Server) publishScreen(sc *liveScreen, data map[string]any) {
 	if err != nil {
 		return
 	}
-	if sc.owner.Kind != store.KindHuman {
-		s.bus.Publish(event.Event{Type: "screen.update", Owner: sc.owner.ID, Data: b})
-	}
-	s.publishToHumans("screen.update", b)
+	s.bus.Publish(event.Event{Type: "screen.update", Owner: sc.owner.ID, People: true, Data: b})
 }
 
 // screenSummary is the outcome of reading a stream: SPEC 10.27's result.
