@@ -86,8 +86,9 @@ type Command struct {
 	Action   Action   `json:"action"`
 	Identity Identity `json:"identity"`
 	// Value is the value to stage, or for apply the value to write instead
-	// of the staged one. For apply, nil means "use the staged value"; to
-	// apply null, stage it first.
+	// of the staged one. For apply, nil means "use the staged value"; to apply
+	// null, stage it first. Either is checked against the control's kind, options
+	// and constraints (invalid_value).
 	Value any `json:"value,omitempty"`
 	// DurationMs is how long a highlight lasts, 0 to MaxHighlightMs; 0
 	// leaves the choice to the control.
@@ -178,6 +179,9 @@ const (
 	ReasonInvalidRequest Reason = "invalid_request"
 	// ReasonLimitExceeded: an identifier is longer than allowed.
 	ReasonLimitExceeded Reason = "limit_exceeded"
+	// ReasonInvalidValue: the value does not fit the control's kind,
+	// options or constraints.
+	ReasonInvalidValue Reason = "invalid_value"
 )
 
 // Error is an error with a stable [Reason] and a message for people.

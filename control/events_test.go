@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -144,7 +145,7 @@ func TestSlowSubscriberDropsAndCounts(t *testing.T) {
 	<-first // the subscriber is now stuck on the registered event
 	const n = 1000
 	for i := range n {
-		res := exec(t, r, Command{Action: Stage, Identity: profile, Value: i}, agent)
+		res := exec(t, r, Command{Action: Stage, Identity: profile, Value: fmt.Sprint(i)}, agent)
 		wantReason(t, res, "")
 	}
 	close(block)

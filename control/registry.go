@@ -159,6 +159,8 @@ type registration struct {
 	redacted bool
 	secret   bool
 	writable bool
+	// values checks proposed and explicitly applied values against md.
+	values *valueChecker
 }
 
 // slot is the registry's place for one identity. It outlives a replacing
@@ -312,6 +314,9 @@ func (r *Registry) Register(reg Registration) (unregister func(), err error) {
 	rg := &registration{id: reg.Identity.clone(), md: reg.Metadata.clone(), h: reg.Handles}
 	if rg.md.Sensitivity == "" {
 		rg.md.Sensitivity = Public
+	}
+	if rg.values, err = newValueChecker(&rg.md); err != nil {
+		return nil, err
 	}
 	rg.md.Capabilities = slices.Clip(deriveCapabilities(&rg.md, &rg.h))
 	for _, c := range rg.md.Capabilities {
@@ -833,6 +838,9 @@ func (x *execution) stage() Result {
 	if x.reg.h.SetValue == nil {
 		return x.unsupported()
 	}
+	if err := x.reg.values.check(x.cmd.Value); err != nil {
+		return x.refuse(ReasonInvalidValue, err.(*Error).Message)
+	}
 	base, err := x.live()
 	if err != nil {
 		return x.failed(err)
@@ -878,6 +886,11 @@ func (x *execution) apply() Result {
 		return r
 	}
 	value := x.cmd.Value
+	if value != nil {
+		if err := x.reg.values.check(value); err != nil {
+			return x.refuse(ReasonInvalidValue, err.(*Error).Message)
+		}
+	}
 	if value == nil {
 		if sv == nil {
 			return x.refuse(ReasonNoStagedValue, fmt.Sprintf("nothing is staged for %s; stage a value first or give one with the command", x.reg.id))

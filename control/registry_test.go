@@ -287,7 +287,7 @@ func TestSnapshotJSON(t *testing.T) {
 		Handles:  v.Handles(),
 	})
 	id := Identity{"profile", "plan", &Subject{Type: "user", ID: "42"}}
-	wantReason(t, exec(t, r, Command{Action: Stage, Identity: id, Value: nil}, agent), "")
+	wantReason(t, exec(t, r, Command{Action: Stage, Identity: id, Value: "free"}, agent), "")
 	s, _ := r.Get(context.Background(), id)
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -830,7 +830,8 @@ func TestUndoRecordsNormalizedValue(t *testing.T) {
 			return nil
 		},
 	}
-	mustRegister(t, r, Registration{Identity: profile, Metadata: Metadata{Kind: KindNumber}, Handles: h})
+	// A custom control takes any value and normalizes what it is given.
+	mustRegister(t, r, Registration{Identity: profile, Metadata: Metadata{Kind: KindCustom}, Handles: h})
 	wantReason(t, exec(t, r, Command{Action: Apply, Identity: profile, Value: "42"}, person), "")
 	if held != 42.0 {
 		t.Fatalf("held = %v", held)

@@ -194,15 +194,36 @@ func sourceFor(r *http.Request, p store.Principal, declared string) (control.Com
 type executeRequest struct {
 	Action     control.Action   `json:"action"`
 	Identity   control.Identity `json:"identity"`
-	Value      any              `json:"value,omitempty"`
+	Value      givenValue       `json:"value"`
 	DurationMs int              `json:"durationMs,omitempty"`
 	Revision   int64            `json:"revision,omitempty"`
 	Source     *string          `json:"source,omitempty"`
 	Confirmed  *bool            `json:"confirmed,omitempty"`
 }
 
-func (r executeRequest) command() control.Command {
-	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value, DurationMs: r.DurationMs, Revision: r.Revision}
+// givenValue is a command value that remembers whether the request gave
+// one at all, so a stage that forgot its value is not taken as a proposal
+// of null.
+type givenValue struct {
+	v     any
+	given bool
+}
+
+func (g *givenValue) UnmarshalJSON(b []byte) error {
+	g.given = true
+	return json.Unmarshal(b, &g.v)
+}
+
+func (g givenValue) MarshalJSON() ([]byte, error) { return json.Marshal(g.v) }
+
+// command returns the registry command, or an invalid_request refusal for
+// a stage without a value.
+func (r executeRequest) command() (control.Command, *control.Error) {
+	if r.Action == control.Stage && !r.Value.given {
+		return control.Command{}, &control.Error{Reason: control.ReasonInvalidRequest,
+			Message: `stage needs the proposed value in "value" (null proposes an empty value)`}
+	}
+	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value.v, DurationMs: r.DurationMs, Revision: r.Revision}, nil
 }
 
 func (s *Server) routesControls(mux *http.ServeMux) {
@@ -288,7 +309,12 @@ func (s *Server) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, aerr)
 		return
 	}
-	res := s.execControl(r.Context(), p, req.command(), cc)
+	cmd, cerr := req.command()
+	if cerr != nil {
+		writeJSON(w, http.StatusBadRequest, control.Result{Reason: cerr.Reason, Message: cerr.Message})
+		return
+	}
+	res := s.execControl(r.Context(), p, cmd, cc)
 	writeJSON(w, resultStatus(res), res)
 }
 

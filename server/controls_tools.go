@@ -75,7 +75,11 @@ func (s *Server) controlTools() []tool.Tool {
 				if a.Source != nil || a.Confirmed != nil {
 					return nil, tool.Errorf("invalid_request", "an agent's commands always have source agent and are never confirmed; remove \"source\" and \"confirmed\"")
 				}
-				res := s.execControl(ctx, c.Principal, a.command(), control.CommandContext{Source: control.SourceAgent})
+				cmd, cerr := a.command()
+				if cerr != nil {
+					return &tool.Result{Structured: control.Result{Reason: cerr.Reason, Message: cerr.Message}, IsError: true}, nil
+				}
+				res := s.execControl(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
 				return &tool.Result{Structured: res, IsError: !res.OK}, nil
 			},
 		},
