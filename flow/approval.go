@@ -2,8 +2,12 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/assent-run/assent/flow/jcs"
@@ -40,26 +44,37 @@ type Approval struct {
 	ExpectedPostcondition string              `json:"expected_postcondition"`
 	RequiredCapabilities  []string            `json:"required_capabilities"`
 	Parameters            []ApprovalParameter `json:"parameters,omitempty"`
-	Status                ApprovalStatus      `json:"status"`
-	CreatedAt             time.Time           `json:"created_at"`
-	DecidedAt             time.Time           `json:"decided_at,omitzero"`
-	Decider               string              `json:"decider,omitempty"`
-	Reason                string              `json:"reason,omitempty"`
-	Receipt               string              `json:"receipt,omitempty"`
+	// Bindings is what approving will act on, recorded when the request
+	// was filed: key facts, and what the transition's effect names (staged
+	// control values and their revisions, the tool, the Recipe).
+	Bindings []Binding      `json:"bindings,omitempty"`
+	Status   ApprovalStatus `json:"status"`
+	// Changed says, for a stale approval, what moved since it was filed.
+	Changed   []string  `json:"changed,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	Decider   string    `json:"decider,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Receipt   string    `json:"receipt,omitempty"`
 }
 
 // ApprovalParameter is one parameter as a person sees it; a secret one has
-// no value.
+// no value, only a salted digest that detects a change.
 type ApprovalParameter struct {
 	Name   string `json:"name"`
 	Value  string `json:"value,omitempty"`
 	Secret bool   `json:"secret,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // RequestApproval records a request for a person to approve what requester
 // asked for. The decision for requester must be FRONTIER awaiting human;
-// parameters must be complete. Asking twice for the same thing at the same
-// revision returns the same approval.
+// parameters must be complete. The approval records what approving would
+// act on (its bindings: key facts, and what the effect's Binder reports),
+// the parameters with secret values replaced by digests, and is addressed
+// by all of it: asking twice for the same thing at the same revision
+// returns the same approval, and asking after something moved files a new
+// one. Secret parameter values are held in memory until a person decides.
 func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester Principal, req Request) (Approval, error) {
 	if err := requester.Validate(); err != nil {
 		return Approval{}, err
@@ -100,6 +115,7 @@ func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester
 	if ps := t.Prescription; ps != nil {
 		a.Operation, a.Arguments, a.ExpectedPostcondition = ps.Operation, slices.Clone(ps.Arguments), ps.ExpectedPostcondition
 	}
+	public, secrets := map[string]string{}, map[string]string{}
 	for name := range req.Parameters {
 		if !slices.ContainsFunc(t.Parameters, func(prm Parameter) bool { return prm.Name == name }) {
 			return Approval{}, errorf(CodeParameterUnknown, "transition %s has no parameter %q", t.ID, name)
@@ -116,29 +132,178 @@ func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester
 		}
 		ap := ApprovalParameter{Name: prm.Name, Value: v, Secret: prm.Secret}
 		if prm.Secret {
-			ap.Value = ""
+			ap.Value, ap.Digest = "", parameterDigest(inst.ID, prm.Name, v)
+			secrets[prm.Name] = v
+		} else {
+			public[prm.Name] = v
 		}
 		a.Parameters = append(a.Parameters, ap)
 	}
 	if len(missing) > 0 {
 		return Approval{}, errorf(CodeNotPrescribed, "transition %s needs parameters %v before a person can approve it", t.ID, missing)
 	}
+	if a.Bindings, err = k.bind(ctx, t, &inst, requester, req.Parameters); err != nil {
+		return Approval{}, err
+	}
 	a.ID = approvalID(&a, t, req.Parameters)
-	rec := ApprovalRecord{Approval: a, Parameters: cloneMap(req.Parameters)}
+	if len(public) == 0 {
+		public = nil
+	}
+	rec := ApprovalRecord{Approval: a, Parameters: public}
 	err = k.store.Update(ctx, func(tx Tx) error {
-		if old, err := tx.Approval(a.ID); err == nil {
+		// The same request again is the same approval, unless that one
+		// went stale without anything moving (its secret values were lost
+		// in a restart): then it is filed afresh.
+		if old, err := tx.Approval(a.ID); err == nil && old.Approval.Status != ApprovalStale {
 			a = old.Approval
 			return nil
 		}
 		return tx.PutApproval(rec)
 	})
+	if err == nil && a.Status == ApprovalPending && len(secrets) > 0 {
+		k.vault.put(a.ID, secrets)
+	}
 	return a, err
 }
 
-// approvalID content-addresses what is asked: instance, revision, program,
-// transition, objective, requester and parameters (secret ones digested).
+// bind records what applying t now would act on: the key facts (the facets
+// of its source conditions) and what its effect's Binder reports.
+func (k *Kernel) bind(ctx context.Context, t *Transition, inst *Instance, pr Principal, params map[string]string) ([]Binding, error) {
+	var out []Binding
+	for _, c := range t.SourceConditions {
+		if c.Facet == PhaseFacet || slices.ContainsFunc(out, func(b Binding) bool { return b.Name == c.Facet }) {
+			continue
+		}
+		f := inst.Fact(c.Facet)
+		v := f.Value
+		if f.Status != StatusKnown || v == "" {
+			v = "(" + f.Status + ")"
+		}
+		out = append(out, Binding{Kind: BindingFact, Name: c.Facet, Value: v})
+	}
+	def, ok := k.inv.effect(t.Effect)
+	if !ok || def.binder == nil {
+		return out, nil
+	}
+	req := &EffectRequest{Instance: inst.Clone(), Transition: t.clone(), Parameters: cloneMap(params), Principal: pr}
+	if t.Prescription != nil {
+		req.Arguments = slices.Clone(t.Prescription.Arguments)
+	}
+	bs, err := def.binder.Bind(ctx, req)
+	if err != nil {
+		code := ErrorCode(err)
+		if code == "" {
+			code = CodeNotPrescribed
+		}
+		return nil, &Error{Code: code, Message: fmt.Sprintf("what %s would act on cannot be recorded for a person to approve: %v", t.ID, err)}
+	}
+	return append(out, bs...), nil
+}
+
+// BindingFact is the kind of a binding that records a key fact.
+const BindingFact = "fact"
+
+// diffBindings describes what moved between the bindings a person saw
+// (was) and those now; nothing when they are equal.
+func diffBindings(was, now []Binding) []string {
+	key := func(b Binding) string { return b.Kind + "\x00" + b.Name }
+	cur := make(map[string]Binding, len(now))
+	for _, b := range now {
+		cur[key(b)] = b
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, b := range was {
+		seen[key(b)] = true
+		n, ok := cur[key(b)]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s %s: no longer there", b.Kind, b.Name))
+		case n != b:
+			cur := n.Current != b.Current
+			out = append(out, fmt.Sprintf("%s %s: was %s, now %s", b.Kind, b.Name, describeBinding(b, cur), describeBinding(n, cur)))
+		}
+	}
+	for _, b := range now {
+		if !seen[key(b)] {
+			out = append(out, fmt.Sprintf("%s %s: new, %s", b.Kind, b.Name, describeBinding(b, true)))
+		}
+	}
+	return out
+}
+
+// describeBinding says what b binds, with the value in effect now when
+// current is set.
+func describeBinding(b Binding, current bool) string {
+	v := fmt.Sprintf("%q", b.Value)
+	if b.Secret {
+		v = "a secret value"
+	}
+	if b.Revision != 0 {
+		v += fmt.Sprintf(" (revision %d)", b.Revision)
+	}
+	if current && b.Current != "" {
+		v += fmt.Sprintf(" replacing %q", b.Current)
+	}
+	return v
+}
+
+// secretVault holds the secret parameter values of pending approvals in
+// memory only: they are never stored with the approval. A restart forgets
+// them; such an approval can no longer be approved, and the requester asks
+// again.
+type secretVault struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+func (v *secretVault) put(id string, values map[string]string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = make(map[string]map[string]string)
+	}
+	v.m[id] = cloneMap(values)
+}
+
+func (v *secretVault) get(id string) map[string]string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return cloneMap(v.m[id])
+}
+
+func (v *secretVault) forget(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, id)
+}
+
+// approvalID content-addresses what is asked: bindings, instance,
+// revision, program, transition, objective, requester and parameters
+// (secret ones digested).
 func approvalID(a *Approval, t *Transition, params map[string]string) string {
-	b := append([]byte(nil), `{"instance_id":`...)
+	b := append([]byte(nil), `{"bindings":[`...)
+	for i, bd := range a.Bindings {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"current":`...)
+		b = jcs.AppendString(b, bd.Current)
+		b = append(b, `,"digest":`...)
+		b = jcs.AppendString(b, bd.Digest)
+		b = append(b, `,"kind":`...)
+		b = jcs.AppendString(b, bd.Kind)
+		b = append(b, `,"name":`...)
+		b = jcs.AppendString(b, bd.Name)
+		b = append(b, `,"revision":`...)
+		b = jcs.AppendInt(b, bd.Revision)
+		b = append(b, `,"secret":`...)
+		b = strconv.AppendBool(b, bd.Secret)
+		b = append(b, `,"value":`...)
+		b = jcs.AppendString(b, bd.Value)
+		b = append(b, '}')
+	}
+	b = append(b, `],"instance_id":`...)
 	b = jcs.AppendString(b, a.Instance)
 	b = append(b, `,"objective":`...)
 	b = jcs.AppendString(b, a.Objective)
@@ -182,6 +347,21 @@ func (k *Kernel) Approval(ctx context.Context, id string) (Approval, error) {
 	return rec.Approval, notFound(err, "approval", id)
 }
 
+// InstanceApprovals lists every approval of an instance, oldest first: the
+// pending ones, and the decided or stale ones with who decided, the reason
+// of a decline and what changed for a stale one.
+func (k *Kernel) InstanceApprovals(ctx context.Context, instance string) ([]Approval, error) {
+	var out []Approval
+	err := k.store.View(ctx, func(tx Tx) error {
+		recs, err := tx.InstanceApprovals(instance)
+		for _, r := range recs {
+			out = append(out, r.Approval)
+		}
+		return err
+	})
+	return out, err
+}
+
 // PendingApprovals lists the approvals waiting for a person.
 func (k *Kernel) PendingApprovals(ctx context.Context) ([]Approval, error) {
 	var out []Approval
@@ -198,7 +378,13 @@ func (k *Kernel) PendingApprovals(ctx context.Context) ([]Approval, error) {
 // Approve admits and applies the approved transition with the person's
 // grants plus human.approve, for this one admission, and returns the
 // receipt. person must be a human. An approval whose instance has moved on
-// becomes stale (APPROVAL_CLOSED).
+// becomes stale (APPROVAL_CLOSED). Approving applies exactly what the
+// approval recorded: the effect's bindings are taken again and compared
+// with those the person saw, and the effect receives the recorded ones. If
+// anything moved (a staged value or its revision, a tool, a Recipe, a key
+// fact) or a secret parameter value is no longer held (after a restart),
+// the approval becomes stale, Changed says what moved, nothing is applied
+// and the error is STALE_PRESCRIPTION.
 func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Receipt, error) {
 	rec, err := k.openApproval(ctx, id, person)
 	if err != nil {
@@ -207,7 +393,37 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 	a := rec.Approval
 	admitted := person
 	admitted.Grants = append(slices.Clone(person.Grants), CapabilityHumanApprove)
-	d, err := k.Prescribe(ctx, a.Instance, admitted, Request{Transition: a.Transition, Objective: a.Objective, Parameters: rec.Parameters})
+	params := cloneMap(rec.Parameters)
+	if params == nil {
+		params = map[string]string{}
+	}
+	held := k.vault.get(id)
+	var changed []string
+	for _, prm := range a.Parameters {
+		if !prm.Secret {
+			continue
+		}
+		v, ok := held[prm.Name]
+		if !ok || parameterDigest(a.Instance, prm.Name, v) != prm.Digest {
+			changed = append(changed, fmt.Sprintf("parameter %s: its secret value is no longer held (the runtime restarted)", prm.Name))
+			continue
+		}
+		params[prm.Name] = v
+	}
+	if len(changed) == 0 {
+		changed, err = k.rebind(ctx, &a, admitted, params)
+		if err != nil {
+			return Receipt{}, err
+		}
+	}
+	if len(changed) > 0 {
+		if err := k.markStale(ctx, id, person.ID, changed); err != nil {
+			return Receipt{}, err
+		}
+		return Receipt{}, errorf(CodeStalePrescription, "approval %s is stale and nothing was applied: what it would apply changed since it was filed (%s); the requester must ask again so that a person sees the new values",
+			id, strings.Join(changed, "; "))
+	}
+	d, err := k.Prescribe(ctx, a.Instance, admitted, Request{Transition: a.Transition, Objective: a.Objective, Parameters: params})
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -218,7 +434,7 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 		}
 		return Receipt{}, errorf(code, "approval %s cannot be admitted for %s: %s", id, person.ID, d.Message)
 	}
-	receipt, err := k.Apply(ctx, d.Prescription.ID, admitted)
+	receipt, err := k.apply(ctx, d.Prescription.ID, admitted, a.Bindings)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -226,6 +442,39 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 		a.Status, a.Decider, a.Receipt = ApprovalApproved, person.ID, receipt.ID
 	})
 	return receipt, err
+}
+
+// rebind takes the bindings of a's transition again and says what moved.
+func (k *Kernel) rebind(ctx context.Context, a *Approval, pr Principal, params map[string]string) ([]string, error) {
+	inst, err := k.Instance(ctx, a.Instance)
+	if err != nil {
+		return nil, err
+	}
+	p, err := k.Program(ctx, a.Program)
+	if err != nil {
+		return nil, err
+	}
+	t := p.lookup(a.Transition)
+	if t == nil {
+		return []string{"transition " + a.Transition + " is gone"}, nil
+	}
+	now, err := k.bind(ctx, t, &inst, pr, params)
+	if err != nil {
+		var fe *Error
+		if errors.As(err, &fe) {
+			return []string{fe.Message}, nil
+		}
+		return nil, err
+	}
+	return diffBindings(a.Bindings, now), nil
+}
+
+// markStale closes a pending approval as stale when person tried to
+// approve it, recording what changed.
+func (k *Kernel) markStale(ctx context.Context, id, person string, changed []string) error {
+	return k.decide(ctx, id, func(a *Approval) {
+		a.Status, a.Decider, a.Changed = ApprovalStale, person, changed
+	})
 }
 
 // Decline refuses an approval request; the requester sees status declined
@@ -267,12 +516,15 @@ func (k *Kernel) openApproval(ctx context.Context, id string, person Principal) 
 		if inst.Revision != rec.Approval.Revision || inst.Program != rec.Approval.Program {
 			rec.Approval.Status = ApprovalStale
 			rec.Approval.DecidedAt = k.now().UTC()
+			rec.Approval.Changed = []string{fmt.Sprintf("instance %s: was at revision %d, now at %d", inst.ID, rec.Approval.Revision, inst.Revision)}
+			rec.Parameters = nil
 			stale = true
 			return tx.PutApproval(rec)
 		}
 		return nil
 	})
 	if err == nil && stale {
+		k.vault.forget(id)
 		return rec, errorf(CodeApprovalClosed, "approval %s is stale: instance %s moved on since it was requested", id, rec.Approval.Instance)
 	}
 	return rec, err
@@ -291,8 +543,11 @@ func (k *Kernel) decide(ctx context.Context, id string, fn func(*Approval)) erro
 		}
 		fn(&rec.Approval)
 		rec.Approval.DecidedAt = k.now().UTC()
+		// Decided: the raw parameter values are no longer needed.
+		rec.Parameters = nil
 		return tx.PutApproval(rec)
 	})
+	k.vault.forget(id)
 	if err != nil {
 		return fmt.Errorf("flow: recording the decision on %s: %w", id, err)
 	}

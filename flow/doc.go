@@ -51,16 +51,29 @@
 // one transaction. Applying the same prescription again returns the same
 // receipt. An effect that fails locally leaves the instance untouched
 // (aborted); one whose outcome is uncertain puts the instance in recovery
-// mode (recovery_required), where only RECOVERY transitions are selectable.
+// mode (recovery_required), where the facets of the transition's target
+// conditions become unknown, only RECOVERY transitions are selectable and
+// re-applying is refused (RECOVERY_REQUIRED). [Kernel.RecoverInterrupted]
+// does the same, at start, for applies a crash cut short.
+//
+// Loading a program is a person's or the operator's act:
+// [Kernel.AddProgram] (the operator) and [Kernel.LoadProgram] by a person,
+// or by a service granted flow.load, make it active; another principal's
+// load is only proposed until [Kernel.ApproveProgram]. Only active programs
+// start instances, and [Kernel.ActiveProgram] says which one a program id
+// names.
 //
 // A transition that needs a person (authority "human", the capability
 // human.approve, or the effect control.apply, since applying staged control
 // values is a person's act) resolves for an agent as FRONTIER awaiting
 // "human".
 // [Kernel.RequestApproval] records an [Approval] that shows a person what
-// they are asked to allow, secrets hidden; [Kernel.Approve] admits and
-// applies it with the person's grants plus human.approve for that one
-// admission, and [Kernel.Decline] refuses it.
+// they are asked to allow, secrets hidden, and binds what it will act on
+// (its [Binding] list, from the effect's [Binder]); [Kernel.Approve] takes
+// the bindings again, refuses as stale (STALE_PRESCRIPTION) if anything
+// moved, and otherwise admits and applies exactly them with the person's
+// grants plus human.approve for that one admission; [Kernel.Decline]
+// refuses it with a reason.
 //
 // Effects are supplied by the application through
 // [Inventory.RegisterEffect]: state.assign is built in; run.spawn, tool.call

@@ -55,6 +55,59 @@ type EffectRequest struct {
 	Arguments []string
 	// Principal is who applies the transition.
 	Principal Principal
+	// Bindings, when the transition is applied by a person's approval, is
+	// what the approval recorded and the person saw: the effect must act
+	// on exactly that (for example the staged revisions it names) and fail
+	// rather than act on anything else.
+	Bindings []Binding
+}
+
+// Binding is one thing an approval will act on, recorded when the approval
+// is filed and shown to the person who decides: a staged control value and
+// its revision, a parameter, a tool, a Recipe, a fact. Approving applies
+// exactly the recorded bindings; when any of them has moved the approval is
+// refused as stale.
+type Binding struct {
+	// Kind is what is bound: "control", "parameter", "tool", "recipe",
+	// "fact" or an application's own kind.
+	Kind string `json:"kind"`
+	// Name identifies it within its kind (a control "form/control", a
+	// parameter or tool name, a facet).
+	Name string `json:"name"`
+	// Current is the value in effect now, when that differs from what
+	// will be applied (a control's live value).
+	Current string `json:"current,omitempty"`
+	// Value is what will be applied or used; empty when Secret.
+	Value string `json:"value,omitempty"`
+	// Revision is the revision of what is bound, when it has one (a
+	// staged control proposal).
+	Revision int64 `json:"revision,omitempty"`
+	// Secret hides Value; Digest still detects a change.
+	Secret bool   `json:"secret,omitempty"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// Binder is implemented by effects that can say, before they run, what
+// they would act on. The kernel calls Bind when an approval is filed and
+// again when a person approves it; the two must be equal or the approval
+// is stale. Bind must not change anything.
+type Binder interface {
+	Bind(ctx context.Context, req *EffectRequest) ([]Binding, error)
+}
+
+// BinderFunc adapts a function to Binder.
+type BinderFunc func(ctx context.Context, req *EffectRequest) ([]Binding, error)
+
+// Bind calls f.
+func (f BinderFunc) Bind(ctx context.Context, req *EffectRequest) ([]Binding, error) {
+	return f(ctx, req)
+}
+
+func cloneBindings(b []Binding) []Binding {
+	if b == nil {
+		return nil
+	}
+	return slices.Clone(b)
 }
 
 // Require returns an EFFECT_CAPABILITY_DENIED error unless capability is in

@@ -42,6 +42,7 @@ type Inventory struct {
 type effectDef struct {
 	minimum string
 	impl    Effect
+	binder  Binder
 }
 
 // NewInventory returns the built-in inventory of a runtime at version
@@ -88,8 +89,26 @@ func (inv *Inventory) RegisterEffect(name, minimum string, e Effect) error {
 	if old, ok := inv.effects[name]; ok && old.minimum != minimum {
 		return fmt.Errorf("flow: effect %q has kernel minimum %q; it cannot be registered with %q", name, old.minimum, minimum)
 	}
-	inv.effects[name] = effectDef{minimum: minimum, impl: e}
+	def := effectDef{minimum: minimum, impl: e, binder: inv.effects[name].binder}
+	if b, ok := e.(Binder); ok {
+		def.binder = b
+	}
+	inv.effects[name] = def
 	inv.capabilities[minimum] = true
+	return nil
+}
+
+// RegisterBinder sets how a known effect tells, before it runs, what it
+// would act on (see Binder); approvals of its transitions bind that.
+func (inv *Inventory) RegisterBinder(effect string, b Binder) error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	d, ok := inv.effects[effect]
+	if !ok {
+		return fmt.Errorf("flow: no effect %q to bind", effect)
+	}
+	d.binder = b
+	inv.effects[effect] = d
 	return nil
 }
 

@@ -25,6 +25,8 @@ type Kernel struct {
 
 	mu       sync.Mutex
 	programs map[string]*Program
+
+	vault secretVault
 }
 
 // Option configures a Kernel.
@@ -85,22 +87,6 @@ func (r *Receipt) computeID() string {
 	return contentID("rcp-", b)
 }
 
-// AddProgram loads a program with the kernel's inventory and stores it by
-// fingerprint. Adding the same program again is harmless.
-func (k *Kernel) AddProgram(ctx context.Context, source []byte) (*Program, error) {
-	p, err := Load(source, k.inv)
-	if err != nil {
-		return nil, err
-	}
-	if err := k.store.Update(ctx, func(tx Tx) error { return tx.PutProgram(p.Fingerprint(), source) }); err != nil {
-		return nil, err
-	}
-	k.mu.Lock()
-	k.programs[p.Fingerprint()] = p
-	k.mu.Unlock()
-	return p, nil
-}
-
 // Program returns the stored program with this fingerprint.
 func (k *Kernel) Program(ctx context.Context, fingerprint string) (*Program, error) {
 	k.mu.Lock()
@@ -139,8 +125,9 @@ func notFound(err error, what, id string) error {
 }
 
 // Start creates an instance of a stored program. inst.Program names the
-// program's fingerprint; an empty inst.ID gets a random "ins-" id; the
-// revision starts at 0.
+// program's fingerprint, which must be active (PROGRAM_NOT_ACTIVE
+// otherwise); an empty inst.ID gets a random "ins-" id; the revision
+// starts at 0.
 func (k *Kernel) Start(ctx context.Context, inst Instance) (Instance, error) {
 	p, err := k.Program(ctx, inst.Program)
 	if err != nil {
@@ -161,7 +148,12 @@ func (k *Kernel) Start(ctx context.Context, inst Instance) (Instance, error) {
 	if inst.Objective != "" && p.contracts[inst.Objective] == nil {
 		return Instance{}, &Error{Code: CodeObjectiveUnknown, Path: "objective", Message: fmt.Sprintf("program %s has no objective contract %q", p.ID(), inst.Objective)}
 	}
-	err = k.store.Update(ctx, func(tx Tx) error { return tx.CreateInstance(inst) })
+	err = k.store.Update(ctx, func(tx Tx) error {
+		if err := requireActive(tx, inst.Program); err != nil {
+			return err
+		}
+		return tx.CreateInstance(inst)
+	})
 	return inst.Clone(), err
 }
 
@@ -346,8 +338,27 @@ func (k *Kernel) Prescribe(ctx context.Context, id string, pr Principal, req Req
 	if err != nil || d.Kind != Prescribed {
 		return d, err
 	}
+	// The record keeps the raw values, secret ones included, as the
+	// effect's input until the prescription is applied; Secret names the
+	// values to drop then.
 	rec := PrescriptionRecord{Prescription: *d.Prescription, Parameters: cloneMap(req.Parameters)}
-	err = k.store.Update(ctx, func(tx Tx) error { return tx.PutPrescription(rec) })
+	if p, err := k.Program(ctx, d.Prescription.Program); err == nil {
+		if t := p.lookup(d.Transition); t != nil {
+			for _, prm := range t.Parameters {
+				if _, ok := rec.Parameters[prm.Name]; ok && prm.Secret {
+					rec.Secret = append(rec.Secret, prm.Name)
+				}
+			}
+		}
+	}
+	err = k.store.Update(ctx, func(tx Tx) error {
+		// A prescription already applied is not stored again: that would
+		// bring back the secret values dropped when it was applied.
+		if _, err := tx.Receipt(rec.Prescription.ID); err == nil {
+			return nil
+		}
+		return tx.PutPrescription(rec)
+	})
 	return d, err
 }
 
@@ -376,6 +387,12 @@ func cloneMap(m map[string]string) map[string]string {
 // verification is journalled recovery_required and puts the instance in
 // recovery mode (RECOVERY_REQUIRED).
 func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (Receipt, error) {
+	return k.apply(ctx, prescription, pr, nil)
+}
+
+// apply is Apply; bound, when not nil, is what a person approved, handed to
+// the effect so that it acts on exactly that.
+func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, bound []Binding) (Receipt, error) {
 	var rec PrescriptionRecord
 	var receipt Receipt
 	replay := false
@@ -405,7 +422,17 @@ func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (
 		return receipt, nil
 	}
 	if !k.now().Before(rx.ExpiresAt) {
+		if len(rec.Secret) > 0 {
+			_ = k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error { return dropSecrets(tx, rx.ID) })
+		}
 		return Receipt{}, errorf(CodePrescriptionExpired, "prescription %s expired at %s; resolve again", rx.ID, rx.ExpiresAt.Format(time.RFC3339))
+	}
+	params := cloneMap(rec.Parameters)
+	missing := ""
+	for _, name := range rec.Secret {
+		if _, ok := params[name]; !ok {
+			missing = name
+		}
 	}
 	p, err := k.Program(ctx, rx.Program)
 	if err != nil {
@@ -439,7 +466,14 @@ func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (
 		if inst.Pending != "" {
 			return errorf(CodeRevisionConflict, "prescription %s is being applied to instance %s; try again when it settles", inst.Pending, inst.ID)
 		}
-		d := Resolve(p, k.inv, &inst, &pr, Request{Transition: rx.Transition, Objective: rx.Objective, Parameters: rec.Parameters}, rx.IssuedAt)
+		if inst.Recovery != nil && t.SelectionClass != Recovery {
+			return errorf(CodeRecoveryRequired, "instance %s needs recovery after %s (%s): its outcome is uncertain, so %s cannot be applied again; only a RECOVERY transition proceeds",
+				inst.ID, inst.Recovery.Transition, inst.Recovery.Cause, rx.Transition)
+		}
+		if missing != "" {
+			return errorf(CodeStalePrescription, "the value of secret parameter %s of prescription %s is no longer kept (it was applied or expired); prescribe again", missing, rx.ID)
+		}
+		d := Resolve(p, k.inv, &inst, &pr, Request{Transition: rx.Transition, Objective: rx.Objective, Parameters: params}, rx.IssuedAt)
 		if d.Kind != Prescribed || !d.Prescription.sameBinding(&rx) {
 			msg := "the instance, program or authority changed since it was issued"
 			if d.Message != "" {
@@ -473,8 +507,9 @@ func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (
 		Transition:   tc,
 		Prescription: rx,
 		Capabilities: slices.Clone(rx.EffectiveCapabilities),
-		Parameters:   cloneMap(rec.Parameters),
+		Parameters:   params,
 		Principal:    pr,
+		Bindings:     cloneBindings(bound),
 	}
 	if tc.Prescription != nil {
 		req.Arguments = slices.Clone(tc.Prescription.Arguments)
@@ -540,6 +575,9 @@ func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (
 			return err
 		}
 		if err := tx.PutReceipt(receipt); err != nil {
+			return err
+		}
+		if err := dropSecrets(tx, rx.ID); err != nil {
 			return err
 		}
 		return tx.AppendJournal(k.entry(&rx, before.Revision, JournalCommitted, ""))
@@ -631,6 +669,10 @@ func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, 
 		cause = errors.New("no cause given")
 	}
 	ctx = context.WithoutCancel(ctx)
+	var targets []string
+	if status == JournalRecoveryRequired {
+		targets = k.targetFacets(ctx, rx)
+	}
 	err := k.store.Update(ctx, func(tx Tx) error {
 		next := before.Clone()
 		next.Pending = ""
@@ -644,9 +686,20 @@ func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, 
 			if next.Validate() != nil {
 				next.Facts = before.Clone().Facts
 			}
+			// What the effect may have changed is not known: every facet
+			// of the target conditions it did not report becomes unknown,
+			// so that a RECOVERY transition keyed on it can reconcile.
+			for _, f := range targets {
+				if _, ok := facts[f]; !ok {
+					next.Facts[f] = Fact{Status: StatusUnknown}
+				}
+			}
 			next.Recovery = &RecoveryMark{Transition: rx.Transition, Prescription: rx.ID, Cause: truncate(cause.Error(), 1024)}
 		}
 		if err := tx.UpdateInstance(next, before.Revision, rx.ID); err != nil {
+			return err
+		}
+		if err := dropSecrets(tx, rx.ID); err != nil {
 			return err
 		}
 		return tx.AppendJournal(k.entry(rx, before.Revision, status, truncate(cause.Error(), 1024)))
@@ -661,6 +714,49 @@ func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, 
 		return errorf(CodeEffectFailed, "transition %s was not applied; the instance is unchanged: %v", rx.Transition, cause)
 	}
 	return errorf(CodeRecoveryRequired, "the outcome of %s is uncertain (%v); the instance needs a RECOVERY transition", rx.Transition, cause)
+}
+
+// targetFacets returns the facets of the target conditions of rx's
+// transition (the phase aside).
+func (k *Kernel) targetFacets(ctx context.Context, rx *Prescription) []string {
+	p, err := k.Program(ctx, rx.Program)
+	if err != nil {
+		return nil
+	}
+	t := p.lookup(rx.Transition)
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range t.TargetConditions {
+		if c.Facet != PhaseFacet && !slices.Contains(out, c.Facet) {
+			out = append(out, c.Facet)
+		}
+	}
+	return out
+}
+
+// dropSecrets removes the raw values of secret parameters from a stored
+// prescription once it has been applied (committed, aborted or left for
+// recovery) or has expired: they were its effect's input and are not
+// needed again.
+func dropSecrets(tx Tx, id string) error {
+	rec, err := tx.Prescription(id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if len(rec.Secret) == 0 {
+		return nil
+	}
+	params := cloneMap(rec.Parameters) // the stored map may be shared with readers
+	for _, name := range rec.Secret {
+		delete(params, name)
+	}
+	rec.Parameters = params
+	return tx.PutPrescription(rec)
 }
 
 func truncate(s string, n int) string {

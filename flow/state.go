@@ -1,6 +1,9 @@
 package flow
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/go-json-experiment/json"
 )
 
@@ -48,4 +51,52 @@ func DecodePrincipal(data []byte) (Principal, error) {
 		return Principal{}, err
 	}
 	return pr, nil
+}
+
+// DecodeApprovalRecord reads a stored approval record strictly: unknown
+// or duplicate keys, invalid UTF-8, an id that is not "apr-…", an unknown
+// status, or a secret parameter or binding that shows its value are
+// refused with STATE_INVALID, so that a damaged record can neither be
+// decided nor show a secret. A raw value kept for a secret parameter is
+// dropped.
+func DecodeApprovalRecord(data []byte) (ApprovalRecord, error) {
+	var rec ApprovalRecord
+	if err := json.Unmarshal(data, &rec, json.RejectUnknownMembers(true)); err != nil {
+		return ApprovalRecord{}, &Error{Code: CodeStateInvalid, Message: "the approval record is not valid: " + err.Error()}
+	}
+	a := &rec.Approval
+	bad := func(path, msg string) (ApprovalRecord, error) {
+		return ApprovalRecord{}, &Error{Code: CodeStateInvalid, Path: path, Message: msg}
+	}
+	if !strings.HasPrefix(a.ID, "apr-") || len(a.ID) > 80 {
+		return bad("approval.id", "an approval id is apr- and a digest")
+	}
+	switch a.Status {
+	case ApprovalPending, ApprovalApproved, ApprovalDeclined, ApprovalStale:
+	default:
+		return bad("approval.status", fmt.Sprintf("%q is not an approval status", a.Status))
+	}
+	if a.Instance == "" || a.Transition == "" {
+		return bad("approval", "an approval names its instance and transition")
+	}
+	for i, p := range a.Parameters {
+		if p.Secret && p.Value != "" {
+			return bad(fmt.Sprintf("approval.parameters[%d]", i), "a secret parameter carries no value")
+		}
+		if p.Secret {
+			// Records written before secret values were kept out of
+			// storage carry them here: drop them, so that the approval
+			// asks again rather than use or show a stored secret.
+			delete(rec.Parameters, p.Name)
+		}
+	}
+	for i, b := range a.Bindings {
+		if b.Kind == "" || b.Name == "" {
+			return bad(fmt.Sprintf("approval.bindings[%d]", i), "a binding has a kind and a name")
+		}
+		if b.Secret && (b.Value != "" || b.Current != "") {
+			return bad(fmt.Sprintf("approval.bindings[%d]", i), "a secret binding carries no value")
+		}
+	}
+	return rec, nil
 }

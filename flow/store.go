@@ -40,6 +40,13 @@ type Tx interface {
 	PutProgram(fingerprint string, source []byte) error
 	// Programs returns the stored fingerprints, sorted.
 	Programs() ([]string, error)
+	// ProgramLoad returns who loaded the program with this fingerprint
+	// and whether it is active.
+	ProgramLoad(fingerprint string) (ProgramLoad, error)
+	// PutProgramLoad stores or replaces a program's load record.
+	PutProgramLoad(l ProgramLoad) error
+	// ProgramLoads returns every load record, sorted by fingerprint.
+	ProgramLoads() ([]ProgramLoad, error)
 
 	// Instance returns the instance with this id.
 	Instance(id string) (Instance, error)
@@ -63,6 +70,9 @@ type Tx interface {
 	PutApproval(rec ApprovalRecord) error
 	// PendingApprovals returns the pending approvals, oldest first.
 	PendingApprovals() ([]ApprovalRecord, error)
+	// InstanceApprovals returns every approval of an instance, whatever
+	// its status, oldest first.
+	InstanceApprovals(instance string) ([]ApprovalRecord, error)
 
 	// AppendJournal appends an entry to an instance's journal.
 	AppendJournal(e JournalEntry) error
@@ -76,13 +86,19 @@ type Tx interface {
 }
 
 // PrescriptionRecord is a stored prescription with the raw parameter values
-// (secrets included) that applying it needs.
+// that applying it needs: the effect's input. Secret names the secret
+// parameters among them; their values are dropped once the prescription
+// has been applied or has expired.
 type PrescriptionRecord struct {
 	Prescription Prescription      `json:"prescription"`
 	Parameters   map[string]string `json:"parameters,omitempty"`
+	Secret       []string          `json:"secret,omitempty"`
 }
 
-// ApprovalRecord is a stored approval with its raw parameter values.
+// ApprovalRecord is a stored approval with the raw values of its
+// parameters that are not secret. Secret values are never stored with an
+// approval: the approval keeps their digests, and the kernel holds the
+// values in memory until a person decides (see Kernel.Approve).
 type ApprovalRecord struct {
 	Approval   Approval          `json:"approval"`
 	Parameters map[string]string `json:"parameters,omitempty"`
@@ -118,6 +134,7 @@ type JournalEntry struct {
 type MemoryStore struct {
 	mu            sync.Mutex
 	programs      map[string][]byte
+	loads         map[string]ProgramLoad
 	instances     map[string]Instance
 	prescriptions map[string]PrescriptionRecord
 	approvals     map[string]ApprovalRecord
@@ -129,6 +146,7 @@ type MemoryStore struct {
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{
 		programs:      make(map[string][]byte),
+		loads:         make(map[string]ProgramLoad),
 		instances:     make(map[string]Instance),
 		prescriptions: make(map[string]PrescriptionRecord),
 		approvals:     make(map[string]ApprovalRecord),
@@ -175,6 +193,7 @@ type memTx struct {
 	approvals map[string]ApprovalRecord
 	prescr    map[string]PrescriptionRecord
 	programs  map[string][]byte
+	loads     map[string]ProgramLoad
 }
 
 var errReadOnly = &Error{Code: CodeStateInvalid, Message: "write in a read-only transaction"}
@@ -228,6 +247,31 @@ func (t *memTx) Programs() ([]string, error) {
 		seen[fp] = true
 	}
 	return sortedKeys(seen), nil
+}
+
+func (t *memTx) ProgramLoad(fp string) (ProgramLoad, error) {
+	return lookup(t.loads, t.s.loads, fp)
+}
+
+func (t *memTx) PutProgramLoad(l ProgramLoad) error {
+	overlay(&t.loads, l.Fingerprint, l)
+	return t.write(func() { t.s.loads[l.Fingerprint] = l })
+}
+
+func (t *memTx) ProgramLoads() ([]ProgramLoad, error) {
+	seen := make(map[string]bool, len(t.s.loads)+len(t.loads))
+	for fp := range t.s.loads {
+		seen[fp] = true
+	}
+	for fp := range t.loads {
+		seen[fp] = true
+	}
+	out := make([]ProgramLoad, 0, len(seen))
+	for _, fp := range sortedKeys(seen) {
+		l, _ := t.ProgramLoad(fp)
+		out = append(out, l)
+	}
+	return out, nil
 }
 
 func (t *memTx) Instances() ([]Instance, error) {
@@ -300,6 +344,24 @@ func (t *memTx) PendingApprovals() ([]ApprovalRecord, error) {
 	}
 	for _, rec := range t.approvals {
 		if rec.Approval.Status == ApprovalPending {
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b ApprovalRecord) int {
+		return cmp.Or(a.Approval.CreatedAt.Compare(b.Approval.CreatedAt), strings.Compare(a.Approval.ID, b.Approval.ID))
+	})
+	return out, nil
+}
+
+func (t *memTx) InstanceApprovals(instance string) ([]ApprovalRecord, error) {
+	var out []ApprovalRecord
+	for id, rec := range t.s.approvals {
+		if _, ok := t.approvals[id]; !ok && rec.Approval.Instance == instance {
+			out = append(out, rec)
+		}
+	}
+	for _, rec := range t.approvals {
+		if rec.Approval.Instance == instance {
 			out = append(out, rec)
 		}
 	}

@@ -89,6 +89,7 @@ func (m *Manager) recipeView(r store.RunRecord) map[string]any {
 	d := decodeDoc(r)
 	var def any
 	_ = json.Unmarshal(d.Definition, &def)
+	maskDefinition(d.Definition, def)
 	values := map[string]any{}
 	for k, v := range d.Values {
 		values[k] = v
@@ -108,9 +109,40 @@ func (m *Manager) recipeView(r store.RunRecord) map[string]any {
 	return map[string]any{
 		"identity": identity,
 		"launch": map[string]any{"cwd": m.stateDir(r.ID), "template": d.Script, "values": Redact(values),
-			"control": nonNilStrings(d.Control), "artifacts": m.artifactManifest(d.Artifacts)},
+			"control": nonNilStrings(d.Control), "artifacts": m.artifactManifest(m.stateDir(r.ID), d.Artifacts)},
 		"definition":  Redact(def),
 		"diagnostics": []string{},
+	}
+}
+
+// maskDefinition masks, in the decoded Recipe def, the defaults and fixed
+// values of the arguments raw declares secret.
+func maskDefinition(raw json.RawMessage, def any) {
+	obj, ok := def.(map[string]any)
+	if !ok {
+		return
+	}
+	var decl struct {
+		Args []string `json:"args"`
+	}
+	if json.Unmarshal(raw, &decl) != nil {
+		return
+	}
+	for i, a := range decl.Args {
+		arg, err := ParseArg(a)
+		if err != nil || !arg.Secret {
+			continue
+		}
+		if args, ok := obj["args"].([]any); ok && i < len(args) && arg.HasDefault {
+			args[i] = strings.SplitN(a, "=", 2)[0] + "=" + redactedMarker
+		}
+		for _, k := range []string{"defaults", "values"} {
+			if m, ok := obj[k].(map[string]any); ok {
+				if _, ok := m[arg.Name]; ok {
+					m[arg.Name] = redactedMarker
+				}
+			}
+		}
 	}
 }
 
@@ -344,7 +376,7 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		rel := strings.TrimPrefix(a.Path, m.stateDir(r.ID)+"/")
 		v := map[string]any{"id": "artifact:" + name, "source": "artifact", "detail": map[string]any{"name": name, "path": rel}}
 		ts := store.FormatTime(r.StartedAt)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if fi, err := os.Stat(p); err == nil && insideDir(dir, p) {
 			ts = store.FormatTime(fi.ModTime())
 			v["kind"], v["summary"] = "artifact.ready", name+" ready"
 		} else {
@@ -397,11 +429,18 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, e
 		return nil, err
 	}
 	failed := []string{}
+	var failedDetails []map[string]any
 	var pendingStale, pendingFresh, stale, backpressured, traceDiag, attention, diags []map[string]any
 	for _, r := range runs {
 		status, _ := m.status(r)
 		if status == StatusFailed {
 			failed = append(failed, r.ID)
+			v := m.view(r)
+			d := map[string]any{"run": r.ID, "exit_code": v["exit_code"]}
+			if h, ok := v["stderr_head"]; ok {
+				d["stderr_head"] = h
+			}
+			failedDetails = append(failedDetails, d)
 		}
 		cs, err := m.st.Controls(ctx, r.ID)
 		if err != nil {
@@ -472,6 +511,8 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, e
 	}
 	return map[string]any{
 		"failed_runs":              failed,
+		"failed_run_count":         len(failed),
+		"failed_run_details":       capList(failedDetails),
 		"pending_control_count":    len(pending),
 		"pending_controls":         capList(pending),
 		"stale_control_count":      len(stale),

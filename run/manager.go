@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -57,6 +57,15 @@ type Config struct {
 	// PollInterval is how often a re-adopted Run (one this process did not
 	// start) is checked for exit; 500ms when zero.
 	PollInterval time.Duration
+	// RunUser is the user Run and tool processes run as when the server
+	// runs as root: a user name or numeric "uid:gid". Empty means "nobody"
+	// when that user exists; a user with uid 0 keeps root. When the server
+	// is not root it is ignored.
+	RunUser string
+	// StartGrace is how long Spawn waits for a new process to exit before
+	// answering, so a Run that cannot start answers failed, not running;
+	// DefaultStartGrace when zero, no wait when negative.
+	StartGrace time.Duration
 	// Notify, when set, is told of changes so live views can refresh:
 	// kind "run.trace" after Trace appends, "run.status" after a Run
 	// starts, ends, is killed, archived or pruned, and "run.control" after
@@ -68,6 +77,7 @@ type Config struct {
 // concurrent use. Runs outlive the Manager: New re-adopts the live ones.
 type Manager struct {
 	cfg    Config
+	runAs  *runAs
 	st     store.Runs
 	now    func() time.Time
 	log    *slog.Logger
@@ -93,12 +103,28 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.DataDir == "" {
 		return nil, errors.New("run: Config needs Store and DataDir")
 	}
+	// Every path handed to a Run is absolute: its process runs in its own
+	// directory, where a relative data directory would point elsewhere.
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("run: data directory: %w", err)
+	}
+	cfg.DataDir = abs
+	if cfg.StartGrace == 0 {
+		cfg.StartGrace = DefaultStartGrace
+	}
 	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*sync.Mutex{}, heads: map[string]runHead{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
 	if m.log == nil {
 		m.log = slog.Default()
+	}
+	if m.runAs, err = resolveRunUser(cfg.RunUser); err != nil {
+		return nil, err
+	}
+	if m.runAs == nil && os.Geteuid() == 0 {
+		m.log.Warn("Runs and tools run as root: no unprivileged run user (create user nobody or set the run user)")
 	}
 	if m.cfg.PollInterval <= 0 {
 		m.cfg.PollInterval = 500 * time.Millisecond
@@ -109,10 +135,8 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	m.controls = &group[store.ControlAdmission]{run: func(items []store.ControlAdmission) ([]error, error) {
 		return m.st.AdmitControls(context.Background(), items)
 	}}
-	for _, d := range []string{m.runsDir(), m.recipesDir()} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
-		}
+	if err := m.prepareDirs(); err != nil {
+		return nil, err
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if err := m.reconcile(ctx); err != nil {
@@ -230,7 +254,25 @@ type SpawnRequest struct {
 	// LaunchKind is "spawn" (default) or "tool"; Tool names the tool.
 	LaunchKind string
 	Tool       string
+	// Secret names values that are secret besides the Recipe's "!secret"
+	// arguments and secret-looking names: they are masked in every view
+	// and stored document, and only the process receives them.
+	Secret []string
 }
+
+// DefaultStartGrace is how long Spawn waits, at most, for a new process to
+// exit before it answers.
+const DefaultStartGrace = 300 * time.Millisecond
+
+// Bounds of what the views show of a Run's logs.
+const (
+	stderrHeadLines = 10
+	stderrHeadBytes = 2 << 10
+	logLineMaxBytes = 4 << 10
+)
+
+// DataDir returns the absolute data directory.
+func (m *Manager) DataDir() string { return m.cfg.DataDir }
 
 // LoadRecipe reads <data>/recipes/<stem>.json.
 func (m *Manager) LoadRecipe(stem string) (*Recipe, json.RawMessage, error) {
@@ -318,16 +360,81 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 	if err != nil {
 		return nil, err
 	}
-	artifacts := rec.ArtifactPaths(vals, dir)
-	for name, a := range req.Artifacts {
-		a.Path = expand(a.Path, vals, false)
-		if !filepath.IsAbs(a.Path) {
-			a.Path = filepath.Join(dir, a.Path)
+	artifacts, err := rec.ArtifactPaths(vals, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(req.Artifacts) {
+		a := req.Artifacts[name]
+		if a.Path, err = ConfinePath(dir, expand(a.Path, vals, false)); err != nil {
+			return nil, errorf(CodeInvalidRequest, "artifact %s: %s", name, err.(*Error).Message)
 		}
 		artifacts[name] = a
 	}
+	// What is stored and shown: secret values masked, also in the script.
+	shown := maskSecrets(vals, rec.SecretArgs(), req.Secret)
+	shownScript, err := rec.Script(shown)
+	if err != nil {
+		shownScript = ""
+	}
+	env := rec.Environment(vals)
+	v, done, err := m.spawnLocked(ctx, ownerID, id, req, rec, def, spawnPlan{vals: shown, script: script, shownScript: shownScript, env: env, artifacts: artifacts, dir: dir})
+	if err != nil || done == nil {
+		return v, err
+	}
+	// A process that cannot start, or exits at once, answers with its
+	// final status and the head of its stderr, never running.
+	if m.cfg.StartGrace > 0 {
+		t := time.NewTimer(m.cfg.StartGrace)
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if r, err := m.st.Run(ctx, id); err == nil && r.InstanceID == v["run_instance_id"] {
+		return m.view(r), nil
+	}
+	return v, nil
+}
+
+// spawnPlan is what Spawn resolved before claiming the id.
+type spawnPlan struct {
+	vals                map[string]string // as stored: secrets masked
+	script, shownScript string
+	env                 []string
+	artifacts           map[string]Artifact
+	dir                 string
+}
+
+// maskSecrets returns vals with the secret ones masked: declared secret
+// arguments, names in extra, and names that look secret (SecretKey).
+func maskSecrets(vals map[string]string, declared, extra []string) map[string]string {
+	secret := map[string]bool{}
+	for _, n := range declared {
+		secret[n] = true
+	}
+	for _, n := range extra {
+		secret[n] = true
+	}
+	out := make(map[string]string, len(vals))
+	for k, v := range vals {
+		if secret[k] || SecretKey(k) {
+			v = redactedMarker
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// spawnLocked claims id and starts the generation under the Run's lock. It
+// returns the Run's view and, when a process was started, a channel closed
+// once its end is recorded.
+func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req SpawnRequest, rec *Recipe, def json.RawMessage, p spawnPlan) (map[string]any, <-chan struct{}, error) {
 	unlock := m.lock(id)
 	defer unlock()
+	dir := p.dir
 
 	old, err := m.st.Run(ctx, id)
 	replace := ""
@@ -335,29 +442,32 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	default:
+		// An id held by another principal answers exactly as an id lost to
+		// a concurrent claim: nothing about that Run (its status, whether
+		// it is archived) shows.
 		if old.OwnerID != ownerID {
-			return nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
+			return nil, nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
 		}
 		if old.Archived {
-			return nil, errorf(CodeRunArchived, "Run %s is archived; prune it or choose another id.", id)
+			return nil, nil, errorf(CodeRunArchived, "Run %s is archived; prune it or choose another id.", id)
 		}
 		if s, _ := m.status(old); s == StatusRunning {
 			if rec.Singleton {
-				if !singletonCompatible(decodeDoc(old), rec, req, vals) {
-					return nil, errorf(CodeRunActive, "Active singleton Run %s has incompatible Recipe identity, owner, startup values, or Control contract. Stop it before changing singleton configuration.", id)
+				if !singletonCompatible(decodeDoc(old), rec, req, p.vals) {
+					return nil, nil, errorf(CodeRunActive, "Active singleton Run %s has incompatible Recipe identity, owner, startup values, or Control contract. Stop it before changing singleton configuration.", id)
 				}
 				v := m.view(old)
 				v["reused"] = true
-				return v, nil
+				return v, nil, nil
 			}
-			return nil, errorf(CodeRunActive, "Run state already has an active owned process: %s. Stop it before reusing the same run_id.", id)
+			return nil, nil, errorf(CodeRunActive, "Run state already has an active owned process: %s. Stop it before reusing the same run_id.", id)
 		}
 		replace, gen = old.InstanceID, old.Generation+1
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, nil, fmt.Errorf("run: %w", err)
 	}
 	// Generation-local files go; actor files and artifacts stay.
 	for _, f := range []string{"stdout.log", "stderr.log", "exit", "exit.tmp", "archive-tombstone.json"} {
@@ -371,36 +481,38 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 	instance := uuid.NewString()
 	fifo := filepath.Join(dir, "control-"+instance[:8]+".fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		return nil, fmt.Errorf("run: create control FIFO: %w", err)
+		return nil, nil, fmt.Errorf("run: create control FIFO: %w", err)
+	}
+	if err := m.handOver(fifo); err != nil {
+		return nil, nil, errorf(CodeSandbox, "Run %s: its control FIFO cannot be given to the run user: %v", id, err)
 	}
 	now := m.now()
 	doc := runDoc{Recipe: strings.TrimSuffix(req.Recipe, ".json"), Tool: req.Tool, LaunchKind: req.LaunchKind, Definition: def,
-		Values: vals, Script: script, Control: rec.Control, Artifacts: artifacts, Singleton: rec.Singleton, FIFO: fifo}
+		Values: p.vals, Script: p.shownScript, Control: rec.Control, Artifacts: p.artifacts, Singleton: rec.Singleton, FIFO: fifo}
 	if doc.LaunchKind == "" {
 		doc.LaunchKind = "spawn"
 	}
 	docJSON, _ := json.Marshal(doc)
 	r := store.RunRecord{ID: id, OwnerID: ownerID, InstanceID: instance, Generation: gen, CreatedAt: now, StartedAt: now, Doc: docJSON}
-	if replace == "" {
-		r.CreatedAt = now
-	} else {
+	if replace != "" {
 		r.CreatedAt = old.CreatedAt
 	}
 	defer m.forget(id)
 	if err := m.st.ClaimRun(ctx, r, replace); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
+			return nil, nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	if err := m.start(ctx, &r, doc, dir); err != nil {
+	done, err := m.start(ctx, &r, doc, p.script, p.env, dir)
+	if err != nil {
 		code := 127
 		r.ExitCode, r.EndedAt = &code, m.now()
 		_ = m.saveRun(ctx, r)
 		m.emit(ctx, r, "run.failed", "Run "+id+" failed to start", map[string]any{"error": err.Error()}, "error")
-		return nil, errorf(CodeStartFailed, "Run %s could not start: %v. Its status is failed; fix the cause and spawn it again.", id, err)
+		return nil, nil, errorf(CodeStartFailed, "Run %s could not start: %v. Its status is failed; fix the cause and spawn it again.", id, err)
 	}
-	return m.view(r), nil
+	return m.view(r), done, nil
 }
 
 // singletonCompatible reports whether a live singleton generation can
@@ -425,39 +537,37 @@ func singletonCompatible(old runDoc, rec *Recipe, req SpawnRequest, vals map[str
 // so the code survives a restart of the supervisor.
 const wrapper = `/bin/sh -c "$1"; c=$?; printf '%s\n' "$c" > "$2.tmp" && mv -f "$2.tmp" "$2"; exit $c`
 
-func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, dir string) error {
+// start runs script as generation r in dir, sandboxed (see
+// sandboxCommand), with the Recipe's env and the ASSENT_* variables. The
+// returned channel is closed once the process's end is recorded.
+func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, script string, recipeEnv []string, dir string) (<-chan struct{}, error) {
 	stdout, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stdout.Close()
 	stderr, err := os.OpenFile(filepath.Join(dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stderr.Close()
 	token := ""
 	if m.cfg.Tokens != nil {
 		if token, doc.TokenID, err = m.cfg.Tokens.IssueRunToken(ctx, r.OwnerID, r.ID, r.InstanceID); err != nil {
-			return fmt.Errorf("issue run token: %w", err)
+			return nil, fmt.Errorf("issue run token: %w", err)
 		}
 		r.Doc, _ = json.Marshal(doc)
 	}
-	cmd := exec.Command("/bin/sh", "-c", wrapper, "assent-run", doc.Script, filepath.Join(dir, "exit"))
-	cmd.Dir = dir
+	env := append(recipeEnv, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
+		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
+	cmd, err := m.sandboxCommand(context.Background(), dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	env := make([]string, 0, len(os.Environ())+6)
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "ASSENT_") {
-			env = append(env, e)
-		}
-	}
-	cmd.Env = append(env, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
-		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	r.PID = cmd.Process.Pid
 	if start, _, err := procStartTime(r.PID); err == nil {
@@ -468,11 +578,13 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, dir
 	}
 	m.emit(ctx, *r, "run.start", "Run "+r.ID+" started", map[string]any{"pid": r.PID, "run_instance_id": r.InstanceID}, "")
 	id, instance := r.ID, r.InstanceID
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		_ = cmd.Wait()
 		m.finish(id, instance)
 	}()
-	return nil
+	return done, nil
 }
 
 // finish records the end of generation instance of Run id: its exit code
@@ -607,7 +719,16 @@ func (m *Manager) view(r store.RunRecord) map[string]any {
 		v["ended_at"] = store.FormatTime(r.EndedAt)
 	}
 	if len(d.Artifacts) > 0 {
-		v["artifacts"] = m.artifactManifest(d.Artifacts)
+		v["artifacts"] = m.artifactManifest(dir, d.Artifacts)
+	}
+	if status == StatusFailed || status == StatusExited {
+		logDir := dir
+		if r.Archived {
+			logDir = r.ArchiveDir
+		}
+		if head := headFile(filepath.Join(logDir, "stderr.log"), stderrHeadLines, stderrHeadBytes); head != "" {
+			v["stderr_head"] = RedactText(head)
+		}
 	}
 	if r.Archived {
 		v["archived"] = true
@@ -623,7 +744,23 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-func (m *Manager) artifactManifest(arts map[string]Artifact) map[string]any {
+// insideDir reports whether path, with every symbolic link resolved, is a
+// regular file inside dir: a link the process planted to a file elsewhere
+// does not count.
+func insideDir(dir, path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil || !strings.HasPrefix(real, realDir+string(filepath.Separator)) {
+		return false
+	}
+	fi, err := os.Lstat(real)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func (m *Manager) artifactManifest(dir string, arts map[string]Artifact) map[string]any {
 	out := map[string]any{}
 	for name, a := range arts {
 		e := map[string]any{"path": a.Path, "exists": false}
@@ -636,7 +773,7 @@ func (m *Manager) artifactManifest(arts map[string]Artifact) map[string]any {
 		if a.Required {
 			e["required"] = true
 		}
-		if fi, err := os.Stat(a.Path); err == nil && fi.Mode().IsRegular() {
+		if fi, err := os.Stat(a.Path); err == nil && insideDir(dir, a.Path) {
 			e["exists"], e["size"] = true, fi.Size()
 		}
 		out[name] = e
@@ -820,8 +957,11 @@ func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) 
 			if r.Archived && strings.HasPrefix(p, m.stateDir(id)+"/") {
 				p = filepath.Join(r.ArchiveDir, strings.TrimPrefix(p, m.stateDir(id)+"/"))
 			}
-			fi, err := os.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() {
+			root := m.stateDir(id)
+			if r.Archived {
+				root = r.ArchiveDir
+			}
+			if !insideDir(root, p) {
 				continue
 			}
 			sum := sha256.Sum256([]byte(name + "\x00" + a.Path))
@@ -884,6 +1024,48 @@ func (m *Manager) Logs(ctx context.Context, ownerID, id, stream string, n int) (
 	return tailFile(filepath.Join(dir, stream+".log"), n, 1<<20)
 }
 
+// headFile returns at most the first n lines and max bytes of path (cut
+// on a UTF-8 boundary), or "" when it cannot be read.
+func headFile(path string, n, max int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, max)
+	k, _ := io.ReadFull(f, b)
+	b = b[:k]
+	for len(b) > 0 && !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.TrimRight(strings.Join(lines, ""), "\n")
+}
+
+// boundLines cuts every line of s to max bytes (on a UTF-8 boundary),
+// marking a cut line with " … [truncated]".
+func boundLines(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		body := strings.TrimSuffix(l, "\n")
+		if len(body) <= max {
+			continue
+		}
+		c := max
+		for c > 0 && !utf8.RuneStart(body[c]) {
+			c--
+		}
+		lines[i] = body[:c] + " … [truncated]" + l[len(body):]
+	}
+	return strings.Join(lines, "")
+}
+
 // tailFile reads at most max bytes from the end of path and returns its
 // last n lines.
 func tailFile(path string, n int, max int64) (string, error) {
@@ -918,7 +1100,7 @@ func tailFile(path string, n int, max int64) (string, error) {
 		}
 		s = strings.Join(lines, "")
 	}
-	return s, nil
+	return boundLines(s, logLineMaxBytes), nil
 }
 
 // List returns the derived status objects of ownerID's Runs, filtered by

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -17,7 +18,8 @@ type Recipe struct {
 	Description string `json:"description,omitempty"`
 	Disabled    bool   `json:"disabled,omitempty"`
 	// Args declares the public inputs: "name", "name:type",
-	// "name:type=default" or "mode:enum(a,b)".
+	// "name:type=default" or "mode:enum(a,b)"; "!secret" after the type
+	// ("pin:string!secret") marks a value that only the process sees.
 	Args     []string                   `json:"args,omitempty"`
 	Defaults map[string]json.RawMessage `json:"defaults,omitempty"`
 	Values   map[string]json.RawMessage `json:"values,omitempty"`
@@ -29,6 +31,10 @@ type Recipe struct {
 	Artifacts map[string]Artifact `json:"artifacts,omitempty"`
 	// Control lists the actions the Run's service accepts.
 	Control []string `json:"control,omitempty"`
+	// Env declares environment variables of the Run's process: NAME →
+	// template, with {placeholders} replaced by their (unquoted) values.
+	// Names match ^[A-Z_][A-Z0-9_]*$; ASSENT_* names are the runtime's.
+	Env map[string]string `json:"env,omitempty"`
 	// Top-level template flags.
 	Label    string  `json:"label,omitempty"`
 	Parallel bool    `json:"parallel,omitempty"`
@@ -76,7 +82,13 @@ type Arg struct {
 	Enum       []string `json:"enum,omitempty"`
 	Default    *string  `json:"default,omitempty"`
 	HasDefault bool     `json:"-"`
+	// Secret marks a value masked in every view and stored document; only
+	// the process receives it.
+	Secret bool `json:"secret,omitempty"`
 }
+
+// secretMarker, after an argument's type, marks it secret.
+const secretMarker = "!secret"
 
 var (
 	argNamePattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -93,6 +105,10 @@ func ParseArg(decl string) (Arg, error) {
 		d := rest[i+1:]
 		a.Default, a.HasDefault = &d, true
 		rest = rest[:i]
+	}
+	if strings.HasSuffix(rest, secretMarker) {
+		a.Secret = true
+		rest = strings.TrimSuffix(rest, secretMarker)
 	}
 	a.Name, a.Type = rest, "string"
 	if i := strings.IndexByte(rest, ':'); i >= 0 {
@@ -195,8 +211,16 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 var recipeFields = map[string]bool{
 	"description": true, "disabled": true, "args": true, "defaults": true, "values": true, "template": true,
 	"async": true, "singleton": true, "artifacts": true, "control": true, "label": true, "parallel": true,
-	"timeout": true, "retry": true,
+	"timeout": true, "retry": true, "env": true,
 }
+
+var envNamePattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// Bounds of a Recipe's env.
+const (
+	envMaxVars       = 64
+	envMaxValueBytes = 8 << 10
+)
 
 // DecodeRecipe parses and validates a Recipe. Unknown keys are refused, as
 // are the removed "name" and "mailbox" keys.
@@ -264,6 +288,20 @@ func (r *Recipe) validate() error {
 	for _, k := range sortedKeys(r.Values) {
 		if RuntimeOwned(k) {
 			return errorf(CodeInvalidRecipe, "Recipe values cannot set runtime-owned input: %s", k)
+		}
+	}
+	if len(r.Env) > envMaxVars {
+		return errorf(CodeInvalidRecipe, "Recipe env declares %d variables; at most %d are allowed", len(r.Env), envMaxVars)
+	}
+	for _, k := range sortedKeys(r.Env) {
+		if !envNamePattern.MatchString(k) {
+			return errorf(CodeInvalidRecipe, "Recipe env name %q must match ^[A-Z_][A-Z0-9_]*$", k)
+		}
+		if strings.HasPrefix(k, "ASSENT_") {
+			return errorf(CodeInvalidRecipe, "Recipe env name %s is reserved: ASSENT_* variables are set by the runtime", k)
+		}
+		if len(r.Env[k]) > envMaxValueBytes || strings.ContainsRune(r.Env[k], 0) {
+			return errorf(CodeInvalidRecipe, "Recipe env %s must be at most %d bytes without NUL", k, envMaxValueBytes)
 		}
 	}
 	ctl, err := NormalizeDeclaredControl(r.Control)
@@ -561,15 +599,57 @@ func compile(n node, values map[string]string) (string, error) {
 }
 
 // ArtifactPaths expands placeholders in the declared artifacts (without
-// shell quoting) and makes relative paths relative to dir.
-func (r *Recipe) ArtifactPaths(values map[string]string, dir string) map[string]Artifact {
+// shell quoting) and resolves them against dir, the Run's directory. A path
+// that resolves outside dir is refused invalid_request.
+func (r *Recipe) ArtifactPaths(values map[string]string, dir string) (map[string]Artifact, error) {
 	out := map[string]Artifact{}
-	for name, a := range r.Artifacts {
-		a.Path = expand(a.Path, values, false)
-		if !strings.HasPrefix(a.Path, "/") {
-			a.Path = dir + "/" + a.Path
+	for _, name := range sortedKeys(r.Artifacts) {
+		a := r.Artifacts[name]
+		p, err := ConfinePath(dir, expand(a.Path, values, false))
+		if err != nil {
+			return nil, errorf(CodeInvalidRequest, "artifact %s: %s", name, err.(*Error).Message)
 		}
+		a.Path = p
 		out[name] = a
+	}
+	return out, nil
+}
+
+// ConfinePath resolves p against dir (p may be relative or absolute) and
+// returns the cleaned absolute path. A path that leaves dir, such as
+// "../../etc/passwd" or "/etc/passwd", is refused invalid_request.
+func ConfinePath(dir, p string) (string, error) {
+	if strings.ContainsRune(p, 0) || strings.TrimSpace(p) == "" {
+		return "", errorf(CodeInvalidRequest, "path %q is empty or contains NUL", p)
+	}
+	dir = filepath.Clean(dir)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	if p == dir || !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		return "", errorf(CodeInvalidRequest, "path %q is outside the Run's directory %s; artifacts must be inside it", p, dir)
+	}
+	return p, nil
+}
+
+// Environment returns the Recipe's env as NAME=value pairs, sorted, with
+// placeholders replaced by values (unquoted).
+func (r *Recipe) Environment(values map[string]string) []string {
+	out := make([]string, 0, len(r.Env))
+	for _, k := range sortedKeys(r.Env) {
+		out = append(out, k+"="+strings.ReplaceAll(expand(r.Env[k], values, false), "\x00", ""))
+	}
+	return out
+}
+
+// SecretArgs lists the names of the arguments declared secret.
+func (r *Recipe) SecretArgs() []string {
+	var out []string
+	for _, a := range r.args {
+		if a.Secret {
+			out = append(out, a.Name)
+		}
 	}
 	return out
 }

@@ -107,12 +107,22 @@ const (
 	CodeReservedName       = "reserved_tool_name"
 	CodeStartFailed        = "start_failed"
 	CodePreserveFailed     = "preserve_failed"
+	CodeLimitExceeded      = "limit_exceeded"
+	CodeSandbox            = "sandbox_unavailable"
 )
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
-// ValidRunID checks a Run id: letters, digits, dot, underscore and dash.
+// RunIDMaxBytes bounds a Run id, so it always fits in a file name with room
+// for the runtime's suffixes.
+const RunIDMaxBytes = 128
+
+// ValidRunID checks a Run id: at most RunIDMaxBytes of letters, digits,
+// dot, underscore and dash. A longer id is limit_exceeded.
 func ValidRunID(id string) error {
+	if len(id) > RunIDMaxBytes {
+		return errorf(CodeLimitExceeded, "Run id is %d bytes; the limit is %d. Choose a shorter id.", len(id), RunIDMaxBytes)
+	}
 	if !runIDPattern.MatchString(id) || id == "." || id == ".." {
 		return errorf(CodeInvalidRequest, "Run id may contain only letters, numbers, dot, underscore, and dash.")
 	}
@@ -126,6 +136,9 @@ func ParseTarget(target string) (string, error) {
 		return "", errorf(CodeInvalidRequest, "unsupported Run target: %s; use run:<id>", t)
 	}
 	id := strings.TrimPrefix(t, "run:")
+	if len(id) > RunIDMaxBytes {
+		return "", errorf(CodeLimitExceeded, "Run target id is %d bytes; the limit is %d.", len(id), RunIDMaxBytes)
+	}
 	if !runIDPattern.MatchString(id) {
 		return "", errorf(CodeInvalidRequest, "invalid Run target: %s", t)
 	}

@@ -47,14 +47,21 @@ var reservedToolNames = map[string]bool{
 // are kept in the store and, unless registered with expose:false, added to
 // the tool registry (and so to the MCP tool list).
 type ToolSet struct {
-	m   *Manager
-	reg *tool.Registry
+	m     *Manager
+	reg   *tool.Registry
+	props store.Proposals // nil when the store keeps no proposals
 
 	mu sync.Mutex // serializes registrations
 }
 
-// NewToolSet returns the tools of m, to be added to reg.
-func NewToolSet(m *Manager, reg *tool.Registry) *ToolSet { return &ToolSet{m: m, reg: reg} }
+// NewToolSet returns the tools of m, to be added to reg. When m's store
+// also keeps proposals (store.Proposals), the commands of agents without
+// GrantCommandExecute are filed there for a person's approval; otherwise
+// they are refused.
+func NewToolSet(m *Manager, reg *tool.Registry) *ToolSet {
+	props, _ := m.st.(store.Proposals)
+	return &ToolSet{m: m, reg: reg, props: props}
+}
 
 // Register adds the actors_* tools and their hidden aliases to the
 // registry, then every exposed registered tool from the store. A stored
@@ -95,8 +102,8 @@ var (
 "transport_context":{"type":"object"},
 "verbose":{"type":"boolean"}},"additionalProperties":false}`)
 	inspectSchema = json.RawMessage(`{"type":"object","properties":{
-"target":{"type":"string","description":"runtime, run:<id>, recipes or tool:<name>"},
-"view":{"type":"string","description":"runtime: status|runs|triage; run:<id>: status|recipe|trace|control; recipes: summary|status; tool:<name>: status|schema"},
+"target":{"type":"string","description":"runtime, run:<id>, recipes, tool:<name> or proposal:<id>"},
+"view":{"type":"string","description":"runtime: status|runs|triage; run:<id>: status|recipe|trace|control; recipes: summary|status; tool:<name>: status|schema; proposal:<id>: status"},
 "identity":{"type":"string"},
 "lines":{"type":["string","integer"]},
 "source":{"type":"string"},
@@ -122,13 +129,13 @@ var (
 // Tools returns the actors_* tools and their hidden legacy aliases.
 func (ts *ToolSet) Tools() []tool.Tool {
 	main := []tool.Tool{
-		{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect.",
+		{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect. An inline template from an agent without the command.execute grant is filed for a person's approval instead: the answer has status pending_approval and a proposal id to inspect.",
 			InputSchema: spawnSchema, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
-		{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema. Only your own Runs are visible.",
+		{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema, proposal:<id> status. Only your own Runs, tools and proposals are visible.",
 			InputSchema: inspectSchema, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
 		{Name: ToolControl, Title: "Control", Description: "Apply one Control action to an existing Run: an action its Recipe declares, or the runtime's kill (running), archive or prune (terminal).",
 			InputSchema: controlSchema, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
-		{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given.",
+		{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given. A registration by an agent without the command.execute grant waits for a person's approval (status pending_approval). A registered tool is visible only to you until a person publishes it.",
 			InputSchema: registerSchema, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
 	}
 	out := append([]tool.Tool(nil), main...)
@@ -213,6 +220,9 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, err
 	if string(bytes.TrimSpace(req.Template)) == "null" {
 		req.Template = nil
 	}
+	if len(req.Template) > 0 && !MayExecute(call.Principal) {
+		return ts.proposeSpawn(ctx, call.Principal, req)
+	}
 	v, err := ts.m.Spawn(ctx, call.Principal.ID, req)
 	if err != nil {
 		return nil, toolError(err)
@@ -246,7 +256,7 @@ func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, e
 	}
 	target := strings.TrimSpace(in.Target)
 	if strings.HasPrefix(target, "tool:") {
-		v, err := ts.toolView(ctx, strings.TrimPrefix(target, "tool:"), in.View)
+		v, err := ts.toolView(ctx, call.Principal, strings.TrimPrefix(target, "tool:"), in.View)
 		if err != nil {
 			return nil, toolError(err)
 		}
@@ -255,6 +265,13 @@ func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, e
 			return &tool.Result{Text: string(b), Structured: v}, nil
 		}
 		return result(fmt.Sprintf("tool=%s callable_now=%v", v["name"], v["callable_now"]), v, in.Verbose), nil
+	}
+	if id, ok := strings.CutPrefix(target, "proposal:"); ok {
+		v, err := ts.proposalView(ctx, call.Principal, strings.TrimSpace(id))
+		if err != nil {
+			return nil, toolError(err)
+		}
+		return result(fmt.Sprintf("proposal=%s kind=%s status=%s", v["proposal"], v["kind"], v["status"]), v, in.Verbose), nil
 	}
 	v, err := ts.m.Inspect(ctx, call.Principal.ID, InspectRequest{Target: target, View: in.View, Lines: lines, Status: in.Status, Source: in.Source})
 	if err != nil {
@@ -319,6 +336,11 @@ type toolDoc struct {
 	Args        []string                   `json:"args,omitempty"`
 	Defaults    map[string]json.RawMessage `json:"defaults,omitempty"`
 	Async       *bool                      `json:"async,omitempty"`
+	// Published is set when a person publishes the tool to every
+	// principal; any change by its owner clears it.
+	Published   bool   `json:"published,omitempty"`
+	PublishedBy string `json:"published_by,omitempty"`
+	PublishedAt string `json:"published_at,omitempty"`
 }
 
 // splitArgs splits "file:path,mode:enum(a,b)=a" on the commas outside
@@ -346,49 +368,7 @@ func splitArgs(s string) []string {
 }
 
 // recipe resolves a registered tool's Recipe.
-func (ts *ToolSet) recipe(d toolDoc) (*Recipe, error) {
-	var r *Recipe
-	if d.From != "" {
-		base, _, err := ts.m.LoadRecipe(d.From)
-		if err != nil {
-			return nil, err
-		}
-		r = base
-	} else {
-		def := map[string]any{"template": d.Template, "description": d.Description}
-		if len(d.Args) > 0 {
-			def["args"] = d.Args
-		}
-		if d.Async != nil {
-			def["async"] = *d.Async
-		}
-		b, _ := json.Marshal(def)
-		var err error
-		if r, err = DecodeRecipe(b); err != nil {
-			return nil, err
-		}
-	}
-	if len(d.Defaults) > 0 {
-		merged := map[string]json.RawMessage{}
-		for k, v := range r.Defaults {
-			merged[k] = v
-		}
-		for k, v := range d.Defaults {
-			if RuntimeOwned(k) {
-				return nil, errorf(CodeInvalidRequest, "Tool defaults cannot set runtime-owned input: %s.", k)
-			}
-			merged[k] = v
-		}
-		r.Defaults = merged
-		if err := r.validate(); err != nil {
-			return nil, err
-		}
-	}
-	if d.Description != "" {
-		r.Description = d.Description
-	}
-	return r, nil
-}
+func (ts *ToolSet) recipe(d toolDoc) (*Recipe, error) { return toolRecipe(d, ts.loadRecipe) }
 
 func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, error) {
 	var in struct {
@@ -433,6 +413,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	caller := call.Principal
 	name := strings.TrimSpace(in.Name)
 	if name == "" {
 		recs, err := ts.m.st.ListTools(ctx)
@@ -442,7 +423,9 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		names := []string{}
 		text := "No registered tools."
 		for _, r := range recs {
-			names = append(names, r.Name)
+			if recordVisible(r, caller) {
+				names = append(names, r.Name)
+			}
 		}
 		if len(names) > 0 {
 			text = "Registered tools:\n- " + strings.Join(names, "\n- ")
@@ -452,7 +435,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 	// Deletion: template null or "".
 	if hasTemplate && (string(bytes.TrimSpace(in.Template)) == "null" || string(bytes.TrimSpace(in.Template)) == `""`) {
 		rec, err := ts.m.st.Tool(ctx, name)
-		if errors.Is(err, store.ErrNotFound) || err == nil && rec.OwnerID != call.Principal.ID {
+		if errors.Is(err, store.ErrNotFound) || err == nil && rec.OwnerID != caller.ID {
 			return &tool.Result{Text: fmt.Sprintf("Tool %q not found.", name), Structured: map[string]any{"tool": name, "deleted": false}}, nil
 		}
 		if err != nil {
@@ -466,32 +449,17 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		}
 		return &tool.Result{Text: fmt.Sprintf("Deleted tool %q.", name), Structured: map[string]any{"tool": name, "deleted": true}}, nil
 	}
-	if !toolNamePattern.MatchString(name) || len(name) > 64 {
-		return nil, &tool.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("Invalid tool name %q: name a tool owner_function in lowercase (letters, digits, underscores), e.g. audio_transcribe, at most 64 characters.", name)}
-	}
-	if reservedToolNames[name] {
-		return nil, &tool.Error{Code: CodeReservedName, Message: "Reserved tool name: " + name}
-	}
-	prev, err := ts.m.st.Tool(ctx, name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	direct := MayExecute(caller)
+	prev, mine, err := ts.checkToolName(ctx, caller, name, in.Update, direct)
+	if err != nil {
 		return nil, err
 	}
-	if exists && prev.OwnerID != call.Principal.ID {
-		return nil, &tool.Error{Code: CodeToolCollision, Message: fmt.Sprintf("Tool name %q is taken by another tool; choose another name.", name)}
-	}
-	if exists && !in.Update {
-		return nil, &tool.Error{Code: CodeToolExists, Message: fmt.Sprintf("Tool %q already registered. Use update=true to overwrite.", name)}
-	}
-	// A normalized collision with any tool that is not this registered
-	// tool refuses exposure and update.
-	if t, ok := ts.reg.Lookup(name); ok && !isRecipeTool(t) || !ok && ts.reg.Taken(name) {
-		return nil, &tool.Error{Code: CodeToolCollision, Message: fmt.Sprintf("Tool name %q collides with an existing tool; choose another owner_function name.", name)}
-	}
 	var d toolDoc
-	if exists {
+	if mine {
 		_ = json.Unmarshal(prev.Doc, &d)
 	}
+	// A changed tool is private again until a person publishes it anew.
+	d.Published, d.PublishedBy, d.PublishedAt = false, "", ""
 	if in.From != nil {
 		d = toolDoc{From: strings.TrimSpace(*in.From), Description: d.Description}
 	}
@@ -535,17 +503,92 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		return nil, err
 	}
 	expose := in.Expose == nil || *in.Expose
-	if in.Expose == nil && exists {
+	if in.Expose == nil && mine {
 		expose = prev.Expose
+	}
+	if !direct {
+		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine)
+	}
+	v, err := ts.install(ctx, caller.ID, name, d, r, expose, in.Update)
+	if err != nil {
+		return nil, err
+	}
+	verb := "Registered"
+	if v["updated"] == true {
+		verb = "Updated"
+	}
+	return &tool.Result{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, v["source"], v["callable_now"]), Structured: v}, nil
+}
+
+// recordVisible reports whether p may see the registered tool rec: its
+// owner's, or published by a person.
+func recordVisible(rec store.ToolRecord, p store.Principal) bool {
+	if p.ID != "" && rec.OwnerID == p.ID {
+		return true
+	}
+	var d toolDoc
+	_ = json.Unmarshal(rec.Doc, &d)
+	return d.Published
+}
+
+// errNameUnavailable is the one answer for a tool name that cannot be
+// used: taken by a tool of assent, by another principal's tool (published
+// or not) or by a look-alike name. It does not say which, so a private tool
+// cannot be discovered by trying names.
+func errNameUnavailable(name string) *tool.Error {
+	return &tool.Error{Code: CodeToolCollision, Message: fmt.Sprintf("Tool name %q is not available; choose another owner_function name.", name)}
+}
+
+// checkToolName checks that caller may register name and returns caller's
+// own registered tool of that name (mine). With direct false (a proposal),
+// tools caller cannot see are ignored: whether the name is free of them is
+// checked when a person approves, so filing a proposal reveals nothing.
+func (ts *ToolSet) checkToolName(ctx context.Context, caller store.Principal, name string, update, direct bool) (prev store.ToolRecord, mine bool, err error) {
+	if !toolNamePattern.MatchString(name) || len(name) > 64 {
+		return prev, false, &tool.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("Invalid tool name %q: name a tool owner_function in lowercase (letters, digits, underscores), e.g. audio_transcribe, at most 64 characters.", name)}
+	}
+	if reservedToolNames[name] {
+		return prev, false, &tool.Error{Code: CodeReservedName, Message: "Reserved tool name: " + name}
+	}
+	prev, err = ts.m.st.Tool(ctx, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return prev, false, err
+	}
+	mine = exists && prev.OwnerID == caller.ID
+	if exists && !mine && (direct || recordVisible(prev, caller)) {
+		return prev, false, errNameUnavailable(name)
+	}
+	if mine && !update {
+		return prev, true, &tool.Error{Code: CodeToolExists, Message: fmt.Sprintf("Tool %q already registered. Use update=true to overwrite.", name)}
+	}
+	// A normalized collision with any tool that is not this registered
+	// tool refuses exposure and update.
+	if t, ok := ts.reg.Colliding(name); ok && !(mine && t.Name == name && isRecipeTool(t)) {
+		if direct || t.VisibleTo(caller) {
+			return prev, mine, errNameUnavailable(name)
+		}
+	}
+	return prev, mine, nil
+}
+
+// install stores and exposes the registered tool name of ownerID with the
+// definition d (already validated as r). It is how a direct registration
+// and an approved proposal both end.
+func (ts *ToolSet) install(ctx context.Context, ownerID, name string, d toolDoc, r *Recipe, expose, update bool) (map[string]any, error) {
+	owner := store.Principal{ID: ownerID}
+	prev, mine, err := ts.checkToolName(ctx, owner, name, update, true)
+	if err != nil {
+		return nil, err
 	}
 	doc, _ := json.Marshal(d)
 	now := ts.m.now()
-	rec := store.ToolRecord{Name: name, OwnerID: call.Principal.ID, Expose: expose, Doc: doc, CreatedAt: now, UpdatedAt: now}
+	rec := store.ToolRecord{Name: name, OwnerID: ownerID, Expose: expose, Doc: doc, CreatedAt: now, UpdatedAt: now}
 	t, err := ts.recipeTool(rec)
 	if err != nil {
 		return nil, toolError(err)
 	}
-	if err := ts.m.st.PutTool(ctx, rec, in.Update); err != nil {
+	if err := ts.m.st.PutTool(ctx, rec, update); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, &tool.Error{Code: CodeToolExists, Message: fmt.Sprintf("Tool %q already registered. Use update=true to overwrite.", name)}
 		}
@@ -555,7 +598,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 	if expose {
 		if err := ts.reg.Replace(t); err != nil {
 			// Roll back to the previous definition.
-			if exists {
+			if mine {
 				_ = ts.m.st.PutTool(ctx, prev, true)
 			} else {
 				_ = ts.m.st.DeleteTool(ctx, name)
@@ -576,19 +619,15 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 	}
 	v := map[string]any{"tool": name, "source": source, "persisted": true, "resolved": true, "validated": true,
 		"registry_active": true, "host_registered": active, "active_tool": active, "callable_now": active, "expose": expose,
-		"activation": "current_session", "activation_boundary": "current_session",
-		"args": nonNilStrings(r.Args), "required_args": required, "optional_args": optional, "async": r.Async, "updated": exists}
+		"activation": "current_session", "activation_boundary": "current_session", "published": false,
+		"args": nonNilStrings(r.Args), "required_args": required, "optional_args": optional, "async": r.Async, "updated": mine}
 	if !active {
 		v["activation_boundary"] = "host_registration"
 		v["next_actions"] = []string{"inspect target=tool:" + name + " view=status"}
 	} else {
 		v["next_actions"] = []string{"call tool " + name, "inspect target=tool:" + name + " view=status"}
 	}
-	verb := "Registered"
-	if exists {
-		verb = "Updated"
-	}
-	return &tool.Result{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, source, active), Structured: v}, nil
+	return v, nil
 }
 
 // recipeToolMeta marks registry entries that are registered Recipes.
@@ -676,6 +715,7 @@ func (ts *ToolSet) recipeTool(rec store.ToolRecord) (tool.Tool, error) {
 	}
 	return tool.Tool{Name: name, Description: desc, InputSchema: schemaFor(r, d.Defaults),
 		Annotations: tool.Annotations{OpenWorld: true}, Meta: map[string]any{recipeToolMeta: true},
+		Owner: rec.OwnerID, Published: d.Published,
 		Handler: func(ctx context.Context, call tool.Call) (*tool.Result, error) {
 			return ts.callRecipeTool(ctx, name, call)
 		},
@@ -686,8 +726,8 @@ func (ts *ToolSet) recipeTool(rec store.ToolRecord) (tool.Tool, error) {
 // others run inline and return their output.
 func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Call) (*tool.Result, error) {
 	rec, err := ts.m.st.Tool(ctx, name)
-	if err != nil {
-		return nil, &tool.Error{Code: CodeNotFound, Message: fmt.Sprintf("Registered tool not found: %s.", name)}
+	if err != nil || !recordVisible(rec, call.Principal) {
+		return nil, tool.Errorf("unknown_tool", "no tool is named %q; list the tools to see what is available", name)
 	}
 	var d toolDoc
 	_ = json.Unmarshal(rec.Doc, &d)
@@ -731,22 +771,25 @@ func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Ca
 	if err != nil {
 		return nil, toolError(err)
 	}
-	return runInline(ctx, script, dir)
+	return ts.runInline(ctx, script, dir, r.Environment(vals))
 }
 
 const toolOutputMax = 50 << 10
 
-// runInline runs a script in its own process group and returns its
-// output, bounded; cancelling ctx kills the group.
-func runInline(ctx context.Context, script, dir string) (*tool.Result, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+// runInline runs a script the way every Run process runs (the sandbox of
+// the Manager: its own process group, the base environment plus env, dir
+// as working directory, the run user when the server is root) and returns
+// its output, bounded; cancelling ctx kills the group.
+func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env []string) (*tool.Result, error) {
+	cmd, err := ts.m.sandboxCommand(ctx, dir, env, "/bin/sh", "-c", script)
+	if err != nil {
+		return nil, toolError(err)
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -766,7 +809,7 @@ func runInline(ctx context.Context, script, dir string) (*tool.Result, error) {
 }
 
 // toolView answers inspect tool:<name> status|schema.
-func (ts *ToolSet) toolView(ctx context.Context, name, view string) (map[string]any, error) {
+func (ts *ToolSet) toolView(ctx context.Context, caller store.Principal, name, view string) (map[string]any, error) {
 	if !runIDPattern.MatchString(name) {
 		return nil, errorf(CodeInvalidRequest, "invalid tool target: tool:%s", name)
 	}
@@ -774,8 +817,12 @@ func (ts *ToolSet) toolView(ctx context.Context, name, view string) (map[string]
 		return nil, errorf(CodeInvalidRequest, "inspect tool:<name> supports view=status or view=schema.")
 	}
 	rec, err := ts.m.st.Tool(ctx, name)
+	if err == nil && !recordVisible(rec, caller) {
+		// Another principal's private tool is, to the caller, no tool.
+		err = store.ErrNotFound
+	}
 	if errors.Is(err, store.ErrNotFound) {
-		if t, ok := ts.reg.Lookup(name); ok && !t.Hidden {
+		if t, ok := ts.reg.Lookup(name); ok && !t.Hidden && t.Owner == "" {
 			// A built-in tool: its live definition.
 			var params any
 			_ = json.Unmarshal(t.InputSchema, &params)
@@ -805,7 +852,7 @@ func (ts *ToolSet) toolView(ctx context.Context, name, view string) (map[string]
 		source = d.From
 	}
 	v := map[string]any{"name": name, "persisted": true, "registry_active": rerr == nil, "host_registered": live, "active_tool": live,
-		"callable_now": live, "expose": rec.Expose, "source": source, "description": d.Description,
+		"callable_now": live, "expose": rec.Expose, "source": source, "description": d.Description, "published": d.Published,
 		"activation": "current_session", "activation_boundary": "current_session"}
 	if !live {
 		v["activation_boundary"] = "host_registration"
@@ -832,10 +879,14 @@ func (ts *ToolSet) toolView(ctx context.Context, name, view string) (map[string]
 	return v, nil
 }
 
-// Inspect answers every inspection target, tool:<name> included.
+// Inspect answers every inspection target, tool:<name> and
+// proposal:<id> included.
 func (ts *ToolSet) Inspect(ctx context.Context, ownerID string, req InspectRequest) (map[string]any, error) {
 	if name, ok := strings.CutPrefix(strings.TrimSpace(req.Target), "tool:"); ok {
-		return ts.toolView(ctx, name, strings.TrimSpace(req.View))
+		return ts.toolView(ctx, store.Principal{ID: ownerID}, name, strings.TrimSpace(req.View))
+	}
+	if id, ok := strings.CutPrefix(strings.TrimSpace(req.Target), "proposal:"); ok {
+		return ts.proposalView(ctx, store.Principal{ID: ownerID}, strings.TrimSpace(id))
 	}
 	return ts.m.Inspect(ctx, ownerID, req)
 }

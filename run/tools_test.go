@@ -11,9 +11,15 @@ import (
 	"github.com/assent-run/assent/tool"
 )
 
+// call calls a tool as owner, an agent trusted with GrantCommandExecute.
 func call(t *testing.T, reg *tool.Registry, name, owner, args string) (*tool.Result, error) {
 	t.Helper()
-	return reg.Call(context.Background(), name, tool.Call{Principal: store.Principal{ID: owner, Kind: store.KindAgent}, Args: json.RawMessage(args)})
+	return callAs(t, reg, name, store.Principal{ID: owner, Kind: store.KindAgent, Grants: []string{GrantCommandExecute}}, args)
+}
+
+func callAs(t *testing.T, reg *tool.Registry, name string, p store.Principal, args string) (*tool.Result, error) {
+	t.Helper()
+	return reg.Call(context.Background(), name, tool.Call{Principal: p, Args: json.RawMessage(args)})
 }
 
 func toolCode(err error) string {

@@ -50,14 +50,15 @@ func unsafeMethod(m string) bool {
 
 // authed requires a principal: a bearer token, or a web session cookie. For
 // cookie requests that change state it also requires a same-origin Origin
-// header and the session's CSRF token.
+// header and the session's CSRF token. The request's context ends when the
+// principal is revoked.
 func (s *Server) authed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		var p store.Principal
 		if tok, ok := bearer(r); ok {
 			var err error
-			p, err = s.store.PrincipalByToken(ctx, auth.Hash(tok))
+			p, err = s.principalByBearer(ctx, tok)
 			if err != nil {
 				s.unauthorized(w, err)
 				return
@@ -87,8 +88,23 @@ func (s *Server) authed(next http.Handler) http.Handler {
 		if !s.allow(w, p) {
 			return
 		}
+		ctx, release := s.holdLive(ctx, p)
+		defer release()
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(ctx, p)))
 	})
+}
+
+// holdLive returns a context for a request by p that ends when p is
+// revoked, so long-lived responses (event streams, MCP streams) stop within
+// about revalidateInterval of a revocation. release must be called when the
+// request is done.
+func (s *Server) holdLive(ctx context.Context, p store.Principal) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	forget := s.live.hold(p.ID, cancel)
+	return ctx, func() {
+		forget()
+		cancel()
+	}
 }
 
 // bearerOnly requires a bearer token (the MCP endpoint takes no cookies).
@@ -100,7 +116,7 @@ func (s *Server) bearerOnly(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "sign_in_required", "send 'Authorization: Bearer <token>'; assent serve prints an agent token, and assent token create makes more")
 			return
 		}
-		p, err := s.store.PrincipalByToken(r.Context(), auth.Hash(tok))
+		p, err := s.principalByBearer(r.Context(), tok)
 		if err != nil {
 			s.unauthorized(w, err)
 			return
@@ -108,7 +124,9 @@ func (s *Server) bearerOnly(next http.Handler) http.Handler {
 		if !s.allow(w, p) {
 			return
 		}
-		ctx := context.WithValue(auth.WithPrincipal(r.Context(), p), transportKey{}, viaBearer)
+		ctx, release := s.holdLive(r.Context(), p)
+		defer release()
+		ctx = context.WithValue(auth.WithPrincipal(ctx, p), transportKey{}, viaBearer)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -562,22 +560,10 @@ func (s *Server) handleWebControl(w http.ResponseWriter, r *http.Request, pg pag
 		writeJSON(w, resultStatus(res), res)
 		return
 	}
-	back := r.PostFormValue("back")
-	if back == "" || !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
-		back = "/inbox"
-	}
 	if !res.OK {
-		back = addQuery(back, "notice", fmt.Sprintf("%s refused: %s", action, res.Message))
+		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", action, res.Message))
 	}
-	http.Redirect(w, r, back, http.StatusSeeOther)
-}
-
-func addQuery(path, k, v string) string {
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	return path + sep + k + "=" + url.QueryEscape(v)
+	http.Redirect(w, r, safeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
 }
 
 // visibleProposals lists the open proposals p may act on.

@@ -186,7 +186,7 @@ func TestHostedForm(t *testing.T) {
 	}
 	cookie, csrf := f.signIn()
 	resp := f.postForm("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"orders"}, "controlId": {"status"}, "subjectType": {"order"}, "subjectId": {"42"}}, cookie, f.http.URL)
-	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "notice") {
+	if loc := resp.Header.Get("Location"); loc != "/inbox" || !strings.Contains(readAll(f.get(loc, cookie)), "apply refused") {
 		t.Fatalf("apply of a stale proposal was not refused: %s", loc)
 	}
 	// A human's bearer token is not a confirmation.

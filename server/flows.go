@@ -67,7 +67,14 @@ func (s *Server) initFlows(ctx context.Context) error {
 		if err != nil {
 			return 0
 		}
-		return len(list)
+		n := len(list)
+		loads, _ := s.flows.ProgramLoads(ctx)
+		for _, l := range loads {
+			if l.Status == flow.ProgramProposed {
+				n++
+			}
+		}
+		return n
 	}})
 	if s.cfg.Demo {
 		if err := s.loadDemoFlows(ctx); err != nil {
@@ -178,7 +185,8 @@ func (s *Server) waitingInstances(ctx context.Context) (map[string]bool, error) 
 }
 
 // personMaySee reports whether a person may see another's instance: while
-// it waits for a person, or once they have applied a transition on it.
+// it waits for a person, or once they have applied a transition on it or
+// decided one of its approvals.
 func (s *Server) personMaySee(ctx context.Context, p store.Principal, inst flow.Instance, waiting map[string]bool) bool {
 	if waiting[inst.ID] {
 		return true
@@ -186,6 +194,12 @@ func (s *Server) personMaySee(ctx context.Context, p store.Principal, inst flow.
 	receipts, _ := s.instanceReceipts(ctx, inst.ID)
 	for _, r := range receipts {
 		if r.Principal == p.ID {
+			return true
+		}
+	}
+	approvals, _ := s.flows.InstanceApprovals(ctx, inst.ID)
+	for _, a := range approvals {
+		if a.Decider == p.ID {
 			return true
 		}
 	}
@@ -301,7 +315,7 @@ func pathSuffix(path string) string {
 // flowStatus gives the HTTP status of a kernel code.
 func flowStatus(code string) int {
 	switch code {
-	case flow.CodeCapabilityDenied, flow.CodeCapabilityNotDeclared:
+	case flow.CodeCapabilityDenied, flow.CodeCapabilityNotDeclared, flow.CodeProgramNotActive:
 		return http.StatusForbidden
 	case flow.CodeStalePrescription, flow.CodePrescriptionExpired, flow.CodeRevisionConflict,
 		flow.CodeApprovalClosed, flow.CodeRecoveryRequired, flow.CodeNotPrescribed:
@@ -333,28 +347,87 @@ func (s *Server) publishFlow(typ string, owner string, data map[string]any) {
 	s.bus.Publish(event.Event{Type: typ, Owner: owner, People: true, Data: b})
 }
 
-// inboxFlows lists the approvals that wait for a person, with what they
-// would allow (secret parameter values hidden) and Approve and Decline.
+// inboxFlows lists what waits for a person in the Flows part: the programs
+// agents proposed, and the approval requests with what they would apply
+// (secret values hidden), each with Approve and Decline.
 func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSection, error) {
 	if p.Kind != store.KindHuman {
 		return nil, nil
+	}
+	names := s.principalNames(ctx)
+	var out []inboxSection
+	if sec, err := s.inboxProgramProposals(ctx, names); err != nil {
+		return nil, err
+	} else if len(sec.Items) > 0 {
+		out = append(out, sec)
 	}
 	pending, err := s.flows.PendingApprovals(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if len(pending) == 0 {
-		return nil, nil
+		return out, nil
 	}
-	names := s.principalNames(ctx)
 	sec := inboxSection{ID: "flow-approvals", Title: "Flow approvals", Empty: "No Flow transition waits for your approval."}
 	for _, a := range pending {
 		sec.Items = append(sec.Items, s.approvalItem(ctx, a, names))
 	}
-	return []inboxSection{sec}, nil
+	return append(out, sec), nil
 }
 
-// approvalItem is how one approval request shows in the inbox.
+// inboxProgramProposals lists the programs that principals other than a
+// person or the operator loaded: each waits for a person before it starts
+// anything.
+func (s *Server) inboxProgramProposals(ctx context.Context, names map[string]string) (inboxSection, error) {
+	sec := inboxSection{ID: "flow-programs", Title: "Flow programs to load", Empty: "No program waits for your approval."}
+	loads, err := s.flows.ProgramLoads(ctx)
+	if err != nil {
+		return sec, err
+	}
+	for _, l := range loads {
+		if l.Status != flow.ProgramProposed {
+			continue
+		}
+		p, err := s.flows.Program(ctx, l.Fingerprint)
+		if err != nil {
+			continue
+		}
+		item := inboxItem{
+			Title: fmt.Sprintf("Load program %s (version %s)?", p.ID(), p.Version()),
+			Fields: []inboxField{
+				{Label: "Program", Value: p.ID()},
+				{Label: "Fingerprint", Value: p.Fingerprint()},
+				{Label: "Proposed by", Value: nameOr(names, l.LoadedBy)},
+				{Label: "Transitions", Value: fmt.Sprint(p.Len())},
+			},
+			Note: "Approving makes this program the one its id names: it can start instances, and its transitions can call the tools it names. Read it on the Flows page first.",
+			Actions: []inboxAction{
+				{Label: "Approve", URL: "/web/flows/programs/" + p.Fingerprint() + "/approve", Primary: true},
+				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
+			},
+		}
+		if cur, err := s.flows.ActiveProgram(ctx, p.ID()); err == nil {
+			item.Warn = "It replaces the active program " + p.ID() + " (" + cur.Fingerprint() + ") for everyone who starts " + p.ID() + " by id."
+		}
+		for _, t := range p.Transitions() {
+			what := t.Effect
+			if ps := t.Prescription; ps != nil && len(ps.Arguments) > 0 {
+				what += " " + joinOr(ps.Arguments, "")
+			}
+			if what == "" {
+				what = "observed"
+			}
+			item.Fields = append(item.Fields, inboxField{Label: "Transition " + flow.LocalID(t.ID), Value: what + "; authority " + joinOr(t.Authority, "")})
+		}
+		sec.Items = append(sec.Items, item)
+	}
+	return sec, nil
+}
+
+// approvalItem is how one approval request shows in the inbox: what it
+// will apply, as recorded when it was filed (staged values next to the
+// current ones, the tool, the Recipe, key facts), and its parameters with
+// secret values hidden.
 func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[string]string) inboxItem {
 	programID := "?"
 	if p, err := s.flows.Program(ctx, a.Program); err == nil {
@@ -372,10 +445,10 @@ func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[st
 			{Label: "Program fingerprint", Value: a.Program},
 			{Label: "Instance revision", Value: fmt.Sprint(a.Revision)},
 		},
-		Note: "Approving admits this transition once, with your grants plus human.approve, and applies it now.",
+		Note: "Approving admits this transition once, with your grants plus human.approve, and applies exactly what is shown here; if any of it has changed since, nothing is applied.",
 		Actions: []inboxAction{
 			{Label: "Approve", URL: "/web/flows/approvals/" + a.ID + "/approve", Primary: true},
-			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true},
+			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
 		},
 	}
 	if len(a.Arguments) > 0 {
@@ -383,6 +456,9 @@ func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[st
 	}
 	if a.Objective != "" {
 		item.Fields = append(item.Fields, inboxField{Label: "Objective", Value: a.Objective})
+	}
+	for _, b := range a.Bindings {
+		item.Fields = append(item.Fields, bindingField(b))
 	}
 	for _, prm := range a.Parameters {
 		v := prm.Value
@@ -392,6 +468,31 @@ func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[st
 		item.Fields = append(item.Fields, inboxField{Label: "Parameter " + prm.Name, Value: v})
 	}
 	return item
+}
+
+// bindingField shows one binding of an approval.
+func bindingField(b flow.Binding) inboxField {
+	switch b.Kind {
+	case "control":
+		if b.Secret {
+			return inboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("a hidden value (proposal revision %d)", b.Revision)}
+		}
+		return inboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("now %q → proposed %q (proposal revision %d)", b.Current, b.Value, b.Revision)}
+	case "tool":
+		return inboxField{Label: "Tool", Value: b.Value}
+	case "recipe":
+		if b.Value == "" {
+			return inboxField{Label: "Recipe " + b.Name, Value: "(no values)"}
+		}
+		return inboxField{Label: "Recipe " + b.Name, Value: b.Value}
+	case flow.BindingFact:
+		return inboxField{Label: "Fact " + b.Name, Value: b.Value}
+	}
+	v := b.Value
+	if b.Secret {
+		v = "(secret, hidden)"
+	}
+	return inboxField{Label: b.Kind + " " + b.Name, Value: v}
 }
 
 func joinOr(list []string, empty string) string {

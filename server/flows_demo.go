@@ -57,8 +57,13 @@ func (s *Server) loadDemoFlows(ctx context.Context) error {
 			expense = p
 		}
 	}
-	for _, t := range s.demoPaymentTools() {
-		if err := s.tools.Register(t); err != nil {
+	tools := s.demoPaymentTools()
+	for i, t := range tools {
+		callers := []EffectCaller{{Program: "expense-approval", Transition: "pay"}}
+		if i == 1 {
+			callers = []EffectCaller{{Program: "expense-approval", Transition: "reconcile-payment"}}
+		}
+		if err := s.RegisterEffectOnlyTool(t, callers...); err != nil {
 			return err
 		}
 	}
@@ -91,17 +96,14 @@ func (s *Server) loadDemoFlows(ctx context.Context) error {
 	return err
 }
 
-// demoPaymentTools are the tools the demo expense program pays through.
-// They act only when a Flow transition calls them (tool.call); an agent
-// calling them directly is refused, so a payment always passes the
+// demoPaymentTools are the tools the demo expense program pays through:
+// payments_send and payments_status, in that order. They are registered
+// effect-only: payments_send runs only as the effect of the pay
+// transition of the active expense-approval program, payments_status only
+// as that of reconcile-payment; an agent calling them directly, or a
+// program an agent loaded, is refused, so a payment always passes the
 // program's law and, above the limit, a person's approval.
 func (s *Server) demoPaymentTools() []tool.Tool {
-	onlyFromFlow := func(ctx context.Context, name string) error {
-		if _, ok := flowCallFrom(ctx); !ok {
-			return tool.Errorf("forbidden", "%s runs only as a Flow transition's effect; ask flows_prescribe for the next step of your expense", name)
-		}
-		return nil
-	}
 	return []tool.Tool{
 		{
 			Name:        "payments_send",
@@ -110,9 +112,6 @@ func (s *Server) demoPaymentTools() []tool.Tool {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"iban":{"type":"string","minLength":5,"maxLength":34},"reference":{"type":"string","maxLength":140}},"required":["iban"],"additionalProperties":false}`),
 			Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-				if err := onlyFromFlow(ctx, "payments_send"); err != nil {
-					return nil, err
-				}
 				var a struct {
 					IBAN      string `json:"iban"`
 					Reference string `json:"reference"`
@@ -141,9 +140,6 @@ func (s *Server) demoPaymentTools() []tool.Tool {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: true},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-				if err := onlyFromFlow(ctx, "payments_status"); err != nil {
-					return nil, err
-				}
 				fc, _ := flowCallFrom(ctx)
 				s.paymentsMu.Lock()
 				defer s.paymentsMu.Unlock()

@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,12 +29,21 @@ func (s *Server) registerFlowEffects() error {
 	if err := s.flowInv.RegisterEffect(flow.EffectToolCall, flow.CapabilityToolInvoke, flow.EffectFunc(s.toolCallEffect)); err != nil {
 		return err
 	}
+	if err := s.flowInv.RegisterBinder(flow.EffectToolCall, flow.BinderFunc(s.toolCallBind)); err != nil {
+		return err
+	}
 	if err := s.flowInv.RegisterEffect(flow.EffectControlApply, flow.CapabilityControlWrite, flow.EffectFunc(s.controlApplyEffect)); err != nil {
+		return err
+	}
+	if err := s.flowInv.RegisterBinder(flow.EffectControlApply, flow.BinderFunc(s.controlApplyBind)); err != nil {
 		return err
 	}
 	if s.runs != nil {
 		s.flowRuns = newFlowRunWatch(s, s.runs)
-		return s.flowInv.RegisterEffect(flow.EffectRunSpawn, flow.CapabilityCommandExecute, flow.EffectFunc(s.flowRuns.spawnEffect))
+		if err := s.flowInv.RegisterEffect(flow.EffectRunSpawn, flow.CapabilityCommandExecute, flow.EffectFunc(s.flowRuns.spawnEffect)); err != nil {
+			return err
+		}
+		return s.flowInv.RegisterBinder(flow.EffectRunSpawn, flow.BinderFunc(s.flowRuns.spawnBind))
 	}
 	return nil
 }
@@ -39,9 +52,11 @@ func (s *Server) registerFlowEffects() error {
 // tool.call effect; its value is a flowCall.
 type flowCallKey struct{}
 
-// flowCall says which transition of which instance called a tool.
+// flowCall says which transition (qualified id) of which instance, running
+// which program (fingerprint), called a tool.
 type flowCall struct {
 	Instance   string
+	Program    string
 	Transition string
 }
 
@@ -61,20 +76,19 @@ type toolResultShape struct {
 	Phase string                     `json:"phase"`
 }
 
-// toolCallEffect is tool.call. It calls the tool named by the
-// transition's first prescription argument (the operation when there are
-// no arguments) with a JSON object of the transition's parameters (string
-// values, secret ones included, since the tool needs them), as the
-// principal that applies the transition. The tool's structured result may
-// report "facts" and "phase". A tool's refusal (a coded error, or a result
-// marked as an error) changes nothing and fails the transition; any other
-// failure leaves the outcome uncertain, and the facets of the transition's
-// target conditions become "unknown" so that a RECOVERY transition can
-// reconcile them.
-func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
-	if err := req.Require(flow.CapabilityToolInvoke); err != nil {
-		return flow.Fail(err)
-	}
+// toolRefusals are the tool error codes that mean the tool refused before
+// acting: the call changed nothing. Any other failure of a tool that was
+// reached (a non-zero exit, a callback answering 500, a timeout, a result
+// marked as an error) may have acted.
+var toolRefusals = map[string]bool{
+	"invalid_request": true, "unknown_tool": true, "forbidden": true, "not_found": true,
+	"human_required": true, "unauthorized": true, "conflict": true, "limit_exceeded": true,
+	"too_large": true, "rate_limited": true,
+}
+
+// toolCallName is the tool a tool.call transition names: its first
+// prescription argument, or the operation when there are none.
+func toolCallName(req *flow.EffectRequest) string {
 	name := ""
 	if ps := req.Transition.Prescription; ps != nil {
 		name = ps.Operation
@@ -82,11 +96,56 @@ func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) fl
 	if len(req.Arguments) > 0 {
 		name = req.Arguments[0]
 	}
+	return name
+}
+
+// toolCallBind records, for an approval, the tool a tool.call transition
+// will call and a digest of its definition (name, title, description,
+// input schema, owner), so that a tool replaced after the approval was
+// filed makes it stale.
+func (s *Server) toolCallBind(_ context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
+	name := toolCallName(req)
+	t, ok := s.tools.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("no tool is named %q", name)
+	}
+	h := sha256.New()
+	for _, part := range []string{t.Name, t.Title, t.Description, string(t.InputSchema), t.Owner, fmt.Sprint(t.Published)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	value := t.Name
+	if t.Title != "" {
+		value += " (" + t.Title + ")"
+	}
+	return []flow.Binding{{Kind: "tool", Name: t.Name, Value: value, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}}, nil
+}
+
+// toolCallEffect is tool.call. It calls the tool named by the
+// transition's first prescription argument (the operation when there are
+// no arguments) with a JSON object of the transition's parameters (string
+// values, secret ones included, since the tool needs them), as the
+// principal that applies the transition. The tool's structured result may
+// report "facts" and "phase". A tool's refusal (an error whose code is one
+// of toolRefusals) changes nothing and fails the transition. Any other
+// failure after the call left (another error code, a result marked as an
+// error, a timeout, an unreadable result) leaves the outcome uncertain: the
+// instance needs recovery and the facets of the transition's target
+// conditions become "unknown" so that a RECOVERY transition can reconcile
+// them; the transition is never applied again.
+func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
+	if err := req.Require(flow.CapabilityToolInvoke); err != nil {
+		return flow.Fail(err)
+	}
+	name := toolCallName(req)
 	if strings.HasPrefix(tool.Normalize(name), "flows_") {
 		return flow.Fail(fmt.Errorf("tool.call cannot call the Flow tool %s; a transition cannot drive another one", name))
 	}
 	if _, ok := s.tools.Lookup(name); !ok {
 		return flow.Fail(fmt.Errorf("no tool is named %q; register it before applying %s", name, req.Transition.ID))
+	}
+	if err := checkBoundTool(s, req, name); err != nil {
+		return flow.Fail(err)
 	}
 	params := req.Parameters
 	if params == nil {
@@ -97,20 +156,23 @@ func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) fl
 		return flow.Fail(err)
 	}
 	caller := s.callerOf(ctx, req.Principal)
-	ctx = context.WithValue(ctx, flowCallKey{}, flowCall{Instance: req.Instance.ID, Transition: req.Transition.ID})
+	ctx = context.WithValue(ctx, flowCallKey{}, flowCall{Instance: req.Instance.ID, Program: req.Prescription.Program, Transition: req.Transition.ID})
 	res, err := s.tools.Call(ctx, name, tool.Call{Principal: caller, Args: args})
 	if err != nil {
 		var te *tool.Error
-		if errors.As(err, &te) {
+		if errors.As(err, &te) && toolRefusals[te.Code] {
 			return flow.Fail(fmt.Errorf("tool %s refused: %s: %s", name, te.Code, te.Message))
 		}
-		return uncertain(req, fmt.Errorf("tool %s failed; whether it acted is unknown", name))
+		if te != nil {
+			return uncertain(req, fmt.Errorf("tool %s failed after the call was made (%s); whether it acted is unknown", name, te.Code))
+		}
+		return uncertain(req, fmt.Errorf("tool %s failed after the call was made; whether it acted is unknown", name))
 	}
 	if res == nil {
 		res = &tool.Result{}
 	}
 	if res.IsError {
-		return flow.Fail(fmt.Errorf("tool %s reported an error; nothing was applied", name))
+		return uncertain(req, fmt.Errorf("tool %s reported an error after it was called; whether it acted is unknown", name))
 	}
 	var shape toolResultShape
 	if res.Structured != nil {
@@ -148,6 +210,24 @@ func decodeToolFacts(raw map[string]json.RawMessage) (map[string]flow.Fact, erro
 	return facts, nil
 }
 
+// checkBoundTool refuses, for a transition a person approved, a tool that is
+// not the one the approval recorded.
+func checkBoundTool(s *Server, req *flow.EffectRequest, name string) error {
+	if req.Bindings == nil {
+		return nil
+	}
+	now, err := s.toolCallBind(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	for _, b := range req.Bindings {
+		if b.Kind == "tool" && b == now[0] {
+			return nil
+		}
+	}
+	return &flow.Error{Code: flow.CodeStalePrescription, Message: fmt.Sprintf("tool %s is not the tool the approval recorded; nothing was applied", name)}
+}
+
 // uncertain reports an outcome that may or may not have happened: the
 // facets of the transition's target conditions become "unknown".
 func uncertain(req *flow.EffectRequest, err error) flow.EffectResult {
@@ -169,13 +249,83 @@ func (s *Server) callerOf(ctx context.Context, p flow.Principal) store.Principal
 	return store.Principal{ID: p.ID, Kind: p.Kind, Grants: p.Grants}
 }
 
+// controlProposals returns the staged proposals that a control.apply
+// transition names: "formId/controlId" for one control, or "formId" for
+// every proposal staged on the form, on forms visible to the instance's
+// owner. A stale proposal, or an argument with nothing staged, is an error.
+func (s *Server) controlProposals(ctx context.Context, req *flow.EffectRequest) ([]control.Snapshot, error) {
+	if len(req.Arguments) == 0 {
+		return nil, fmt.Errorf("transition %s names no controls in its prescription arguments", req.Transition.ID)
+	}
+	owner := s.callerOf(ctx, flow.Principal{ID: req.Instance.Owner, Kind: flow.AuthorityAgent})
+	var todo []control.Snapshot
+	for _, arg := range req.Arguments {
+		form, ctl, one := strings.Cut(arg, "/")
+		found := false
+		for _, snap := range s.controls.Proposals(ctx, form) {
+			if one && snap.Identity.ControlID != ctl || !s.formVisible(owner, snap.Identity.FormID) {
+				continue
+			}
+			if snap.State.Staged.Stale {
+				return nil, fmt.Errorf("the proposal on %s/%s is stale; stage it again", snap.Identity.FormID, snap.Identity.ControlID)
+			}
+			todo = append(todo, snap)
+			found = true
+		}
+		if !found {
+			return nil, fmt.Errorf("nothing is staged on %s; stage a value before applying %s", arg, req.Transition.ID)
+		}
+	}
+	return todo, nil
+}
+
+// controlApplyBind records, for an approval, each staged proposal a
+// control.apply transition would apply: the control, its live value, the
+// proposed value and the proposal's revision (values of redacted controls
+// are hidden; the revision still binds them).
+func (s *Server) controlApplyBind(ctx context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
+	todo, err := s.controlProposals(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]flow.Binding, 0, len(todo))
+	for _, snap := range todo {
+		b := flow.Binding{Kind: "control", Name: snap.Identity.FormID + "/" + snap.Identity.ControlID, Revision: snap.State.Staged.Revision}
+		if snap.State.ValueRedacted || snap.State.StagedValueRedacted {
+			b.Secret = true
+		} else {
+			b.Current, b.Value = controlText(snap.State.Value), controlText(snap.State.StagedValue)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// controlText renders a control value for an approval card.
+func controlText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "(empty)"
+	case string:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
 // controlApplyEffect is control.apply. Each prescription argument names
-// controls whose staged proposals to apply: "formId/controlId" for one
-// control, or "formId" for every proposal staged on the form. Applying is a
-// person's act: the effect refuses any other principal (the kernel already
-// resolves the transition as FRONTIER awaiting a person for them). Every
-// proposal is checked before any is applied; if one fails after others
-// were applied, the outcome is uncertain.
+// controls whose staged proposals to apply (see controlProposals).
+// Applying is a person's act: the effect refuses any other principal (the
+// kernel already resolves the transition as FRONTIER awaiting a person for
+// them). When a person approved the transition, exactly the proposals the
+// approval recorded are applied, each at its recorded revision: a
+// proposal staged again since (even with the same value) is refused
+// stale_revision and nothing is applied. Every proposal is checked before
+// any is applied; if one fails after others were applied, the outcome is
+// uncertain.
 func (s *Server) controlApplyEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
 	if err := req.Require(flow.CapabilityControlWrite); err != nil {
 		return flow.Fail(err)
@@ -183,27 +333,17 @@ func (s *Server) controlApplyEffect(ctx context.Context, req *flow.EffectRequest
 	if req.Principal.Kind != flow.AuthorityHuman {
 		return flow.Fail(fmt.Errorf("only a person applies staged control values; %s is %s", req.Principal.ID, req.Principal.Kind))
 	}
-	if len(req.Arguments) == 0 {
-		return flow.Fail(fmt.Errorf("transition %s names no controls in its prescription arguments", req.Transition.ID))
-	}
 	caller := s.callerOf(ctx, req.Principal)
-	var todo []control.Snapshot
-	for _, arg := range req.Arguments {
-		form, ctl, one := strings.Cut(arg, "/")
-		found := false
-		for _, snap := range s.controls.Proposals(ctx, form) {
-			if one && snap.Identity.ControlID != ctl || !s.formVisible(caller, snap.Identity.FormID) {
-				continue
-			}
-			if snap.State.Staged.Stale {
-				return flow.Fail(fmt.Errorf("the proposal on %s/%s is stale; stage it again", snap.Identity.FormID, snap.Identity.ControlID))
-			}
-			todo = append(todo, snap)
-			found = true
+	todo, err := s.controlProposals(ctx, req)
+	if err != nil {
+		return flow.Fail(err)
+	}
+	if req.Bindings != nil {
+		bound, err := s.boundProposals(ctx, req, todo)
+		if err != nil {
+			return flow.Fail(err)
 		}
-		if !found {
-			return flow.Fail(fmt.Errorf("nothing is staged on %s; stage a value before applying %s", arg, req.Transition.ID))
-		}
+		todo = bound
 	}
 	for i, snap := range todo {
 		res := s.execControl(ctx, caller, control.Command{Action: control.Apply, Identity: snap.Identity, Revision: snap.State.Staged.Revision},
@@ -213,11 +353,38 @@ func (s *Server) controlApplyEffect(ctx context.Context, req *flow.EffectRequest
 		}
 		err := fmt.Errorf("applying %s/%s was refused: %s: %s", snap.Identity.FormID, snap.Identity.ControlID, res.Reason, res.Message)
 		if i == 0 {
+			if res.Reason == control.ReasonStaleRevision {
+				return flow.Fail(&flow.Error{Code: flow.CodeStalePrescription, Message: err.Error()})
+			}
 			return flow.Fail(err)
 		}
 		return uncertain(req, err)
 	}
 	return flow.EffectResult{Outcome: flow.Succeeded}
+}
+
+// boundProposals checks the proposals staged now against those a person
+// approved: the same controls, each at the revision the approval recorded
+// (which fixes the value). It returns the proposals to apply, with the
+// recorded revisions.
+func (s *Server) boundProposals(ctx context.Context, req *flow.EffectRequest, now []control.Snapshot) ([]control.Snapshot, error) {
+	want := map[string]flow.Binding{}
+	for _, b := range req.Bindings {
+		if b.Kind == "control" {
+			want[b.Name] = b
+		}
+	}
+	if len(want) != len(now) {
+		return nil, &flow.Error{Code: flow.CodeStalePrescription, Message: "the staged proposals are not the ones the approval recorded; nothing was applied"}
+	}
+	for _, snap := range now {
+		name := snap.Identity.FormID + "/" + snap.Identity.ControlID
+		b, ok := want[name]
+		if !ok || b.Revision != snap.State.Staged.Revision {
+			return nil, &flow.Error{Code: flow.CodeStalePrescription, Message: fmt.Sprintf("the proposal on %s changed since the approval was filed (%s: stale_revision); nothing was applied", name, control.ReasonStaleRevision)}
+		}
+	}
+	return now, nil
 }
 
 // runSpawner starts Recipes and reports on Runs; *run.Manager is one.
@@ -361,26 +528,19 @@ func (w *flowRunWatch) check(ctx context.Context, id string) {
 	w.s.publishFlow("flow.instance", inst.Owner, map[string]any{"instance": inst.ID, "revision": inst.Revision})
 }
 
-// spawnEffect is run.spawn. The first prescription argument names a
-// Recipe (<data>/recipes/<name>.json); the arguments after it are
-// "--name value" pairs, and together with the transition's parameters they
-// become the Recipe's values. The Run, owned by the principal that applies
-// the transition, is named "<instance>.<transition>.<revision>"; its
-// progress becomes the fact "run.<transition>": "running" now, "succeeded"
-// or "failed" when it ends.
-func (w *flowRunWatch) spawnEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
-	if err := req.Require(flow.CapabilityCommandExecute); err != nil {
-		return flow.Fail(err)
-	}
+// spawnValues turns a run.spawn transition's arguments after the Recipe
+// name ("--name value" pairs) and its parameters into the Recipe's values.
+// secret lists the parameters that are secret.
+func spawnValues(req *flow.EffectRequest) (values map[string]json.RawMessage, secret []string, err error) {
 	if len(req.Arguments) == 0 {
-		return flow.Fail(fmt.Errorf("transition %s names no Recipe in its prescription arguments", req.Transition.ID))
+		return nil, nil, fmt.Errorf("transition %s names no Recipe in its prescription arguments", req.Transition.ID)
 	}
-	values := map[string]json.RawMessage{}
+	values = map[string]json.RawMessage{}
 	rest := req.Arguments[1:]
 	for i := 0; i < len(rest); i++ {
 		key, ok := strings.CutPrefix(rest[i], "--")
 		if !ok || key == "" || i+1 >= len(rest) {
-			return flow.Fail(fmt.Errorf("prescription argument %q of %s is not a \"--name value\" pair", rest[i], req.Transition.ID))
+			return nil, nil, fmt.Errorf("prescription argument %q of %s is not a \"--name value\" pair", rest[i], req.Transition.ID)
 		}
 		values[key], _ = json.Marshal(rest[i+1])
 		i++
@@ -388,9 +548,79 @@ func (w *flowRunWatch) spawnEffect(ctx context.Context, req *flow.EffectRequest)
 	for k, v := range req.Parameters {
 		values[k], _ = json.Marshal(v)
 	}
+	for _, prm := range req.Transition.Parameters {
+		if _, ok := req.Parameters[prm.Name]; ok && prm.Secret {
+			secret = append(secret, prm.Name)
+		}
+	}
+	return values, secret, nil
+}
+
+// recipeLoader reads a Recipe's stored definition; *run.Manager is one.
+type recipeLoader interface {
+	LoadRecipe(stem string) (*run.Recipe, json.RawMessage, error)
+}
+
+// spawnBind records, for an approval, the Recipe a run.spawn transition
+// will start (with a digest of its stored definition, so that a Recipe
+// rewritten after the approval was filed makes it stale) and the values it
+// will get, secret ones hidden.
+func (w *flowRunWatch) spawnBind(_ context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
+	values, secret, err := spawnValues(req)
+	if err != nil {
+		return nil, err
+	}
+	b := flow.Binding{Kind: "recipe", Name: req.Arguments[0]}
+	if rl, ok := w.runs.(recipeLoader); ok {
+		_, raw, err := rl.LoadRecipe(req.Arguments[0])
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(raw)
+		b.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		v := string(values[k])
+		if slices.Contains(secret, k) {
+			v = "(secret)"
+		}
+		args = append(args, "--"+k+" "+v)
+	}
+	b.Value = strings.Join(args, " ")
+	return []flow.Binding{b}, nil
+}
+
+// spawnEffect is run.spawn. The first prescription argument names a
+// Recipe (<data>/recipes/<name>.json); the arguments after it are
+// "--name value" pairs, and together with the transition's parameters they
+// become the Recipe's values; the secret parameters are named to the Runs
+// part, which masks them in every view and stored document. The Run, owned
+// by the principal that applies the transition, is named
+// "<instance>.<transition>.<revision>"; its progress becomes the fact
+// "run.<transition>": "running" now, "succeeded" or "failed" when it ends.
+// When a person approved the transition, the Recipe must still be the one
+// the approval recorded.
+func (w *flowRunWatch) spawnEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
+	if err := req.Require(flow.CapabilityCommandExecute); err != nil {
+		return flow.Fail(err)
+	}
+	values, secret, err := spawnValues(req)
+	if err != nil {
+		return flow.Fail(err)
+	}
+	if req.Bindings != nil {
+		now, err := w.spawnBind(ctx, req)
+		if err != nil {
+			return flow.Fail(err)
+		}
+		if !slices.Contains(req.Bindings, now[0]) {
+			return flow.Fail(&flow.Error{Code: flow.CodeStalePrescription, Message: fmt.Sprintf("Recipe %s is not the one the approval recorded; nothing was started", req.Arguments[0])})
+		}
+	}
 	id := fmt.Sprintf("%s.%s.%d", req.Instance.ID, flow.LocalID(req.Transition.ID), req.Instance.Revision)
 	facet := flow.RunFacet(req.Transition.ID)
-	if _, err := w.runs.Spawn(ctx, req.Principal.ID, run.SpawnRequest{Recipe: req.Arguments[0], Values: values, RunID: id}); err != nil {
+	if _, err := w.runs.Spawn(ctx, req.Principal.ID, run.SpawnRequest{Recipe: req.Arguments[0], Values: values, RunID: id, Secret: secret}); err != nil {
 		return flow.Fail(fmt.Errorf("starting Recipe %s: %v", req.Arguments[0], err))
 	}
 	// Watched once started; an end reported before this is picked up by
@@ -399,4 +629,57 @@ func (w *flowRunWatch) spawnEffect(ctx context.Context, req *flow.EffectRequest)
 	w.watched[id] = runWatch{owner: req.Principal.ID, instance: req.Instance.ID, facet: facet}
 	w.mu.Unlock()
 	return flow.EffectResult{Outcome: flow.Succeeded, Facts: map[string]flow.Fact{facet: {Status: flow.StatusKnown, Value: "running"}}}
+}
+
+// EffectCaller names a program and one of its transitions that may call an
+// effect-only tool. Program is a program fingerprint (sha256:…) or a
+// program id; an id matches only programs that are active, that is loaded
+// by a person or the operator, or approved by a person. Transition is the
+// transition's local or qualified id.
+type EffectCaller struct {
+	Program    string
+	Transition string
+}
+
+// RegisterEffectOnlyTool registers a tool that runs only as the tool.call
+// effect of the listed transitions. Any other caller is refused with
+// forbidden before the handler runs: an agent or service calling it
+// directly, a transition not listed, and a program that is not active
+// (one an agent loaded, whatever authority its transitions declare).
+func (s *Server) RegisterEffectOnlyTool(t tool.Tool, callers ...EffectCaller) error {
+	if len(callers) == 0 {
+		return fmt.Errorf("effect-only tool %s: name at least one program transition that may call it", t.Name)
+	}
+	callers = slices.Clone(callers)
+	inner := t.Handler
+	t.Handler = func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+		if err := s.mayCallEffectOnly(ctx, t.Name, callers); err != nil {
+			return nil, err
+		}
+		return inner(ctx, c)
+	}
+	return s.tools.Register(t)
+}
+
+// mayCallEffectOnly checks that the tool running in ctx was called by the
+// tool.call effect of one of callers, in an active program.
+func (s *Server) mayCallEffectOnly(ctx context.Context, name string, callers []EffectCaller) error {
+	fc, ok := flowCallFrom(ctx)
+	if !ok {
+		return tool.Errorf("forbidden", "%s runs only as the effect of a Flow transition allowed to call it; ask flows_prescribe for the next step of your instance", name)
+	}
+	refuse := tool.Errorf("forbidden", "%s may be called only by the program transitions it names; %s (program %s) is not one of them, or its program was not loaded by a person or the operator", name, fc.Transition, fc.Program)
+	load, err := s.flows.ProgramLoad(ctx, fc.Program)
+	if err != nil || !load.Trusted() {
+		return refuse
+	}
+	for _, c := range callers {
+		if c.Program != fc.Program && c.Program != load.ProgramID {
+			continue
+		}
+		if c.Transition == fc.Transition || load.ProgramID+"/"+c.Transition == fc.Transition {
+			return nil
+		}
+	}
+	return refuse
 }

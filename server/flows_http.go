@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
@@ -21,6 +22,7 @@ func (s *Server) routesFlows(mux *http.ServeMux) {
 	mux.Handle("POST /v1/flows/programs", h(s.handleFlowLoad))
 	mux.Handle("GET /v1/flows/programs", h(s.handleFlowPrograms))
 	mux.Handle("GET /v1/flows/programs/{fingerprint}", h(s.handleFlowProgram))
+	mux.Handle("POST /v1/flows/programs/{fingerprint}/{decision}", h(s.handleFlowProgramDecide))
 	mux.Handle("POST /v1/flows/instances", h(s.handleFlowStart))
 	mux.Handle("GET /v1/flows/instances", h(s.handleFlowInstances))
 	mux.Handle("GET /v1/flows/instances/{id}", h(s.handleFlowInspect))
@@ -32,7 +34,10 @@ func (s *Server) routesFlows(mux *http.ServeMux) {
 	s.routesFlowsWeb(mux)
 }
 
-// programView summarizes a stored program.
+// programView summarizes a stored program. Status is active (it starts
+// instances), proposed (it waits for a person's approval) or declined;
+// LoadedBy is who loaded or proposed it ("operator" for the application
+// or command line).
 type programView struct {
 	ProgramID       string   `json:"program_id"`
 	ProgramVersion  string   `json:"program_version"`
@@ -40,6 +45,8 @@ type programView struct {
 	Fingerprint     string   `json:"fingerprint"`
 	Transitions     int      `json:"transitions"`
 	Objectives      []string `json:"objectives"`
+	Status          string   `json:"status,omitempty"`
+	LoadedBy        string   `json:"loaded_by,omitempty"`
 }
 
 func viewProgram(p *flow.Program) programView {
@@ -47,6 +54,18 @@ func viewProgram(p *flow.Program) programView {
 		Fingerprint: p.Fingerprint(), Transitions: p.Len(), Objectives: []string{}}
 	for _, c := range p.Manifest().ObjectiveContracts {
 		v.Objectives = append(v.Objectives, c.Objective)
+	}
+	return v
+}
+
+// viewLoadedProgram is viewProgram with the program's load status.
+func (s *Server) viewLoadedProgram(ctx context.Context, p *flow.Program) programView {
+	v := viewProgram(p)
+	if l, err := s.flows.ProgramLoad(ctx, p.Fingerprint()); err == nil {
+		v.Status, v.LoadedBy = string(l.Status), l.LoadedBy
+		if l.LoaderKind == flow.LoaderOperator {
+			v.LoadedBy = flow.LoaderOperator
+		}
 	}
 	return v
 }
@@ -82,8 +101,10 @@ func (s *Server) flowPrograms(ctx context.Context) ([]*flow.Program, error) {
 	return out, nil
 }
 
-// findProgram resolves a program reference: a fingerprint, or a program id
-// when exactly one stored program has it.
+// findProgram resolves a program reference: a fingerprint, or a program id.
+// A program id names the active program with that id that a person or the
+// operator loaded (or a person approved) last; programs only proposed, by
+// an agent for example, are never chosen by id.
 func (s *Server) findProgram(ctx context.Context, ref string) (*flow.Program, error) {
 	if ref == "" {
 		return nil, tool.Errorf("invalid_request", "name the program by fingerprint (sha256:…) or program id")
@@ -91,23 +112,12 @@ func (s *Server) findProgram(ctx context.Context, ref string) (*flow.Program, er
 	if p, err := s.flows.Program(ctx, ref); err == nil {
 		return p, nil
 	}
-	all, err := s.flowPrograms(ctx)
-	if err != nil {
+	if p, err := s.flows.ActiveProgram(ctx, ref); err == nil {
+		return p, nil
+	} else if flow.ErrorCode(err) != flow.CodeNotFound {
 		return nil, err
 	}
-	var match []*flow.Program
-	for _, p := range all {
-		if p.ID() == ref {
-			match = append(match, p)
-		}
-	}
-	switch len(match) {
-	case 0:
-		return nil, tool.Errorf("not_found", "no program %q is loaded; load it first (assent flow load FILE)", ref)
-	case 1:
-		return match[0], nil
-	}
-	return nil, tool.Errorf("conflict", "%d loaded programs have id %q; name one by fingerprint", len(match), ref)
+	return nil, tool.Errorf("not_found", "no active program %q is loaded; a person or the operator loads it (assent flow load FILE), or approves it in the web inbox", ref)
 }
 
 // startRequest is the body of POST /v1/flows/instances.
@@ -152,6 +162,9 @@ type instanceView struct {
 	Journal   []flow.JournalEntry `json:"journal"`
 	Receipts  []flow.Receipt      `json:"receipts"`
 	Approvals []flow.Approval     `json:"approvals"`
+	// Closed are the approvals already decided or gone stale, with the
+	// reason of a decline and what changed for a stale one.
+	Closed []flow.Approval `json:"closed_approvals"`
 	// Approval is the approval asked about, whatever its status.
 	Approval *flow.Approval `json:"approval,omitempty"`
 }
@@ -181,6 +194,16 @@ func (s *Server) flowInspect(ctx context.Context, p store.Principal, id, approva
 	}
 	if v.Approvals, err = s.visibleApprovals(ctx, p, id); err != nil {
 		return instanceView{}, err
+	}
+	all, err := s.flows.InstanceApprovals(ctx, id)
+	if err != nil {
+		return instanceView{}, err
+	}
+	v.Closed = []flow.Approval{}
+	for _, a := range all {
+		if a.Status != flow.ApprovalPending && (p.Kind == store.KindHuman || a.Requester == p.ID) {
+			v.Closed = append(v.Closed, a)
+		}
 	}
 	if approval != "" {
 		a, err := s.visibleApproval(ctx, p, approval)
@@ -320,12 +343,24 @@ func (s *Server) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the program could not be read: "+err.Error())
 		return
 	}
-	p, err := s.flows.AddProgram(r.Context(), src)
+	pr := principalOf(r)
+	p, load, err := s.flows.LoadProgram(r.Context(), src, flowPrincipal(pr))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, viewProgram(p))
+	v := s.viewLoadedProgram(r.Context(), p)
+	if load.Status != flow.ProgramActive {
+		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"status":  "pending_approval",
+			"program": v,
+			"url":     strings.TrimSuffix(s.cfg.BaseURL, "/") + "/inbox#section-flow-programs",
+			"next":    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
+		})
+		return
+	}
+	writeJSON(w, http.StatusCreated, v)
 }
 
 func (s *Server) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
@@ -336,7 +371,7 @@ func (s *Server) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]programView, 0, len(progs))
 	for _, p := range progs {
-		out = append(out, viewProgram(p))
+		out = append(out, s.viewLoadedProgram(r.Context(), p))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"programs": out})
 }
@@ -347,7 +382,57 @@ func (s *Server) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"program": viewProgram(p), "canonical": json.RawMessage(p.Canonical())})
+	writeJSON(w, http.StatusOK, map[string]any{"program": s.viewLoadedProgram(r.Context(), p), "canonical": json.RawMessage(p.Canonical())})
+}
+
+// flowDecideProgram approves or declines a proposed program for a person.
+func (s *Server) flowDecideProgram(ctx context.Context, person store.Principal, fingerprint, decision, reason string) (flow.ProgramLoad, error) {
+	if person.Kind != store.KindHuman {
+		return flow.ProgramLoad{}, tool.Errorf("forbidden", "only a person decides on a proposed program, in the web inbox")
+	}
+	if _, err := s.flows.Program(ctx, fingerprint); err != nil {
+		return flow.ProgramLoad{}, tool.Errorf("not_found", "no program %q is stored", fingerprint)
+	}
+	var l flow.ProgramLoad
+	var err error
+	switch decision {
+	case "approve":
+		l, err = s.flows.ApproveProgram(ctx, fingerprint, flowPrincipal(person))
+	case "decline":
+		if reason == "" {
+			reason = "declined by " + person.Name
+		}
+		l, err = s.flows.DeclineProgram(ctx, fingerprint, flowPrincipal(person), reason)
+	default:
+		return flow.ProgramLoad{}, tool.Errorf("not_found", "a proposed program can be approved or declined")
+	}
+	if err != nil {
+		return flow.ProgramLoad{}, flowError(err)
+	}
+	s.publishFlow("flow.approval", l.LoadedBy, map[string]any{"program": fingerprint, "status": l.Status})
+	return l, nil
+}
+
+// handleFlowProgramDecide is a person's Approve or Decline of a proposed
+// program from the web UI's own script; like approvals, never with a token.
+func (s *Server) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	if !fromWeb(r) || p.Kind != store.KindHuman {
+		writeError(w, http.StatusForbidden, "human_confirmation_required", "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
+		return
+	}
+	var body struct {
+		Reason string `json:"reason,omitempty"`
+	}
+	if r.ContentLength != 0 && !decodeJSON(w, r, 4096, &body) {
+		return
+	}
+	l, err := s.flowDecideProgram(r.Context(), p, r.PathValue("fingerprint"), r.PathValue("decision"), body.Reason)
+	if err != nil {
+		writeFlowError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
 }
 
 func (s *Server) handleFlowStart(w http.ResponseWriter, r *http.Request) {

@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
 // issue issues a token for a new principal.
@@ -53,6 +55,18 @@ func (f *fixture) signInAs(id string) (*http.Cookie, string) {
 	}
 	rest := page[i+len(`name="csrf-token" content="`):]
 	return cookie, rest[:strings.IndexByte(rest, '"')]
+}
+
+// decide posts a person's decision form and returns where it redirected
+// and the page there, which shows the outcome's banner.
+func (f *fixture) decide(path string, form url.Values, cookie *http.Cookie) (string, string) {
+	f.t.Helper()
+	resp := f.postForm(path, form, cookie, f.http.URL)
+	if resp.StatusCode != http.StatusSeeOther {
+		f.t.Fatalf("%s: %d %s", path, resp.StatusCode, readAll(resp))
+	}
+	loc := resp.Header.Get("Location")
+	return loc, readAll(f.get(loc, cookie))
 }
 
 func readAll(resp *http.Response) string {
@@ -140,12 +154,10 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 	if resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{}, cookie, f.http.URL); resp.StatusCode != 403 {
 		t.Fatalf("approve without CSRF: %d", resp.StatusCode)
 	}
-	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
-	loc := resp.Header.Get("Location")
-	if resp.StatusCode != 303 || !strings.HasPrefix(loc, "/flows/instances/"+demoExpenseID) || !strings.Contains(loc, "Approved") {
-		t.Fatalf("approve: %d %s", resp.StatusCode, loc)
+	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	if loc != "/flows/instances/"+demoExpenseID || !strings.Contains(page, "Approved and applied") {
+		t.Fatalf("approve: %s\n%s", loc, page)
 	}
-	page := readAll(f.get(loc, cookie))
 	if !strings.Contains(page, "rcp-") || !strings.Contains(page, "approver") || !strings.Contains(page, `id="flow-phase">approved<`) {
 		t.Fatalf("instance page after approval lacks the receipt:\n%s", page)
 	}
@@ -173,12 +185,15 @@ func TestFlowDecline(t *testing.T) {
 	}
 	_, person := f.issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.signInAs(person.ID)
-	resp := f.postForm("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
-	if resp.StatusCode != 303 {
-		t.Fatalf("decline: %d", resp.StatusCode)
+	// The card has a field for the reason, and the reason is recorded.
+	if inbox := readAll(f.get("/inbox", cookie)); !strings.Contains(inbox, `name="reason"`) {
+		t.Fatalf("the approval card has no reason field:\n%s", inbox)
+	}
+	if _, page := f.decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"  not a business trip  "}}, cookie); !strings.Contains(page, "not a business trip") {
+		t.Fatalf("the instance page does not show the reason:\n%s", page)
 	}
 	code, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil)
-	if code != 200 || a["status"] != "declined" || a["decider"] != person.ID || a["reason"] == "" {
+	if code != 200 || a["status"] != "declined" || a["decider"] != person.ID || a["reason"] != "not a business trip" {
 		t.Fatalf("approval after decline: %d %v", code, a)
 	}
 	code, v, _ := f.api("GET", "/v1/flows/instances/"+demoExpenseID, f.token, nil)
@@ -186,9 +201,8 @@ func TestFlowDecline(t *testing.T) {
 		t.Fatalf("instance after decline: %v", v)
 	}
 	// Deciding again is refused with the kernel's code.
-	resp = f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
-	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "APPROVAL_CLOSED") {
-		t.Fatalf("second decision: %s", loc)
+	if loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); loc != "/inbox" || !strings.Contains(page, "APPROVAL_CLOSED") {
+		t.Fatalf("second decision: %s\n%s", loc, page)
 	}
 }
 
@@ -337,7 +351,9 @@ const profileProgram = `{
 func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 	f := demoFixture(t)
 	const pin = "493817"
-	code, prog, raw := f.api("POST", "/v1/flows/programs", f.token, []byte(profileProgram))
+	// The operator loads the program with a service token granted flow.load.
+	ops, _ := f.issue(store.KindService, "ops", "flow.load")
+	code, prog, raw := f.api("POST", "/v1/flows/programs", ops, []byte(profileProgram))
 	if code != 201 || !strings.HasPrefix(prog["fingerprint"].(string), "sha256:") {
 		t.Fatalf("load: %d %s", code, raw)
 	}
@@ -364,9 +380,11 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 	if !strings.Contains(inbox, "T-12") || !strings.Contains(inbox, "(secret, hidden)") || strings.Contains(inbox, pin) {
 		t.Fatalf("inbox parameters:\n%s", inbox)
 	}
-	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
-	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "Approved") {
-		t.Fatalf("approve: %s", loc)
+	if inbox := readAll(f.get("/inbox", cookie)); !strings.Contains(inbox, "Control profile/plan") || !strings.Contains(inbox, "team") {
+		t.Fatalf("the card does not show the staged plan:\n%s", inbox)
+	}
+	if _, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+		t.Fatalf("approve: %s", page)
 	}
 	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
 	if v := dig(snap, "state", "value"); v != "team" {
@@ -586,10 +604,9 @@ func TestFlowApproverWithoutGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookie, csrf := f.signInAs(approver.ID)
-	resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie, f.http.URL)
-	loc, _ := url.QueryUnescape(resp.Header.Get("Location"))
-	if !strings.HasPrefix(loc, "/inbox?notice=") || !strings.Contains(loc, "CAPABILITY_DENIED") || !strings.Contains(loc, "state.write") {
-		t.Fatalf("approve without grants: %s", loc)
+	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	if loc != "/inbox" || !strings.Contains(page, "CAPABILITY_DENIED") || !strings.Contains(page, "state.write") {
+		t.Fatalf("approve without grants: %s\n%s", loc, page)
 	}
 	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "pending" {
 		t.Fatalf("approval after refusal: %v", a)
@@ -626,7 +643,7 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	}
 	defer srv.Close()
 	inst, err := srv.Flows().Instance(context.Background(), "exp-3")
-	if err != nil || inst.Recovery == nil || inst.Pending != "" || inst.Facts["payment.status"].Status != "" {
+	if err != nil || inst.Recovery == nil || inst.Pending != "" || inst.Facts["payment.status"].Status != flow.StatusUnknown {
 		t.Fatalf("after restart: %+v %v", inst, err)
 	}
 	j, _ := srv.Flows().Journal(context.Background(), "exp-3")
@@ -683,5 +700,268 @@ func TestFlowApproveFromWebScript(t *testing.T) {
 	}
 	if code, m := post(map[string]string{"Origin": f.http.URL, "X-CSRF-Token": csrf}); code != 409 || errCode(m) != "APPROVAL_CLOSED" {
 		t.Fatalf("approve again: %d %v", code, m)
+	}
+}
+
+// sneakProgram calls the demo payment tool from a transition its
+// registration does not name, with agent authority.
+const sneakProgram = `{
+  "schema_version": 1, "program_id": "sneak", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["tool.call"], "verifiers": ["conditions.match"], "capability_surface": ["tool.invoke"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "paid", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["paid"]}]}],
+  "transitions": [{
+    "id": "pay", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["start"], "target_phases": ["paid"],
+    "authority": ["agent"], "parameters": [{"name": "iban", "required": true}],
+    "required_capabilities": ["tool.invoke"], "effect": "tool.call", "verifier": "conditions.match",
+    "prescription": {"operation": "pay", "arguments": ["payments_send"], "expected_postcondition": "paid"}
+  }]
+}`
+
+// TestFlowAgentLoadIsAProposal: an agent's program is stored as a
+// proposal that starts nothing; a person approves it in the inbox, and then
+// it starts.
+func TestFlowAgentLoadIsAProposal(t *testing.T) {
+	f := demoFixture(t)
+	code, out, raw := f.api("POST", "/v1/flows/programs", f.token, []byte(sneakProgram))
+	fp, _ := dig(out, "program", "fingerprint").(string)
+	if code != 202 || out["status"] != "pending_approval" || dig(out, "program", "status") != "proposed" || !strings.Contains(out["url"].(string), "/inbox#section-flow-programs") {
+		t.Fatalf("agent load: %d %s", code, raw)
+	}
+	for _, ref := range []string{fp, "sneak"} {
+		code, body, _ := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": ref, "phase": "start"})
+		if code != 403 && code != 404 || errCode(body) != "PROGRAM_NOT_ACTIVE" && errCode(body) != "not_found" {
+			t.Fatalf("start %s: %d %v", ref, code, body)
+		}
+	}
+	// No token decides, not even a person's.
+	humanTok, person := f.issue(store.KindHuman, "approver")
+	for _, tok := range []string{f.token, humanTok} {
+		if code, body, _ := f.api("POST", "/v1/flows/programs/"+fp+"/approve", tok, nil); code != 403 || errCode(body) != "human_confirmation_required" {
+			t.Fatalf("token approve: %d %v", code, body)
+		}
+	}
+	cookie, csrf := f.signInAs(person.ID)
+	inbox := readAll(f.get("/inbox", cookie))
+	for _, want := range []string{"Flow programs to load", fp, "/web/flows/programs/" + fp + "/approve", "payments_send"} {
+		if !strings.Contains(inbox, want) {
+			t.Fatalf("inbox lacks %q:\n%s", want, inbox)
+		}
+	}
+	loc, page := f.decide("/web/flows/programs/"+fp+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	if loc != "/flows" || !strings.Contains(page, "is now active") {
+		t.Fatalf("approve: %s\n%s", loc, page)
+	}
+	if code, _, raw := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "sneak", "phase": "start"}); code != 201 {
+		t.Fatalf("start after approval: %d %s", code, raw)
+	}
+}
+
+// TestFlowStartByIDPicksThePersonsProgram: another principal's program
+// with an existing id neither breaks nor changes starting by id; a
+// person's newer load does.
+func TestFlowStartByIDPicksThePersonsProgram(t *testing.T) {
+	f := demoFixture(t)
+	demo, err := f.srv.flows.ActiveProgram(context.Background(), "expense-approval")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := demoFlowsFS.ReadFile("demo/flows/expense-approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Any change the kernel sees gives a new fingerprint.
+	other := bytes.Replace(src, []byte(`"priority": 1`), []byte(`"priority": 9`), 1)
+	if code, _, raw := f.api("POST", "/v1/flows/programs", f.token, other); code != 202 {
+		t.Fatalf("agent load: %d %s", code, raw)
+	}
+	code, inst, raw := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "expense-approval", "phase": "draft"})
+	if code != 201 || inst["program_fingerprint"] != demo.Fingerprint() {
+		t.Fatalf("start by id after an agent's load: %d %s", code, raw)
+	}
+	humanTok, _ := f.issue(store.KindHuman, "ops")
+	code, prog, raw := f.api("POST", "/v1/flows/programs", humanTok, other)
+	if code != 201 || prog["status"] != "active" {
+		t.Fatalf("person's load: %d %s", code, raw)
+	}
+	code, inst, raw = f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "expense-approval", "phase": "draft"})
+	if code != 201 || inst["program_fingerprint"] != prog["fingerprint"] {
+		t.Fatalf("start by id after a person's load: %d %s", code, raw)
+	}
+}
+
+// TestFlowEffectOnlyToolNamesItsCallers: payments_send runs only from the
+// expense program's pay transition; another active program's transition is
+// refused before the tool acts.
+func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
+	f := demoFixture(t)
+	humanTok, _ := f.issue(store.KindHuman, "ops")
+	if code, _, raw := f.api("POST", "/v1/flows/programs", humanTok, []byte(sneakProgram)); code != 201 {
+		t.Fatalf("person's load: %d %s", code, raw)
+	}
+	tok, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
+	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "sneak", "id": "s-1", "phase": "start"})
+	_, out, raw := f.api("POST", "/v1/flows/instances/s-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	if prx == "" {
+		t.Fatalf("prescribe: %s", raw)
+	}
+	code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
+	if code != 422 || errCode(body) != "EFFECT_FAILED" || !strings.Contains(string(mustJSON(body)), "forbidden") {
+		t.Fatalf("apply: %d %v", code, body)
+	}
+	f.srv.paymentsMu.Lock()
+	n := len(f.srv.payments)
+	f.srv.paymentsMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d payments were sent", n)
+	}
+}
+
+// TestFlowToolFailureAfterTheCallIsUncertain: a tool that acted and then
+// failed (a callback answering 500) leaves the outcome uncertain: the
+// instance needs recovery, its target facets are unknown, and applying
+// again is refused without calling the tool.
+func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
+	f := newFixture(t, nil)
+	var calls atomic.Int32
+	err := f.srv.tools.Register(tool.Tool{Name: "bank_send", Description: "test bank", Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+		calls.Add(1)
+		return nil, tool.Errorf("tool_failed", "the bank answered 500")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := strings.ReplaceAll(strings.ReplaceAll(sneakProgram, `"sneak"`, `"bank"`), "payments_send", "bank_send")
+	prog = strings.Replace(prog, `"required_capabilities"`, `"target_conditions": [{"facet": "payment.status", "statuses": ["known"], "values": ["sent"]}], "required_capabilities"`, 1)
+	ops, _ := f.issue(store.KindService, "ops", "flow.load")
+	if code, _, raw := f.api("POST", "/v1/flows/programs", ops, []byte(prog)); code != 201 {
+		t.Fatalf("load: %d %s", code, raw)
+	}
+	tok, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
+	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
+	_, out, _ := f.api("POST", "/v1/flows/instances/b-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	for i := range 3 {
+		if code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 409 || errCode(body) != "RECOVERY_REQUIRED" {
+			t.Fatalf("apply %d: %d %v", i, code, body)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	_, v, _ := f.api("GET", "/v1/flows/instances/b-1", tok, nil)
+	if dig(v, "instance", "recovery") == nil || dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
+		t.Fatalf("instance: %v", v)
+	}
+}
+
+// TestFlowRunSpawnKeepsSecretParameters: a secret parameter given to
+// run.spawn reaches the Run but none of its views.
+func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
+	f := newFixture(t, nil)
+	recipe := `{"description":"test","args":["witness"],"template":"echo started"}`
+	if err := os.MkdirAll(filepath.Join(f.srv.cfg.DataDir, "recipes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.srv.cfg.DataDir, "recipes", "sealed.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prog := `{
+  "schema_version": 1, "program_id": "sealed", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["run.spawn"], "verifiers": ["conditions.match"], "capability_surface": ["command.execute"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "done", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["running"]}]}],
+  "transitions": [{
+    "id": "go", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["ready"], "target_phases": ["running"],
+    "authority": ["service"], "parameters": [{"name": "witness", "required": true, "secret": true}],
+    "required_capabilities": ["command.execute"], "effect": "run.spawn", "verifier": "conditions.match",
+    "prescription": {"operation": "go", "arguments": ["sealed"], "expected_postcondition": "started"}
+  }]
+}`
+	tok, _ := f.issue(store.KindService, "ops", "flow.load", "command.execute")
+	if code, _, raw := f.api("POST", "/v1/flows/programs", tok, []byte(prog)); code != 201 {
+		t.Fatalf("load: %d %s", code, raw)
+	}
+	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "sealed", "id": "sd-1", "phase": "ready"})
+	const secret = "correct-horse-battery"
+	_, out, _ := f.api("POST", "/v1/flows/instances/sd-1/prescribe", tok, map[string]any{"parameters": map[string]string{"witness": secret}})
+	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	if code, _, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 {
+		t.Fatalf("apply: %d %s", code, raw)
+	}
+	for _, path := range []string{"/v1/runs/sd-1.go.0", "/v1/flows/instances/sd-1"} {
+		code, _, raw := f.api("GET", path, tok, nil)
+		if code != 200 || strings.Contains(raw, secret) {
+			t.Fatalf("%s: %d %s", path, code, raw)
+		}
+	}
+}
+
+// emailProgram applies the staged email of the demo profile; a person must
+// approve it.
+const emailProgram = `{
+  "schema_version": 1, "program_id": "email-change", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["control.apply"], "verifiers": ["conditions.match"], "capability_surface": ["control.write"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "changed", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["changed"]}]}],
+  "transitions": [{
+    "id": "apply-email", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["proposed"], "target_phases": ["changed"],
+    "authority": ["human"], "required_capabilities": ["control.write"], "effect": "control.apply", "verifier": "conditions.match",
+    "prescription": {"operation": "apply_email", "arguments": ["profile/email"], "expected_postcondition": "the staged email is live"}
+  }]
+}`
+
+// TestFlowControlApplyBindsWhatThePersonSaw: the approval card shows the
+// current and proposed email; an agent re-staging another value after the
+// approval was filed makes Approve refuse as stale, and nothing is applied.
+func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
+	f := demoFixture(t)
+	humanTok, person := f.issue(store.KindHuman, "approver", "control.write")
+	if code, _, raw := f.api("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
+		t.Fatalf("load: %d %s", code, raw)
+	}
+	f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "email-change", "id": "em-1", "phase": "proposed"})
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	stage := func(v string) {
+		if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": v}); isErr {
+			t.Fatalf("stage %s: %v", v, out)
+		}
+	}
+	stage("ada.new@example.com")
+	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
+	aprID, _ := dig(out, "approval", "id").(string)
+	if b, _ := dig(out, "approval", "bindings").([]any); aprID == "" || len(b) != 1 || dig(b[0], "value") != "ada.new@example.com" || dig(b[0], "current") != "ada@example.com" {
+		t.Fatalf("prescribe: %v", out)
+	}
+	cookie, csrf := f.signInAs(person.ID)
+	inbox := readAll(f.get("/inbox", cookie))
+	for _, want := range []string{"Control profile/email", "ada@example.com", "ada.new@example.com", "proposal revision"} {
+		if !strings.Contains(inbox, want) {
+			t.Fatalf("the card lacks %q:\n%s", want, inbox)
+		}
+	}
+	stage("attacker@evil.example")
+	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	if loc != "/inbox" || !strings.Contains(page, "STALE_PRESCRIPTION") || !strings.Contains(page, "attacker@evil.example") {
+		t.Fatalf("approve after re-staging: %s\n%s", loc, page)
+	}
+	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
+	if v := dig(snap, "state", "value"); v != "ada@example.com" {
+		t.Fatalf("email after the refused approval = %v", v)
+	}
+	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "stale" || len(a["changed"].([]any)) == 0 {
+		t.Fatalf("approval: %v", a)
+	}
+	// The instance page keeps the refused approval and what changed.
+	page = readAll(f.get("/flows/instances/em-1", cookie))
+	for _, want := range []string{"Decided approvals", "Changed since it was filed", "attacker@evil.example", "Nothing was applied"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the instance page lacks %q:\n%s", want, page)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func (s *Server) flowTools() []tool.Tool {
 		{
 			Name:        "flows_list",
 			Title:       "List Flows",
-			Description: "List the loaded Control Programs (program id, version, fingerprint, objectives) and the Flow instances you started, with their phase and revision.",
+			Description: "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
@@ -38,7 +38,7 @@ func (s *Server) flowTools() []tool.Tool {
 				}
 				pv := make([]programView, 0, len(progs))
 				for _, p := range progs {
-					pv = append(pv, viewProgram(p))
+					pv = append(pv, s.viewLoadedProgram(ctx, p))
 				}
 				insts, err := s.visibleInstances(ctx, c.Principal)
 				if err != nil {

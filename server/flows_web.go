@@ -3,7 +3,9 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/assent-run/assent/flow"
 )
@@ -12,6 +14,7 @@ func (s *Server) routesFlowsWeb(mux *http.ServeMux) {
 	mux.Handle("GET /flows", s.webPage(s.handleFlowsPage))
 	mux.Handle("GET /flows/instances/{id}", s.webPage(s.handleFlowInstancePage))
 	mux.Handle("POST /web/flows/approvals/{id}/{decision}", s.webPage(s.handleWebFlowDecide))
+	mux.Handle("POST /web/flows/programs/{fingerprint}/{decision}", s.webPage(s.handleWebProgramDecide))
 }
 
 // transitionRow is one transition as the programs page shows it.
@@ -181,7 +184,7 @@ func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page
 	var out []programPage
 	for _, p := range progs {
 		ts := p.Transitions()
-		pp := programPage{programView: viewProgram(p), Graph: layoutPhases(ts)}
+		pp := programPage{programView: s.viewLoadedProgram(ctx, p), Graph: layoutPhases(ts)}
 		for _, t := range ts {
 			row := transitionRow{
 				ID: t.ID, Class: t.SelectionClass, Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
@@ -212,7 +215,7 @@ func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page
 		s.log.Error("flows page", "err", err)
 	}
 	pg.Title = "Flows"
-	pg.Data = map[string]any{"Programs": out, "Instances": insts}
+	pg.Data = map[string]any{"Programs": out, "Instances": insts, "Notice": s.takeNotice(w, r)}
 	s.web.render(w, http.StatusOK, "flows", pg)
 }
 
@@ -220,6 +223,12 @@ func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page
 type receiptRow struct {
 	flow.Receipt
 	By string
+}
+
+// closedRow is a decided or stale approval on the instance page.
+type closedRow struct {
+	flow.Approval
+	By, Asked string
 }
 
 // factRow is one fact on the instance page.
@@ -255,23 +264,34 @@ func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, 
 		receipts = append(receipts, receiptRow{Receipt: rc, By: nameOr(names, rc.Principal)})
 	}
 	pg.Title = "Flow " + v.Instance.ID
-	pg.Data = map[string]any{"View": v, "Facts": facts, "Approvals": items, "Receipts": receipts,
-		"Owner": nameOr(names, v.Instance.Owner), "Notice": r.URL.Query().Get("notice")}
+	var closed []closedRow
+	for i := len(v.Closed) - 1; i >= 0; i-- { // newest first
+		a := v.Closed[i]
+		closed = append(closed, closedRow{Approval: a, By: nameOr(names, a.Decider), Asked: nameOr(names, a.Requester)})
+	}
+	pg.Data = map[string]any{"View": v, "Facts": facts, "Approvals": items, "Receipts": receipts, "Closed": closed,
+		"Owner": nameOr(names, v.Instance.Owner)}
 	if r.URL.Query().Get("partial") == "1" {
 		s.web.renderPartial(w, "flow", "instance-body", pg)
 		return
 	}
+	pg.Data.(map[string]any)["Notice"] = s.takeNotice(w, r)
 	s.web.render(w, http.StatusOK, "flow", pg)
 }
 
-// handleWebFlowDecide is a person's Approve or Decline in the inbox.
+// handleWebFlowDecide is a person's Approve or Decline in the inbox; a
+// decline carries the reason typed on the card.
 func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg page) {
 	decision := r.PathValue("decision")
 	if decision != "approve" && decision != "decline" {
 		writeError(w, http.StatusNotFound, "not_found", "an approval can be approved or declined")
 		return
 	}
-	out, a, err := s.flowDecide(r.Context(), *pg.Principal, r.PathValue("id"), decision, "")
+	reason := ""
+	if decision == "decline" {
+		reason = strings.TrimSpace(r.PostFormValue("reason"))
+	}
+	out, a, err := s.flowDecide(r.Context(), *pg.Principal, r.PathValue("id"), decision, reason)
 	if r.Header.Get("Accept") == "application/json" {
 		if err != nil {
 			writeFlowError(w, err)
@@ -281,12 +301,40 @@ func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg 
 		return
 	}
 	if err != nil {
-		http.Redirect(w, r, addQuery("/inbox", "notice", fmt.Sprintf("%s refused: %s", decision, flowError(err).Error())), http.StatusSeeOther)
+		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 		return
 	}
 	notice := "Declined " + a.Transition + "."
 	if rc, ok := out.(flow.Receipt); ok {
 		notice = fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision)
 	}
-	http.Redirect(w, r, addQuery("/flows/instances/"+a.Instance, "notice", notice), http.StatusSeeOther)
+	s.setNotice(w, r, notice)
+	http.Redirect(w, r, "/flows/instances/"+url.PathEscape(a.Instance), http.StatusSeeOther)
+}
+
+// handleWebProgramDecide is a person's Approve or Decline of a proposed
+// program in the inbox.
+func (s *Server) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg page) {
+	decision := r.PathValue("decision")
+	reason := ""
+	if decision == "decline" {
+		reason = strings.TrimSpace(r.PostFormValue("reason"))
+	}
+	l, err := s.flowDecideProgram(r.Context(), *pg.Principal, r.PathValue("fingerprint"), decision, reason)
+	if r.Header.Get("Accept") == "application/json" {
+		if err != nil {
+			writeFlowError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, l)
+		return
+	}
+	if err != nil {
+		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
+	s.setNotice(w, r, fmt.Sprintf("Program %s (%s) is now %s.", l.ProgramID, l.Fingerprint, l.Status))
+	http.Redirect(w, r, "/flows", http.StatusSeeOther)
 }

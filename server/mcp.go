@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent"
@@ -28,6 +31,7 @@ type mcpEndpoint struct {
 	stop      func()
 	stateful  http.Handler
 	stateless http.Handler
+	sessions  *mcpSessions
 	closeOnce sync.Once
 }
 
@@ -45,9 +49,10 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 	requireToken := mcpauth.RequireBearerToken(verify, nil)
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	return &mcpEndpoint{
-		streams: s.streams,
-		server:  srv,
-		stop:    stop,
+		streams:  s.streams,
+		server:   srv,
+		stop:     stop,
+		sessions: newMCPSessions(srv, s.cfg.MaxSessions, s.live, s.now),
 		stateful: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			SessionTimeout:      s.cfg.SessionTimeout,
 			MaxRequestBodyBytes: 4 << 20,
@@ -73,7 +78,166 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.stateless.ServeHTTP(w, r)
 		return
 	}
+	p, _ := auth.PrincipalFrom(r.Context())
+	if id := r.Header.Get(mcpSessionHeader); id != "" {
+		done := m.sessions.use(p.ID, id)
+		defer done()
+		m.stateful.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		m.stateful.ServeHTTP(w, r)
+		return
+	}
+	// A POST without a session opens one.
+	if !m.sessions.reserve(p.ID) {
+		writeError(w, http.StatusTooManyRequests, "too_many_sessions",
+			fmt.Sprintf("this token already holds %d MCP sessions, all of them busy; end one (DELETE /mcp with its Mcp-Session-Id) or wait for one to finish", m.sessions.limit))
+		return
+	}
+	defer m.sessions.unreserve(p.ID)
 	m.stateful.ServeHTTP(w, r)
+	if id := w.Header().Get(mcpSessionHeader); id != "" {
+		m.sessions.add(p.ID, id)
+	}
+}
+
+// mcpSessionHeader names an MCP session on the streamable transport.
+const mcpSessionHeader = "Mcp-Session-Id"
+
+// mcpSessions caps the live MCP sessions of each principal. A session is
+// idle while none of its requests (including its notification stream) is
+// in progress. Opening a session beyond the cap closes the principal's
+// least recently used idle session; when every one is busy the new session
+// is refused. Each session is also held in the server's liveSet, so
+// revoking its principal closes it.
+type mcpSessions struct {
+	server *mcp.Server
+	limit  int // ≤ 0: no cap
+	live   *liveSet
+	now    func() time.Time
+
+	mu      sync.Mutex
+	byOwner map[string]map[string]*mcpSession
+	pending map[string]int // sessions being opened, per principal
+}
+
+type mcpSession struct {
+	session  *mcp.ServerSession
+	lastUsed time.Time
+	inFlight int
+	release  func()
+}
+
+func newMCPSessions(srv *mcp.Server, limit int, live *liveSet, now func() time.Time) *mcpSessions {
+	return &mcpSessions{server: srv, limit: limit, live: live, now: now,
+		byOwner: map[string]map[string]*mcpSession{}, pending: map[string]int{}}
+}
+
+// reserve makes room for one more session of principal, closing its least
+// recently used idle session if it is at the cap. It reports false when
+// every session is busy.
+func (t *mcpSessions) reserve(principal string) bool {
+	var evict []*mcpSession
+	defer func() {
+		for _, e := range evict {
+			e.release()
+			e.session.Close()
+		}
+	}()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	own := t.byOwner[principal]
+	for t.limit > 0 && len(own)+t.pending[principal] >= t.limit {
+		var oldestID string
+		var oldest *mcpSession
+		for id, e := range own {
+			if e.inFlight == 0 && (oldest == nil || e.lastUsed.Before(oldest.lastUsed)) {
+				oldestID, oldest = id, e
+			}
+		}
+		if oldest == nil {
+			return false
+		}
+		delete(own, oldestID)
+		evict = append(evict, oldest)
+	}
+	t.pending[principal]++
+	return true
+}
+
+func (t *mcpSessions) unreserve(principal string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending[principal]--; t.pending[principal] <= 0 {
+		delete(t.pending, principal)
+	}
+}
+
+// add records the session id that principal has just opened.
+func (t *mcpSessions) add(principal, id string) {
+	var ss *mcp.ServerSession
+	for s := range t.server.Sessions() {
+		if s.ID() == id {
+			ss = s
+			break
+		}
+	}
+	if ss == nil {
+		return // already gone
+	}
+	e := &mcpSession{session: ss, lastUsed: t.now()}
+	e.release = t.live.hold(principal, func() { ss.Close() })
+	t.mu.Lock()
+	own := t.byOwner[principal]
+	if own == nil {
+		own = map[string]*mcpSession{}
+		t.byOwner[principal] = own
+	}
+	own[id] = e
+	t.mu.Unlock()
+	go func() {
+		_ = ss.Wait()
+		t.forget(principal, id, e)
+	}()
+}
+
+// forget drops a session that has ended.
+func (t *mcpSessions) forget(principal, id string, e *mcpSession) {
+	e.release()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if own := t.byOwner[principal]; own != nil && own[id] == e {
+		delete(own, id)
+		if len(own) == 0 {
+			delete(t.byOwner, principal)
+		}
+	}
+}
+
+// use marks session id of principal busy until done is called.
+func (t *mcpSessions) use(principal, id string) (done func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.byOwner[principal][id]
+	if e == nil {
+		return func() {}
+	}
+	e.inFlight++
+	e.lastUsed = t.now()
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		e.inFlight--
+		e.lastUsed = t.now()
+	}
+}
+
+// count reports principal's live sessions.
+func (t *mcpSessions) count(principal string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byOwner[principal])
 }
 
 // close ends every MCP session.
@@ -139,6 +303,14 @@ func NewMCPServer(reg *tool.Registry, log interface {
 	stop = reg.Watch(sync)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			// A registered tool the caller may not see is, to the caller,
+			// no tool: its call gets the answer for an unknown name.
+			caller, _ := who(ctx, asCallRequest(req))
+			if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
+				if _, exists := reg.Lookup(cr.Params.Name); exists && !reg.VisibleTo(caller, cr.Params.Name) {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", cr.Params.Name)}
+				}
+			}
 			res, err := next(ctx, method, req)
 			if method != "tools/list" || err != nil {
 				return res, err
@@ -147,7 +319,7 @@ func NewMCPServer(reg *tool.Registry, log interface {
 				mu.Lock()
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if !hidden[t.Name] {
+					if !hidden[t.Name] && reg.VisibleTo(caller, t.Name) {
 						kept = append(kept, t)
 					}
 				}
@@ -158,6 +330,16 @@ func NewMCPServer(reg *tool.Registry, log interface {
 		}
 	})
 	return srv, stop
+}
+
+// asCallRequest carries req's session and transport details in the shape
+// a PrincipalFunc reads.
+func asCallRequest(req mcp.Request) *mcp.CallToolRequest {
+	if cr, ok := req.(*mcp.CallToolRequest); ok {
+		return cr
+	}
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return &mcp.CallToolRequest{Session: ss, Extra: req.GetExtra()}
 }
 
 func mcpTool(t tool.Tool) *mcp.Tool {

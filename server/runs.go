@@ -50,7 +50,7 @@ func (t runTokens) RevokeRunToken(ctx context.Context, tokenID string) error {
 func (s *Server) initRuns(ctx context.Context) error {
 	m, err := run.New(ctx, run.Config{
 		Store: s.store, DataDir: s.cfg.DataDir, Now: s.now, Logger: s.log.With("part", "runs"),
-		Tokens: runTokens{s}, URL: s.cfg.BaseURL, Version: assent.Version,
+		Tokens: runTokens{s}, URL: s.cfg.BaseURL, Version: assent.Version, RunUser: s.cfg.RunUser,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
 			s.bus.Publish(event.Event{Type: kind, Owner: ownerID, Data: data})
@@ -65,7 +65,7 @@ func (s *Server) initRuns(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.Demo {
-		if err := writeDemoRecipe(s.cfg.DataDir); err != nil {
+		if err := writeDemoRecipeFor(m.DataDir(), m.RunUserCanExecute); err != nil {
 			s.log.Warn("demo recipe not written", "err", err)
 		}
 	}
@@ -81,14 +81,26 @@ func (s *Server) initRuns(ctx context.Context) error {
 
 // writeDemoRecipe installs the demo player Recipe: a service, run by this
 // binary, that accepts pause, resume and status Controls and emits Trace.
-func writeDemoRecipe(dataDir string) error {
-	p := filepath.Join(dataDir, "recipes", "demo-player.json")
-	if _, err := os.Stat(p); err == nil {
-		return nil
-	}
+// It is rewritten at every start, so it always names the binary that is
+// running now (a "go run" build lives in a temporary directory that is
+// gone after a restart).
+func writeDemoRecipe(dataDir string) error { return writeDemoRecipeFor(dataDir, nil) }
+
+// writeDemoRecipeFor writes the demo player Recipe into dataDir. When
+// canExecute says Runs may not execute the running binary where it is
+// (they run as an unprivileged user), it is copied to <data>/bin/assent.
+func writeDemoRecipeFor(dataDir string, canExecute func(string) bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return err
+	}
+	if canExecute != nil && !canExecute(exe) {
+		if exe, err = shareBinary(exe, filepath.Join(dataDir, "bin")); err != nil {
+			return err
+		}
 	}
 	recipe := map[string]any{
 		"description": "Demo player: ticks once per interval; steer it with pause, resume and status.",
@@ -99,7 +111,49 @@ func writeDemoRecipe(dataDir string) error {
 		"singleton":   true,
 	}
 	b, _ := json.MarshalIndent(recipe, "", "  ")
-	return os.WriteFile(p, append(b, '\n'), 0o600)
+	p := filepath.Join(dataDir, "recipes", "demo-player.json")
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// shareBinary copies the executable exe to dir/assent (dir 0711, file
+// 0755, both the server's) and returns the copy's path. The copy replaces
+// an older one by rename, so a Run still executing it is not disturbed.
+func shareBinary(exe, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "assent")
+	in, err := os.Open(exe)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(dir, "assent-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(out.Name(), 0o755)
+	}
+	if err == nil {
+		err = os.Rename(out.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", err
+	}
+	return dst, nil
 }
 
 func (s *Server) closeRuns() {
@@ -214,7 +268,18 @@ func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	v, err := s.runs.Spawn(r.Context(), owner, run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts})
+	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts}
+	if len(b.Template) > 0 && !run.MayExecute(principalOf(r)) {
+		// An agent's own command waits for a person (runs_proposals.go).
+		v, err := s.runTools.ProposeSpawn(r.Context(), principalOf(r), req)
+		if err != nil {
+			writeRunError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, v)
+		return
+	}
+	v, err := s.runs.Spawn(r.Context(), owner, req)
 	if err != nil {
 		writeRunError(w, err)
 		return

@@ -233,7 +233,13 @@ func TestRunsToolsRegistered(t *testing.T) {
 
 func TestRunsOverMCP(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Demo = true })
-	cs, err := f.mcpSession(f.token, "")
+	// An agent trusted to run its own commands (command.execute): without
+	// the grant an inline template waits for a person's approval.
+	builder, _, err := IssueToken(context.Background(), f.db, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.mcpSession(builder, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ func (s *Server) routesRunsWeb(mux *http.ServeMux) {
 	for _, action := range []string{"kill", "archive", "prune"} {
 		mux.Handle("POST /runs/{id}/"+action, s.webPage(s.handleRunWebAction(action)))
 	}
+	s.routesRunProposals(mux)
 }
 
 func str(v any) string {

@@ -158,3 +158,10 @@ func (s *Server) loadDemoScreens(ctx context.Context) error {
 	}
 	return nil
 }
+
+// DemoScreen returns the text of a built-in demo screen ("payment",
+// "signup", "sales" or "gallery"), for clients that show it themselves.
+func DemoScreen(name string) (string, bool) {
+	text, ok := builtinScreens()[name]
+	return text, ok
+}

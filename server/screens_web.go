@@ -200,7 +200,7 @@ func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf strin
 			}
 			st := snap.State
 			nv.Staged = &stagedView{
-				Value:    displayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted),
+				Value:    displayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted || nv.Secret),
 				By:       fmt.Sprintf("%s (%s)", nameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source),
 				Revision: strconv.FormatInt(st.Staged.Revision, 10),
 				Stale:    st.Staged.Stale,
@@ -458,6 +458,10 @@ func money(f float64, cur string) string {
 	return sign + amount + " " + cur
 }
 
+// secretSetPlaceholder is what a secret field that holds a value shows
+// instead of the value.
+const secretSetPlaceholder = "••••••• (set)"
+
 // field fills a field's view: its value, constraints, message and kind.
 func (b *viewBuilder) field(n *screen.Node, v *nodeView) {
 	key := b.doc.Edits(n.ID)
@@ -491,7 +495,13 @@ func (b *viewBuilder) field(n *screen.Node, v *nodeView) {
 			v.MaxLength = int(l)
 		}
 		if v.Secret {
+			// A secret is never sent back to a browser: the field is
+			// drawn empty, and its placeholder says whether it is set.
 			v.InputType, v.Lines = "password", 0
+			if v.Value != "" {
+				v.Placeholder = secretSetPlaceholder
+			}
+			v.Value = ""
 		}
 	case "DateInput":
 		v.Value, _ = val.(string)

@@ -47,11 +47,28 @@ type Config struct {
 	RateBurst int
 	// SessionTimeout ends idle MCP sessions (default 30 minutes).
 	SessionTimeout time.Duration
+	// MaxSessions caps the live MCP sessions one principal may hold
+	// (default 32). Opening one more first closes that principal's
+	// least recently used idle session; when none is idle the new session
+	// is refused with too_many_sessions. A negative value disables the cap.
+	MaxSessions int
+	// BodyReadTimeout bounds how long reading a request body may take
+	// (default 30 seconds); a slower body is cut and its connection
+	// closed. Responses, including event and MCP streams, are not bounded
+	// by it. A negative value disables it.
+	BodyReadTimeout time.Duration
+	// SignInRate is how many sign-in attempts per minute one client
+	// address may make (default 20, which is also the burst). A negative
+	// value disables the limit.
+	SignInRate int
 	// ShutdownGrace bounds how long in-flight requests may take to finish
 	// on shutdown (default 10 seconds).
 	ShutdownGrace time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// RunUser is the user Run and tool processes run as when the server
+	// runs as root: a user name or numeric "uid:gid" (default "nobody").
+	RunUser string
 }
 
 // Server serves assent. Create it with New, start it with Serve.
@@ -69,6 +86,16 @@ type Server struct {
 
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
+
+	// signInLimits rate-limits sign-in attempts per client address.
+	signInLimits *limiterSet
+
+	// live tracks what each principal holds open, so revoking the
+	// principal ends it.
+	live *liveSet
+
+	// notices holds one-shot banners for web sessions.
+	notices *noticeBox
 
 	// streams is cancelled when the server shuts down, ending long-lived
 	// responses (event streams) so shutdown is not held up by them.
@@ -114,6 +141,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 32
+	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = 30 * time.Second
+	}
+	if cfg.SignInRate == 0 {
+		cfg.SignInRate = 20
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -123,8 +159,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		started:  cfg.Now(),
 		now:      cfg.Now,
 		limiters: map[string]*rate.Limiter{},
+		notices:  newNoticeBox(),
 	}
 	s.streams, s.cancelStream = context.WithCancel(context.Background())
+	s.live = newLiveSet(s.streams, s.stillValid, revalidateInterval)
+	if cfg.SignInRate > 0 {
+		s.signInLimits = newLimiterSet(rate.Limit(float64(cfg.SignInRate)/60), cfg.SignInRate)
+	}
 	if err := s.tools.Register(s.runtimeStatusTool()); err != nil {
 		return nil, err
 	}
@@ -164,12 +205,16 @@ func (s *Server) routes() http.Handler {
 	s.routesScreens(mux)
 	s.routesRuns(mux)
 	s.routesFlows(mux)
-	return s.recoverer(securityHeaders(mux))
+	return s.recoverer(securityHeaders(s.bodyDeadline(s.scopeGate(mux))))
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: it stops
 // accepting, ends event streams, lets in-flight requests finish within
 // Config.ShutdownGrace, and closes MCP sessions.
+//
+// Request headers must arrive within 10 seconds and bodies within
+// Config.BodyReadTimeout; responses are not time-bounded, so event and MCP
+// streams stay open.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,

@@ -8,7 +8,10 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
@@ -147,8 +150,16 @@ func (s *Server) handleSignInPage(w http.ResponseWriter, r *http.Request) {
 	s.web.render(w, http.StatusOK, "signin", page{Title: "Sign in", Data: map[string]any{"Link": link}})
 }
 
-// handleSignIn consumes a one-time link and starts a session.
+// handleSignIn consumes a one-time link and starts a session. Attempts are
+// rate-limited per client address (Config.SignInRate).
 func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
+	if s.signInLimits != nil {
+		if d := s.signInLimits.reserve(clientIP(r), s.now()); d > 0 {
+			retryAfter(w, d)
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many sign-in attempts from this address; wait a minute and open the link again")
+			return
+		}
+	}
 	if !s.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, "bad_origin", "sign in from the link's own page")
 		return
@@ -213,12 +224,15 @@ type inboxAction struct {
 	Values  map[string]string
 	Primary bool
 	Danger  bool
+	// Input, when set, names a text field the person fills in before
+	// pressing the button (for example a reason); InputLabel labels it.
+	Input, InputLabel string
 }
 
 // inboxSources lists the parts that contribute inbox sections, in order.
 func (s *Server) inboxSources() []func(context.Context, store.Principal) ([]inboxSection, error) {
 	return []func(context.Context, store.Principal) ([]inboxSection, error){
-		s.inboxControls, s.inboxFlows,
+		s.inboxControls, s.inboxFlows, s.inboxRunProposals,
 	}
 }
 
@@ -233,11 +247,12 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg page) {
 		sections = append(sections, secs...)
 	}
 	pg.Title = "Inbox"
-	pg.Data = map[string]any{"Sections": sections, "Notice": r.URL.Query().Get("notice")}
+	pg.Data = map[string]any{"Sections": sections}
 	if r.URL.Query().Get("partial") == "1" {
 		s.web.renderPartial(w, "inbox", "sections", pg)
 		return
 	}
+	pg.Data = map[string]any{"Sections": sections, "Notice": s.takeNotice(w, r)}
 	s.web.render(w, http.StatusOK, "inbox", pg)
 }
 
@@ -255,4 +270,114 @@ func (ui *webUI) renderPartial(w http.ResponseWriter, name, block string, p page
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(buf.Bytes())
+}
+
+// Bounds of the one-shot banners kept for web sessions.
+const (
+	noticeTTL      = 5 * time.Minute
+	maxNotices     = 4096
+	maxNoticeBytes = 1024
+)
+
+// noticeBox keeps at most one pending banner per web session, keyed by the
+// hash of the session cookie. Banners live only in the server, so no URL
+// or cookie a third party can craft puts text on a person's page.
+type noticeBox struct {
+	mu sync.Mutex
+	m  map[string]notice
+}
+
+type notice struct {
+	msg     string
+	expires time.Time
+}
+
+func newNoticeBox() *noticeBox { return &noticeBox{m: map[string]notice{}} }
+
+func (b *noticeBox) put(key, msg string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[key]; !ok && len(b.m) >= maxNotices {
+		for k, n := range b.m {
+			if now.After(n.expires) {
+				delete(b.m, k)
+			}
+		}
+		if len(b.m) >= maxNotices {
+			// Drop an arbitrary banner rather than grow: a banner is a
+			// courtesy, never the record of a decision.
+			for k := range b.m {
+				delete(b.m, k)
+				break
+			}
+		}
+	}
+	b.m[key] = notice{msg: msg, expires: now.Add(noticeTTL)}
+}
+
+func (b *noticeBox) take(key string, now time.Time) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, ok := b.m[key]
+	if !ok {
+		return ""
+	}
+	delete(b.m, key)
+	if now.After(n.expires) {
+		return ""
+	}
+	return n.msg
+}
+
+// noticeKey identifies r's web session, or "" when r has none.
+func noticeKey(r *http.Request) string {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	return string(auth.Hash(c.Value))
+}
+
+// setNotice keeps msg as the banner the person behind r sees on the next
+// page that shows banners. Without a web session it does nothing.
+func (s *Server) setNotice(w http.ResponseWriter, r *http.Request, msg string) {
+	key := noticeKey(r)
+	if key == "" || msg == "" {
+		return
+	}
+	if len(msg) > maxNoticeBytes {
+		msg = strings.ToValidUTF8(msg[:maxNoticeBytes], "") + "…"
+	}
+	s.notices.put(key, msg, s.now())
+}
+
+// takeNotice returns and forgets the banner pending for r's web session.
+func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) string {
+	key := noticeKey(r)
+	if key == "" {
+		return ""
+	}
+	return s.notices.take(key, s.now())
+}
+
+// safeBack returns back when it is a path on this site, and fallback
+// otherwise: it must start with one "/", not "//" or "/\\" (which browsers
+// read as another host), and carry no scheme, host or control characters.
+func safeBack(back, fallback string) string {
+	if len(back) == 0 || len(back) > 2048 || back[0] != '/' {
+		return fallback
+	}
+	if len(back) > 1 && (back[1] == '/' || back[1] == '\\') {
+		return fallback
+	}
+	for i := 0; i < len(back); i++ {
+		if c := back[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return fallback
+		}
+	}
+	u, err := url.Parse(back)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return fallback
+	}
+	return back
 }

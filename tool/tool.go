@@ -68,8 +68,21 @@ type Tool struct {
 	// aliases of a renamed tool).
 	Hidden bool
 	// Meta is passed through as the MCP tool's _meta.
-	Meta    map[string]any
-	Handler Handler
+	Meta map[string]any
+	// Owner is the principal that registered the tool at run time; empty
+	// for the tools assent itself provides. Until Published, a tool with
+	// an Owner is visible to (listed for and callable by) its owner only.
+	Owner string
+	// Published makes an owned tool visible to every principal. Only a
+	// person publishes a tool.
+	Published bool
+	Handler   Handler
+}
+
+// VisibleTo reports whether p may see and call t: a tool assent provides,
+// a published tool, or p's own tool.
+func (t Tool) VisibleTo(p store.Principal) bool {
+	return t.Owner == "" || t.Published || (p.ID != "" && t.Owner == p.ID)
 }
 
 // Error is a refusal with a stable code.
@@ -186,6 +199,38 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	return *t, true
 }
 
+// VisibleTo reports whether a tool named exactly name exists and p may see
+// it. A tool p cannot see is, to p, a tool that does not exist.
+func (r *Registry) VisibleTo(p store.Principal, name string) bool {
+	t, ok := r.Lookup(name)
+	return ok && t.VisibleTo(p)
+}
+
+// ListFor returns the tools p may see, hidden ones included, sorted by
+// name. The MCP tool list of p is built from it.
+func (r *Registry) ListFor(p store.Principal) []Tool {
+	all := r.List()
+	out := all[:0]
+	for _, t := range all {
+		if t.VisibleTo(p) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Colliding returns the tool whose normalized name equals name's, whatever
+// its exact spelling.
+func (r *Registry) Colliding(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.byNorm[Normalize(name)]
+	if !ok {
+		return Tool{}, false
+	}
+	return *t, true
+}
+
 // Taken reports whether name collides with a registered tool after
 // normalization.
 func (r *Registry) Taken(name string) bool {
@@ -252,11 +297,11 @@ func check(t Tool) error {
 	return nil
 }
 
-// Call runs the named tool for call. Unknown names give an *Error with code
-// "unknown_tool".
+// Call runs the named tool for call. Unknown names, and tools the caller
+// may not see, give the same *Error with code "unknown_tool".
 func (r *Registry) Call(ctx context.Context, name string, call Call) (*Result, error) {
 	t, ok := r.Lookup(name)
-	if !ok {
+	if !ok || !t.VisibleTo(call.Principal) {
 		return nil, Errorf("unknown_tool", "no tool is named %q; list the tools to see what is available", name)
 	}
 	if len(call.Args) == 0 || string(call.Args) == "null" {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,12 +41,35 @@ type apiClient struct {
 
 // newAPIClient resolves the flags and environment into a client.
 func newAPIClient(o clientOpts) (*apiClient, error) {
-	u := firstNonEmpty(o.url, os.Getenv("ASSENT_URL"), defaultURL)
+	u, err := serverURL(firstNonEmpty(o.url, os.Getenv("ASSENT_URL"), defaultURL))
+	if err != nil {
+		return nil, err
+	}
 	tok := firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN"), os.Getenv("ASSENT_RUN_TOKEN"))
 	if tok == "" {
 		return nil, usageErr("no token: pass --token or set ASSENT_TOKEN (assent serve prints one; assent token create makes more)")
 	}
-	return &apiClient{base: strings.TrimRight(u, "/"), token: tok, http: &http.Client{Timeout: 60 * time.Second}}, nil
+	return &apiClient{base: u, token: tok, http: &http.Client{Timeout: 60 * time.Second}}, nil
+}
+
+// serverURL reads a server address: an http or https URL, or HOST:PORT,
+// which gets http://. Anything else is refused with bad_url.
+func serverURL(s string) (string, error) {
+	raw := strings.TrimSpace(s)
+	full := raw
+	if !strings.Contains(full, "://") {
+		full = "http://" + full
+	}
+	u, err := url.Parse(full)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", usageErr("bad_url: %q is not a server address; write http://HOST:PORT or HOST:PORT, such as %s", raw, defaultURL)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", usageErr("bad_url: %q has port %q; a port is 1 to 65535", raw, p)
+		}
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
 
 // apiErr is an error answer of the server.

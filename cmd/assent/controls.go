@@ -22,7 +22,7 @@ undo or discard is refused with human_confirmation_required; a person applies
 proposals in the web inbox.`,
 		Example: `  assent controls list --form profile
   assent controls inspect profile/email
-  assent controls exec stage profile/plan --value '"pro"'
+  assent controls exec stage profile/plan --value pro
   assent controls audit --form profile --json`,
 	}
 	cmd.AddCommand(newControlsListCmd(c), newControlsInspectCmd(c), newControlsExecCmd(c), newControlsAuditCmd(c))
@@ -172,9 +172,12 @@ func (a address) identity() map[string]any {
 func newControlsInspectCmd(c *cli) *cobra.Command {
 	var o clientOpts
 	cmd := &cobra.Command{
-		Use:     "inspect FORM/CONTROL[@TYPE:ID]",
-		Short:   "Print one control's snapshot as JSON",
-		Example: "  assent controls inspect profile/email\n  assent controls inspect orders/status@order:42",
+		Use:   "inspect FORM/CONTROL[@TYPE:ID]",
+		Short: "Print one control's snapshot as JSON",
+		Long: `Print one control's snapshot as JSON. A control about one subject (one
+order, one customer) is addressed FORM/CONTROL@TYPE:ID, such as
+orders/status@order:42.`,
+		Example: "  assent controls inspect profile/email\n  assent controls inspect profile/plan",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := parseAddress(args[0])
@@ -211,8 +214,12 @@ func newControlsExecCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec ACTION FORM/CONTROL[@TYPE:ID]",
 		Short: "Run one command: focus, reveal, highlight, explain, validate, stage, apply, clear, undo or discard",
-		Example: `  assent controls exec stage profile/plan --value '"pro"'
-  assent controls exec highlight profile/email --duration-ms 3000
+		Long: `Run one command on a control. --value is plain text unless it reads as
+JSON: --value pro stages the string "pro"; --value 42, --value true,
+--value null, --value '{"a":1}' and --value '["a"]' are JSON; to send text
+that looks like JSON, quote it: --value '"42"'.`,
+		Example: `  assent controls exec stage profile/plan --value pro
+  assent controls exec stage profile/displayName --value "Ada King"
   assent controls exec explain profile/apiKey --json`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -222,9 +229,9 @@ func newControlsExecCmd(c *cli) *cobra.Command {
 			}
 			body := map[string]any{"action": args[0], "identity": a.identity()}
 			if cmd.Flags().Changed("value") {
-				var v any
-				if err := json.Unmarshal([]byte(value), &v); err != nil {
-					return usageErr("--value must be JSON (a string is written '\"text\"'): %v", err)
+				v, err := parseValue(value)
+				if err != nil {
+					return err
 				}
 				body["value"] = v
 			}
@@ -264,7 +271,7 @@ func newControlsExecCmd(c *cli) *cobra.Command {
 	}
 	addClientFlags(cmd, &o)
 	f := cmd.Flags()
-	f.StringVar(&value, "value", "", "the value, as JSON (stage, apply)")
+	f.StringVar(&value, "value", "", "the value (stage, apply): plain text is a string; a number, true, false, null, an object, an array or a quoted \"string\" is read as JSON")
 	f.IntVar(&durationMs, "duration-ms", 0, "highlight duration, 0 to 60000")
 	f.Int64Var(&revision, "revision", 0, "the proposal revision you saw (apply, discard)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -341,6 +348,20 @@ func newControlsAuditCmd(c *cli) *cobra.Command {
 	f.IntVar(&limit, "limit", 0, "at most this many records (1-1000)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// parseValue reads a --value: a number, true, false, null, an object, an
+// array or a quoted string is JSON; any other text is the string itself.
+// Text that starts like an object or an array but is not valid JSON is
+// refused rather than sent as a string.
+func parseValue(s string) (any, error) {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err == nil {
+		return v, nil
+	} else if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		return nil, usageErr("invalid_value: --value starts like JSON but is not valid JSON (%v); quote it to send it as text: --value '\"%s\"'", err, s)
+	}
+	return s, nil
 }
 
 func printRaw(w io.Writer, raw []byte) error {

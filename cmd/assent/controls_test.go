@@ -77,8 +77,16 @@ func TestControlsCommands(t *testing.T) {
 	if code, _, _ := run("controls", "inspect", "no-slash"); code != exitUsage {
 		t.Fatalf("bad address: exit %d", code)
 	}
-	if code, _, _ := run("controls", "exec", "stage", "profile/plan", "--value", "not json"); code != exitUsage {
-		t.Fatalf("bad value: exit %d", code)
+	if code, _, _ := run("controls", "exec", "stage", "profile/plan", "--value", "{not json"); code != exitUsage {
+		t.Fatalf("broken JSON value: exit %d", code)
+	}
+	// Plain text is a string: "pro" needs no JSON quotes; a value outside
+	// the options is the control's refusal, not a parse error.
+	if code, out, errs := run("controls", "exec", "stage", "profile/plan", "--value", "pro"); code != 0 {
+		t.Fatalf("plain value: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := run("controls", "exec", "stage", "profile/plan", "--value", "not a plan"); code != exitRefused || !strings.Contains(errs, "invalid_value") {
+		t.Fatalf("value outside the options: %d %s", code, errs)
 	}
 	if code, _, errs := run("controls", "inspect", "profile/missing"); code != exitRefused || !strings.Contains(errs, "not_found") {
 		t.Fatalf("missing control: %d %s", code, errs)

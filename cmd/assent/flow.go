@@ -27,8 +27,9 @@ server. load, start, list, inspect, prescribe and apply are clients of a
 running server (--url, --token or ASSENT_URL, ASSENT_TOKEN).`,
 		Example: `  assent flow check examples/flows/expense-approval.json
   assent flow fingerprint examples/flows/deployment.json
-  assent flow resolve examples/flows/deployment.json --state state.json
+  assent flow resolve examples/flows/deployment.json --state examples/flows/inputs/deployment-ready.json
   assent flow load examples/flows/expense-approval.json
+  assent flow start expense-approval --phase approved --id exp-7 --fact expense.amount_band=within_limit --objective expense-paid
   assent flow prescribe expense-1001`,
 	}
 	cmd.AddCommand(newFlowCheckCmd(c), newFlowFingerprintCmd(c), newFlowCanonicalCmd(c), newFlowResolveCmd(c))
@@ -111,8 +112,8 @@ and prints one line of JSON:
 program_id is null when it cannot be read, fingerprint is null unless ok.
 Exit status: 0 when the program is valid, 1 when it is not, 2 on usage errors.`,
 		Example: `  assent flow check examples/flows/expense-approval.json
-  assent flow check --runtime 0.2.0 --capability ledger.post program.json
-  cat program.json | assent flow check -`,
+  assent flow check --runtime 0.2.0 --capability ledger.post examples/flows/deployment.json
+  cat examples/flows/deployment.json | assent flow check -`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			inv, err := lf.inventory()
@@ -251,8 +252,8 @@ human.approve.
 
 Exit status: 0 when a decision is printed, 1 when it is REFUSED or UNRESOLVED or
 an input is invalid, 2 on usage errors.`,
-		Example: `  assent flow resolve examples/flows/deployment.json --state state.json
-  assent flow resolve expense.json --state s.json --principal person.json --request approve`,
+		Example: `  assent flow resolve examples/flows/deployment.json --state examples/flows/inputs/deployment-ready.json
+  assent flow resolve examples/flows/expense-approval.json --state examples/flows/inputs/expense-submitted.json --principal examples/flows/inputs/approver.json --request approve`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if statePath == "" {

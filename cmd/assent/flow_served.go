@@ -86,7 +86,12 @@ func newFlowLoadCmd(c *cli) *cobra.Command {
 		Short: "Load a Control Program into a running server",
 		Long: `Load sends a program to the server, which validates it with the server's
 inventory and stores it by fingerprint. Loading the same program again is
-harmless. An invalid program is refused with its errors (exit status 1).`,
+harmless. An invalid program is refused with its errors (exit status 1).
+
+Loading is a person's or the operator's act: with a person's token, or a
+service token granted flow.load, the program is active at once and becomes
+the one its program id names. With any other token (an agent's) it is only
+proposed: it starts nothing until a person approves it in the web inbox.`,
 		Example: `  assent flow load examples/flows/expense-approval.json
   cat program.json | assent flow load - --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -103,6 +108,16 @@ harmless. An invalid program is refused with its errors (exit status 1).`,
 			if sf.json {
 				_, err := c.out.Write(raw)
 				return err
+			}
+			var pending struct {
+				Status  string         `json:"status"`
+				Program programSummary `json:"program"`
+				URL     string         `json:"url"`
+			}
+			if json.Unmarshal(raw, &pending) == nil && pending.Status == "pending_approval" {
+				q := pending.Program
+				fmt.Fprintf(c.out, "proposed %s %s (%d transitions)\n%s\na person must approve it in the web inbox before it starts anything: %s\n", q.ProgramID, q.ProgramVersion, q.Transitions, q.Fingerprint, pending.URL)
+				return nil
 			}
 			fmt.Fprintf(c.out, "loaded %s %s (%d transitions)\n%s\n", p.ProgramID, p.ProgramVersion, p.Transitions, p.Fingerprint)
 			return nil
@@ -121,8 +136,9 @@ func newFlowStartCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start PROGRAM --phase PHASE [--fact FACET=VALUE]... [--objective ID] [--id ID]",
 		Short: "Start an instance of a loaded program",
-		Long: `Start creates an instance of a loaded program (named by fingerprint, or by
-program id when only one loaded program has it). The instance belongs to the
+		Long: `Start creates an instance of an active program (named by fingerprint, or by
+program id: the active program with that id a person or the operator loaded
+or approved last). The instance belongs to the
 token's principal: nobody else can inspect or drive it.
 
 --fact sets a fact to a known value; the server answers with the instance.`,
@@ -354,7 +370,7 @@ it with 'assent flow inspect INSTANCE --approval ID'.
 Exit status 1 for a REFUSED or UNRESOLVED decision.`,
 		Example: `  assent flow prescribe expense-1001
   assent flow prescribe exp-7 --param iban=DE89370400440532013000 --param reference=EXP-7
-  assent flow prescribe exp-7 --transition reject --param reason=duplicate --json`,
+  assent flow prescribe expense-1000 --transition reject --param reason=duplicate --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kv, err := keyValues("param", params)

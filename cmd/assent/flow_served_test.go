@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,6 +41,15 @@ func TestFlowServedCommands(t *testing.T) {
 	}
 	if code, _, errs := run(payer, `{"schema_version":1}`, "flow", "load", "-"); code != exitRefused || !strings.Contains(errs, "PROGRAM_INVALID") {
 		t.Fatalf("load invalid: %d %s", code, errs)
+	}
+	// A new program from an agent is only proposed: a person approves it.
+	src, err := os.ReadFile("../../examples/flows/expense-approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant := strings.Replace(string(src), `"priority": 1`, `"priority": 9`, 1)
+	if code, out, errs := run(payer, variant, "flow", "load", "-"); code != 0 || !strings.HasPrefix(out, "proposed expense-approval") || !strings.Contains(out, "/inbox#section-flow-programs") {
+		t.Fatalf("agent's load of a new program: %d %s %s", code, out, errs)
 	}
 
 	code, out, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "approved", "--id", "exp-9",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -18,12 +19,14 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
 )
 
 func newMCPCmd(c *cli) *cobra.Command {
 	var (
 		o    clientOpts
 		data string
+		demo bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -34,15 +37,24 @@ With --url (or ASSENT_URL) it relays to a running assent server with the
 bearer token from --token or ASSENT_TOKEN: the tools, their results and their
 refusals are the server's. With --data it runs in process on a data directory
 instead, acting as the agent created at first start (or as --token's
-principal).`,
+principal). With --data and --demo it loads the same demo workspace as
+"assent serve --demo": the profile form, the screens, the player Recipe and
+the Flows. Proposals and screens live in memory, so those made in process
+are seen only by this process's clients, not in a server's web inbox; Runs
+and Flow instances live in the data directory and are. Runs started in
+process report to this process's own loopback HTTP API, so a service Run
+(such as the demo player) can be steered only while it runs.`,
 		Example: `  ASSENT_TOKEN=asnt_… assent mcp --url http://127.0.0.1:7410
-  assent mcp --data ./assent-data`,
+  assent mcp --data ./assent-data --demo`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			t := &mcp.IOTransport{Reader: io.NopCloser(c.in), Writer: nopWriteCloser{c.out}}
 			if data != "" {
-				return serveMCPInProcess(ctx, c, data, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), t)
+				return serveMCPInProcess(ctx, c, data, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), demo, t)
+			}
+			if demo {
+				return usageErr("--demo goes with --data; a server started with assent serve --demo already serves the demo")
 			}
 			client, err := newAPIClient(o)
 			if err != nil {
@@ -53,6 +65,7 @@ principal).`,
 	}
 	addClientFlags(cmd, &o)
 	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
+	cmd.Flags().BoolVar(&demo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
 	return cmd
 }
 
@@ -62,34 +75,95 @@ func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPInProcess runs the full runtime on the data directory and serves
 // its tools over t.
-func serveMCPInProcess(ctx context.Context, c *cli, dir, token string, t mcp.Transport) error {
-	db, err := openStore(ctx, dir, true)
+func serveMCPInProcess(ctx context.Context, c *cli, dir, token string, demo bool, t mcp.Transport) error {
+	rt, err := startInProcess(ctx, c, dir, token, demo)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer rt.close()
+	if err := rt.mcp.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return refused("%v", err)
+	}
+	return nil
+}
+
+// inProcess is the runtime on a data directory, in this process.
+type inProcess struct {
+	// mcp serves the tools, acting as one principal.
+	mcp *mcp.Server
+	// base is the loopback URL of this process's HTTP API and web UI, which
+	// Runs started here call back (ASSENT_URL) while the process lives.
+	base  string
+	db    *sqlite.DB
+	owner string
+	close func()
+}
+
+// signInLink returns a one-time sign-in link to this process's web UI for
+// the workspace's owner.
+func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
+	return server.NewSignInLink(ctx, rt.db, rt.owner, rt.base, time.Now())
+}
+
+// startInProcess opens the data directory, builds the runtime, serves its
+// HTTP API on a loopback port (so Runs can reach it) and builds an MCP
+// server over its tools that acts as the agent created at first start, or
+// as token's principal.
+func startInProcess(ctx context.Context, c *cli, data, token string, demo bool) (*inProcess, error) {
+	dir, err := absDataDir(data)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openStore(ctx, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*inProcess, error) {
+		db.Close()
+		return nil, err
+	}
 	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
-		return refused("%v", err)
+		return fail(refused("%v", err))
 	}
 	p := boot.Agent
 	if token != "" {
 		if p, err = db.PrincipalByToken(ctx, auth.Hash(token)); err != nil {
-			return refused("sign_in_required: the token is unknown or revoked")
+			return fail(refused("sign_in_required: the token is unknown or revoked"))
 		}
 	}
-	log := slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return refused("%v", err)
+		return fail(refused("cannot listen on a loopback port: %v", err))
 	}
-	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	log := slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base})
+	if err != nil {
+		ln.Close()
+		return fail(refused("%v", err))
+	}
+	if demo {
+		if _, err := srv.SeedDemo(ctx); err != nil {
+			log.Warn("the demo inbox was not seeded", "err", err)
+		}
+	}
+	sctx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(sctx, ln); err != nil {
+			log.Warn("in-process HTTP API stopped", "err", err)
+		}
+	}()
 	ms, stop := server.NewMCPServer(srv.Tools(), log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
-	defer stop()
-	if err := ms.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		return refused("%v", err)
-	}
-	return nil
+	return &inProcess{mcp: ms, base: base, db: db, owner: boot.Owner.ID, close: func() {
+		stop()
+		stopHTTP()
+		<-served
+		srv.Close()
+		db.Close()
+	}}, nil
 }
 
 // bearerTransport adds the bearer token to every request.

@@ -154,3 +154,38 @@ func TestTokenCommands(t *testing.T) {
 		t.Fatalf("unknown flag: exit %d, want 2", code)
 	}
 }
+
+// TestMCPStdioInProcessDemo: "assent mcp --data … --demo" serves the
+// demo the server serves: the profile form, the payment screen's tool, the
+// player Recipe and the expense Flow.
+func TestMCPStdioInProcessDemo(t *testing.T) {
+	cs, _ := stdioSession(t, "mcp", "--data", t.TempDir(), "--demo")
+	ctx := context.Background()
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		return string(b)
+	}
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"controls_list", map[string]any{"formId": "profile"}, `"controlId":"plan"`},
+		{"actors_inspect", map[string]any{"target": "recipes", "view": "summary"}, "demo-player"},
+		{"flows_list", map[string]any{}, "expense-1001"},
+		{"show_screen", map[string]any{"screen": "root = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(root, tool=\"payments.confirm\", params={amount: 1})\n"}, `"rejected":[]`},
+	} {
+		if out := call(tc.tool, tc.args); !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %s lacks %s", tc.tool, out, tc.want)
+		}
+	}
+	var errw bytes.Buffer
+	if code := execute([]string{"mcp", "--demo"}, strings.NewReader(""), io.Discard, &errw); code != exitUsage || !strings.Contains(errw.String(), "--data") {
+		t.Errorf("--demo without --data: exit %d %q", code, errw.String())
+	}
+}

@@ -50,6 +50,12 @@ func usageErr(format string, args ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
 }
 
+func init() {
+	// Help lists commands in the order they are added, which is the order
+	// of use (spawn before kill), not alphabetically.
+	cobra.EnableCommandSorting = false
+}
+
 func newRootCmd(c *cli) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "assent",
@@ -61,7 +67,11 @@ Start a server on the embedded default store:
 
   assent serve --demo
 
-Then connect an MCP client with the token it prints, or open the sign-in link.`,
+Open the sign-in link it prints, then watch a scripted agent work:
+
+  assent demo agent --url http://127.0.0.1:7410 --token asnt_…
+
+Connect your own MCP client with the same token.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -72,24 +82,32 @@ Then connect an MCP client with the token it prints, or open the sign-in link.`,
 		return usageErr("%v\nRun '%s --help' for usage.", err, cmd.CommandPath())
 	})
 	root.AddCommand(
-		newVersionCmd(c),
 		newServeCmd(c),
+		newDemoCmd(c),
 		newTokenCmd(c),
 		newMCPCmd(c),
-		newBenchCmd(c),
+		newControlsCmd(c),
 		newScreenCmd(c),
-		newFlowCmd(c),
 		newRunCmd(c),
 		newTraceCmd(c),
-		newControlsCmd(c),
+		newFlowCmd(c),
+		newBenchCmd(c),
+		newVersionCmd(c),
 	)
 	return root
 }
 
-// execute runs the command tree on args and returns the process exit code.
+// execute runs the command tree on args until it ends, SIGINT or SIGTERM,
+// and returns the process exit code.
 func execute(args []string, in io.Reader, out, errw io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	return executeContext(ctx, args, in, out, errw)
+}
+
+// executeContext runs the command tree on args until it ends or ctx is
+// done, and returns the process exit code.
+func executeContext(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
 	c := &cli{in: in, out: out, err: errw}
 	root := newRootCmd(c)
 	root.SetArgs(args)

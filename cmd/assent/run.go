@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,10 +25,10 @@ func newRunCmd(c *cli) *cobra.Command {
 		Long: `Runs are long-running work started from a Recipe or an inline command
 template. Every command here talks to a running server (--url, --token, or
 ASSENT_URL and ASSENT_TOKEN; inside a Run, ASSENT_RUN_TOKEN).`,
-		Example: `  assent run spawn --template 'sleep 60' --id nap
-  assent run inspect nap --view trace
-  assent run control nap pause --input '{"reason":"operator"}'
-  assent run kill nap`,
+		Example: `  assent run spawn --recipe demo-player
+  assent run control demo-player pause --input '{"reason":"operator"}'
+  assent run inspect demo-player --view trace
+  assent run control demo-player resume`,
 	}
 	cmd.AddCommand(newRunSpawnCmd(c), newRunInspectCmd(c), newRunControlCmd(c), newRunRetainCmd(c, "kill"),
 		newRunRetainCmd(c, "archive"), newRunRetainCmd(c, "prune"), newRunLogsCmd(c), newRunDemoServiceCmd(c))
@@ -46,27 +45,14 @@ func ctxOf(cmd *cobra.Command) context.Context {
 // runIDArg accepts "id" or "run:id".
 func runIDArg(s string) string { return strings.TrimPrefix(strings.TrimSpace(s), "run:") }
 
-// printResult prints v as JSON with --json, otherwise as sorted key=value
-// lines of its scalar fields.
+// printResult prints v as one line of JSON with --json, otherwise for
+// people: scalar fields as "key: value" lines, nested objects indented and
+// lists of objects (Trace items, Runs, Controls) as tables.
 func printResult(w io.Writer, asJSON bool, v map[string]any) error {
 	if asJSON {
-		return printJSON(w, v)
+		return printCompact(w, v)
 	}
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch x := v[k].(type) {
-		case map[string]any, []any:
-			b, _ := json.Marshal(x)
-			fmt.Fprintf(w, "%s: %s\n", k, b)
-		default:
-			fmt.Fprintf(w, "%s: %v\n", k, x)
-		}
-	}
-	return nil
+	return printHuman(w, v)
 }
 
 func newRunSpawnCmd(c *cli) *cobra.Command {
@@ -77,9 +63,16 @@ func newRunSpawnCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "spawn",
 		Short: "Start a Run from a Recipe or an inline template",
-		Example: `  assent run spawn --recipe demo-player --id player --set interval=1
-  assent run spawn --template 'echo hello {who}' --set who=world
-  assent run spawn --template '["make build","make test"]' --id ci --json`,
+		Long: `Start a Run from a Recipe (a file under <data>/recipes that a person or the
+operator wrote) or from an inline command template. A singleton Recipe, such
+as the demo's demo-player, has one Run named after it: spawning it again
+while it runs with the same values answers the running one. An agent's
+inline template, unless its token grants command.execute, does not run: it
+becomes a proposal that waits for a person in the web inbox (status
+pending_approval).`,
+		Example: `  assent run spawn --recipe demo-player
+  assent run spawn --recipe deploy --set environment=staging --set version=1.4.2 --id deploy-staging
+  assent run spawn --template 'echo hello {who}' --set who=world --id hello --json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (recipe == "") == (template == "") {
@@ -125,9 +118,21 @@ func newRunSpawnCmd(c *cli) *cobra.Command {
 				return failAPI(err)
 			}
 			if asJSON {
-				return printJSON(c.out, v)
+				if err := printCompact(c.out, v); err != nil {
+					return err
+				}
+			} else {
+				switch v["status"] {
+				case "pending_approval":
+					fmt.Fprintf(c.out, "run=%v status=pending_approval proposal=%v\n%v\n", v["run"], v["proposal"], v["message"])
+				default:
+					fmt.Fprintf(c.out, "run=%v status=%v generation=%v pid=%v\n", v["run"], v["status"], v["generation"], v["pid"])
+				}
 			}
-			fmt.Fprintf(c.out, "run=%v status=%v generation=%v pid=%v\n", v["run"], v["status"], v["generation"], v["pid"])
+			if v["status"] == "failed" {
+				head, _ := v["stderr_head"].(string)
+				return refused("start_failed: Run %v failed at once: %s", v["run"], firstNonEmpty(strings.TrimSpace(head), "it wrote nothing to stderr; see assent run logs "+fmt.Sprint(v["run"])+" --stream stderr"))
+			}
 			return nil
 		},
 	}
@@ -153,8 +158,9 @@ func newRunInspectCmd(c *cli) *cobra.Command {
 		Long: `TARGET is a Run id (or run:<id>), "runtime" or "recipes".
 Views: a Run: status, recipe, trace, control; runtime: status, runs, triage;
 recipes: summary. Only your own Runs are visible.`,
-		Example: `  assent run inspect player
-  assent run inspect player --view control --json
+		Example: `  assent run inspect demo-player
+  assent run inspect demo-player --view trace --lines 20
+  assent run inspect demo-player --view control --json
   assent run inspect runtime --view triage`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -202,10 +208,11 @@ func newRunControlCmd(c *cli) *cobra.Command {
 		Long: `With RUN and ACTION, apply a declared Control action (or kill, archive,
 prune) to a Run you own. The subcommands claim, handled and failed are for
 the Run's own service, which uses its run-scoped token.`,
-		Example: `  assent run control player pause
-  assent run control player volume --input '{"percent":40}'
+		Example: `  assent run control demo-player pause
+  assent run control demo-player resume
+  assent run control demo-player status --input '{"why":"checking"}'
   assent run control claim --id 6f1c…   # inside the Run
-  assent run control handled 6f1c…`,
+  assent run control handled 6f1c…      # inside the Run`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{"action": args[1]}
@@ -276,7 +283,7 @@ func newRunSettleCmd(c *cli, verb string) *cobra.Command {
 				return failAPI(err)
 			}
 			if asJSON {
-				return printJSON(c.out, v)
+				return printCompact(c.out, v)
 			}
 			fmt.Fprintf(c.out, "control=%v action=%v status=%v\n", v["id"], v["action"], v["status"])
 			return nil
@@ -304,10 +311,11 @@ func newRunRetainCmd(c *cli, action string) *cobra.Command {
 		"archive": "Move a terminal Run's files aside, leaving a tombstone",
 		"prune":   "Delete a terminal Run (optionally keeping its declared artifacts)",
 	}[action]
-	example := "  assent run " + action + " player"
-	if action == "prune" {
-		example += "\n  assent run prune report --preserve-artifacts"
-	}
+	example := map[string]string{
+		"kill":    "  assent run kill demo-player",
+		"archive": "  assent run archive deploy-staging",
+		"prune":   "  assent run prune deploy-staging --preserve-artifacts",
+	}[action]
 	cmd := &cobra.Command{
 		Use: action + " RUN", Short: short, Example: example, Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -347,7 +355,7 @@ func newRunLogsCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "logs RUN",
 		Short:   "Print a Run's stdout or stderr",
-		Example: "  assent run logs player\n  assent run logs player --stream stderr --lines 20",
+		Example: "  assent run logs demo-player\n  assent run logs demo-player --stream stderr --lines 20",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := newAPIClient(o)
@@ -378,7 +386,7 @@ func newRunDemoServiceCmd(c *cli) *cobra.Command {
 		Use:     "demo-service",
 		Short:   "The demo player service (started by the demo-player Recipe)",
 		Hidden:  true,
-		Example: "  assent run spawn --recipe demo-player --id player",
+		Example: "  assent run spawn --recipe demo-player",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			svc, err := service.FromEnv()

@@ -17,8 +17,8 @@ func newScreenCmd(c *cli) *cobra.Command {
 		Long: `Screens are Omni-IR text (stream format 0.8): one component or piece of state
 per line. check, describe and field read a screen or a value locally and need
 no server; fetch asks a server's generate endpoint for one.`,
-		Example: `  assent screen check --tools payments.confirm pay.omni
-  assent screen describe pay.omni
+		Example: `  assent screen check --tools payments.confirm examples/screens/payment.omni
+  assent screen describe examples/screens/payment.omni
   assent screen field --component Input --props '{"required":true}' --value '""'`,
 	}
 	cmd.AddCommand(newScreenCheckCmd(c), newScreenDescribeCmd(c), newScreenFieldCmd(c), newScreenFetchCmd(c))
@@ -113,9 +113,9 @@ and missing then describe the screen after the last one.
 
 The tool and asset registries are empty unless given. The exit status is 0
 when no issue is an error, 1 otherwise.`,
-		Example: `  assent screen check --tools payments.confirm pay.omni
+		Example: `  assent screen check --tools payments.confirm examples/screens/payment.omni
   printf 'root = Text("Hi")\n' | assent screen check
-  assent screen check --tools orders.requestReturn --update delivered.omni order.omni`,
+  assent screen check --tools payments.confirm --update examples/screens/payment-paid.update examples/screens/payment.omni`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := f.options()
@@ -209,8 +209,8 @@ and prints its outline: one component per line, indented two spaces per
 level, as a model reads it. Values that fields edit show as [hidden] unless
 --values is given. Lines the parser rejected are left out; run
 'assent screen check' to see why.`,
-		Example: `  assent screen describe --tools payments.confirm pay.omni
-  assent screen describe --values --json pay.omni`,
+		Example: `  assent screen describe --tools payments.confirm examples/screens/payment.omni
+  assent screen describe --values --json examples/screens/payment.omni`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := f.options()

@@ -45,7 +45,7 @@ The bearer token, if any, comes from --token or $ASSENT_TOKEN.
 Exit status: 0 when the stream ended with done, 1 for an error outcome, 2 for
 a malformed command line.`,
 		Example: `  assent screen fetch --prompt "A payment screen" http://127.0.0.1:7410/api/generate
-  assent screen fetch --version 0.8 --json http://127.0.0.1:7410/api/generate
+  assent screen fetch --prompt "A sign-up form" --version 0.8 --json http://127.0.0.1:7410/api/generate
   echo "Sign up for the newsletter" | assent screen fetch --prompt - --json URL`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +21,17 @@ import (
 // dataDir resolves --data, then $ASSENT_DATA, then ./assent-data.
 func dataDir(flag string) string {
 	return firstNonEmpty(flag, os.Getenv("ASSENT_DATA"), "assent-data")
+}
+
+// absDataDir is dataDir made absolute, so that every path derived from it
+// (the store, Run directories, printed configuration) stays right whatever
+// the working directory of whoever uses it.
+func absDataDir(flag string) (string, error) {
+	dir, err := filepath.Abs(dataDir(flag))
+	if err != nil {
+		return "", refused("bad_data_dir: cannot resolve the data directory %q: %v", dataDir(flag), err)
+	}
+	return dir, nil
 }
 
 // openStore opens the data directory's store, creating the directory when
@@ -53,14 +64,25 @@ func newServeCmd(c *cli) *cobra.Command {
 The first start creates the data directory and the store, a person ("owner")
 and an agent, and prints the agent's token. Every start prints a new one-time
 sign-in link for the owner (valid 15 minutes) and a ready-to-paste MCP client
-configuration. SIGINT or SIGTERM shuts down gracefully.`,
+configuration whose stdio command exists on this machine (the binary's
+absolute path, or "go -C REPO run ./cmd/assent" when started by go run).
+The data directory is made absolute at start.
+
+With --demo it loads the demo workspace (a profile form, screens, a player
+Recipe, expense and deployment Flows), puts a proposed profile change, the
+payment screen and an expense approval in the owner's inbox, and prints the
+command that runs the scripted "assent demo agent". SIGINT or SIGTERM shuts
+down gracefully.`,
 		Example: `  assent serve --demo
   assent serve --data /var/lib/assent --addr 127.0.0.1:7410
   ASSENT_DATA=./data assent serve`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			dir := dataDir(data)
+			dir, err := absDataDir(data)
+			if err != nil {
+				return err
+			}
 			log := newLogger(c.err, logFormat)
 			db, err := openStore(ctx, dir, true)
 			if err != nil {
@@ -86,12 +108,21 @@ configuration. SIGINT or SIGTERM shuts down gracefully.`,
 				return refused("%v", err)
 			}
 			defer srv.Close()
+			var seed *server.DemoSeed
+			if demo {
+				sd, err := srv.SeedDemo(ctx)
+				if err != nil {
+					log.Warn("the demo inbox was not seeded", "err", err)
+				} else {
+					seed = &sd
+				}
+			}
 			link, err := server.NewSignInLink(ctx, db, boot.Owner.ID, base, time.Now())
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
 			}
-			printWelcome(c.out, base, dir, db.Kind(), link, boot)
+			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: demo, seed: seed, self: currentInvocation()})
 			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "demo", demo)
 			if err := srv.Serve(ctx, ln); err != nil {
 				return refused("%v", err)
@@ -104,7 +135,7 @@ configuration. SIGINT or SIGTERM shuts down gracefully.`,
 	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
 	f.StringVar(&addr, "addr", "127.0.0.1:7410", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&baseURL, "base-url", "", "public URL of this server, when behind a proxy (default http://ADDR)")
-	f.BoolVar(&demo, "demo", false, "load the demo workspace")
+	f.BoolVar(&demo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")
 	f.StringVar(&logFormat, "log", "text", "log format on stderr: text or json")
 	return cmd
 }
@@ -116,26 +147,83 @@ func newLogger(w io.Writer, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
 }
 
-func printWelcome(w io.Writer, base, dir, storeKind, link string, boot server.Bootstrap) {
-	fmt.Fprintf(w, "assent %s serving on %s (data: %s, store: %s)\n\n", assent.Version, base, dir, storeKind)
-	fmt.Fprintf(w, "Sign in as %s (one use, within 15 minutes):\n  %s\n\n", boot.Owner.Name, link)
-	token := boot.AgentToken
+// welcome is what serve prints once it listens.
+type welcome struct {
+	base, dir, storeKind, link string
+	boot                       server.Bootstrap
+	demo                       bool
+	// seed is what the demo put in the inbox, when it did.
+	seed *server.DemoSeed
+	// self is how to start this assent again.
+	self invocation
+}
+
+// tokenPlaceholder stands for an agent token the server no longer knows.
+const tokenPlaceholder = "asnt_…"
+
+func printWelcome(w io.Writer, wl welcome) {
+	fmt.Fprintf(w, "assent %s serving on %s (data: %s, store: %s)\n\n", assent.Version, wl.base, wl.dir, wl.storeKind)
+	fmt.Fprintf(w, "Sign in as %s (one use, within 15 minutes):\n  %s\n\n", wl.boot.Owner.Name, wl.link)
+	token := wl.boot.AgentToken
+	makeToken := wl.self.shell("token", "create", "--kind", "agent", "--name", "NAME", "--grant", "state.write,tool.invoke", "--data", wl.dir)
 	if token != "" {
-		fmt.Fprintf(w, "Agent token for %q (shown once; keep it secret):\n  %s\n\n", boot.Agent.Name, token)
+		fmt.Fprintf(w, "Agent token for %q (shown once; keep it secret):\n  %s\n\n", wl.boot.Agent.Name, token)
 	} else {
-		fmt.Fprintf(w, "Agent %q keeps the token printed at first start (make another: assent token create --kind agent --name NAME --data %s).\n\n", boot.Agent.Name, dir)
-		token = "<agent token>"
+		fmt.Fprintf(w, "Agent %q keeps the token printed at first start; this start cannot show it again.\nMake another agent token with:\n  %s\n\n", wl.boot.Agent.Name, makeToken)
 	}
+	if wl.demo {
+		if line := seedLine(wl.seed); line != "" {
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintln(w, "Watch an agent walk through every part (propose, show a screen, start and steer a Run, ask for an approval):")
+		args := []string{"demo", "agent", "--url", wl.base, "--token"}
+		if token != "" {
+			fmt.Fprintf(w, "  %s\n\n", wl.self.shell(append(args, token)...))
+		} else {
+			fmt.Fprintf(w, "  %s %s   (with an agent token in place of %s)\n\n", wl.self.shell(args...), tokenPlaceholder, tokenPlaceholder)
+		}
+	}
+	shown := token
+	if shown == "" {
+		shown = tokenPlaceholder
+	}
+	name, args := wl.self.command("mcp", "--url", wl.base)
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"assent": map[string]any{
-			"type": "http", "url": base + "/mcp",
-			"headers": map[string]string{"Authorization": "Bearer " + token},
+			"type": "http", "url": wl.base + "/mcp",
+			"headers": map[string]string{"Authorization": "Bearer " + shown},
 		},
 		"assent-stdio": map[string]any{
-			"command": "assent", "args": []string{"mcp", "--url", base},
-			"env": map[string]string{"ASSENT_TOKEN": token},
+			"command": name, "args": args,
+			"env": map[string]string{"ASSENT_TOKEN": shown},
 		},
 	}}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	fmt.Fprintf(w, "MCP client configuration (streamable HTTP and stdio):\n%s\n\n", b)
+	fmt.Fprintln(w, "MCP client configuration (streamable HTTP and stdio):")
+	printJSON(w, cfg)
+	if token == "" {
+		fmt.Fprintf(w, "Replace %s with an agent token (see above).\n", tokenPlaceholder)
+	}
+	fmt.Fprintln(w)
+}
+
+// seedLine says in one sentence what the demo put in the owner's inbox.
+func seedLine(seed *server.DemoSeed) string {
+	if seed == nil {
+		return ""
+	}
+	var items []string
+	if seed.Proposal != "" {
+		items = append(items, "a proposed profile change")
+	}
+	if seed.ApprovalStatus == "pending" {
+		items = append(items, "an expense waiting for your approval")
+	}
+	line := ""
+	if len(items) > 0 {
+		line = "Your inbox has " + strings.Join(items, " and ") + "."
+	}
+	if seed.Screen != "" {
+		line = strings.TrimSpace(line + " The payment screen is open under Screens.")
+	}
+	return line
 }

@@ -34,7 +34,7 @@ from ASSENT_RUN_ID and ASSENT_RUN_TOKEN. kind is a lowercase dotted token
 (progress.update); level is info, warning or error; attention is notify,
 followup or steer.`,
 		Example: `  assent trace emit --kind progress.update --summary "3 of 10" --data '{"completed":3}'
-  assent trace emit --run build --kind build.failed --level error --attention followup`,
+  assent trace emit --run demo-player --kind note.added --summary "Checked by hand" --level warning --attention followup`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runID == "" {
@@ -68,7 +68,7 @@ followup or steer.`,
 				return failAPI(err)
 			}
 			if asJSON {
-				return printJSON(c.out, v)
+				return printCompact(c.out, v)
 			}
 			fmt.Fprintf(c.out, "trace=%v kind=%v ts=%v\n", v["id"], v["kind"], v["ts"])
 			return nil

@@ -44,6 +44,25 @@ CREATE TABLE flow_receipts (
 	prescription TEXT PRIMARY KEY,
 	body TEXT NOT NULL
 );
+`}, {2, `
+CREATE TABLE flow_program_loads (
+	fingerprint TEXT PRIMARY KEY,
+	body TEXT NOT NULL
+);
+-- Programs stored before loads were recorded have no known loader: they
+-- wait for a person's approval like any proposed program.
+INSERT INTO flow_program_loads (fingerprint, body)
+SELECT fingerprint, json_object(
+	'fingerprint', fingerprint,
+	'program_id', CASE WHEN json_valid(CAST(source AS TEXT)) THEN coalesce(json_extract(CAST(source AS TEXT), '$.program_id'), '') ELSE '' END,
+	'program_version', '',
+	'status', 'proposed',
+	'loader_kind', '',
+	'loaded_at', '0001-01-01T00:00:00Z')
+FROM flow_programs;
+ALTER TABLE flow_approvals ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+UPDATE flow_approvals SET instance = coalesce(json_extract(body, '$.approval.instance_id'), '') WHERE json_valid(body);
+CREATE INDEX flow_approvals_instance ON flow_approvals(instance, seq);
 `}}
 
 // FlowStore returns the flow kernel's store on this database.
@@ -145,6 +164,41 @@ func (t flowTx) Programs() ([]string, error) {
 	return out, rows.Err()
 }
 
+func (t flowTx) ProgramLoad(fp string) (flow.ProgramLoad, error) {
+	var l flow.ProgramLoad
+	err := t.get(`SELECT body FROM flow_program_loads WHERE fingerprint = ?`, &l, fp)
+	return l, err
+}
+
+func (t flowTx) PutProgramLoad(l flow.ProgramLoad) error {
+	body, err := jsonText(l)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_program_loads (fingerprint, body) VALUES (?, ?) ON CONFLICT(fingerprint) DO UPDATE SET body = excluded.body`, l.Fingerprint, body)
+}
+
+func (t flowTx) ProgramLoads() ([]flow.ProgramLoad, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT body FROM flow_program_loads ORDER BY fingerprint`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []flow.ProgramLoad
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		var l flow.ProgramLoad
+		if err := json.Unmarshal([]byte(body), &l); err != nil {
+			return nil, fmt.Errorf("flow store: corrupt program load: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
 func (t flowTx) Instance(id string) (flow.Instance, error) {
 	var in flow.Instance
 	err := t.get(`SELECT body FROM flow_instances WHERE id = ?`, &in, id)
@@ -219,9 +273,18 @@ func (t flowTx) PutPrescription(rec flow.PrescriptionRecord) error {
 }
 
 func (t flowTx) Approval(id string) (flow.ApprovalRecord, error) {
-	var rec flow.ApprovalRecord
-	err := t.get(`SELECT body FROM flow_approvals WHERE id = ?`, &rec, id)
-	return rec, err
+	var body string
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT body FROM flow_approvals WHERE id = ?`, id).Scan(&body); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return flow.ApprovalRecord{}, flow.ErrNotFound
+		}
+		return flow.ApprovalRecord{}, err
+	}
+	rec, err := flow.DecodeApprovalRecord([]byte(body))
+	if err != nil {
+		return flow.ApprovalRecord{}, fmt.Errorf("flow store: corrupt approval %s: %w", id, err)
+	}
+	return rec, nil
 }
 
 func (t flowTx) PutApproval(rec flow.ApprovalRecord) error {
@@ -230,13 +293,21 @@ func (t flowTx) PutApproval(rec flow.ApprovalRecord) error {
 		return err
 	}
 	pending := rec.Approval.Status == flow.ApprovalPending
-	return t.exec(`INSERT INTO flow_approvals (id, pending, seq, body)
-		VALUES (?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM flow_approvals), ?)
-		ON CONFLICT(id) DO UPDATE SET pending = excluded.pending, body = excluded.body`, rec.Approval.ID, pending, body)
+	return t.exec(`INSERT INTO flow_approvals (id, pending, seq, instance, body)
+		VALUES (?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM flow_approvals), ?, ?)
+		ON CONFLICT(id) DO UPDATE SET pending = excluded.pending, body = excluded.body`, rec.Approval.ID, pending, rec.Approval.Instance, body)
 }
 
 func (t flowTx) PendingApprovals() ([]flow.ApprovalRecord, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT body FROM flow_approvals WHERE pending ORDER BY seq`)
+	return t.approvals(`SELECT body FROM flow_approvals WHERE pending ORDER BY seq`)
+}
+
+func (t flowTx) InstanceApprovals(instance string) ([]flow.ApprovalRecord, error) {
+	return t.approvals(`SELECT body FROM flow_approvals WHERE instance = ? ORDER BY seq`, instance)
+}
+
+func (t flowTx) approvals(query string, args ...any) ([]flow.ApprovalRecord, error) {
+	rows, err := t.tx.QueryContext(t.ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +318,8 @@ func (t flowTx) PendingApprovals() ([]flow.ApprovalRecord, error) {
 		if err := rows.Scan(&body); err != nil {
 			return nil, err
 		}
-		var rec flow.ApprovalRecord
-		if err := json.Unmarshal([]byte(body), &rec); err != nil {
+		rec, err := flow.DecodeApprovalRecord([]byte(body))
+		if err != nil {
 			return nil, fmt.Errorf("flow store: corrupt approval: %w", err)
 		}
 		out = append(out, rec)

@@ -24,6 +24,7 @@ func components() []struct {
 		{"core", coreMigrations},
 		{"runs", runMigrations},
 		{"flows", flowMigrations},
+		{"proposals", proposalMigrations},
 	}
 }
 

@@ -9,8 +9,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -22,8 +25,12 @@ type DB struct {
 }
 
 // Open opens (creating if needed) the database file at path and brings its
-// schema up to date.
+// schema up to date. The file and its -wal and -shm companions are readable
+// by the owner only (mode 0600).
 func Open(ctx context.Context, path string) (*DB, error) {
+	if err := restrictFile(path, true); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -48,7 +55,39 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	// SQLite gives new -wal and -shm files the database file's mode; these
+	// may predate it.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := restrictFile(path+suffix, false); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
 	return s, nil
+}
+
+// restrictFile makes path readable and writable by its owner only,
+// creating it empty first when create is set and it does not exist.
+func restrictFile(path string, create bool) error {
+	if create {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	err := os.Chmod(path, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !create:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		// Another user's file (a CLI run by that user's peer): its mode
+		// is its owner's to set.
+		return nil
+	}
+	return err
 }
 
 // Kind reports "sqlite".

@@ -1,0 +1,366 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// The Flows part of the human boundary, written as the attacks: each test
+// does what an agent did with only its own token, and checks that it is
+// refused with a code or turned into something a person decides.
+
+// flowsAPI sends a JSON request with a bearer token.
+func (a *app) flowsAPI(method, path, token string, body any) (int, map[string]any, string) {
+	a.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	r, _ := http.NewRequest(method, a.http.URL+path, rd)
+	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := a.http.Client().Do(r)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return resp.StatusCode, out, string(raw)
+}
+
+// flowsCode is the error code of an API answer.
+func flowsCode(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// flowField walks nested maps by keys.
+func flowField(m any, keys ...string) any {
+	for _, k := range keys {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = mm[k]
+	}
+	return m
+}
+
+// person issues a person with grants and returns their token.
+func (a *app) person(name string, grants ...string) (string, store.Principal) {
+	a.t.Helper()
+	tok, p, err := server.IssueToken(context.Background(), a.db, store.KindHuman, name, grants, time.Now())
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return tok, p
+}
+
+// personWeb signs p in to the web UI over HTTP and returns the session
+// cookie and the page's CSRF token.
+func (a *app) personWeb(p store.Principal) (*http.Cookie, string) {
+	a.t.Helper()
+	link, err := server.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	r, _ := http.NewRequest("POST", a.http.URL+"/signin", strings.NewReader(url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", a.http.URL)
+	resp, err := a.webClient().Do(r)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "assent_session" {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		a.t.Fatalf("sign in: %d, no session cookie", resp.StatusCode)
+	}
+	page := a.webPage("/inbox", cookie)
+	const marker = `name="csrf-token" content="`
+	i := strings.Index(page, marker)
+	if i < 0 {
+		a.t.Fatal("the inbox has no CSRF token")
+	}
+	rest := page[i+len(marker):]
+	return cookie, rest[:strings.IndexByte(rest, '"')]
+}
+
+func (a *app) webClient() *http.Client {
+	c := *a.http.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+func (a *app) webPage(path string, cookie *http.Cookie) string {
+	a.t.Helper()
+	r, _ := http.NewRequest("GET", a.http.URL+path, nil)
+	r.AddCookie(cookie)
+	resp, err := a.webClient().Do(r)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// press posts a person's button in the inbox and returns where it led and
+// the page there, with its banner.
+func (a *app) press(path string, form url.Values, cookie *http.Cookie) (string, string) {
+	a.t.Helper()
+	r, _ := http.NewRequest("POST", a.http.URL+path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", a.http.URL)
+	r.AddCookie(cookie)
+	resp, err := a.webClient().Do(r)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther {
+		a.t.Fatalf("%s: %d", path, resp.StatusCode)
+	}
+	return loc, a.webPage(loc, cookie)
+}
+
+// emailChange applies the staged email of the demo profile; a person must
+// approve it.
+const emailChange = `{
+  "schema_version": 1, "program_id": "email-change", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["control.apply"], "verifiers": ["conditions.match"], "capability_surface": ["control.write"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "changed", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["changed"]}]}],
+  "transitions": [{
+    "id": "apply-email", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["proposed"], "target_phases": ["changed"],
+    "authority": ["human"], "required_capabilities": ["control.write"], "effect": "control.apply", "verifier": "conditions.match",
+    "prescription": {"operation": "apply_email", "arguments": ["profile/email"], "expected_postcondition": "the staged email is live"}
+  }]
+}`
+
+// TestAttackRestageAfterApprovalFiled: an approval is filed for
+// profile/email = ada.new@example.com; the agent re-stages
+// attacker@evil.example; the person presses Approve. Refused as stale, the
+// person is told what changed, and the attacker's value is not applied.
+func TestAttackRestageAfterApprovalFiled(t *testing.T) {
+	a := newApp(t, true)
+	personTok, p := a.person("approver", "control.write")
+	if code, _, raw := a.flowsAPI("POST", "/v1/flows/programs", personTok, []byte(emailChange)); code != 201 {
+		t.Fatalf("a person loads the program: %d %s", code, raw)
+	}
+	agentTok := a.boot.AgentToken
+	if code, _, raw := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "email-change", "id": "em-1", "phase": "proposed"}); code != 201 {
+		t.Fatalf("start: %d %s", code, raw)
+	}
+	cs := a.agent()
+	stage := func(v string) {
+		if out, isErr := call(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": v}); isErr {
+			t.Fatalf("stage %s: %v", v, out)
+		}
+	}
+	stage("ada.new@example.com")
+	out, _ := call(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
+	aprID, _ := flowField(out, "approval", "id").(string)
+	if aprID == "" {
+		t.Fatalf("prescribe: %v", out)
+	}
+	cookie, csrf := a.personWeb(p)
+	if inbox := a.webPage("/inbox", cookie); !strings.Contains(inbox, "ada.new@example.com") || !strings.Contains(inbox, "ada@example.com") {
+		t.Fatalf("the approval card does not show the current and proposed email:\n%s", inbox)
+	}
+
+	stage("attacker@evil.example")
+	loc, page := a.press("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	if loc != "/inbox" || !strings.Contains(page, flow.CodeStalePrescription) || !strings.Contains(page, "attacker@evil.example") {
+		t.Fatalf("Approve after the agent re-staged: %s\n%s", loc, page)
+	}
+	snap, _ := call(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
+	if v := flowField(snap, "state", "value"); v != "ada@example.com" {
+		t.Fatalf("email = %v after the refused approval", v)
+	}
+	if code, apr, _ := a.flowsAPI("GET", "/v1/flows/approvals/"+aprID, agentTok, nil); code != 200 || apr["status"] != "stale" {
+		t.Fatalf("approval: %d %v", code, apr)
+	}
+}
+
+// sneakPay pays through the demo payments_send with agent authority and
+// no approval, under the demo program's own id and transition name.
+const sneakPay = `{
+  "schema_version": 1, "program_id": "expense-approval", "program_version": "6.6.6", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["tool.call"], "verifiers": ["conditions.match"], "capability_surface": ["tool.invoke"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "paid", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["paid"]}]}],
+  "transitions": [{
+    "id": "pay", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["start"], "target_phases": ["paid"],
+    "authority": ["agent"], "parameters": [{"name": "iban", "required": true}],
+    "required_capabilities": ["tool.invoke"], "effect": "tool.call", "verifier": "conditions.match",
+    "prescription": {"operation": "pay", "arguments": ["payments_send"], "expected_postcondition": "paid"}
+  }]
+}`
+
+// TestAttackAgentLoadsItsOwnPaymentProgram: the agent loads a
+// one-transition program calling payments_send with authority agent and
+// tries to apply it. The load is only a proposal for a person; the
+// program starts nothing, by fingerprint or by id, and no payment is sent.
+// Starting the real expense-approval by id still works for everyone.
+func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
+	a := newApp(t, true)
+	agentTok := a.boot.AgentToken
+	code, out, raw := a.flowsAPI("POST", "/v1/flows/programs", agentTok, []byte(sneakPay))
+	fp, _ := flowField(out, "program", "fingerprint").(string)
+	if code != 202 || out["status"] != "pending_approval" || fp == "" {
+		t.Fatalf("agent's load: %d %s", code, raw)
+	}
+	code, body, _ := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": fp, "id": "mine", "phase": "start"})
+	if code != 403 || flowsCode(body) != flow.CodeProgramNotActive {
+		t.Fatalf("start the proposed program: %d %v", code, body)
+	}
+	// By id, the demo program a person's operator loaded is chosen, not the
+	// agent's; its pay transition cannot be reached from "start".
+	code, inst, raw := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "mine-2", "phase": "start"})
+	if code != 201 || inst["program_fingerprint"] == fp {
+		t.Fatalf("start by id: %d %s", code, raw)
+	}
+	cs := a.agent()
+	res, _ := call(t, cs, "flows_prescribe", map[string]any{"instance": "mine-2", "transition": "pay", "parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	if flowField(res, "decision", "kind") == "PRESCRIBED" {
+		t.Fatalf("pay from start was prescribed: %v", res)
+	}
+	if direct, isErr := call(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || flowField(direct, "error", "code") != "forbidden" {
+		t.Fatalf("direct payments_send: %v", direct)
+	}
+}
+
+// TestAttackUncertainPaymentReapplied: a payment tool that acted and then
+// failed (the bank answered 500) is not recorded as "nothing applied": the
+// instance needs recovery and applying again is refused, so the payment
+// goes out once, not three times.
+func TestAttackUncertainPaymentReapplied(t *testing.T) {
+	a := newApp(t, true)
+	var sent atomic.Int32
+	err := a.srv.RegisterEffectOnlyTool(tool.Tool{
+		Name: "bank_send", Description: "test bank", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			sent.Add(1)
+			return nil, tool.Errorf("tool_failed", "the bank answered 500")
+		},
+	}, server.EffectCaller{Program: "bank", Transition: "pay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := strings.NewReplacer(`"expense-approval"`, `"bank"`, "payments_send", "bank_send",
+		`"required_capabilities"`, `"target_conditions": [{"facet": "payment.status", "statuses": ["known"], "values": ["sent"]}], "required_capabilities"`).Replace(sneakPay)
+	personTok, _ := a.person("ops")
+	if code, _, raw := a.flowsAPI("POST", "/v1/flows/programs", personTok, []byte(prog)); code != 201 {
+		t.Fatalf("a person loads the program: %d %s", code, raw)
+	}
+	agentTok, _, err := server.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
+	_, out, _ := a.flowsAPI("POST", "/v1/flows/instances/b-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := flowField(out, "decision", "prescription", "id").(string)
+	for i := range 3 {
+		if code, body, _ := a.flowsAPI("POST", "/v1/flows/prescriptions/"+prx+"/apply", agentTok, nil); code != 409 || flowsCode(body) != flow.CodeRecoveryRequired {
+			t.Fatalf("apply %d: %d %v", i+1, code, body)
+		}
+	}
+	if n := sent.Load(); n != 1 {
+		t.Fatalf("the payment went out %d times", n)
+	}
+	_, v, _ := a.flowsAPI("GET", "/v1/flows/instances/b-1", agentTok, nil)
+	if flowField(v, "instance", "facts", "payment.status", "status") != "unknown" {
+		t.Fatalf("payment.status: %v", flowField(v, "instance", "facts"))
+	}
+}
+
+// TestAttackCrashMidPaymentNeverReconciles: the runtime is killed while
+// the demo payment is executing. After the restart the instance is in
+// recovery with payment.status unknown, so the demo's reconcile-payment
+// (keyed on unknown) applies, and pay cannot be applied again.
+func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
+	a := newApp(t, true)
+	agentTok, _, err := server.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, raw := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "x-1", "phase": "approved"}); code != 201 {
+		t.Fatalf("start: %d %s", code, raw)
+	}
+	_, out, _ := a.flowsAPI("POST", "/v1/flows/instances/x-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := flowField(out, "decision", "prescription", "id").(string)
+	if prx == "" {
+		t.Fatalf("prescribe: %v", out)
+	}
+	// What kill -9 leaves: the instance marked with the prescription, the
+	// journal at executing.
+	err = a.db.FlowStore().Update(context.Background(), func(tx flow.Tx) error {
+		in, err := tx.Instance("x-1")
+		if err != nil {
+			return err
+		}
+		next := in.Clone()
+		next.Pending = prx
+		if err := tx.UpdateInstance(next, in.Revision, ""); err != nil {
+			return err
+		}
+		for _, st := range []flow.JournalStatus{flow.JournalBegun, flow.JournalExecuting} {
+			if err := tx.AppendJournal(flow.JournalEntry{Instance: "x-1", Prescription: prx, Transition: "expense-approval/pay", Status: st, At: time.Now()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: a.db, Demo: true, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	in, err := srv.Flows().Instance(context.Background(), "x-1")
+	if err != nil || in.Recovery == nil || in.Facts["payment.status"].Status != flow.StatusUnknown {
+		t.Fatalf("after the restart: %+v %v", in, err)
+	}
+	agent := flow.Principal{ID: in.Owner, Kind: flow.AuthorityAgent, Grants: []string{"tool.invoke"}}
+	if _, err := srv.Flows().Apply(context.Background(), prx, agent); flow.ErrorCode(err) != flow.CodeRecoveryRequired {
+		t.Fatalf("re-applying pay after the crash: %v", err)
+	}
+	d, err := srv.Flows().Prescribe(context.Background(), "x-1", agent, flow.Request{})
+	if err != nil || d.Kind != flow.Prescribed || d.Transition != "expense-approval/reconcile-payment" {
+		t.Fatalf("after the restart the decision is %+v, %v", d, err)
+	}
+	r, err := srv.Flows().Apply(context.Background(), d.Prescription.ID, agent)
+	if err != nil || r.Phase != "approved" {
+		t.Fatalf("reconcile-payment: %+v %v", r, err)
+	}
+}

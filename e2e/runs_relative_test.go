@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// buildAssent builds the assent binary into a directory every user may
+// read and execute (Runs drop to an unprivileged user when tests run as
+// root) and returns its path.
+func buildAssent(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the assent binary")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exe := filepath.Join(dir, "assent")
+	cmd := exec.Command("go", "build", "-o", exe, "github.com/assent-run/assent/cmd/assent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// A server started on a relative data directory runs the demo player: it
+// starts, is paused and resumed, and its Trace shows each change.
+func TestRunsFromRelativeDataDir(t *testing.T) {
+	exe := buildAssent(t)
+	t.Chdir(t.TempDir())
+	ctx := context.Background()
+	if err := os.MkdirAll("assent-data", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(ctx, filepath.Join("assent-data", "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.EnsureBootstrap(ctx, db, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := server.IssueToken(ctx, db, store.KindAgent, "player-agent", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	srv, err := server.New(ctx, server.Config{DataDir: "assent-data", Store: db, Demo: true, BaseURL: base, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = srv.Handler()
+	hs.Start()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		db.Close()
+	})
+	rt := runsTarget{url: base, dir: "assent-data", attacker: token}
+
+	// The server wrote the demo Recipe for the binary running now, which
+	// here is the test binary: point it at the real assent binary.
+	p := filepath.Join("assent-data", "recipes", "demo-player.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recipe map[string]any
+	if err := json.Unmarshal(b, &recipe); err != nil {
+		t.Fatal(err)
+	}
+	tpl, _ := recipe["template"].(string)
+	_, rest, ok := strings.Cut(tpl, " run demo-service")
+	if !ok || !strings.HasPrefix(tpl, "exec /") && !strings.HasPrefix(tpl, "exec '/") {
+		t.Fatalf("demo-player template %q does not exec an absolute binary", tpl)
+	}
+	recipe["template"] = "exec " + run.ShellQuote(exe) + " run demo-service" + rest
+	b, _ = json.Marshal(recipe)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, raw, v := rt.call(t, token, "POST", "/v1/runs", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
+	if code >= 300 || v["status"] != "running" {
+		t.Fatalf("spawn demo-player: %d %s", code, raw)
+	}
+	id, _ := v["run"].(string)
+	if sd, _ := v["state_dir"].(string); !filepath.IsAbs(sd) {
+		t.Fatalf("state_dir %q is not absolute", sd)
+	}
+	t.Cleanup(func() { rt.call(t, token, "POST", "/v1/runs/"+id+"/kill", nil) })
+	rt.waitTrace(t, token, id, "player.started")
+	for _, step := range []struct{ action, kind string }{{"pause", "player.paused"}, {"resume", "player.resumed"}} {
+		if code, raw, _ := rt.call(t, token, "POST", "/v1/runs/"+id+"/controls", map[string]any{"action": step.action}); code >= 300 {
+			t.Fatalf("%s: %d %s", step.action, code, raw)
+		}
+		rt.waitTrace(t, token, id, step.kind)
+	}
+	if code, raw, v := rt.call(t, token, "GET", "/v1/runs/"+id, nil); code != http.StatusOK || v["status"] != "running" {
+		t.Fatalf("status after resume: %d %s", code, raw)
+	}
+}
+
+// waitTrace waits until Run id's Trace shows an event of kind.
+func (rt runsTarget) waitTrace(t *testing.T, token, id, kind string) {
+	t.Helper()
+	var raw string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_, raw, _ = rt.call(t, token, "GET", "/v1/runs/"+id+"/views/trace?lines=200", nil)
+		if strings.Contains(raw, `"kind":"`+kind+`"`) {
+			return
+		}
+	}
+	_, st, _ := rt.call(t, token, "GET", "/v1/runs/"+id, nil)
+	t.Fatalf("no %s in the Trace of %s: %s\nstatus: %s", kind, id, raw, st)
+}

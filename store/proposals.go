@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Kinds of a command proposal.
+const (
+	// ProposalSpawn asks to start a Run from an inline command template.
+	ProposalSpawn = "spawn"
+	// ProposalTool asks to register (or replace) a persistent tool.
+	ProposalTool = "tool"
+)
+
+// Statuses of a command proposal. A proposal is decided once: pending
+// becomes approved or declined and never changes again.
+const (
+	ProposalPending  = "pending"
+	ProposalApproved = "approved"
+	ProposalDeclined = "declined"
+)
+
+// Proposal is a command an agent asked to run, or a tool it asked to
+// register, kept until a person decides. Everything the person is shown is
+// recorded here when the proposal is filed, and approval applies exactly
+// this record.
+type Proposal struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"` // spawn or tool
+	// ProposerID is the principal that asked; it owns what approval makes.
+	ProposerID string `json:"proposer_id"`
+	// SupervisorID is the person who may decide; empty means any person.
+	SupervisorID string `json:"supervisor_id,omitempty"`
+	// Target is the Run id (spawn) or the tool name (tool).
+	Target string `json:"target"`
+	// Recipe is the exact Recipe JSON that would run.
+	Recipe json.RawMessage `json:"recipe"`
+	// Script is the exact shell script that would run (for a tool, with
+	// the caller's {placeholders} still in place).
+	Script string `json:"script"`
+	// WorkDir is the process's working directory.
+	WorkDir string `json:"work_dir"`
+	// EnvNames are the names of the environment variables the process
+	// gets from the runtime.
+	EnvNames []string `json:"env_names"`
+	// Controls are the Control actions the Recipe declares.
+	Controls []string `json:"controls"`
+	// Values are the spawn values (or the tool's defaults), as given.
+	Values map[string]json.RawMessage `json:"values,omitempty"`
+	// Request holds the rest of the request, kind-specific (artifacts of
+	// a spawn; expose and update of a tool).
+	Request json.RawMessage `json:"request,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	Status    string    `json:"status"`
+	DecidedBy string    `json:"decided_by,omitempty"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// Reason is the person's reason for a decline, or why an approval
+	// could not be carried out.
+	Reason string `json:"reason,omitempty"`
+	// Result is what approval produced (the Run's view, the tool's
+	// registration).
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// ProposalDecision moves a proposal from one status to another.
+type ProposalDecision struct {
+	ID string
+	// From is the status the proposal must have; otherwise ErrConflict.
+	From      string
+	To        string
+	DecidedBy string
+	DecidedAt time.Time
+	Reason    string
+	Result    json.RawMessage
+}
+
+// Proposals keeps command proposals.
+type Proposals interface {
+	// CreateProposal stores p; an existing id gives ErrConflict.
+	CreateProposal(ctx context.Context, p Proposal) error
+	// Proposal returns the proposal with id, or ErrNotFound.
+	Proposal(ctx context.Context, id string) (Proposal, error)
+	// ListProposals returns the proposals with status (every one when
+	// empty) filed by proposerID (anyone's when empty), oldest first, at
+	// most limit (all when not positive).
+	ListProposals(ctx context.Context, status, proposerID string, limit int) ([]Proposal, error)
+	// DecideProposal applies d atomically: the status moves only when it
+	// is d.From, otherwise ErrConflict (ErrNotFound for an unknown id).
+	DecideProposal(ctx context.Context, d ProposalDecision) error
+}
