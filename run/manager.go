@@ -1109,6 +1109,30 @@ func (m *Manager) List(ctx context.Context, ownerID, status string) ([]map[strin
 	if ownerID == "" {
 		return nil, errorf(CodeInvalidRequest, "runtime Run inventory requires a principal")
 	}
+	return m.list(ctx, ownerID, status)
+}
+
+// ListAll is List over every owner's Runs, for a person who oversees the
+// agents and services that started them. Each view names its owner
+// ("owner_id").
+func (m *Manager) ListAll(ctx context.Context, status string) ([]map[string]any, error) {
+	return m.list(ctx, "", status)
+}
+
+// Owner returns the id of the principal that owns Run id. An unknown or
+// malformed id is not_found.
+func (m *Manager) Owner(ctx context.Context, id string) (string, error) {
+	if ValidRunID(id) != nil {
+		return "", notFound(id)
+	}
+	h, err := m.head(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", notFound(id)
+	}
+	return h.owner, err
+}
+
+func (m *Manager) list(ctx context.Context, ownerID, status string) ([]map[string]any, error) {
 	runs, err := m.st.ListRuns(ctx, ownerID)
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func (s *Server) initRuns(ctx context.Context) error {
 		}
 	}
 	s.counters = append(s.counters, openCounter{name: "runs", count: func(ctx context.Context, p store.Principal) int {
-		runs, err := s.runs.List(ctx, p.ID, "active")
+		runs, err := s.listRuns(ctx, p, "active")
 		if err != nil {
 			return 0
 		}
@@ -208,6 +208,32 @@ func runCaller(p store.Principal, id string) (owner, instance string) {
 	return owner, instance
 }
 
+// runActor is runCaller for a request about Run id, where a person acts as
+// the Run's owner: people oversee the Runs their agents and services start,
+// as they do screens and approvals. Agents stay confined to their own Runs.
+func (s *Server) runActor(ctx context.Context, p store.Principal, id string) (owner, instance string) {
+	owner, instance = runCaller(p, id)
+	if p.Kind == store.KindHuman && owner == p.ID {
+		if o, err := s.runs.Owner(ctx, id); err == nil {
+			owner = o
+		}
+	}
+	return owner, instance
+}
+
+// listRuns lists the Runs p may see: a person's view is every Run, an
+// agent's or service's its own.
+func (s *Server) listRuns(ctx context.Context, p store.Principal, status string) ([]map[string]any, error) {
+	if p.Kind == store.KindHuman {
+		return s.runs.ListAll(ctx, status)
+	}
+	owner := ownerOf(p)
+	if owner == "" {
+		return []map[string]any{}, nil
+	}
+	return s.runs.List(ctx, owner, status)
+}
+
 // ownerOf is who acts for requests that are not about one Run: a
 // run-scoped token acts for nobody there.
 func ownerOf(p store.Principal) string {
@@ -289,11 +315,7 @@ func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
 	owner := ownerOf(principalOf(r))
-	if owner == "" {
-		writeJSON(w, http.StatusOK, map[string]any{"runs": []any{}})
-		return
-	}
-	runs, err := s.runs.List(r.Context(), owner, r.URL.Query().Get("status"))
+	runs, err := s.listRuns(r.Context(), principalOf(r), r.URL.Query().Get("status"))
 	if err != nil {
 		writeRunError(w, err)
 		return
@@ -308,7 +330,7 @@ func (s *Server) handleRunInspect(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := ownerOf(principalOf(r))
 	if id, err := run.ParseTarget(req.Target); err == nil {
-		owner, _ = runCaller(principalOf(r), id)
+		owner, _ = s.runActor(r.Context(), principalOf(r), id)
 	}
 	v, err := s.runTools.Inspect(r.Context(), owner, req)
 	if err != nil {
@@ -320,7 +342,7 @@ func (s *Server) handleRunInspect(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRunView(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	owner, _ := runCaller(principalOf(r), id)
+	owner, _ := s.runActor(r.Context(), principalOf(r), id)
 	view := r.PathValue("view")
 	if view == "" {
 		view = "status"
@@ -337,7 +359,7 @@ func (s *Server) handleRunView(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRunLogs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	owner, _ := runCaller(principalOf(r), id)
+	owner, _ := s.runActor(r.Context(), principalOf(r), id)
 	q := r.URL.Query()
 	stream := q.Get("stream")
 	if stream == "" {
@@ -363,7 +385,7 @@ func (s *Server) handleRunControl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	owner, instance := runCaller(principalOf(r), id)
+	owner, instance := s.runActor(r.Context(), principalOf(r), id)
 	if instance != "" {
 		// A service steers nothing but itself through its own journal.
 		writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot apply Controls; it claims and settles them")
@@ -449,7 +471,7 @@ func (s *Server) handleRunTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	owner, instance := runCaller(principalOf(r), id)
+	owner, instance := s.runActor(r.Context(), principalOf(r), id)
 	ev, err := s.runs.AppendTrace(r.Context(), owner, id, instance, in)
 	if err != nil {
 		writeRunError(w, err)
@@ -467,7 +489,7 @@ func (s *Server) handleRunRetain(action string) http.HandlerFunc {
 			return
 		}
 		id := r.PathValue("id")
-		owner, instance := runCaller(principalOf(r), id)
+		owner, instance := s.runActor(r.Context(), principalOf(r), id)
 		if instance != "" {
 			writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot "+action+" its Run")
 			return

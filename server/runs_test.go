@@ -328,12 +328,17 @@ func TestRunsWebPages(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
+	// The person sees their own Runs and those their agents started, with
+	// who started each.
 	list := body(f.get("/runs", cookie))
-	if !strings.Contains(list, `href="/runs/web1"`) || strings.Contains(list, "agents") {
+	if !strings.Contains(list, `href="/runs/web1"`) || !strings.Contains(list, `href="/runs/agents"`) || !strings.Contains(list, "started by agent") {
 		t.Fatalf("runs page: %s", list)
 	}
-	if resp := f.get("/runs/agents", cookie); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("another principal's run: %d", resp.StatusCode)
+	if resp := f.get("/runs/agents", cookie); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the agent's run on the person's page: %d", resp.StatusCode)
+	}
+	if resp := f.get("/runs/nosuch", cookie); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("an unknown run: %d", resp.StatusCode)
 	}
 	page := body(f.get("/runs/web1?confirm=kill", cookie))
 	if !strings.Contains(page, "Kill this Run?") || !strings.Contains(page, `id="run-status">running`) {
@@ -369,5 +374,47 @@ func TestRunsWebPages(t *testing.T) {
 	}
 	if resp := f.get("/runs/web1", cookie); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("after prune: %d", resp.StatusCode)
+	}
+}
+
+// A person oversees the Runs an agent starts: they are in the person's list
+// (web and HTTP) and the person can steer and stop them. Another agent
+// still cannot see them.
+func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cookie, csrf := f.signIn()
+	if _, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "agent-job"}); err != nil {
+		t.Fatal(err)
+	}
+	personTok, _ := f.issue(store.KindHuman, "auditor")
+	status, out, _ := f.api("GET", "/v1/runs", personTok, nil)
+	if status != http.StatusOK || !strings.Contains(string(mustJSON(out)), `"agent-job"`) {
+		t.Fatalf("a person's GET /v1/runs = %d %v", status, out)
+	}
+	otherTok, _ := f.issue(store.KindAgent, "other")
+	status, out, _ = f.api("GET", "/v1/runs", otherTok, nil)
+	if status != http.StatusOK || strings.Contains(string(mustJSON(out)), "agent-job") {
+		t.Fatalf("another agent's GET /v1/runs = %d %v", status, out)
+	}
+	if status, _, _ := f.api("GET", "/v1/runs/agent-job", otherTok, nil); status != http.StatusNotFound {
+		t.Fatalf("another agent's GET /v1/runs/agent-job = %d, want 404", status)
+	}
+	if status, _, _ := f.api("GET", "/v1/runs/agent-job", personTok, nil); status != http.StatusOK {
+		t.Fatalf("a person's GET /v1/runs/agent-job = %d, want 200", status)
+	}
+	if resp := f.postForm("/runs/agent-job/kill", url.Values{"csrf": {csrf}}, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("kill: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := f.srv.runs.Status(ctx, f.boot.Agent.ID, "agent-job")
+		if err == nil && v["status"] == run.StatusKilled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after the person's kill: %v %v", v, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

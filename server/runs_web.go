@@ -13,8 +13,8 @@ import (
 // prune behind a confirmation.
 
 type runRow struct {
-	ID, Status, Recipe, Started string
-	Generation                  any
+	ID, Status, Recipe, Started, Owner string
+	Generation                         any
 }
 
 type runTraceRow struct{ TS, Kind, Summary, Level string }
@@ -53,15 +53,17 @@ func str(v any) string {
 }
 
 func (s *Server) handleRunsPage(w http.ResponseWriter, r *http.Request, pg page) {
-	runs, err := s.runs.List(r.Context(), pg.Principal.ID, "all")
+	runs, err := s.listRuns(r.Context(), *pg.Principal, "all")
 	if err != nil {
 		http.Error(w, "the Runs could not be listed", http.StatusInternalServerError)
 		return
 	}
+	names := s.principalNames(r.Context())
 	rows := make([]runRow, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
 		v := runs[i]
-		rows = append(rows, runRow{ID: str(v["run"]), Status: str(v["status"]), Recipe: str(v["recipe"]), Started: str(v["started_at"]), Generation: v["generation"]})
+		rows = append(rows, runRow{ID: str(v["run"]), Status: str(v["status"]), Recipe: str(v["recipe"]), Started: str(v["started_at"]),
+			Owner: nameOr(names, str(v["owner_id"])), Generation: v["generation"]})
 	}
 	pg.Title = "Runs"
 	pg.Data = map[string]any{"Runs": rows}
@@ -81,11 +83,11 @@ var runConfirms = map[string]runConfirm{
 func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	owner := pg.Principal.ID
+	owner, _ := s.runActor(ctx, *pg.Principal, id)
 	st, err := s.runs.Status(ctx, owner, id)
 	if err != nil {
 		pg.Title = "Run not found"
-		pg.Data = runPage{ID: id, Notice: "This Run does not exist, or it is not yours."}
+		pg.Data = runPage{ID: id, Notice: "There is no Run with this id that you can see. The Runs you and your agents started are listed under Runs."}
 		s.web.render(w, http.StatusNotFound, "run", pg)
 		return
 	}
@@ -140,7 +142,7 @@ func (s *Server) handleRunWebAction(action string) func(http.ResponseWriter, *ht
 	return func(w http.ResponseWriter, r *http.Request, pg page) {
 		ctx := r.Context()
 		id := r.PathValue("id")
-		owner := pg.Principal.ID
+		owner, _ := s.runActor(ctx, *pg.Principal, id)
 		var err error
 		var res map[string]any
 		switch action {

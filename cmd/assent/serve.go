@@ -53,8 +53,8 @@ func openStore(ctx context.Context, dir string, create bool) (*sqlite.DB, error)
 
 func newServeCmd(c *cli) *cobra.Command {
 	var (
-		data, addr, baseURL, logFormat string
-		demo                           bool
+		data, addr, baseURL, logFormat, runUser string
+		demo                                    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -102,7 +102,7 @@ down gracefully.`,
 				ln.Close()
 				return refused("%v", err)
 			}
-			srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base})
+			srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base, RunUser: runUser})
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
@@ -137,6 +137,7 @@ down gracefully.`,
 	f.StringVar(&baseURL, "base-url", "", "public URL of this server, when behind a proxy (default http://ADDR)")
 	f.BoolVar(&demo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")
 	f.StringVar(&logFormat, "log", "text", "log format on stderr: text or json")
+	f.StringVar(&runUser, "run-user", "", "when serving as root, the user Run and tool processes run as: a name or UID:GID (default nobody)")
 	return cmd
 }
 
