@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -963,5 +964,35 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the instance page lacks %q:\n%s", want, page)
 		}
+	}
+}
+
+// Starting an instance under an id another principal holds answers exactly
+// as starting under an id the caller holds itself: it says the id is taken
+// and nothing about whose it is.
+func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
+	f := demoFixture(t)
+	other, _ := f.issue(store.KindAgent, "other")
+	start := func(tok string) (int, string) {
+		code, out, raw := f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "mine-1", "phase": "draft"})
+		if code == 201 {
+			return code, ""
+		}
+		e, _ := out["error"].(map[string]any)
+		if e == nil {
+			t.Fatalf("refusal without the error shape: %s", raw)
+		}
+		return code, fmt.Sprint(e["code"], ": ", e["message"])
+	}
+	if code, msg := start(f.token); code != 201 {
+		t.Fatalf("first start: %d %s", code, msg)
+	}
+	ownCode, ownMsg := start(f.token)
+	otherCode, otherMsg := start(other)
+	if ownCode == 201 || otherCode != ownCode || otherMsg != ownMsg {
+		t.Fatalf("taken by oneself: %d %q; taken by another: %d %q", ownCode, ownMsg, otherCode, otherMsg)
+	}
+	if code, _, _ := f.api("GET", "/v1/flows/instances/mine-1", other, nil); code != 404 {
+		t.Fatalf("another agent inspects the instance: %d, want 404", code)
 	}
 }
