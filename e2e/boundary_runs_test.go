@@ -7,20 +7,16 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
 // runsTarget is a server under attack: its data directory, the owner's
@@ -32,40 +28,9 @@ type runsTarget struct {
 
 func newRunsTarget(t *testing.T) runsTarget {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	attacker, _, err := server.IssueToken(ctx, db, store.KindAgent, "attacker", []string{"command.execute"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	victim, _, err := server.IssueToken(ctx, db, store.KindAgent, "victim", []string{"command.execute"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.Config.Handler = srv.Handler()
-	hs.Start()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	_ = boot
-	return runsTarget{url: base, dir: dir, victim: victim, attacker: attacker}
+	a := newAppIn(t, t.TempDir(), nil)
+	return runsTarget{url: a.http.URL, dir: a.dir, victim: a.issue(store.KindAgent, "victim", "command.execute"),
+		attacker: a.issue(store.KindAgent, "attacker", "command.execute")}
 }
 
 // call sends a JSON request with token and returns the status and the raw

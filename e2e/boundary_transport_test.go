@@ -14,7 +14,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,42 +28,11 @@ import (
 )
 
 // boundaryApp is an app whose server configuration a test may change.
-type boundaryApp struct {
-	*app
-	dir string
-}
+type boundaryApp struct{ *app }
 
 func newBoundaryApp(t *testing.T, mod func(*server.Config)) *boundaryApp {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
-	cfg := server.Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1}
-	if mod != nil {
-		mod(&cfg)
-	}
-	srv, err := server.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.Config.Handler = srv.Handler()
-	hs.Start()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	return &boundaryApp{app: &app{t: t, srv: srv, db: db, http: hs, boot: boot}, dir: dir}
+	return &boundaryApp{newAppIn(t, t.TempDir(), mod)}
 }
 
 // send makes a request with a bearer token and returns the status and body.

@@ -23,12 +23,23 @@ type app struct {
 	db   *sqlite.DB
 	http *httptest.Server
 	boot server.Bootstrap
+	// dir is the data directory, as the server was given it.
+	dir string
 }
 
 func newApp(t *testing.T, demo bool) *app {
 	t.Helper()
+	return newAppIn(t, t.TempDir(), func(c *server.Config) { c.Demo = demo })
+}
+
+// newAppIn starts a server on the data directory dir (created when
+// missing; it may be relative) with a configuration mod may change.
+func newAppIn(t *testing.T, dir string, mod func(*server.Config)) *app {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +51,11 @@ func newApp(t *testing.T, demo bool) *app {
 	// The base URL is only known once listening; start the listener first.
 	hs := httptest.NewUnstartedServer(nil)
 	base := "http://" + hs.Listener.Addr().String()
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: demo, BaseURL: base, RateLimit: -1})
+	cfg := server.Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +67,17 @@ func newApp(t *testing.T, demo bool) *app {
 		hs.Close()
 		db.Close()
 	})
-	return &app{t: t, srv: srv, db: db, http: hs, boot: boot}
+	return &app{t: t, srv: srv, db: db, http: hs, boot: boot, dir: dir}
+}
+
+// issue makes a token for a new principal on a's store.
+func (a *app) issue(kind, name string, grants ...string) string {
+	a.t.Helper()
+	tok, _, err := server.IssueToken(context.Background(), a.db, kind, name, grants, time.Now())
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return tok
 }
 
 // signInLink returns a fresh one-time link for the owner.

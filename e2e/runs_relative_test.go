@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
 // buildAssent builds the assent binary into a directory every user may
@@ -45,36 +42,9 @@ func buildAssent(t *testing.T) string {
 func TestRunsFromRelativeDataDir(t *testing.T) {
 	exe := buildAssent(t)
 	t.Chdir(t.TempDir())
-	ctx := context.Background()
-	if err := os.MkdirAll("assent-data", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlite.Open(ctx, filepath.Join("assent-data", "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.EnsureBootstrap(ctx, db, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := server.IssueToken(ctx, db, store.KindAgent, "player-agent", nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
-	srv, err := server.New(ctx, server.Config{DataDir: "assent-data", Store: db, Demo: true, BaseURL: base, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.Config.Handler = srv.Handler()
-	hs.Start()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	rt := runsTarget{url: base, dir: "assent-data", attacker: token}
+	a := newAppIn(t, "assent-data", func(c *server.Config) { c.Demo = true })
+	token := a.issue(store.KindAgent, "player-agent")
+	rt := runsTarget{url: a.http.URL, dir: "assent-data", attacker: token}
 
 	// The server wrote the demo Recipe for the binary running now, which
 	// here is the test binary: point it at the real assent binary.
