@@ -336,39 +336,31 @@ func (t *memTx) PutApproval(rec ApprovalRecord) error {
 }
 
 func (t *memTx) PendingApprovals() ([]ApprovalRecord, error) {
-	var out []ApprovalRecord
-	for id, rec := range t.s.approvals {
-		if _, ok := t.approvals[id]; !ok && rec.Approval.Status == ApprovalPending {
-			out = append(out, rec)
-		}
-	}
-	for _, rec := range t.approvals {
-		if rec.Approval.Status == ApprovalPending {
-			out = append(out, rec)
-		}
-	}
-	slices.SortFunc(out, func(a, b ApprovalRecord) int {
-		return cmp.Or(a.Approval.CreatedAt.Compare(b.Approval.CreatedAt), strings.Compare(a.Approval.ID, b.Approval.ID))
-	})
-	return out, nil
+	return t.approvalsWhere(func(a *Approval) bool { return a.Status == ApprovalPending }), nil
 }
 
 func (t *memTx) InstanceApprovals(instance string) ([]ApprovalRecord, error) {
+	return t.approvalsWhere(func(a *Approval) bool { return a.Instance == instance }), nil
+}
+
+// approvalsWhere returns the approvals keep accepts, as this transaction
+// sees them (its own writes over the store's), oldest first.
+func (t *memTx) approvalsWhere(keep func(*Approval) bool) []ApprovalRecord {
 	var out []ApprovalRecord
 	for id, rec := range t.s.approvals {
-		if _, ok := t.approvals[id]; !ok && rec.Approval.Instance == instance {
+		if _, ok := t.approvals[id]; !ok && keep(&rec.Approval) {
 			out = append(out, rec)
 		}
 	}
 	for _, rec := range t.approvals {
-		if rec.Approval.Instance == instance {
+		if keep(&rec.Approval) {
 			out = append(out, rec)
 		}
 	}
 	slices.SortFunc(out, func(a, b ApprovalRecord) int {
 		return cmp.Or(a.Approval.CreatedAt.Compare(b.Approval.CreatedAt), strings.Compare(a.Approval.ID, b.Approval.ID))
 	})
-	return out, nil
+	return out
 }
 
 func (t *memTx) AppendJournal(e JournalEntry) error {
