@@ -160,12 +160,17 @@ func toolError(err error) error {
 	return err
 }
 
-func result(text string, v any, verbose bool) *tool.Result {
+// result answers with a one-line summary followed by the data itself, so a
+// client that shows the model only text content still gives it everything
+// structuredContent carries. verbose indents the data.
+func result(summary string, v any, verbose bool) *tool.Result {
+	var b []byte
 	if verbose {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		text = string(b)
+		b, _ = json.MarshalIndent(v, "", "  ")
+	} else {
+		b, _ = json.Marshal(v)
 	}
-	return &tool.Result{Text: text, Structured: v}
+	return &tool.Result{Text: summary + "\n" + string(b), Structured: v}
 }
 
 // decodeStrict decodes a tool's arguments, reporting removed and unknown
@@ -229,7 +234,7 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, err
 	}
 	id := v["run"].(string)
 	v["next_actions"] = []string{"inspect target=run:" + id + " view=recipe", "inspect target=run:" + id + " view=trace", "inspect target=run:" + id + " view=control"}
-	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%v next=inspect target=run:%s view=trace", id, v["status"], v["launch_kind"], v["pid"], id)
+	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%v next=actors_inspect target=run:%s view=trace", id, v["status"], v["launch_kind"], v["pid"], id)
 	return result(text, v, in.Verbose), nil
 }
 
@@ -320,7 +325,7 @@ func (ts *ToolSet) control(ctx context.Context, call tool.Call) (*tool.Result, e
 	}
 	text := fmt.Sprintf("target=%s action=%s status=%s", target, in.Action, status)
 	if cid, ok := res["control_id"]; ok {
-		text += fmt.Sprintf(" control=%v next=inspect target=%s view=control", cid, target)
+		text += fmt.Sprintf(" control=%v next=actors_inspect target=%s view=control", cid, target)
 	}
 	if r, ok := res["reason"]; ok {
 		text += fmt.Sprintf(" reason=%v", strings.ReplaceAll(fmt.Sprint(r), " ", "_"))
