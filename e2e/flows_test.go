@@ -104,3 +104,70 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 		t.Fatalf("receipt %v, approval %v, notice %q", rc, got, notice)
 	}
 }
+
+// TestExpenseCardReadsLikeTheDecision: the person reads the demo expense's
+// approval card in the browser: its first line is the decision with the
+// amount, what it is for and the masked payee, it says what the pay step
+// will send, and it links to the instance, whose page shows the same card
+// and takes a decline with a reason.
+func TestExpenseCardReadsLikeTheDecision(t *testing.T) {
+	a := newApp(t, true)
+	_, person, err := server.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := a.agent()
+	out, isErr := call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
+	approval, _ := out["approval"].(map[string]any)
+	if isErr || approval == nil {
+		t.Fatalf("prescribe: %v", out)
+	}
+	aprID := approval["id"].(string)
+
+	ctx := browser(t)
+	a.signInAs(ctx, person)
+	card := `#section-flow-approvals .item:has(form[action="/web/flows/approvals/` + aprID + `/decline"])`
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
+		screenshot(t, ctx, "timeout")
+		t.Fatalf("the approval card did not appear: %v", err)
+	}
+	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 … 1234"
+	if first := text(t, ctx, chromedp.CSS(card+" h3")); first != sentence {
+		t.Fatalf("the card's first line is %q, want %q", first, sentence)
+	}
+	item := text(t, ctx, chromedp.CSS(card))
+	if !strings.Contains(item, "send 1,250.00 EUR to PT50 … 1234 through payments_send") || strings.Contains(item, "PT50000201231234567891234") {
+		t.Fatalf("card: %s", item)
+	}
+	screenshot(t, ctx, "expense-card")
+
+	// The card's link opens the instance, which can decide too.
+	reason := `#flow-approvals form[action="/web/flows/approvals/` + aprID + `/decline"] input[name="reason"]`
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(card+` .item-link a`)),
+		chromedp.WaitVisible(chromedp.CSS(reason)),
+	)
+	if err != nil {
+		screenshot(t, ctx, "timeout")
+		t.Fatalf("open the instance: %v", err)
+	}
+	if first := text(t, ctx, chromedp.CSS("#flow-approvals h3")); first != sentence {
+		t.Fatalf("the instance page's card reads %q", first)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(reason), "Lisbon trip was cancelled"),
+		chromedp.Click(chromedp.CSS(`#flow-approvals form[action="/web/flows/approvals/`+aprID+`/decline"] button`)),
+		chromedp.WaitVisible(chromedp.ID("flow-closed-approvals")),
+	)
+	if err != nil {
+		screenshot(t, ctx, "timeout")
+		t.Fatalf("decline: %v", err)
+	}
+	if closed := text(t, ctx, chromedp.ID("flow-closed-approvals")); !strings.Contains(closed, "declined") || !strings.Contains(closed, "Lisbon trip was cancelled") {
+		t.Fatalf("decided approvals: %s", closed)
+	}
+	view, _ := call(t, agent, "flows_inspect", map[string]any{"instance": "expense-1001", "approval": aprID})
+	if got, _ := view["approval"].(map[string]any); got["status"] != "declined" || got["reason"] != "Lisbon trip was cancelled" || got["summary"] != sentence {
+		t.Fatalf("the agent sees %v", got)
+	}
+}

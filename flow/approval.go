@@ -47,8 +47,14 @@ type Approval struct {
 	// Bindings is what approving will act on, recorded when the request
 	// was filed: key facts, and what the transition's effect names (staged
 	// control values and their revisions, the tool, the Recipe).
-	Bindings []Binding      `json:"bindings,omitempty"`
-	Status   ApprovalStatus `json:"status"`
+	Bindings []Binding `json:"bindings,omitempty"`
+	// Summary is the decision in one sentence, written when the request
+	// was filed by the kernel's Summarizer from what it records (secret
+	// values hidden); SummaryLines add detail, such as each control's
+	// current and proposed value or what the step after this one does.
+	Summary      string         `json:"summary,omitempty"`
+	SummaryLines []string       `json:"summary_lines,omitempty"`
+	Status       ApprovalStatus `json:"status"`
 	// Changed says, for a stale approval, what moved since it was filed.
 	Changed   []string  `json:"changed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -76,6 +82,28 @@ type ApprovalParameter struct {
 // returns the same approval, and asking after something moved files a new
 // one. Secret parameter values are held in memory until a person decides.
 func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester Principal, req Request) (Approval, error) {
+	return k.requestApproval(ctx, instance, requester, req, false)
+}
+
+// RequestApprovalAgain is RequestApproval for a requester who asks a person
+// again after a decline: when the same request was declined, it files a
+// new approval for it instead of returning the declined one. Each new
+// approval follows the declined one it replaces, so RequestApproval then
+// returns the newest.
+func (k *Kernel) RequestApprovalAgain(ctx context.Context, instance string, requester Principal, req Request) (Approval, error) {
+	return k.requestApproval(ctx, instance, requester, req, true)
+}
+
+// maxAskAgain bounds how many times one request may be asked again.
+const maxAskAgain = 1000
+
+// askedAgainID is the id of the approval that asks again for what the
+// declined approval id asked.
+func askedAgainID(id string) string {
+	return contentID("apr-", []byte(id+"\x00asked-again"))
+}
+
+func (k *Kernel) requestApproval(ctx context.Context, instance string, requester Principal, req Request, again bool) (Approval, error) {
 	if err := requester.Validate(); err != nil {
 		return Approval{}, err
 	}
@@ -146,6 +174,19 @@ func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester
 		return Approval{}, err
 	}
 	a.ID = approvalID(&a, t, req.Parameters)
+	if k.summarize != nil {
+		sum := k.summarize.Summarize(ctx, &SummaryRequest{
+			Program: p, Instance: inst.Clone(), Transition: t.clone(),
+			Parameters: slices.Clone(a.Parameters), Bindings: slices.Clone(a.Bindings),
+		})
+		a.Summary = summaryText(sum.Text)
+		for i, l := range sum.Lines {
+			if i == maxSummaryLines {
+				break
+			}
+			a.SummaryLines = append(a.SummaryLines, summaryText(l))
+		}
+	}
 	if len(public) == 0 {
 		public = nil
 	}
@@ -154,10 +195,29 @@ func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester
 		// The same request again is the same approval, unless that one
 		// went stale without anything moving (its secret values were lost
 		// in a restart): then it is filed afresh.
-		if old, err := tx.Approval(a.ID); err == nil && old.Approval.Status != ApprovalStale {
-			a = old.Approval
-			return nil
+		// A declined request is followed by the one that asked again, if
+		// any; the newest is the answer.
+		id := a.ID
+		for n := 0; ; n++ {
+			old, err := tx.Approval(id)
+			if err != nil || old.Approval.Status == ApprovalStale {
+				break
+			}
+			if n == maxAskAgain {
+				return errorf(CodeNotPrescribed, "a person declined this request %d times; request another transition", n)
+			}
+			if old.Approval.Status != ApprovalDeclined {
+				a = old.Approval
+				return nil
+			}
+			next := askedAgainID(id)
+			if _, err := tx.Approval(next); err != nil && !again {
+				a = old.Approval
+				return nil
+			}
+			id = next
 		}
+		a.ID, rec.Approval.ID = id, id
 		return tx.PutApproval(rec)
 	})
 	if err == nil && a.Status == ApprovalPending && len(secrets) > 0 {
@@ -165,6 +225,53 @@ func (k *Kernel) RequestApproval(ctx context.Context, instance string, requester
 	}
 	return a, err
 }
+
+// Bounds of an approval's summary.
+const (
+	maxSummaryBytes = 1024
+	maxSummaryLines = 64
+)
+
+// summaryText bounds one line of a summary and keeps it valid UTF-8.
+func summaryText(s string) string {
+	return strings.ToValidUTF8(truncate(s, maxSummaryBytes), "")
+}
+
+// Summary is an approval in a person's words: Text is the one sentence
+// read first ("Approve 1,250.00 EUR for …"), Lines add detail.
+type Summary struct {
+	Text  string
+	Lines []string
+}
+
+// SummaryRequest is what a Summarizer reads when an approval is filed: the
+// program, the instance at that revision, the transition, the approval's
+// parameters (secret values already hidden) and its bindings.
+type SummaryRequest struct {
+	Program    *Program
+	Instance   Instance
+	Transition Transition
+	Parameters []ApprovalParameter
+	Bindings   []Binding
+}
+
+// Summarizer writes the summary recorded on an approval when it is filed.
+// It must not reveal secret values; it never sees them.
+type Summarizer interface {
+	Summarize(ctx context.Context, req *SummaryRequest) Summary
+}
+
+// SummarizerFunc adapts a function to Summarizer.
+type SummarizerFunc func(ctx context.Context, req *SummaryRequest) Summary
+
+// Summarize calls f.
+func (f SummarizerFunc) Summarize(ctx context.Context, req *SummaryRequest) Summary {
+	return f(ctx, req)
+}
+
+// WithSummarizer sets how approvals are summarized for the person who
+// decides them. Without one, approvals carry no summary.
+func WithSummarizer(s Summarizer) Option { return func(k *Kernel) { k.summarize = s } }
 
 // bind records what applying t now would act on: the key facts (the facets
 // of its source conditions) and what its effect's Binder reports.

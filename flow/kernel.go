@@ -26,7 +26,8 @@ type Kernel struct {
 	mu       sync.Mutex
 	programs map[string]*Program
 
-	vault secretVault
+	vault     secretVault
+	summarize Summarizer
 }
 
 // Option configures a Kernel.

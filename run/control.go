@@ -22,7 +22,20 @@ import (
 // control_backpressure or control_journal_integrity, writing nothing) and
 // written to the generation's FIFO. With no reader on the FIFO the record
 // is marked failed and endpoint_not_ready is returned.
+//
+// The owner is recorded as the Control's sender; ApplyAs records another.
 func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input json.RawMessage) (map[string]any, error) {
+	return m.ApplyAs(ctx, ownerID, ownerID, id, action, input)
+}
+
+// ApplyAs is Apply on behalf of ownerID by senderID, the principal that
+// actually sent the Control (a person acting on an agent's Run acts as its
+// owner). senderID is kept on the journal record; an empty senderID
+// records the owner.
+func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action string, input json.RawMessage) (map[string]any, error) {
+	if senderID == "" {
+		senderID = ownerID
+	}
 	action = strings.TrimSpace(action)
 	if err := ValidateAction(action); err != nil {
 		return nil, err
@@ -75,7 +88,7 @@ func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input j
 		return nil, errorf("process_identity_"+ident, "Run process identity %s: %s", ident, id)
 	}
 	now := m.now().UTC().Truncate(time.Millisecond)
-	c := store.Control{ID: uuid.NewString(), InstanceID: r.InstanceID, Action: env.Action, Input: env.Input, Status: store.ControlQueued, QueuedAt: &now}
+	c := store.Control{ID: uuid.NewString(), InstanceID: r.InstanceID, Action: env.Action, Input: env.Input, Status: store.ControlQueued, QueuedAt: &now, SenderID: senderID}
 	if err := m.controls.do(store.ControlAdmission{RunID: id, Control: c}); err != nil {
 		return nil, m.admissionError(id, err)
 	}

@@ -162,6 +162,9 @@ func projectControl(c store.Control) map[string]any {
 	if c.Error != "" {
 		p["error"] = cut(RedactText(c.Error), bodyPreviewChars)
 	}
+	if c.SenderID != "" {
+		p["sender_id"] = cut(c.SenderID, previewChars)
+	}
 	return p
 }
 

@@ -123,6 +123,7 @@ func (s *Server) seedDemoApproval(ctx context.Context, agent store.Principal) (f
 				"expense.amount_band": {Status: flow.StatusKnown, Value: "over_limit"},
 				"expense.amount":      {Status: flow.StatusKnown, Value: "860.00 EUR"},
 				"expense.description": {Status: flow.StatusKnown, Value: "Team dinner after the launch"},
+				"expense.payee_iban":  {Status: flow.StatusKnown, Value: demoPayeeIBAN},
 				"expense.status":      {Status: flow.StatusKnown, Value: "submitted"},
 			},
 		})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/assent-run/assent"
@@ -27,6 +28,8 @@ type flowsState struct {
 	flows    *flow.Kernel
 	flowInv  *flow.Inventory
 	flowRuns *flowRunWatch
+	// flowSummaries are the approval summaries apps register per program.
+	flowSummaries approvalSummaries
 
 	// payments are the demo payments_send tool's records.
 	paymentsMu sync.Mutex
@@ -46,7 +49,7 @@ func (s *Server) initFlows(ctx context.Context) error {
 	if err := s.registerFlowEffects(); err != nil {
 		return err
 	}
-	s.flows = flow.NewKernel(fs, s.flowInv, flow.WithClock(s.now))
+	s.flows = flow.NewKernel(fs, s.flowInv, flow.WithClock(s.now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
 	n, err := s.flows.RecoverInterrupted(ctx)
 	if err != nil {
 		return fmt.Errorf("flows: recovering interrupted applies: %w", err)
@@ -370,7 +373,7 @@ func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSect
 	}
 	sec := inboxSection{ID: "flow-approvals", Title: "Flow approvals", Empty: "No Flow transition waits for your approval."}
 	for _, a := range pending {
-		sec.Items = append(sec.Items, s.approvalItem(ctx, a, names))
+		sec.Items = append(sec.Items, s.approvalItem(ctx, a, names, p))
 	}
 	return append(out, sec), nil
 }
@@ -424,11 +427,12 @@ func (s *Server) inboxProgramProposals(ctx context.Context, names map[string]str
 	return sec, nil
 }
 
-// approvalItem is how one approval request shows in the inbox: what it
-// will apply, as recorded when it was filed (staged values next to the
+// approvalItem is how one approval request shows to person in the inbox
+// and on the instance page: its summary first, a link to the instance
+// (see decorateApprovalCard), then what it will apply, as recorded when it was filed (staged values next to the
 // current ones, the tool, the Recipe, key facts), and its parameters with
 // secret values hidden.
-func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[string]string) inboxItem {
+func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[string]string, person store.Principal) inboxItem {
 	programID := "?"
 	if p, err := s.flows.Program(ctx, a.Program); err == nil {
 		programID = p.ID()
@@ -451,6 +455,7 @@ func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[st
 			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
 		},
 	}
+	decorateApprovalCard(&item, a, person)
 	if len(a.Arguments) > 0 {
 		item.Fields = append(item.Fields, inboxField{Label: "Arguments", Value: joinOr(a.Arguments, "")})
 	}
@@ -486,6 +491,9 @@ func bindingField(b flow.Binding) inboxField {
 		}
 		return inboxField{Label: "Recipe " + b.Name, Value: b.Value}
 	case flow.BindingFact:
+		if strings.HasSuffix(b.Name, "iban") && !strings.HasPrefix(b.Value, "(") {
+			return inboxField{Label: "Fact " + b.Name, Value: maskIBAN(b.Value)}
+		}
 		return inboxField{Label: "Fact " + b.Name, Value: b.Value}
 	}
 	v := b.Value

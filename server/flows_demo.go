@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/assent-run/assent/flow"
@@ -23,6 +24,9 @@ var demoFlowsFS embed.FS
 
 // demoExpenseID is the demo expense instance.
 const demoExpenseID = "expense-1001"
+
+// demoPayeeIBAN is the payee of the demo expenses.
+const demoPayeeIBAN = "PT50000201231234567891234"
 
 // demoPayment is one payment the demo payments_send tool recorded. The
 // IBAN is kept only as its last four characters.
@@ -57,6 +61,7 @@ func (s *Server) loadDemoFlows(ctx context.Context) error {
 			expense = p
 		}
 	}
+	s.RegisterApprovalSummary("expense-approval", expenseSummary)
 	tools := s.demoPaymentTools()
 	for i, t := range tools {
 		callers := []EffectCaller{{Program: "expense-approval", Transition: "pay"}}
@@ -90,6 +95,7 @@ func (s *Server) loadDemoFlows(ctx context.Context) error {
 			"expense.amount_band": {Status: flow.StatusKnown, Value: "over_limit"},
 			"expense.amount":      {Status: flow.StatusKnown, Value: "1250.00 EUR"},
 			"expense.description": {Status: flow.StatusKnown, Value: "Conference travel, Lisbon"},
+			"expense.payee_iban":  {Status: flow.StatusKnown, Value: demoPayeeIBAN},
 			"expense.status":      {Status: flow.StatusKnown, Value: "submitted"},
 		},
 	})
@@ -123,6 +129,9 @@ func (s *Server) demoPaymentTools() []tool.Tool {
 					return nil, tool.Errorf("invalid_request", "the IBAN is too short")
 				}
 				fc, _ := flowCallFrom(ctx)
+				if err := s.checkApprovedPayee(ctx, fc.Instance, a.IBAN); err != nil {
+					return nil, err
+				}
 				s.paymentsMu.Lock()
 				s.payments = append(s.payments, demoPayment{Instance: fc.Instance, Reference: a.Reference, IBANLast4: a.IBAN[len(a.IBAN)-4:], By: c.Principal.ID, At: s.now().UTC()})
 				n := len(s.payments)
@@ -152,6 +161,148 @@ func (s *Server) demoPaymentTools() []tool.Tool {
 			},
 		},
 	}
+}
+
+// checkApprovedPayee refuses a payment to an IBAN other than the
+// instance's expense.payee_iban fact, when it has one: that fact is the
+// payee the approval card showed the person, so the agent applying pay
+// cannot send the approved amount elsewhere.
+func (s *Server) checkApprovedPayee(ctx context.Context, instance, iban string) error {
+	inst, err := s.flows.Instance(ctx, instance)
+	if err != nil {
+		return nil
+	}
+	f := inst.Fact(expensePayeeFacet)
+	if f.Status != flow.StatusKnown || f.Value == "" {
+		return nil
+	}
+	if normalizeIBAN(iban) != normalizeIBAN(f.Value) {
+		return tool.Errorf("forbidden", "the IBAN is not the payee a person approved for %s (%s); pay to that payee, or submit a new expense for a person to approve", instance, maskIBAN(f.Value))
+	}
+	return nil
+}
+
+// The facts of an expense instance that its approval card reads.
+const (
+	expenseAmountFacet      = "expense.amount"
+	expenseDescriptionFacet = "expense.description"
+	expensePayeeFacet       = "expense.payee_iban"
+)
+
+// expenseSummary writes the approval card of the expense-approval program:
+// the amount, what it is for and the payee (IBAN masked), and, for the
+// approve transition, what the pay step will send. It leaves transitions
+// it does not know, and expenses without an amount, to the effect's
+// summary.
+func expenseSummary(_ context.Context, req *flow.SummaryRequest) (flow.Summary, bool) {
+	fact := func(facet string) string {
+		if f := req.Instance.Fact(facet); f.Status == flow.StatusKnown {
+			return f.Value
+		}
+		return ""
+	}
+	raw := fact(expenseAmountFacet)
+	if raw == "" {
+		return flow.Summary{}, false
+	}
+	amount := formatAmount(raw)
+	what := amount
+	if d := fact(expenseDescriptionFacet); d != "" {
+		what += " for " + d
+	}
+	payee := ""
+	if iban := fact(expensePayeeFacet); iban != "" {
+		payee = maskIBAN(iban)
+	}
+	var sum flow.Summary
+	switch flow.LocalID(req.Transition.ID) {
+	case "approve", "approve-within-limit":
+		sum.Text = "Approve " + what
+		if payee != "" {
+			sum.Text += ", paid to " + payee
+			sum.Lines = append(sum.Lines, "Approving lets the next step, pay, send "+amount+" to "+payee+" through payments_send; it refuses any other IBAN.")
+		} else {
+			sum.Lines = append(sum.Lines, "Approving lets the next step, pay, send "+amount+" through payments_send to the IBAN the agent gives then; no payee is recorded on this expense.")
+		}
+	case "reject":
+		sum.Text = "Reject " + what
+		for _, p := range req.Parameters {
+			if p.Name == "reason" && !p.Secret {
+				sum.Lines = append(sum.Lines, "Reason: "+p.Value)
+			}
+		}
+	case "pay":
+		sum.Text = "Pay " + what
+		if payee != "" {
+			sum.Text += " to " + payee
+		}
+	default:
+		return flow.Summary{}, false
+	}
+	for _, a := range req.Transition.Assignments {
+		sum.Lines = append(sum.Lines, fmt.Sprintf("Sets %s to %s", a.Facet, a.Value))
+	}
+	return sum, true
+}
+
+// formatAmount writes an amount such as "1250.00 EUR" with thousands
+// separators: "1,250.00 EUR". Anything it does not read as a decimal
+// number followed by a three-letter currency code is returned unchanged.
+func formatAmount(s string) string {
+	s = strings.TrimSpace(s)
+	num, cur, ok := strings.Cut(s, " ")
+	if !ok || len(cur) != 3 || strings.IndexFunc(cur, func(r rune) bool { return r < 'A' || r > 'Z' }) >= 0 {
+		return s
+	}
+	sign := ""
+	if rest, ok := strings.CutPrefix(num, "-"); ok {
+		sign, num = "-", rest
+	}
+	whole, frac, hasFrac := strings.Cut(num, ".")
+	digits := func(d string) bool {
+		return d != "" && strings.IndexFunc(d, func(r rune) bool { return r < '0' || r > '9' }) < 0
+	}
+	if !digits(whole) || hasFrac && !digits(frac) || len(whole) > 30 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	b.WriteString(" " + cur)
+	return b.String()
+}
+
+// normalizeIBAN removes spaces and upper-cases an IBAN.
+func normalizeIBAN(s string) string {
+	return strings.ToUpper(strings.Join(strings.Fields(s), ""))
+}
+
+// maskIBAN shows an IBAN as its country code and check digits and its last
+// four characters ("PT50 … 1234"), hiding the rest. A value that is not
+// shaped like an IBAN is hidden entirely.
+func maskIBAN(s string) string {
+	n := normalizeIBAN(s)
+	if len(n) < 15 || len(n) > 34 || !isUpperLetters(n[:2]) || !isDigits(n[2:4]) ||
+		strings.IndexFunc(n, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') }) >= 0 {
+		return "(an account that is not a valid IBAN)"
+	}
+	return n[:4] + " … " + n[len(n)-4:]
+}
+
+func isUpperLetters(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 'A' || r > 'Z' }) < 0
+}
+
+func isDigits(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
 // writeDemoDeployRecipes installs the Recipes the deployment program's

@@ -642,7 +642,7 @@ type EffectCaller struct {
 }
 
 // RegisterEffectOnlyTool registers a tool that runs only as the tool.call
-// effect of the listed transitions. Any other caller is refused with
+// effect of the listed transitions. It is never in an MCP tool list. Any other caller is refused with
 // forbidden before the handler runs: an agent or service calling it
 // directly, a transition not listed, and a program that is not active
 // (one an agent loaded, whatever authority its transitions declare).
@@ -651,6 +651,8 @@ func (s *Server) RegisterEffectOnlyTool(t tool.Tool, callers ...EffectCaller) er
 		return fmt.Errorf("effect-only tool %s: name at least one program transition that may call it", t.Name)
 	}
 	callers = slices.Clone(callers)
+	// No agent can call it, so no agent is shown it.
+	t.Hidden = true
 	inner := t.Handler
 	t.Handler = func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 		if err := s.mayCallEffectOnly(ctx, t.Name, callers); err != nil {
@@ -682,4 +684,199 @@ func (s *Server) mayCallEffectOnly(ctx context.Context, name string, callers []E
 		}
 	}
 	return refuse
+}
+
+// ApprovalSummaryFunc writes the summary of an approval of one program's
+// transitions (see Server.RegisterApprovalSummary). Returning false leaves
+// the approval to the summary of its transition's effect.
+type ApprovalSummaryFunc func(ctx context.Context, req *flow.SummaryRequest) (flow.Summary, bool)
+
+// approvalSummaries holds the summarizers apps register per program id.
+type approvalSummaries struct {
+	mu       sync.RWMutex
+	programs map[string]ApprovalSummaryFunc
+}
+
+// RegisterApprovalSummary makes fn write the summary recorded on every
+// approval filed for a transition of the program programID: the sentence
+// a person reads first on the approval card. fn sees the instance's facts
+// and the parameters with secret values hidden. Registering again for the
+// same program replaces fn.
+func (s *Server) RegisterApprovalSummary(programID string, fn ApprovalSummaryFunc) {
+	s.flowSummaries.mu.Lock()
+	defer s.flowSummaries.mu.Unlock()
+	if s.flowSummaries.programs == nil {
+		s.flowSummaries.programs = map[string]ApprovalSummaryFunc{}
+	}
+	s.flowSummaries.programs[programID] = fn
+}
+
+// summarizeApproval is the kernel's Summarizer: the program's own summary
+// when the app registered one, otherwise that of the transition's effect.
+func (s *Server) summarizeApproval(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
+	s.flowSummaries.mu.RLock()
+	fn := s.flowSummaries.programs[req.Program.ID()]
+	s.flowSummaries.mu.RUnlock()
+	if fn != nil {
+		if sum, ok := fn(ctx, req); ok && sum.Text != "" {
+			return sum
+		}
+	}
+	return s.effectSummary(ctx, req)
+}
+
+// effectSummary says what a transition's effect will do, from what the
+// approval records: the controls it applies with their current and
+// proposed values, the Recipe it starts and its values, the tool it calls
+// and its parameters, or the phase change and facts it assigns. Secret
+// values are shown as "(secret)". The step the program takes after this
+// one, when it does more than change state, is added as a line.
+func (s *Server) effectSummary(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
+	t := &req.Transition
+	var sum flow.Summary
+	switch t.Effect {
+	case flow.EffectControlApply:
+		n := 0
+		for _, b := range req.Bindings {
+			if b.Kind != "control" {
+				continue
+			}
+			n++
+			label := s.controlLabel(ctx, b.Name)
+			if b.Secret {
+				sum.Lines = append(sum.Lines, fmt.Sprintf("%s: a hidden value (secret)", label))
+				continue
+			}
+			sum.Lines = append(sum.Lines, fmt.Sprintf("%s: %s → %s", label, b.Current, b.Value))
+		}
+		switch n {
+		case 0:
+			sum.Text = "Apply the proposed changes"
+		case 1:
+			sum.Text = "Apply the proposed change: " + sum.Lines[0]
+		default:
+			sum.Text = fmt.Sprintf("Apply %d proposed changes", n)
+		}
+	case flow.EffectRunSpawn:
+		recipe, args := recipeArguments(t, req.Parameters)
+		sum.Text = "Start the Recipe " + recipe
+		if len(args) > 0 {
+			sum.Text += " with " + strings.Join(args, ", ")
+		}
+		sum.Lines = args
+	case flow.EffectToolCall:
+		name := t.ID
+		if ps := t.Prescription; ps != nil {
+			name = ps.Operation
+			if len(ps.Arguments) > 0 {
+				name = ps.Arguments[0]
+			}
+		}
+		for _, b := range req.Bindings {
+			if b.Kind == "tool" {
+				name = b.Value
+			}
+		}
+		sum.Text = "Call the tool " + name
+		params := parameterLines(req.Parameters)
+		if len(params) > 0 {
+			sum.Text += " with " + strings.Join(params, ", ")
+		}
+		sum.Lines = params
+	default:
+		sum.Text = fmt.Sprintf("Move %s from %s to %s", req.Instance.ID, req.Instance.Phase, strings.Join(t.TargetPhases, " or "))
+		for _, a := range t.Assignments {
+			sum.Lines = append(sum.Lines, fmt.Sprintf("Sets %s to %s", a.Facet, a.Value))
+		}
+		sum.Lines = append(sum.Lines, parameterLines(req.Parameters)...)
+	}
+	if next := nextStep(req.Program, t); next != "" {
+		sum.Lines = append(sum.Lines, next)
+	}
+	return sum
+}
+
+// controlLabel is a control's label for a person, "form/control" when it
+// has none or is no longer registered.
+func (s *Server) controlLabel(ctx context.Context, name string) string {
+	form, ctl, _ := strings.Cut(name, "/")
+	if snap, ok := s.controls.Get(ctx, control.Identity{FormID: form, ControlID: ctl}); ok && snap.Metadata.Label != "" {
+		return snap.Metadata.Label
+	}
+	return name
+}
+
+// parameterLines renders parameters as "name: value", secret ones as
+// "name: (secret)".
+func parameterLines(params []flow.ApprovalParameter) []string {
+	var out []string
+	for _, p := range params {
+		v := p.Value
+		if p.Secret {
+			v = "(secret)"
+		}
+		out = append(out, p.Name+": "+v)
+	}
+	return out
+}
+
+// recipeArguments is the Recipe a run.spawn transition starts and its
+// values as "name: value" (its "--name value" prescription arguments, then
+// its parameters, secret ones hidden), sorted by name.
+func recipeArguments(t *flow.Transition, params []flow.ApprovalParameter) (string, []string) {
+	var args []string
+	if ps := t.Prescription; ps != nil {
+		args = ps.Arguments
+	}
+	if len(args) == 0 {
+		return "(none named)", nil
+	}
+	values := map[string]string{}
+	rest := args[1:]
+	for i := 0; i+1 < len(rest); i += 2 {
+		if k, ok := strings.CutPrefix(rest[i], "--"); ok {
+			values[k] = rest[i+1]
+		}
+	}
+	for _, p := range params {
+		values[p.Name] = p.Value
+		if p.Secret {
+			values[p.Name] = "(secret)"
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		out = append(out, k+": "+values[k])
+	}
+	return args[0], out
+}
+
+// nextStep describes the step a program takes after t when that step acts
+// beyond the instance's state (calls a tool, starts a Recipe, applies
+// controls), so that approving a state change shows its consequence. It
+// names the first PROGRESS transition leaving one of t's target phases.
+func nextStep(p *flow.Program, t *flow.Transition) string {
+	if p == nil {
+		return ""
+	}
+	for _, n := range p.Transitions() {
+		if n.SelectionClass != "PROGRESS" || n.Effect == flow.EffectStateAssign || n.ID == t.ID {
+			continue
+		}
+		if !slices.ContainsFunc(n.SourcePhases, func(ph string) bool { return slices.Contains(t.TargetPhases, ph) }) {
+			continue
+		}
+		what := n.Effect
+		if ps := n.Prescription; ps != nil {
+			what = ps.Operation
+			if len(ps.Arguments) > 0 {
+				what += " " + strings.Join(ps.Arguments, " ")
+			}
+			if ps.ExpectedPostcondition != "" {
+				what += " (" + ps.ExpectedPostcondition + ")"
+			}
+		}
+		return fmt.Sprintf("Then %s: %s", flow.LocalID(n.ID), what)
+	}
+	return ""
 }

@@ -470,15 +470,19 @@ func (s *Server) handleFlowInspect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
-	var req flow.Request
+	var req struct {
+		flow.Request
+		AskAgain bool `json:"ask_again,omitempty"`
+	}
 	if r.ContentLength != 0 && !decodeJSON(w, r, 0, &req) {
 		return
 	}
-	res, err := s.flowPrescribe(r.Context(), principalOf(r), r.PathValue("id"), req)
+	res, err := s.flowPrescribe(r.Context(), principalOf(r), r.PathValue("id"), req.Request)
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
+	s.afterDecline(r.Context(), principalOf(r), r.PathValue("id"), req.Request, req.AskAgain, &res)
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -996,3 +996,245 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 		t.Fatalf("another agent inspects the instance: %d, want 404", code)
 	}
 }
+
+// TestFlowExpenseCardReadsLikeTheDecision: the approval card of the demo
+// expense says, first, what the person decides: the amount, what it is
+// for and the payee with the IBAN masked; it says what the pay step will
+// send, links to the instance, and the instance page can decide too.
+func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
+	f := demoFixture(t)
+	_, out, raw := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	aprID, _ := dig(out, "approval", "id").(string)
+	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 … 1234"
+	if aprID == "" || dig(out, "approval", "summary") != sentence || strings.Contains(raw, demoPayeeIBAN) {
+		t.Fatalf("prescribe: %s", raw)
+	}
+	_, person := f.issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.signInAs(person.ID)
+	inbox := readAll(f.get("/inbox", cookie))
+	card := inbox[strings.Index(inbox, `id="section-flow-approvals"`):]
+	for _, want := range []string{
+		`<h3 class="summary">` + sentence + `</h3>`,
+		"1,250.00 EUR", "Conference travel", "PT50 … 1234",
+		"the next step, pay, send 1,250.00 EUR to PT50 … 1234 through payments_send",
+		`href="/flows/instances/` + demoExpenseID + `"`,
+		"/web/flows/approvals/" + aprID + "/approve",
+	} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the card lacks %q", want)
+		}
+	}
+	if strings.Contains(inbox, demoPayeeIBAN) || strings.Contains(inbox, "0002 0123") {
+		t.Errorf("the inbox shows the full IBAN")
+	}
+	if t.Failed() {
+		t.Fatalf("inbox:\n%s", card)
+	}
+
+	// The instance page shows the same card, with Approve and Decline,
+	// and never the full IBAN.
+	page := readAll(f.get("/flows/instances/"+demoExpenseID, cookie))
+	for _, want := range []string{sentence, `action="/web/flows/approvals/` + aprID + `/approve"`, `action="/web/flows/approvals/` + aprID + `/decline"`, `name="reason"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the instance page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, demoPayeeIBAN) {
+		t.Fatal("the instance page shows the full IBAN")
+	}
+	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}, "back": {"/flows/instances/" + demoExpenseID}}, cookie)
+	if loc != "/flows/instances/"+demoExpenseID || !strings.Contains(page, "Approved and applied") {
+		t.Fatalf("approve from the instance page: %s\n%s", loc, page)
+	}
+	// The decided approval keeps its summary for the agent.
+	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "approved" || a["summary"] != sentence {
+		t.Fatalf("approval: %v", a)
+	}
+}
+
+// TestFlowPayOnlyToTheApprovedPayee is the attack: after a person approved
+// 1,250.00 EUR paid to PT50 … 1234, the agent applies pay with its own
+// IBAN. The payment tool refuses it and nothing is paid; paying the
+// approved payee works.
+func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
+	f := demoFixture(t)
+	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	aprID, _ := dig(out, "approval", "id").(string)
+	_, person := f.issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.signInAs(person.ID)
+	if _, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+		t.Fatalf("approve: %s", page)
+	}
+	pay := func(iban string) (int, map[string]any) {
+		_, out, raw := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, map[string]any{"parameters": map[string]string{"iban": iban}})
+		prx, _ := dig(out, "decision", "prescription", "id").(string)
+		if prx == "" {
+			t.Fatalf("prescribe pay: %s", raw)
+		}
+		code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.token, nil)
+		return code, body
+	}
+	const attacker = "DE89370400440532013000"
+	if code, body := pay(attacker); code != 422 || errCode(body) != "EFFECT_FAILED" || !strings.Contains(fmt.Sprint(body), "not the payee a person approved") {
+		t.Fatalf("pay to another IBAN: %d %v", code, body)
+	}
+	f.srv.paymentsMu.Lock()
+	n := len(f.srv.payments)
+	f.srv.paymentsMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d payments were sent to an IBAN nobody approved", n)
+	}
+	if code, body := pay("pt50 0002 0123 1234 5678 9123 4"); code != 200 || body["phase"] != "paid" {
+		t.Fatalf("pay to the approved payee: %d %v", code, body)
+	}
+}
+
+// TestFlowControlApplyCardShowsBothValues: a control.apply approval reads
+// as "Email: current → proposed".
+func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
+	f := demoFixture(t)
+	humanTok, person := f.issue(store.KindHuman, "approver", "control.write")
+	if code, _, raw := f.api("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
+		t.Fatalf("load: %d %s", code, raw)
+	}
+	f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "email-change", "id": "em-2", "phase": "proposed"})
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": "ada.new@example.com"}); isErr {
+		t.Fatalf("stage: %v", out)
+	}
+	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-2"})
+	const line = "Email: ada@example.com → ada.new@example.com"
+	if dig(out, "approval", "summary") != "Apply the proposed change: "+line {
+		t.Fatalf("prescribe: %v", out)
+	}
+	cookie, _ := f.signInAs(person.ID)
+	inbox := readAll(f.get("/inbox", cookie))
+	if !strings.Contains(inbox, `<h3 class="summary">Apply the proposed change: `+line+`</h3>`) || !strings.Contains(inbox, "<li>"+line+"</li>") {
+		t.Fatalf("the card lacks %q:\n%s", line, inbox)
+	}
+}
+
+// TestFlowApprovalCardExplainsMissingGrants: a person whose grants lack
+// what the transition needs gets no Approve button but a sentence saying
+// which grant is missing and whom to ask; Decline stays.
+func TestFlowApprovalCardExplainsMissingGrants(t *testing.T) {
+	f := demoFixture(t)
+	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
+	aprID, _ := dig(out, "approval", "id").(string)
+	_, weak := f.issue(store.KindHuman, "viewer", "human.approve")
+	_, strong := f.issue(store.KindHuman, "approver", "state.write")
+	for _, tc := range []struct {
+		person  store.Principal
+		approve bool
+	}{{weak, false}, {strong, true}} {
+		cookie, _ := f.signInAs(tc.person.ID)
+		for _, path := range []string{"/inbox", "/flows/instances/" + demoExpenseID} {
+			page := readAll(f.get(path, cookie))
+			approve := strings.Contains(page, `action="/web/flows/approvals/`+aprID+`/approve"`)
+			explained := strings.Contains(page, "You cannot approve this: it needs state.write") && strings.Contains(page, "Ask an operator")
+			if approve != tc.approve || explained == tc.approve || !strings.Contains(page, `action="/web/flows/approvals/`+aprID+`/decline"`) {
+				t.Fatalf("%s for %s: approve button %v, explained %v:\n%s", path, tc.person.Name, approve, explained, page)
+			}
+		}
+	}
+}
+
+// TestFlowEffectSummaries: run.spawn names the Recipe and its values,
+// tool.call the tool and its parameters; secret values are masked.
+func TestFlowEffectSummaries(t *testing.T) {
+	f := demoFixture(t)
+	ctx := context.Background()
+	prog := func(effect, cap, args string) *flow.Program {
+		p, err := f.srv.flows.AddProgram(ctx, []byte(`{
+  "schema_version": 1, "program_id": "sum-`+strings.ReplaceAll(effect, ".", "-")+`", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["`+effect+`"], "verifiers": ["conditions.match"], "capability_surface": ["`+cap+`"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "done", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["done"]}]}],
+  "transitions": [{
+    "id": "go", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["ready"], "target_phases": ["done"],
+    "authority": ["human"], "parameters": [{"name": "token", "secret": true}, {"name": "version"}],
+    "required_capabilities": ["`+cap+`"], "effect": "`+effect+`", "verifier": "conditions.match",
+    "prescription": {"operation": "go", "arguments": `+args+`, "expected_postcondition": "done"}
+  }]
+}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	params := []flow.ApprovalParameter{{Name: "token", Secret: true, Digest: "sha256:00"}, {Name: "version", Value: "1.2.3"}}
+	for _, tc := range []struct {
+		name     string
+		p        *flow.Program
+		bindings []flow.Binding
+		want     string
+	}{
+		{"run.spawn", prog("run.spawn", "command.execute", `["deploy", "--environment", "staging"]`), nil,
+			"Start the Recipe deploy with environment: staging, token: (secret), version: 1.2.3"},
+		{"tool.call", prog("tool.call", "tool.invoke", `["payments_send"]`), []flow.Binding{{Kind: "tool", Name: "payments_send", Value: "payments_send (Send a payment (demo))"}},
+			"Call the tool payments_send (Send a payment (demo)) with token: (secret), version: 1.2.3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := tc.p.Transitions()
+			sum := f.srv.summarizeApproval(ctx, &flow.SummaryRequest{Program: tc.p, Instance: flow.Instance{ID: "i-1", Phase: "ready"}, Transition: ts[0], Parameters: params, Bindings: tc.bindings})
+			if sum.Text != tc.want {
+				t.Fatalf("summary = %q, want %q", sum.Text, tc.want)
+			}
+		})
+	}
+}
+
+func TestFormatAmountAndMaskIBAN(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"1250.00 EUR", "1,250.00 EUR"},
+		{"860.00 EUR", "860.00 EUR"},
+		{"1234567 USD", "1,234,567 USD"},
+		{"-1000.5 GBP", "-1,000.5 GBP"},
+		{"12,50 EUR", "12,50 EUR"},
+		{"lots", "lots"},
+		{"100 eur", "100 eur"},
+	} {
+		if got := formatAmount(tc.in); got != tc.want {
+			t.Errorf("formatAmount(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"PT50000201231234567891234", "PT50 … 1234"},
+		{"de89 3704 0044 0532 0130 00", "DE89 … 3000"},
+		{"1234", "(an account that is not a valid IBAN)"},
+		{"PT50-0002-0123-1234-5678", "(an account that is not a valid IBAN)"},
+	} {
+		if got := maskIBAN(tc.in); got != tc.want {
+			t.Errorf("maskIBAN(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzFormatAmount(f *testing.F) {
+	for _, s := range []string{"1250.00 EUR", "-1 USD", "1. EUR", " EUR", "", "9999999999999999999999999999999 EUR", "1\xff EUR"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := formatAmount(s)
+		if got != strings.TrimSpace(s) && strings.ReplaceAll(got, ",", "") != strings.TrimSpace(s) {
+			t.Fatalf("formatAmount(%q) = %q changes more than separators", s, got)
+		}
+	})
+}
+
+func FuzzMaskIBAN(f *testing.F) {
+	for _, s := range []string{demoPayeeIBAN, "DE89 3704 0044 0532 0130 00", "", "PT50", "ÄÖ89370400440532013000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := maskIBAN(s)
+		n := normalizeIBAN(s)
+		if len(n) >= 13 && strings.Contains(got, n[4:len(n)-4]) {
+			t.Fatalf("maskIBAN(%q) = %q shows the hidden part", s, got)
+		}
+	})
+}

@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
 
@@ -79,13 +82,15 @@ func (s *Server) flowTools() []tool.Tool {
 			Name:  "flows_prescribe",
 			Title: "Ask a Flow for the next step",
 			Description: "Ask the kernel what to do next on one of your Flow instances. The decision is PRESCRIBED (with a prescription to apply within two minutes), MARKED (objective met), BLOCKED, REFUSED, UNRESOLVED, " +
-				"or FRONTIER: awaiting a choice, parameters, or a person. When a person must approve, an approval request is filed in their inbox; follow it with flows_inspect. " +
+				"or FRONTIER: awaiting a choice, parameters, or a person. When a person must approve, an approval request is filed in their inbox; wait for the decision with inbox_wait. " +
+				"When a person declined the same request, the answer says so with their reason; pass ask_again to file a new approval, or request another transition. " +
 				"Name a transition to request it explicitly; pass its parameters here (secret ones are never shown back).",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{
   "instance":{"type":"string","minLength":1,"maxLength":128},
   "transition":{"type":"string","maxLength":300,"description":"A transition to request (local or qualified id)."},
   "objective":{"type":"string","maxLength":128,"description":"The objective to pursue, when the instance has none."},
-  "parameters":{"type":"object","additionalProperties":{"type":"string"},"description":"The transition's parameters."}},
+  "parameters":{"type":"object","additionalProperties":{"type":"string"},"description":"The transition's parameters."},
+  "ask_again":{"type":"boolean","description":"After a person declined this request, file a new approval for it instead of reporting the decline."}},
   "required":["instance"],"additionalProperties":false}`),
 			Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
@@ -94,14 +99,17 @@ func (s *Server) flowTools() []tool.Tool {
 					Transition string            `json:"transition"`
 					Objective  string            `json:"objective"`
 					Parameters map[string]string `json:"parameters"`
+					AskAgain   bool              `json:"ask_again"`
 				}
 				if err := tool.DecodeArgs(c.Args, &a); err != nil {
 					return nil, err
 				}
-				res, err := s.flowPrescribe(ctx, c.Principal, a.Instance, flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters})
+				req := flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters}
+				res, err := s.flowPrescribe(ctx, c.Principal, a.Instance, req)
 				if err != nil {
 					return nil, err
 				}
+				s.afterDecline(ctx, c.Principal, a.Instance, req, a.AskAgain, &res)
 				return &tool.Result{Structured: res}, nil
 			},
 		},
@@ -131,4 +139,45 @@ func (s *Server) flowTools() []tool.Tool {
 			},
 		},
 	}
+}
+
+// afterDecline completes a prescribe answer that found a person's approval
+// request. Pending, it names inbox_wait. Declined, it reports the decline
+// and its reason and what the requester can do next, instead of sending it
+// back to the inbox; with askAgain it files a new approval request for a
+// person to decide.
+func (s *Server) afterDecline(ctx context.Context, p store.Principal, instance string, req flow.Request, askAgain bool, res *prescribeResult) {
+	a := res.Approval
+	if a == nil {
+		return
+	}
+	switch a.Status {
+	case flow.ApprovalPending:
+		res.Next += fmt.Sprintf(`; or wait for the decision with inbox_wait {"items":[{"approval":%q}]}`, a.ID)
+		return
+	case flow.ApprovalDeclined:
+	default:
+		return
+	}
+	if !askAgain {
+		reason := a.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		res.Next = fmt.Sprintf("a person declined %s (approval %s): %q. Nothing was applied. "+
+			"Ask again only if something changed: prescribe with \"ask_again\": true to file a new approval request; or request another transition",
+			a.Transition, a.ID, reason)
+		if others := slices.DeleteFunc(slices.Clone(res.Decision.Candidates), func(t string) bool { return t == a.Transition }); len(others) > 0 {
+			res.Next += " (" + joinOr(others, "") + ")"
+		}
+		return
+	}
+	na, err := s.flows.RequestApprovalAgain(ctx, instance, flowPrincipal(p), req)
+	if err != nil {
+		res.Next = "a person declined this before, and asking again failed: " + flowError(err).Error()
+		return
+	}
+	res.Approval = &na
+	res.Next = fmt.Sprintf(`a person declined this before; a new approval request %s is filed for a person to decide in the web inbox; wait for the decision with inbox_wait {"items":[{"approval":%q}]}`, na.ID, na.ID)
+	s.publishFlow("flow.approval", p.ID, map[string]any{"approval": na.ID, "instance": na.Instance, "status": na.Status})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/store"
 )
 
 func (s *Server) routesFlowsWeb(mux *http.ServeMux) {
@@ -252,12 +253,15 @@ func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, 
 		}
 	}) {
 		f := v.Instance.Facts[facet]
+		if strings.HasSuffix(facet, "iban") && f.Value != "" {
+			f.Value = maskIBAN(f.Value) // as on the approval card
+		}
 		facts = append(facts, factRow{Facet: facet, Status: f.Status, Value: f.Value})
 	}
 	names := s.principalNames(ctx)
 	var items []inboxItem
 	for _, a := range v.Approvals {
-		items = append(items, s.approvalItem(ctx, a, names))
+		items = append(items, s.approvalItem(ctx, a, names, *pg.Principal))
 	}
 	receipts := make([]receiptRow, 0, len(v.Receipts))
 	for _, rc := range v.Receipts {
@@ -279,8 +283,10 @@ func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, 
 	s.web.render(w, http.StatusOK, "flow", pg)
 }
 
-// handleWebFlowDecide is a person's Approve or Decline in the inbox; a
-// decline carries the reason typed on the card.
+// handleWebFlowDecide is a person's Approve or Decline on an approval card,
+// in the inbox or on the instance page; a decline carries the reason typed
+// on the card. A refusal returns to the page the card was on ("back", a
+// path on this site) with the reason as a notice.
 func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg page) {
 	decision := r.PathValue("decision")
 	if decision != "approve" && decision != "decline" {
@@ -301,8 +307,9 @@ func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg 
 		return
 	}
 	if err != nil {
+		// Back where the person decided: the inbox, or the instance page.
 		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
-		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		http.Redirect(w, r, safeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
 		return
 	}
 	notice := "Declined " + a.Transition + "."
@@ -337,4 +344,32 @@ func (s *Server) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, 
 	}
 	s.setNotice(w, r, fmt.Sprintf("Program %s (%s) is now %s.", l.ProgramID, l.Fingerprint, l.Status))
 	http.Redirect(w, r, "/flows", http.StatusSeeOther)
+}
+
+// decorateApprovalCard gives an approval card its first line (the
+// summary recorded when the approval was filed), the lines under it, a
+// link to the instance, and, for a person whose grants lack what the
+// transition needs, an explanation in place of the Approve button.
+func decorateApprovalCard(item *inboxItem, a flow.Approval, person store.Principal) {
+	item.Summary, item.Lines = a.Summary, a.SummaryLines
+	item.Link, item.LinkLabel = "/flows/instances/"+url.PathEscape(a.Instance), "Open "+a.Instance
+	missing := missingGrants(a.RequiredCapabilities, person)
+	if len(missing) == 0 {
+		return
+	}
+	item.Actions = slices.DeleteFunc(item.Actions, func(ac inboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
+	item.Warn = fmt.Sprintf("You cannot approve this: it needs %s, which your grants lack (approving adds only human.approve). Ask an operator to grant %s to you, or ask a person who has it to decide. You can still decline it.",
+		strings.Join(missing, ", "), strings.Join(missing, ", "))
+}
+
+// missingGrants lists the capabilities in required that person's grants,
+// with the human.approve an approval adds, do not cover.
+func missingGrants(required []string, person store.Principal) []string {
+	var out []string
+	for _, c := range required {
+		if c != flow.CapabilityHumanApprove && !slices.Contains(person.Grants, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -379,7 +379,7 @@ func mcpHandler(reg *tool.Registry, name string, who PrincipalFunc, log interfac
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
-		res, err := reg.Call(auth.WithPrincipal(ctx, p), name, tool.Call{Principal: p, Args: args})
+		res, err := reg.Call(withProgress(auth.WithPrincipal(ctx, p), req), name, tool.Call{Principal: p, Args: args})
 		if err != nil {
 			var te *tool.Error
 			if errors.As(err, &te) {

@@ -53,7 +53,7 @@ func (s *Server) initRuns(ctx context.Context) error {
 		Tokens: runTokens{s}, URL: s.cfg.BaseURL, Version: assent.Version, RunUser: s.cfg.RunUser,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
-			s.bus.Publish(event.Event{Type: kind, Owner: ownerID, Data: data})
+			s.bus.Publish(event.Event{Type: kind, Owner: ownerID, People: true, Data: data})
 		},
 	})
 	if err != nil {
@@ -391,7 +391,7 @@ func (s *Server) handleRunControl(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot apply Controls; it claims and settles them")
 		return
 	}
-	v, err := s.runs.Apply(r.Context(), owner, id, b.Action, b.Input)
+	v, err := s.runs.ApplyAs(r.Context(), owner, principalOf(r).ID, id, b.Action, b.Input)
 	if err != nil {
 		writeRunError(w, err)
 		return

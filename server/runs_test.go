@@ -12,9 +12,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -417,4 +419,322 @@ func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// webBody reads a response body.
+func webBody(resp *http.Response) string {
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// writeRecipe writes <data>/recipes/<name>.json of the fixture's server.
+func (f *fixture) writeRecipe(name, doc string) {
+	f.t.Helper()
+	if err := os.WriteFile(filepath.Join(f.srv.runs.DataDir(), "recipes", name+".json"), []byte(doc), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// waitRun waits until Run id (owned by owner) satisfies ok.
+func (f *fixture) waitRun(owner, id string, ok func(map[string]any) bool) map[string]any {
+	f.t.Helper()
+	var v map[string]any
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if v, err = f.srv.runs.Status(context.Background(), owner, id); err == nil && ok(v) {
+			return v
+		}
+	}
+	f.t.Fatalf("Run %s: %v %v", id, v, err)
+	return nil
+}
+
+// killAtEnd kills Run id when the test ends and waits for its process.
+func (f *fixture) killAtEnd(owner, id string) {
+	f.t.Cleanup(func() {
+		f.srv.runs.Kill(context.Background(), owner, id)
+		f.waitRun(owner, id, func(v map[string]any) bool { return v["ended_at"] != nil })
+	})
+}
+
+// The Runs list filters by status, by who started the Run, by Recipe and
+// by a text in the id, and keeps the filter in its live-refresh address.
+func TestRunsPageFilters(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cookie, _ := f.signIn()
+	_, other := f.issue(store.KindAgent, "builder")
+	f.writeRecipe("svc", `{"description":"a service","template":"exec sleep 300"}`)
+	spawn := func(owner, id string, req run.SpawnRequest) {
+		req.RunID = id
+		if _, err := f.srv.runs.Spawn(ctx, owner, req); err != nil {
+			t.Fatal(err)
+		}
+		f.killAtEnd(owner, id)
+	}
+	spawn(f.boot.Agent.ID, "alpha-svc", run.SpawnRequest{Recipe: "svc"})
+	spawn(other.ID, "alpha-other", run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`)})
+	spawn(f.boot.Owner.ID, "beta-done", run.SpawnRequest{Template: json.RawMessage(`"true"`)})
+	f.waitRun(f.boot.Owner.ID, "beta-done", func(v map[string]any) bool { return v["status"] == run.StatusDone })
+
+	all := []string{"alpha-svc", "alpha-other", "beta-done"}
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"", all},
+		{"status=running", []string{"alpha-svc", "alpha-other"}},
+		{"status=active", []string{"alpha-svc", "alpha-other"}},
+		{"status=done", []string{"beta-done"}},
+		{"status=terminal", []string{"beta-done"}},
+		{"status=bogus", all},
+		{"agent=" + url.QueryEscape(f.boot.Agent.ID), []string{"alpha-svc"}},
+		{"agent=" + url.QueryEscape(other.ID), []string{"alpha-other"}},
+		{"agent=nobody", nil},
+		{"recipe=svc", []string{"alpha-svc"}},
+		{"q=ALPHA", []string{"alpha-svc", "alpha-other"}},
+		{"q=other&status=running", []string{"alpha-other"}},
+		{"q=" + strings.Repeat("x", 5000), nil},
+	} {
+		for _, partial := range []string{"", "&partial=1"} {
+			resp := f.get("/runs?"+tc.query+partial, cookie)
+			page := webBody(resp)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%q: %d", tc.query, resp.StatusCode)
+			}
+			for _, id := range all {
+				want := false
+				for _, w := range tc.want {
+					want = want || w == id
+				}
+				if got := strings.Contains(page, `href="/runs/`+id+`"`); got != want {
+					t.Errorf("/runs?%s%s lists %s: %v, want %v", tc.query, partial, id, got, want)
+				}
+			}
+			if len(tc.want) == 0 && !strings.Contains(page, "No Runs match this filter") {
+				t.Errorf("/runs?%s: no empty-filter message", tc.query)
+			}
+		}
+	}
+	// The filter form shows the choices, and the live refresh keeps the filter.
+	page := webBody(f.get("/runs?status=running&recipe=svc&q=alpha", cookie))
+	for _, want := range []string{
+		`data-refresh="/runs?partial=1&amp;q=alpha&amp;recipe=svc&amp;status=running"`,
+		`<option value="running" selected>running</option>`,
+		`<option value="svc" selected>svc</option>`,
+		`>builder</option>`,
+		`id="filter-q" value="alpha"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("filtered page lacks %s", want)
+		}
+	}
+}
+
+// A person presses a Recipe's Control on an agent's Run: the Control is
+// admitted with the person as its sender, and the page says who sent it.
+func TestRunPageControlButtons(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cookie, csrf := f.signIn()
+	// The service holds its FIFO open, so Controls are delivered.
+	f.writeRecipe("steer", `{"template":"exec 3<>\"$ASSENT_CONTROL_FIFO\"; exec sleep 300","control":["pause","resume"]}`)
+	if _, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Recipe: "steer", RunID: "steered"}); err != nil {
+		t.Fatal(err)
+	}
+	f.killAtEnd(f.boot.Agent.ID, "steered")
+	page := webBody(f.get("/runs/steered", cookie))
+	for _, want := range []string{`id="control-pause"`, `id="control-resume"`, `action="/runs/steered/control"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("run page lacks %s: %s", want, page)
+		}
+	}
+	if resp := f.postForm("/runs/steered/control", url.Values{"action": {"pause"}}, cookie, f.http.URL); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("control without CSRF: %d", resp.StatusCode)
+	}
+	for _, tc := range []struct {
+		action string
+		status int
+		code   string
+	}{
+		{"pause", http.StatusSeeOther, ""},
+		{"explode", http.StatusBadRequest, run.CodeUndeclaredAction},
+		{"kill", http.StatusBadRequest, run.CodeInvalidRequest},
+		{"", http.StatusBadRequest, run.CodeInvalidRequest},
+		{"resume", http.StatusSeeOther, ""},
+	} {
+		resp := f.postForm("/runs/steered/control", url.Values{"csrf": {csrf}, "action": {tc.action}}, cookie, f.http.URL)
+		body := webBody(resp)
+		if resp.StatusCode != tc.status {
+			t.Fatalf("control %q: %d %s", tc.action, resp.StatusCode, body)
+		}
+		if tc.code != "" && !strings.Contains(body, `data-code="`+tc.code+`"`) {
+			t.Fatalf("control %q: no %s notice: %s", tc.action, tc.code, body)
+		}
+	}
+	// The agent sends one itself; it cannot claim to be someone else.
+	if status, out, _ := f.api("POST", "/v1/runs/steered/controls", f.token, map[string]any{"action": "pause", "sender_id": f.boot.Owner.ID}); status != http.StatusBadRequest {
+		t.Fatalf("an agent naming a sender: %d %v", status, out)
+	}
+	if status, out, _ := f.api("POST", "/v1/runs/steered/controls", f.token, map[string]any{"action": "pause"}); status != http.StatusOK {
+		t.Fatalf("the agent's pause: %d %v", status, out)
+	}
+	cv, err := f.srv.runs.Inspect(ctx, f.boot.Agent.ID, run.InspectRequest{Target: "run:steered", View: "control"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recent, _ := cv["recent_controls"].([]map[string]any)
+	var got []string
+	for _, c := range recent { // newest first
+		got = append(got, str(c["action"])+"/"+str(c["status"])+"/"+str(c["sender_id"]))
+	}
+	want := []string{"pause/delivered/" + f.boot.Agent.ID, "resume/delivered/" + f.boot.Owner.ID, "pause/delivered/" + f.boot.Owner.ID}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("journal %v, want %v", got, want)
+	}
+	if v := f.waitRun(f.boot.Agent.ID, "steered", func(map[string]any) bool { return true }); v["status"] != run.StatusRunning {
+		t.Fatalf("a Control form killed the Run: %v", v)
+	}
+	page = webBody(f.get("/runs/steered", cookie))
+	for _, want := range []string{`<td class="sender">` + f.boot.Owner.Name + `</td>`, `<td class="sender">` + f.boot.Agent.Name + `</td>`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("control journal lacks %s: %s", want, page)
+		}
+	}
+}
+
+// The Run's status says paused when the newest pause or resume event of
+// its Trace is a pause, whatever the service calls itself.
+func TestRunPageShowsPaused(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cookie, _ := f.signIn()
+	v, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "player"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.killAtEnd(f.boot.Agent.ID, "player")
+	instance := str(v["run_instance_id"])
+	for _, tc := range []struct {
+		kind, want string
+	}{
+		{"player.tick", `id="run-status">running</dd>`},
+		{"player.paused", `id="run-status">running (paused)</dd>`},
+		{"player.tick", `id="run-status">running (paused)</dd>`},
+		{"player.resumed", `id="run-status">running</dd>`},
+		{"encoder.paused", `id="run-status">running (paused)</dd>`},
+		{"encoder.resumed", `id="run-status">running</dd>`},
+		{"pausedness", `id="run-status">running</dd>`},
+	} {
+		if _, err := f.srv.runs.AppendTrace(ctx, f.boot.Agent.ID, "player", instance, run.TraceInput{Kind: tc.kind}); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/runs/player", "/runs/player?partial=1"} {
+			if page := webBody(f.get(path, cookie)); !strings.Contains(page, tc.want) {
+				t.Fatalf("after %s, %s lacks %s", tc.kind, path, tc.want)
+			}
+		}
+	}
+}
+
+// A person starts a Recipe from the Runs page as their own Run, with its
+// arguments; bad input is refused with its code and starts nothing.
+func TestStartRecipeFromRunsPage(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	cookie, csrf := f.signIn()
+	f.writeRecipe("hello", `{"description":"says hello","args":["greeting:string=hi","times:int=1"],"template":"echo {greeting} {times}; exec sleep 300"}`)
+	page := webBody(f.get("/runs", cookie))
+	for _, want := range []string{`id="start-hello"`, `name="arg.greeting"`, `placeholder="hi"`, `name="arg.times"`, `says hello`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("runs page lacks %s: %s", want, page)
+		}
+	}
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf": {csrf}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"no recipe", form("run_id", "x"), http.StatusBadRequest, run.CodeInvalidRequest},
+		{"unknown recipe", form("recipe", "nosuch"), http.StatusNotFound, run.CodeNotFound},
+		{"path as recipe", form("recipe", "../assent"), http.StatusBadRequest, run.CodeInvalidRequest},
+		{"unknown argument", form("recipe", "hello", "arg.shell", "rm -rf /"), http.StatusBadRequest, run.CodeInvalidRequest},
+		{"badly typed argument", form("recipe", "hello", "arg.times", "many"), http.StatusBadRequest, run.CodeInvalidRequest},
+		{"runtime-owned value", form("recipe", "hello", "arg.state_dir", "/"), http.StatusBadRequest, run.CodeInvalidRequest},
+		{"bad run id", form("recipe", "hello", "run_id", "../up"), http.StatusBadRequest, ""},
+	} {
+		resp := f.postForm("/runs/start", tc.form, cookie, f.http.URL)
+		body := webBody(resp)
+		if resp.StatusCode != tc.status || tc.code != "" && !strings.Contains(body, `data-code="`+tc.code+`"`) {
+			t.Errorf("%s: %d, want %d %s: %s", tc.name, resp.StatusCode, tc.status, tc.code, body)
+		}
+	}
+	if runs, _ := f.srv.runs.ListAll(ctx, "all"); len(runs) != 0 {
+		t.Fatalf("refused starts left Runs: %v", runs)
+	}
+	if resp := f.postForm("/runs/start", url.Values{"recipe": {"hello"}}, cookie, f.http.URL); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("start without CSRF: %d", resp.StatusCode)
+	}
+	// An agent's token is no web session.
+	resp := f.req("POST", "/runs/start", f.token, strings.NewReader(url.Values{"recipe": {"hello"}}.Encode()),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": f.http.URL})
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an agent's token started a Recipe from the page: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+	if runs, _ := f.srv.runs.ListAll(ctx, "all"); len(runs) != 0 {
+		t.Fatalf("an agent's token started a Run: %v", runs)
+	}
+
+	resp = f.postForm("/runs/start", form("recipe", "hello", "run_id", "mine", "arg.greeting", "bonjour", "arg.times", ""), cookie, f.http.URL)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/runs/mine" {
+		t.Fatalf("start: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), webBody(resp))
+	}
+	f.killAtEnd(f.boot.Owner.ID, "mine")
+	if owner, err := f.srv.runs.Owner(ctx, "mine"); err != nil || owner != f.boot.Owner.ID {
+		t.Fatalf("the started Run is owned by %q (%v), want the person", owner, err)
+	}
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(out, "bonjour 1"); time.Sleep(10 * time.Millisecond) {
+		out, _ = f.srv.runs.Logs(ctx, f.boot.Owner.ID, "mine", "stdout", 10)
+	}
+	if !strings.Contains(out, "bonjour 1") {
+		t.Fatalf("stdout %q, want the given argument and the default", out)
+	}
+	if list := webBody(f.get("/runs?recipe=hello", cookie)); !strings.Contains(list, `href="/runs/mine"`) {
+		t.Fatalf("the started Run is not listed: %s", list)
+	}
+}
+
+// FuzzRunFilter: any query string gives a bounded, valid filter, and
+// matching with it never panics.
+func FuzzRunFilter(f *testing.F) {
+	for _, s := range []string{"", "status=running&agent=a&recipe=svc&q=x", "status=bogus", "q=" + strings.Repeat("é", 150), "q=%ff%fe", "status=active&status=done", "q=%00", "q=%c3+" + strings.Repeat("0", 250)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		rf := parseRunFilter(q)
+		if len(rf.Query) > maxRunQuery || !utf8.ValidString(rf.Query) {
+			t.Fatalf("query %q", rf.Query)
+		}
+		if rf.Status != "" && !slices.Contains(runStatusFilters, rf.Status) {
+			t.Fatalf("status %q", rf.Status)
+		}
+		rf.match(map[string]any{"run": raw, "status": "running", "owner_id": rf.Agent, "recipe": nil})
+		if again := parseRunFilter(rf.values()); again != rf {
+			t.Fatalf("filter %+v does not survive its own query: %+v", rf, again)
+		}
+	})
 }

@@ -1,16 +1,25 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
 )
 
-// The Runs pages of the web UI: a person's Runs, each with its status, a
-// live Trace, the Control journal and its output, and kill, archive and
-// prune behind a confirmation.
+// The Runs pages of the web UI: the Runs a person oversees, filtered by
+// status, starter, Recipe and id; each Run with its status as its service
+// reports it, the Recipe's Controls as buttons, a live Trace, the Control
+// journal with who sent each Control, its output, and kill, archive and
+// prune behind a confirmation. A person also starts Recipes from here.
 
 type runRow struct {
 	ID, Status, Recipe, Started, Owner string
@@ -19,26 +28,122 @@ type runRow struct {
 
 type runTraceRow struct{ TS, Kind, Summary, Level string }
 
-type runControlRow struct{ Action, Status, TS, Error string }
+type runControlRow struct{ Action, Status, Sender, SentAt, TS, Error string }
 
 type runConfirm struct{ Action, Title, Text, Button string }
 
 type runPage struct {
-	ID, Status, Recipe, Notice string
-	Generation, ExitCode       any
-	Pending, Limit             any
-	Backpressured              bool
-	Actions, RuntimeActions    []string
-	Trace                      []runTraceRow
-	TraceCompacted             bool
-	Controls                   []runControlRow
-	Stdout, Stderr             string
-	Confirm                    *runConfirm
+	ID, Status, Recipe, Notice, Code string
+	Paused                           bool
+	Generation, ExitCode             any
+	Pending, Limit                   any
+	Backpressured                    bool
+	Actions, RuntimeActions          []string
+	// Steer lists the Recipe's declared Controls a person may send now.
+	Steer          []string
+	Trace          []runTraceRow
+	TraceCompacted bool
+	Controls       []runControlRow
+	Stdout, Stderr string
+	Confirm        *runConfirm
+}
+
+// runOption is one choice of a filter.
+type runOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+// runFilter is the Runs list's filter, from the query string.
+type runFilter struct {
+	Status, Agent, Recipe, Query string
+}
+
+// runStatusFilters are the status filter's choices, besides all.
+var runStatusFilters = []string{"active", "terminal", run.StatusRunning, run.StatusDone, run.StatusFailed,
+	run.StatusExited, run.StatusCancelled, run.StatusKilled}
+
+// maxRunQuery bounds the id search text.
+const maxRunQuery = 200
+
+func parseRunFilter(q url.Values) runFilter {
+	f := runFilter{Agent: q.Get("agent"), Recipe: q.Get("recipe"), Query: strings.TrimSpace(strings.ToValidUTF8(q.Get("q"), ""))}
+	for _, s := range runStatusFilters {
+		if q.Get("status") == s {
+			f.Status = s
+		}
+	}
+	if len(f.Query) > maxRunQuery {
+		n := maxRunQuery
+		for n > 0 && !utf8.RuneStart(f.Query[n]) {
+			n--
+		}
+		f.Query = strings.TrimSpace(f.Query[:n])
+	}
+	return f
+}
+
+// values returns the filter as query parameters, leaving out empty ones.
+func (f runFilter) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"status": f.Status, "agent": f.Agent, "recipe": f.Recipe, "q": f.Query} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+func (f runFilter) match(v map[string]any) bool {
+	status := str(v["status"])
+	switch f.Status {
+	case "":
+	case "active":
+		if status != run.StatusRunning {
+			return false
+		}
+	case "terminal":
+		if status == run.StatusRunning {
+			return false
+		}
+	default:
+		if status != f.Status {
+			return false
+		}
+	}
+	if f.Agent != "" && str(v["owner_id"]) != f.Agent {
+		return false
+	}
+	if f.Recipe != "" && str(v["recipe"]) != f.Recipe {
+		return false
+	}
+	return f.Query == "" || strings.Contains(strings.ToLower(str(v["run"])), strings.ToLower(f.Query))
+}
+
+// recipeForm is a Recipe a person may start, with its arguments.
+type recipeForm struct {
+	Name, Description string
+	Args              []recipeArg
+}
+
+type recipeArg struct{ Name, Type, Default string }
+
+type runsPage struct {
+	Runs                 []runRow
+	Filter               runFilter
+	Filtered             bool
+	Refresh              string
+	Statuses             []runOption
+	Agents, Recipes      []runOption
+	Start                []recipeForm
+	Notice, Code, Recipe string
 }
 
 func (s *Server) routesRunsWeb(mux *http.ServeMux) {
 	mux.Handle("GET /runs", s.webPage(s.handleRunsPage))
+	mux.Handle("POST /runs/start", s.webPage(s.handleRunStart))
 	mux.Handle("GET /runs/{id}", s.webPage(s.handleRunPage))
+	mux.Handle("POST /runs/{id}/control", s.webPage(s.handleRunWebControl))
 	for _, action := range []string{"kill", "archive", "prune"} {
 		mux.Handle("POST /runs/{id}/"+action, s.webPage(s.handleRunWebAction(action)))
 	}
@@ -52,26 +157,153 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
+// runNotice returns what a page tells a person about err, and its code.
+func runNotice(err error) (notice, code string) {
+	var e *run.Error
+	if errors.As(err, &e) {
+		return e.Message, e.Code
+	}
+	return err.Error(), "internal"
+}
+
 func (s *Server) handleRunsPage(w http.ResponseWriter, r *http.Request, pg page) {
-	runs, err := s.listRuns(r.Context(), *pg.Principal, "all")
+	s.renderRunsPage(w, r, pg, http.StatusOK, runsPage{})
+}
+
+// renderRunsPage draws the Runs list as r's query filters it; d carries a
+// notice and the Recipe it is about.
+func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page, status int, d runsPage) {
+	ctx := r.Context()
+	runs, err := s.listRuns(ctx, *pg.Principal, "all")
 	if err != nil {
 		http.Error(w, "the Runs could not be listed", http.StatusInternalServerError)
 		return
 	}
-	names := s.principalNames(r.Context())
-	rows := make([]runRow, 0, len(runs))
+	f := parseRunFilter(r.URL.Query())
+	names := s.principalNames(ctx)
+	owners, recipes := map[string]bool{}, map[string]bool{}
+	d.Runs = make([]runRow, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
 		v := runs[i]
-		rows = append(rows, runRow{ID: str(v["run"]), Status: str(v["status"]), Recipe: str(v["recipe"]), Started: str(v["started_at"]),
+		owners[str(v["owner_id"])] = true
+		if rc := str(v["recipe"]); rc != "" {
+			recipes[rc] = true
+		}
+		if !f.match(v) {
+			continue
+		}
+		d.Runs = append(d.Runs, runRow{ID: str(v["run"]), Status: str(v["status"]), Recipe: str(v["recipe"]), Started: str(v["started_at"]),
 			Owner: nameOr(names, str(v["owner_id"])), Generation: v["generation"]})
 	}
+	d.Filter = f
+	fv := f.values()
+	d.Filtered = len(fv) > 0
+	fv.Set("partial", "1")
+	d.Refresh = "/runs?" + fv.Encode()
+	d.Statuses = []runOption{{Value: "", Label: "any status", Selected: f.Status == ""}}
+	for _, st := range runStatusFilters {
+		d.Statuses = append(d.Statuses, runOption{Value: st, Label: st, Selected: f.Status == st})
+	}
+	d.Agents = []runOption{{Value: "", Label: "anyone", Selected: f.Agent == ""}}
+	for _, id := range sortedSet(owners) {
+		d.Agents = append(d.Agents, runOption{Value: id, Label: nameOr(names, id), Selected: f.Agent == id})
+	}
+	d.Recipes = []runOption{{Value: "", Label: "any Recipe", Selected: f.Recipe == ""}}
+	for _, rc := range sortedSet(recipes) {
+		d.Recipes = append(d.Recipes, runOption{Value: rc, Label: rc, Selected: f.Recipe == rc})
+	}
+	d.Start = s.recipeForms(ctx, *pg.Principal)
 	pg.Title = "Runs"
-	pg.Data = map[string]any{"Runs": rows}
+	pg.Data = d
 	if r.URL.Query().Get("partial") == "1" {
 		s.web.renderPartial(w, "runs", "run-list", pg)
 		return
 	}
-	s.web.render(w, http.StatusOK, "runs", pg)
+	s.web.render(w, status, "runs", pg)
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recipeForms lists the valid, enabled Recipes of <data>/recipes.
+func (s *Server) recipeForms(ctx context.Context, p store.Principal) []recipeForm {
+	v, err := s.runs.Inspect(ctx, p.ID, run.InspectRequest{Target: "recipes", View: "summary"})
+	if err != nil {
+		return nil
+	}
+	active, _ := v["active"].([]map[string]any)
+	var out []recipeForm
+	for _, a := range active {
+		name := str(a["id"])
+		rec, _, err := s.runs.LoadRecipe(name)
+		if err != nil {
+			continue
+		}
+		f := recipeForm{Name: name, Description: rec.Description}
+		for _, arg := range rec.ArgList() {
+			ra := recipeArg{Name: arg.Name, Type: arg.Type}
+			if arg.Default != nil && !arg.Secret {
+				ra.Default = *arg.Default
+			}
+			f.Args = append(f.Args, ra)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// handleRunStart starts a Recipe of <data>/recipes as the person's own
+// Run: a form post from the Runs page, Origin- and CSRF-checked. Each
+// non-empty "arg.<name>" field is a value of the Recipe's argument.
+func (s *Server) handleRunStart(w http.ResponseWriter, r *http.Request, pg page) {
+	owner := ownerOf(*pg.Principal)
+	if owner == "" {
+		s.renderRunsPage(w, r, pg, http.StatusForbidden, runsPage{Notice: "This sign-in cannot start Runs.", Code: "forbidden"})
+		return
+	}
+	name := strings.TrimSpace(r.PostFormValue("recipe"))
+	values := map[string]json.RawMessage{}
+	for k, vs := range r.PostForm {
+		arg, ok := strings.CutPrefix(k, "arg.")
+		if !ok || len(vs) == 0 || strings.TrimSpace(vs[0]) == "" {
+			continue
+		}
+		b, _ := json.Marshal(strings.TrimSpace(vs[0]))
+		values[arg] = b
+	}
+	req := run.SpawnRequest{Recipe: name, RunID: strings.TrimSpace(r.PostFormValue("run_id")), Values: values}
+	if name == "" {
+		s.renderRunsPage(w, r, pg, http.StatusBadRequest, runsPage{Notice: "Choose a Recipe to start.", Code: run.CodeInvalidRequest})
+		return
+	}
+	res, err := s.runs.Spawn(r.Context(), owner, req)
+	if err != nil {
+		notice, code := runNotice(err)
+		s.renderRunsPage(w, r, pg, runWebStatus(code), runsPage{Notice: "The Recipe " + name + " was not started: " + notice, Code: code, Recipe: name})
+		return
+	}
+	http.Redirect(w, r, "/runs/"+url.PathEscape(str(res["run"])), http.StatusSeeOther)
+}
+
+// runWebStatus is the HTTP status of a page that reports a refusal.
+func runWebStatus(code string) int {
+	switch code {
+	case run.CodeInvalidRequest, run.CodeInvalidRecipe, run.CodeUndeclaredAction:
+		return http.StatusBadRequest
+	case run.CodeNotFound:
+		return http.StatusNotFound
+	case run.CodeEndpointNotReady, run.CodeDeliveryFailed:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusConflict
 }
 
 var runConfirms = map[string]runConfirm{
@@ -80,24 +312,22 @@ var runConfirms = map[string]runConfirm{
 	"prune":   {Action: "prune", Title: "Prune this Run?", Text: "Its files and records are deleted for good.", Button: "Prune the Run"},
 }
 
-func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) {
-	ctx := r.Context()
-	id := r.PathValue("id")
+// runPageData gathers what the Run page shows of Run id; ok is false when
+// the person cannot see it.
+func (s *Server) runPageData(ctx context.Context, pg page, id string) (p runPage, ok bool) {
 	owner, _ := s.runActor(ctx, *pg.Principal, id)
 	st, err := s.runs.Status(ctx, owner, id)
 	if err != nil {
-		pg.Title = "Run not found"
-		pg.Data = runPage{ID: id, Notice: "There is no Run with this id that you can see. The Runs you and your agents started are listed under Runs."}
-		s.web.render(w, http.StatusNotFound, "run", pg)
-		return
+		return runPage{ID: id}, false
 	}
-	p := runPage{ID: id, Status: str(st["status"]), Recipe: str(st["recipe"]), Generation: st["generation"], ExitCode: st["exit_code"]}
+	p = runPage{ID: id, Status: str(st["status"]), Recipe: str(st["recipe"]), Generation: st["generation"], ExitCode: st["exit_code"]}
 	if cv, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "control"}); err == nil {
 		p.Pending, p.Limit = cv["pending"], cv["pending_limit"]
 		p.Backpressured, _ = cv["backpressured"].(bool)
 		p.Actions, _ = cv["actor_actions"].([]string)
 		p.RuntimeActions, _ = cv["runtime_actions"].([]string)
 		recent, _ := cv["recent_controls"].([]map[string]any)
+		names := s.principalNames(ctx)
 		for _, c := range recent {
 			ts := str(c["queued_at"])
 			for _, k := range []string{"delivered_at", "claimed_at", "handled_at", "failed_at"} {
@@ -105,11 +335,18 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) 
 					ts = v
 				}
 			}
-			p.Controls = append(p.Controls, runControlRow{Action: str(c["action"]), Status: str(c["status"]), TS: ts, Error: str(c["error"])})
+			sender := ""
+			if id := str(c["sender_id"]); id != "" {
+				sender = nameOr(names, id)
+			}
+			p.Controls = append(p.Controls, runControlRow{Action: str(c["action"]), Status: str(c["status"]), Sender: sender,
+				SentAt: str(c["queued_at"]), TS: ts, Error: str(c["error"])})
 		}
 	}
 	if st["archived"] == true {
 		p.RuntimeActions = []string{"prune"}
+	} else if p.Status == run.StatusRunning {
+		p.Steer = p.Actions
 	}
 	if tv, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "all"}); err == nil {
 		items, _ := tv["items"].([]map[string]any)
@@ -122,8 +359,43 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) 
 			p.TraceCompacted = sum["compacted"] == true
 		}
 	}
+	if p.Status == run.StatusRunning {
+		p.Paused = s.runPaused(ctx, owner, id)
+	}
 	p.Stdout, _ = s.runs.Logs(ctx, owner, id, "stdout", 40)
 	p.Stderr, _ = s.runs.Logs(ctx, owner, id, "stderr", 20)
+	return p, true
+}
+
+// runPaused reports whether the service of Run id says it is paused: the
+// newest Trace event whose kind ends in ".paused" or ".resumed" is a
+// ".paused" one.
+func (s *Server) runPaused(ctx context.Context, owner, id string) bool {
+	tv, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "runtime", Lines: 200})
+	if err != nil {
+		return false
+	}
+	items, _ := tv["items"].([]map[string]any)
+	for _, it := range items { // newest first
+		switch kind := str(it["kind"]); {
+		case strings.HasSuffix(kind, ".paused"):
+			return true
+		case strings.HasSuffix(kind, ".resumed"):
+			return false
+		}
+	}
+	return false
+}
+
+func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) {
+	id := r.PathValue("id")
+	p, ok := s.runPageData(r.Context(), pg, id)
+	if !ok {
+		pg.Title = "Run not found"
+		pg.Data = runPage{ID: id, Notice: "There is no Run with this id that you can see. The Runs you and your agents started are listed under Runs."}
+		s.web.render(w, http.StatusNotFound, "run", pg)
+		return
+	}
 	if c, ok := runConfirms[r.URL.Query().Get("confirm")]; ok {
 		p.Confirm = &c
 	}
@@ -134,6 +406,42 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) 
 		return
 	}
 	s.web.render(w, http.StatusOK, "run", pg)
+}
+
+// handleRunWebControl sends one of the Recipe's declared Controls from
+// the Run page (a form post, Origin- and CSRF-checked). A person acting on
+// an agent's Run acts as its owner; the journal records the person as the
+// sender.
+func (s *Server) handleRunWebControl(w http.ResponseWriter, r *http.Request, pg page) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	action := r.PostFormValue("action")
+	switch strings.TrimSpace(action) {
+	case "kill", "archive", "prune":
+		// These have their own confirmed forms.
+		action = ""
+	}
+	owner, _ := s.runActor(ctx, *pg.Principal, id)
+	var err error
+	if action == "" {
+		err = &run.Error{Code: run.CodeInvalidRequest, Message: "Choose one of the Controls this Run's Recipe declares."}
+	} else {
+		_, err = s.runs.ApplyAs(ctx, owner, pg.Principal.ID, id, action, nil)
+	}
+	if err == nil {
+		http.Redirect(w, r, "/runs/"+url.PathEscape(id), http.StatusSeeOther)
+		return
+	}
+	notice, code := runNotice(err)
+	p, ok := s.runPageData(ctx, pg, id)
+	status := runWebStatus(code)
+	if !ok {
+		status = http.StatusNotFound
+	}
+	p.Notice, p.Code = "The Control was not sent: "+notice, code
+	pg.Title = "Run " + id
+	pg.Data = p
+	s.web.render(w, status, "run", pg)
 }
 
 // handleRunWebAction performs a confirmed kill, archive or prune: a real

@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.web, err = newWebUI(); err != nil {
 		return nil, err
 	}
-	for _, init := range []func(context.Context) error{s.initControls, s.initScreens, s.initRuns, s.initFlows} {
+	for _, init := range []func(context.Context) error{s.initControls, s.initScreens, s.initRuns, s.initFlows, s.initInboxWait} {
 		if err := init(ctx); err != nil {
 			s.Close()
 			return nil, err

@@ -213,6 +213,14 @@ type inboxItem struct {
 	Note    string
 	Warn    string
 	Actions []inboxAction
+
+	// Summary, when set, is the card's first line: the decision in a
+	// person's words; Lines add detail under it.
+	Summary string
+	Lines   []string
+	// Link, when set, is a page with more about the item; LinkLabel
+	// names it.
+	Link, LinkLabel string
 }
 
 type inboxField struct{ Label, Value string }

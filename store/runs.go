@@ -93,6 +93,10 @@ type Control struct {
 	HandledAt   *time.Time      `json:"handled_at,omitempty"`
 	FailedAt    *time.Time      `json:"failed_at,omitempty"`
 	Error       string          `json:"error,omitempty"`
+	// SenderID is the principal that sent the Control: the Run's owner, or
+	// the person who acted on it. Empty on records admitted before it was
+	// kept.
+	SenderID string `json:"sender_id,omitempty"`
 }
 
 // StatusTime returns the timestamp of c's current status, or the zero time

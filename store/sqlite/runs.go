@@ -78,6 +78,8 @@ CREATE TABLE run_tools (
 CREATE TRIGGER run_trace_count AFTER INSERT ON run_trace BEGIN
 	UPDATE runs SET trace_events = trace_events + 1, trace_bytes = trace_bytes + NEW.bytes WHERE id = NEW.run_id;
 END;
+`}, {3, `
+ALTER TABLE run_controls ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
 `}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
@@ -360,8 +362,8 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		return nil, fmt.Errorf("admit control: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes)
-		SELECT ?, ?, ?, ?, ?, 'queued', ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes, sender_id)
+		SELECT ?, ?, ?, ?, ?, 'queued', ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("admit control: %w", err)
 	}
@@ -402,7 +404,7 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		if len(c.Input) > 0 {
 			input = string(c.Input)
 		}
-		res, err := ins.ExecContext(ctx, it.RunID, c.ID, c.InstanceID, c.Action, input, ms(*c.QueuedAt), n, it.RunID)
+		res, err := ins.ExecContext(ctx, it.RunID, c.ID, c.InstanceID, c.Action, input, ms(*c.QueuedAt), n, c.SenderID, it.RunID)
 		if err != nil {
 			return nil, fmt.Errorf("admit control: %w", err)
 		}
@@ -424,14 +426,14 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 	return errs, nil
 }
 
-const controlColumns = `seq, id, instance_id, action, input, status, queued_at, delivered_at, claimed_at, handled_at, failed_at, error`
+const controlColumns = `seq, id, instance_id, action, input, status, queued_at, delivered_at, claimed_at, handled_at, failed_at, error, sender_id`
 
 func scanControl(sc scanner) (int64, store.Control, error) {
 	var c store.Control
 	var seq int64
 	var input, errText sql.NullString
 	var ts [5]sql.NullInt64
-	if err := sc.Scan(&seq, &c.ID, &c.InstanceID, &c.Action, &input, &c.Status, &ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &errText); err != nil {
+	if err := sc.Scan(&seq, &c.ID, &c.InstanceID, &c.Action, &input, &c.Status, &ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &errText, &c.SenderID); err != nil {
 		return 0, c, err
 	}
 	if input.Valid {

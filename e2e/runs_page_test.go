@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/assent-run/assent/run"
+)
+
+// pointDemoRecipe rewrites the demo-player Recipe of data directory dir to
+// execute exe, the real assent binary (the server wrote it for the binary
+// running now, which in tests is the test binary).
+func pointDemoRecipe(t *testing.T, dir, exe string) {
+	t.Helper()
+	p := filepath.Join(dir, "recipes", "demo-player.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recipe map[string]any
+	if err := json.Unmarshal(b, &recipe); err != nil {
+		t.Fatal(err)
+	}
+	tpl, _ := recipe["template"].(string)
+	_, rest, ok := strings.Cut(tpl, " run demo-service")
+	if !ok {
+		t.Fatalf("demo-player template %q does not run the demo service", tpl)
+	}
+	recipe["template"] = "exec " + run.ShellQuote(exe) + " run demo-service" + rest
+	b, _ = json.Marshal(recipe)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reloadUntil reloads url until the JavaScript condition expr holds, for
+// up to 30 seconds.
+func reloadUntil(t *testing.T, ctx context.Context, url, what, expr string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var ok bool
+		err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("run-status")))
+		if err == nil {
+			ok = eval[bool](t, ctx, expr)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			screenshot(t, ctx, "timeout")
+			t.Fatalf("waiting for %s (%s): %v; status %q", what, expr, err, text(t, ctx, chromedp.ID("run-status")))
+		}
+	}
+}
+
+// An agent starts the demo player; the person finds it on the Runs page,
+// opens it, pauses it with the Recipe's own Control, sees the service say
+// it is paused, and resumes it. The journal names the person as sender.
+func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
+	exe := buildAssent(t)
+	a := newApp(t, true)
+	pointDemoRecipe(t, a.dir, exe)
+	ctx := browser(t)
+
+	cs := a.agent()
+	out, isErr := call(t, cs, "actors_run_spawn", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
+	if isErr || out["status"] != "running" {
+		t.Fatalf("the agent's spawn: %v", out)
+	}
+	t.Cleanup(func() {
+		r, _ := http.NewRequest("POST", a.http.URL+"/v1/runs/demo-player/kill", nil)
+		r.Header.Set("Authorization", "Bearer "+a.boot.AgentToken)
+		if resp, err := http.DefaultClient.Do(r); err == nil {
+			resp.Body.Close()
+		}
+	})
+
+	a.signIn(ctx)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(a.http.URL+"/runs?status=running"),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/runs/demo-player"]`)),
+	)
+	if err != nil {
+		screenshot(t, ctx, "list")
+		t.Fatalf("the agent's Run is not on the Runs page: %v", err)
+	}
+	if list := text(t, ctx, chromedp.ID("run-list")); !strings.Contains(list, "demo-player") || !strings.Contains(list, "started by "+a.boot.Agent.Name) {
+		t.Fatalf("the Runs page says %q", list)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/runs/demo-player"]`)), chromedp.WaitVisible(chromedp.ID("control-pause"))); err != nil {
+		screenshot(t, ctx, "run")
+		t.Fatalf("the Run page has no pause button: %v", err)
+	}
+	page := a.http.URL + "/runs/demo-player"
+	// The player is up once its Trace shows its events; a Control sent
+	// before it reads its FIFO is refused as not ready.
+	reloadUntil(t, ctx, page, "the player to start", `document.querySelector("#run-detail").textContent.includes("player.")`)
+
+	for _, step := range []struct{ button, status string }{
+		{"control-pause", "running (paused)"},
+		{"control-resume", "running"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID(step.button)), chromedp.WaitVisible(chromedp.ID("run-status"))); err != nil {
+			t.Fatalf("press %s: %v", step.button, err)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll("#notice").length`); n != 0 {
+			t.Fatalf("press %s: %s", step.button, text(t, ctx, chromedp.ID("notice")))
+		}
+		reloadUntil(t, ctx, page, step.status, `document.getElementById("run-status").textContent.trim() === `+jsString(step.status))
+	}
+	senders := eval[[]string](t, ctx, `[...document.querySelectorAll("td.sender")].map(e => e.textContent)`)
+	if len(senders) < 2 || senders[0] != a.boot.Owner.Name || senders[1] != a.boot.Owner.Name {
+		t.Fatalf("the Control journal names %v as senders, want the person", senders)
+	}
+	screenshot(t, ctx, "resumed")
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,506 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// Limits of inbox_wait.
+const (
+	waitDefault  = 60 * time.Second
+	waitMax      = 5 * time.Minute
+	waitMaxItems = 50
+	// waitRecheck is how often pending command proposals, whose decisions
+	// publish no event, are looked at again.
+	waitRecheck = 2 * time.Second
+	// waitReplay bounds the events a wait reads from the bus's replay
+	// buffer to learn what became of proposals staged before it started.
+	waitReplay = 4096
+)
+
+// Outcomes of a waited-on item.
+const (
+	outcomePending   = "pending"
+	outcomeApplied   = "applied"
+	outcomeDiscarded = "discarded"
+	outcomeApproved  = "approved"
+	outcomeDeclined  = "declined"
+	outcomeStale     = "stale"
+	outcomeNotFound  = "not_found"
+)
+
+// waitItem names one thing an agent waits on: exactly one of Proposal (a
+// control proposal, optionally at Revision), Approval or CommandProposal.
+type waitItem struct {
+	Proposal        *control.Identity `json:"proposal,omitempty"`
+	Revision        int64             `json:"revision,omitempty"`
+	Approval        string            `json:"approval,omitempty"`
+	CommandProposal string            `json:"command_proposal,omitempty"`
+}
+
+// waitOutcome is what became of one item.
+type waitOutcome struct {
+	Kind      string   `json:"kind"`
+	ID        string   `json:"id"`
+	Status    string   `json:"status"`
+	Revision  int64    `json:"revision,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	Changed   []string `json:"changed,omitempty"`
+	DecidedBy string   `json:"decided_by,omitempty"`
+	Receipt   string   `json:"receipt,omitempty"`
+	Next      string   `json:"next,omitempty"`
+}
+
+func (o waitOutcome) decided() bool { return o.Status != outcomePending }
+
+// initInboxWait registers the inbox_wait tool.
+func (s *Server) initInboxWait(context.Context) error {
+	return s.tools.Register(s.inboxWaitTool())
+}
+
+// inboxWaitTool lets an agent wait for people's decisions instead of
+// polling. It only reads, changes nothing, and answers from assent's own
+// state, so it is read-only, idempotent and closed-world.
+func (s *Server) inboxWaitTool() tool.Tool {
+	return tool.Tool{
+		Name:  "inbox_wait",
+		Title: "Wait for a person's decisions",
+		Description: "Wait until a person has decided every item, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
+			"pending, applied, discarded, approved, declined (with the person's reason), stale or not_found. Items: " +
+			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
+			`{"command_proposal":"<id>"} for a command or tool proposal. Only your own items are reported; anything else is not_found.`,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{
+  "items":{"type":"array","minItems":1,"maxItems":50,"items":{"type":"object","properties":{
+    "proposal":{"type":"object","properties":{
+      "formId":{"type":"string"},"controlId":{"type":"string"},
+      "subject":{"type":"object","properties":{"type":{"type":"string"},"id":{"type":"string"},"label":{"type":"string"}},"required":["type","id"]}},
+      "required":["formId","controlId"]},
+    "revision":{"type":"integer","minimum":1,"description":"The proposal's revision, from the stage result; default: your newest proposal for the control."},
+    "approval":{"type":"string","maxLength":80},
+    "command_proposal":{"type":"string","maxLength":128}},
+    "additionalProperties":false}},
+  "timeout_ms":{"type":"integer","minimum":0,"maximum":300000}},
+  "required":["items"],"additionalProperties":false}`),
+		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			var a struct {
+				Items     []waitItem `json:"items"`
+				TimeoutMs *int64     `json:"timeout_ms"`
+			}
+			if err := tool.DecodeArgs(c.Args, &a); err != nil {
+				return nil, err
+			}
+			timeout := waitDefault
+			if a.TimeoutMs != nil {
+				if *a.TimeoutMs < 0 || *a.TimeoutMs > waitMax.Milliseconds() {
+					return nil, tool.Errorf("invalid_request", "timeout_ms must be 0 to %d", waitMax.Milliseconds())
+				}
+				timeout = time.Duration(*a.TimeoutMs) * time.Millisecond
+			}
+			if err := checkWaitItems(a.Items); err != nil {
+				return nil, err
+			}
+			out, timedOut, err := s.inboxWait(ctx, c.Principal, a.Items, timeout)
+			if err != nil {
+				return nil, err
+			}
+			pending := 0
+			for _, o := range out {
+				if !o.decided() {
+					pending++
+				}
+			}
+			return &tool.Result{Structured: map[string]any{"items": out, "pending": pending, "timed_out": timedOut}}, nil
+		},
+	}
+}
+
+// checkWaitItems refuses a list that is empty, too long, or has an item
+// that does not name exactly one thing.
+func checkWaitItems(items []waitItem) error {
+	if len(items) == 0 || len(items) > waitMaxItems {
+		return tool.Errorf("invalid_request", "items must list 1 to %d things to wait for", waitMaxItems)
+	}
+	for i, it := range items {
+		n := 0
+		if it.Proposal != nil {
+			n++
+			if err := it.Proposal.Validate(); err != nil {
+				return tool.Errorf("invalid_request", "items[%d].proposal: %v", i, err)
+			}
+		}
+		if it.Approval != "" {
+			n++
+		}
+		if it.CommandProposal != "" {
+			n++
+		}
+		if n != 1 {
+			return tool.Errorf("invalid_request", "items[%d] must name exactly one of proposal, approval or command_proposal", i)
+		}
+		if it.Revision < 0 || it.Revision != 0 && it.Proposal == nil {
+			return tool.Errorf("invalid_request", "items[%d]: revision is a positive number and goes with a proposal", i)
+		}
+	}
+	return nil
+}
+
+// inboxWait evaluates items for p until every one is decided or timeout
+// passes, waking on the event bus. It reports whether the timeout passed.
+// The caller's cancellation is an error; the server shutting down ends the
+// wait with the outcomes so far.
+func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitItem, timeout time.Duration) ([]waitOutcome, bool, error) {
+	// wctx bounds the waiting; ctx, the caller's, the reading of state.
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := context.AfterFunc(s.streams, cancel)
+	defer stop()
+
+	hist := newProposalHistory()
+	after := s.bus.Seq()
+	proposals, commands := false, false
+	for _, it := range items {
+		proposals = proposals || it.Proposal != nil
+		commands = commands || it.CommandProposal != ""
+	}
+	replayTo := int64(0)
+	if proposals {
+		// Read what is still in the replay buffer, so a proposal decided
+		// before the wait started reports its outcome.
+		replayTo, after = after, max(0, after-waitReplay)
+	}
+	sub := s.bus.Subscribe(after, waitReplay+256, nil)
+	defer sub.Close()
+	for replayTo > 0 {
+		e, err := sub.Next(wctx)
+		if err != nil {
+			break
+		}
+		hist.observe(p, e)
+		if e.Seq >= replayTo {
+			break
+		}
+	}
+
+	notify := progressOf(ctx)
+	reported := 0
+	for {
+		out, err := s.waitOutcomes(ctx, p, items, hist)
+		if err != nil {
+			return nil, false, err
+		}
+		decided, recheck := 0, false
+		for i, o := range out {
+			if o.decided() {
+				decided++
+			} else {
+				recheck = recheck || items[i].CommandProposal != ""
+			}
+		}
+		if decided == len(out) {
+			return out, false, nil
+		}
+		if decided > reported && notify != nil {
+			notify(ctx, decided, len(out))
+		}
+		reported = max(reported, decided)
+		if err := s.waitEvent(wctx, p, sub, hist, recheck && commands); err != nil {
+			if perr := ctx.Err(); perr != nil {
+				return nil, false, perr
+			}
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, event.ErrClosed) {
+				// Timeout or shutdown: the outcomes as they are now.
+				out, err := s.waitOutcomes(ctx, p, items, hist)
+				return out, true, err
+			}
+			return nil, false, err
+		}
+	}
+}
+
+// waitEvent blocks until an event that may change an outcome arrives, or,
+// with recheck, until waitRecheck passes.
+func (s *Server) waitEvent(ctx context.Context, p store.Principal, sub *event.Subscription, hist *proposalHistory, recheck bool) error {
+	for {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if recheck {
+			wctx, cancel = context.WithTimeout(ctx, waitRecheck)
+		}
+		e, err := sub.Next(wctx)
+		cancel()
+		if err != nil {
+			if recheck && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return nil
+			}
+			return err
+		}
+		if !e.VisibleTo(p.ID, p.Kind == store.KindHuman) && e.Type != event.Lagged {
+			continue
+		}
+		hist.observe(p, e)
+		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") {
+			return nil
+		}
+	}
+}
+
+// waitOutcomes evaluates every item now.
+func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []waitItem, hist *proposalHistory) ([]waitOutcome, error) {
+	out := make([]waitOutcome, 0, len(items))
+	for _, it := range items {
+		var o waitOutcome
+		var err error
+		switch {
+		case it.Proposal != nil:
+			o = s.proposalOutcome(ctx, p, *it.Proposal, it.Revision, hist)
+		case it.Approval != "":
+			o, err = s.approvalOutcome(ctx, p, it.Approval)
+		default:
+			o, err = s.commandProposalOutcome(ctx, p, it.CommandProposal)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// proposalOutcome reports what became of the control proposal at rev (0:
+// p's newest on the control). Only the principal that staged a proposal
+// learns its outcome.
+func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id control.Identity, rev int64, hist *proposalHistory) waitOutcome {
+	o := waitOutcome{Kind: "proposal", ID: id.String(), Revision: rev, Status: outcomeNotFound,
+		Next: "stage a value with controls_execute and pass the revision of its result; only your own proposals are reported"}
+	var cur *control.Proposal
+	if snap, ok := s.controls.Get(ctx, id); ok && s.formVisible(p, id.FormID) {
+		cur = snap.State.Staged
+	}
+	if rev == 0 {
+		if cur != nil && cur.Provenance.PrincipalID == p.ID {
+			rev = cur.Revision
+		} else {
+			rev = hist.newest(id.Key(), p.ID)
+		}
+		o.Revision = rev
+	}
+	if rev == 0 {
+		return o
+	}
+	if cur != nil && cur.Revision == rev {
+		switch {
+		case cur.Provenance.PrincipalID != p.ID:
+			return o
+		case cur.Stale:
+			o.Status, o.Reason = outcomeStale, "the value changed after it was proposed, so it cannot be applied"
+			o.Next = "inspect the control and stage a new value if it is still needed"
+		default:
+			o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+		}
+		return o
+	}
+	h, ok := hist.revs[rev]
+	if !ok || h.stager != p.ID || h.key != id.Key() {
+		return o
+	}
+	if h.status == outcomePending {
+		// Decided in the registry, and the event saying how is on its
+		// way.
+		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+		return o
+	}
+	o.Status, o.DecidedBy, o.Next = h.status, h.by, ""
+	switch h.status {
+	case outcomeApplied:
+		o.Next = "the value is live"
+	case outcomeDiscarded:
+		o.Reason = "a person discarded the proposal"
+	case outcomeStale:
+		o.Reason = "a newer proposal replaced it"
+	}
+	return o
+}
+
+// approvalOutcome reports a Flow approval to its requester (and to people).
+func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id string) (waitOutcome, error) {
+	o := waitOutcome{Kind: "approval", ID: id, Status: outcomeNotFound, Next: "pass an approval id that flows_prescribe gave you"}
+	if len(id) > 80 {
+		return o, nil
+	}
+	a, err := s.visibleApproval(ctx, p, id)
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) && te.Code == "not_found" {
+			return o, nil
+		}
+		return o, err
+	}
+	o.DecidedBy, o.Receipt, o.Next = a.Decider, a.Receipt, ""
+	switch a.Status {
+	case flow.ApprovalPending:
+		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+		if inst, err := s.flows.Instance(ctx, a.Instance); err == nil && inst.Revision != a.Revision {
+			o.Status = outcomeStale
+			o.Changed = []string{fmt.Sprintf("instance %s: was at revision %d, now at %d", inst.ID, a.Revision, inst.Revision)}
+			o.Next = "prescribe again: the instance moved on, so this approval can no longer be given"
+		}
+	case flow.ApprovalApproved:
+		o.Status, o.Next = outcomeApproved, "a person approved and the transition was applied; see the receipt with flows_inspect"
+	case flow.ApprovalDeclined:
+		o.Status, o.Reason = outcomeDeclined, a.Reason
+		o.Next = `prescribe with "ask_again": true to file a new approval request, or request another transition`
+	case flow.ApprovalStale:
+		o.Status, o.Changed = outcomeStale, a.Changed
+		o.Next = "prescribe again so that a person sees the new values"
+	}
+	return o, nil
+}
+
+// commandProposalOutcome reports a command or tool proposal to its
+// proposer (and to the people who may decide it).
+func (s *Server) commandProposalOutcome(ctx context.Context, p store.Principal, id string) (waitOutcome, error) {
+	o := waitOutcome{Kind: "command_proposal", ID: id, Status: outcomeNotFound, Next: "pass a proposal id that a spawn or tool registration gave you"}
+	if s.runTools == nil {
+		return o, nil
+	}
+	pr, err := s.runTools.Proposal(ctx, p, id)
+	if err != nil {
+		var re *run.Error
+		if errors.As(err, &re) && re.Code == run.CodeNotFound {
+			return o, nil
+		}
+		return o, err
+	}
+	o.DecidedBy, o.Reason, o.Next = pr.DecidedBy, pr.Reason, ""
+	switch pr.Status {
+	case store.ProposalPending:
+		o.Status, o.Next = outcomePending, "a person decides at "+s.runTools.ProposalURL(pr.ID)
+	case store.ProposalApproved:
+		o.Status = outcomeApproved
+	case store.ProposalDeclined:
+		o.Status = outcomeDeclined
+	}
+	return o, nil
+}
+
+// proposalHistory follows control proposals through the command events on
+// the bus: who staged each revision and what became of it.
+type proposalHistory struct {
+	// staged is the open revision of each control.
+	staged map[control.Key]int64
+	revs   map[int64]*revHistory
+}
+
+type revHistory struct {
+	key    control.Key
+	stager string
+	status string
+	by     string
+}
+
+func newProposalHistory() *proposalHistory {
+	return &proposalHistory{staged: map[control.Key]int64{}, revs: map[int64]*revHistory{}}
+}
+
+// commandEvent is the part of a "control.command" event the history reads.
+type commandEvent struct {
+	Action      control.Action   `json:"action"`
+	Identity    control.Identity `json:"identity"`
+	OK          bool             `json:"ok"`
+	PrincipalID string           `json:"principalId"`
+	Snapshot    struct {
+		State struct {
+			Staged *control.Proposal `json:"staged"`
+		} `json:"state"`
+	} `json:"snapshot"`
+}
+
+// observe records what a successful command event visible to p did to
+// proposals.
+func (h *proposalHistory) observe(p store.Principal, e event.Event) {
+	if e.Type != "control.command" || !e.VisibleTo(p.ID, p.Kind == store.KindHuman) {
+		return
+	}
+	var c commandEvent
+	if json.Unmarshal(e.Data, &c) != nil || !c.OK {
+		return
+	}
+	k := c.Identity.Key()
+	settle := func(status string) {
+		if rev, ok := h.staged[k]; ok {
+			if r := h.revs[rev]; r != nil && r.status == outcomePending {
+				r.status, r.by = status, c.PrincipalID
+			}
+			delete(h.staged, k)
+		}
+	}
+	switch c.Action {
+	case control.Stage:
+		st := c.Snapshot.State.Staged
+		if st == nil {
+			return
+		}
+		settle(outcomeStale)
+		h.staged[k] = st.Revision
+		if len(h.revs) < 4*waitReplay {
+			h.revs[st.Revision] = &revHistory{key: k, stager: st.Provenance.PrincipalID, status: outcomePending}
+		}
+	case control.Apply:
+		settle(outcomeApplied)
+	case control.Discard, control.Clear:
+		settle(outcomeDiscarded)
+	}
+}
+
+// newest returns the newest revision principal staged on k, or 0.
+func (h *proposalHistory) newest(k control.Key, principal string) int64 {
+	var best int64
+	for rev, r := range h.revs {
+		if r.key == k && r.stager == principal && rev > best {
+			best = rev
+		}
+	}
+	return best
+}
+
+// progressFunc reports that done of total items are decided.
+type progressFunc func(ctx context.Context, done, total int)
+
+type progressKey struct{}
+
+// withProgress returns ctx carrying a progressFunc that sends MCP progress
+// notifications for req, when its client asked for them with a progress
+// token.
+func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return ctx
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return ctx
+	}
+	session := req.Session
+	return context.WithValue(ctx, progressKey{}, progressFunc(func(ctx context.Context, done, total int) {
+		_ = session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+			Progress: float64(done), Total: float64(total), Message: fmt.Sprintf("%d of %d decided", done, total)})
+	}))
+}
+
+// progressOf returns the progressFunc of ctx, or nil.
+func progressOf(ctx context.Context) progressFunc {
+	f, _ := ctx.Value(progressKey{}).(progressFunc)
+	return f
+}
