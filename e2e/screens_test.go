@@ -245,7 +245,7 @@ func TestConfirmationCancelAndConfirm(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the confirmation", `document.getElementById("confirm-dialog").open`)
-	if got := js[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); got != "Pay 42.5?" {
+	if got := js[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); got != "Pay $42.50?" {
 		t.Fatalf("sentence %q", got)
 	}
 	screenshot(t, ctx, "confirm")

@@ -126,17 +126,43 @@ var (
 "expose":{"type":"boolean"}},"additionalProperties":false}`)
 )
 
+// Output schemas of the actors_* tools and of registered Recipe tools.
+var (
+	objectSchema = json.RawMessage(`{"type":"object","additionalProperties":true}`)
+	// runResultSchema describes a Run view, or a proposal filed for a
+	// person's approval (status pending_approval).
+	runResultSchema = json.RawMessage(`{"type":"object","properties":{
+"run":{"type":"string","description":"Run id"},
+"status":{"type":"string","description":"Run status, or pending_approval when a person must approve"},
+"launch_kind":{"type":"string"},
+"proposal":{"type":"string","description":"proposal id when the spawn awaits approval"},
+"url":{"type":"string","description":"web page of the Run (or of the proposal) for a person"},
+"next_actions":{"type":"array","items":{"type":"string"}}},
+"required":["status"],"additionalProperties":true}`)
+	// recipeResultSchema describes the output of a Recipe tool run inline.
+	recipeResultSchema = json.RawMessage(`{"type":"object","properties":{
+"exit_code":{"type":"integer"},
+"stdout":{"type":"string"},
+"stderr":{"type":"string"}},
+"required":["exit_code","stdout","stderr"],"additionalProperties":true}`)
+)
+
+// RunURL is the web page of Run id.
+func (ts *ToolSet) RunURL(id string) string {
+	return strings.TrimRight(ts.m.cfg.URL, "/") + "/runs/" + id
+}
+
 // Tools returns the actors_* tools and their hidden legacy aliases.
 func (ts *ToolSet) Tools() []tool.Tool {
 	main := []tool.Tool{
 		{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect. An inline template from an agent without the command.execute grant is filed for a person's approval instead: the answer has status pending_approval and a proposal id to inspect.",
-			InputSchema: spawnSchema, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
+			InputSchema: spawnSchema, OutputSchema: runResultSchema, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
 		{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema, proposal:<id> status. Only your own Runs, tools and proposals are visible.",
-			InputSchema: inspectSchema, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
+			InputSchema: inspectSchema, OutputSchema: objectSchema, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
 		{Name: ToolControl, Title: "Control", Description: "Apply one Control action to an existing Run: an action its Recipe declares, or the runtime's kill (running), archive or prune (terminal).",
-			InputSchema: controlSchema, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
+			InputSchema: controlSchema, OutputSchema: objectSchema, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
 		{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given. A registration by an agent without the command.execute grant waits for a person's approval (status pending_approval). A registered tool is visible only to you until a person publishes it.",
-			InputSchema: registerSchema, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
+			InputSchema: registerSchema, OutputSchema: objectSchema, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
 	}
 	out := append([]tool.Tool(nil), main...)
 	byName := map[string]tool.Tool{}
@@ -233,6 +259,7 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, err
 		return nil, toolError(err)
 	}
 	id := v["run"].(string)
+	v["url"] = ts.RunURL(id)
 	v["next_actions"] = []string{"inspect target=run:" + id + " view=recipe", "inspect target=run:" + id + " view=trace", "inspect target=run:" + id + " view=control"}
 	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%v next=actors_inspect target=run:%s view=trace", id, v["status"], v["launch_kind"], v["pid"], id)
 	return result(text, v, in.Verbose), nil
@@ -718,7 +745,11 @@ func (ts *ToolSet) recipeTool(rec store.ToolRecord) (tool.Tool, error) {
 	if desc == "" {
 		desc = "Registered Recipe tool " + name
 	}
-	return tool.Tool{Name: name, Description: desc, InputSchema: schemaFor(r, d.Defaults),
+	out := recipeResultSchema
+	if r.Async {
+		out = runResultSchema
+	}
+	return tool.Tool{Name: name, Description: desc, InputSchema: schemaFor(r, d.Defaults), OutputSchema: out,
 		Annotations: tool.Annotations{OpenWorld: true}, Meta: map[string]any{recipeToolMeta: true},
 		Owner: rec.OwnerID, Published: d.Published,
 		Handler: func(ctx context.Context, call tool.Call) (*tool.Result, error) {
@@ -759,7 +790,10 @@ func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Ca
 		if err != nil {
 			return nil, toolError(err)
 		}
-		return &tool.Result{Text: fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v["run"], v["status"], name), Structured: v}, nil
+		if id, ok := v["run"].(string); ok {
+			v["url"] = ts.RunURL(id)
+		}
+		return result(fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v["run"], v["status"], name), v, false), nil
 	}
 	vals, err := r.Resolve(values)
 	if err != nil {
@@ -809,6 +843,10 @@ func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env []stri
 	v := map[string]any{"exit_code": code, "stdout": out, "stderr": cut(stderr.String(), 4000)}
 	if code != 0 {
 		return nil, &tool.Error{Code: "tool_failed", Message: fmt.Sprintf("exit_code=%d\n%s", code, cut(stderr.String(), 4000)), Data: v}
+	}
+	if strings.TrimSpace(out) == "" {
+		b, _ := json.Marshal(v)
+		out = string(b)
 	}
 	return &tool.Result{Text: out, Structured: v}, nil
 }

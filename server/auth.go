@@ -201,8 +201,16 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 }
 
 // IssueToken creates a principal with a fresh bearer token and returns the
-// token (shown once; only its hash is kept).
+// token (shown once; only its hash is kept). An agent or service is
+// supervised by the workspace owner; use IssueTokenFor to name others.
 func IssueToken(ctx context.Context, st store.Principals, kind, name string, grants []string, now time.Time) (string, store.Principal, error) {
+	return IssueTokenFor(ctx, st, kind, name, grants, nil, now)
+}
+
+// IssueTokenFor is IssueToken with the ids of the people who supervise the
+// new principal. With none given, an agent or service is supervised by the
+// workspace owner when st knows one. Every supervisor must be a person.
+func IssueTokenFor(ctx context.Context, st store.Principals, kind, name string, grants, supervisors []string, now time.Time) (string, store.Principal, error) {
 	switch kind {
 	case store.KindHuman, store.KindAgent, store.KindService:
 	default:
@@ -211,8 +219,23 @@ func IssueToken(ctx context.Context, st store.Principals, kind, name string, gra
 	if strings.TrimSpace(name) == "" {
 		return "", store.Principal{}, errors.New("a principal needs a name")
 	}
+	if len(supervisors) == 0 && kind != store.KindHuman {
+		if set, ok := st.(interface {
+			Setting(context.Context, string) (string, error)
+		}); ok {
+			if owner, err := set.Setting(ctx, settingOwner); err == nil {
+				supervisors = []string{owner}
+			}
+		}
+	}
+	for _, id := range supervisors {
+		sp, err := st.Principal(ctx, id)
+		if err != nil || sp.Kind != store.KindHuman || sp.Revoked {
+			return "", store.Principal{}, fmt.Errorf("unknown_supervisor: %q is not a person; name a human principal", id)
+		}
+	}
 	tok := auth.NewSecret(auth.TokenPrefix)
-	p := store.Principal{ID: auth.NewID("p_"), Kind: kind, Name: name, Grants: grants, CreatedAt: now.UTC()}
+	p := store.Principal{ID: auth.NewID("p_"), Kind: kind, Name: name, Grants: grants, Supervisors: supervisors, CreatedAt: now.UTC()}
 	if err := st.CreatePrincipal(ctx, p, auth.Hash(tok)); err != nil {
 		return "", store.Principal{}, err
 	}
@@ -272,7 +295,7 @@ func EnsureBootstrap(ctx context.Context, st store.Store, now time.Time) (Bootst
 	if err := st.CreatePrincipal(ctx, b.Owner, nil); err != nil {
 		return b, fmt.Errorf("bootstrap: %w", err)
 	}
-	tok, agent, err := IssueToken(ctx, st, store.KindAgent, "agent", []string{"state.write", "tool.invoke"}, now)
+	tok, agent, err := IssueTokenFor(ctx, st, store.KindAgent, "agent", []string{"state.write", "tool.invoke"}, []string{b.Owner.ID}, now)
 	if err != nil {
 		return b, fmt.Errorf("bootstrap: %w", err)
 	}

@@ -74,9 +74,12 @@ func (s *Server) Controls() *control.Registry { return s.controls }
 // formVisible reports whether p may see the controls of formID.
 func (s *Server) formVisible(p store.Principal, formID string) bool {
 	s.formsMu.Lock()
-	defer s.formsMu.Unlock()
 	f, ok := s.forms[formID]
-	return !ok || !f.private || f.owner == p.ID || p.Kind == store.KindHuman
+	s.formsMu.Unlock()
+	if !ok || !f.private || f.owner == p.ID {
+		return true
+	}
+	return s.oversees(context.Background(), p, f.owner)
 }
 
 // execControl runs a command for principal p with the source the transport

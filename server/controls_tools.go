@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/tool"
@@ -19,11 +20,12 @@ const identitySchema = `{"type":"object","description":"The control's stable ide
 func (s *Server) controlTools() []tool.Tool {
 	return []tool.Tool{
 		{
-			Name:        "controls_list",
-			Title:       "List controls",
-			Description: "List the controls you can see, optionally of one form: identity, metadata, state, and the live and staged values (hidden for secret or unreadable controls).",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"formId":{"type":"string","description":"Only this form's controls."}},"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Name:         "controls_list",
+			Title:        "List controls",
+			Description:  "List the controls you can see, optionally of one form: identity, metadata, state, and the live and staged values (hidden for secret or unreadable controls).",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"formId":{"type":"string","description":"Only this form's controls."}},"additionalProperties":false}`),
+			OutputSchema: controlsListSchema,
+			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var a struct {
 					FormID string `json:"formId"`
@@ -35,11 +37,12 @@ func (s *Server) controlTools() []tool.Tool {
 			},
 		},
 		{
-			Name:        "controls_inspect",
-			Title:       "Inspect a control",
-			Description: "Return one control's snapshot: metadata, capabilities, state (validity included), live value and any staged proposal with its revision and provenance.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"identity":` + identitySchema + `},"required":["identity"],"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Name:         "controls_inspect",
+			Title:        "Inspect a control",
+			Description:  "Return one control's snapshot: metadata, capabilities, state (validity included), live value and any staged proposal with its revision and provenance.",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"identity":` + identitySchema + `},"required":["identity"],"additionalProperties":false}`),
+			OutputSchema: controlSnapshotSchema,
+			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var a struct {
 					Identity control.Identity `json:"identity"`
@@ -66,7 +69,8 @@ func (s *Server) controlTools() []tool.Tool {
   "durationMs":{"type":"integer","minimum":0,"maximum":60000},
   "revision":{"type":"integer","minimum":1,"description":"The proposal revision you saw."}},
   "required":["action","identity"],"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+			OutputSchema: controlResultSchema,
+			Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var a executeRequest
 				if err := decodeControlArgs(c.Args, &a); err != nil {
@@ -80,11 +84,41 @@ func (s *Server) controlTools() []tool.Tool {
 					return &tool.Result{Structured: control.Result{Reason: cerr.Reason, Message: cerr.Message}, IsError: true}, nil
 				}
 				res := s.execControl(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
+				if res.OK && res.Action == control.Stage {
+					// A staged value waits for a person in the inbox.
+					return &tool.Result{Structured: stagedResult{Result: res, URL: strings.TrimRight(s.cfg.BaseURL, "/") + "/inbox"}}, nil
+				}
 				return &tool.Result{Structured: res, IsError: !res.OK}, nil
 			},
 		},
 	}
 }
+
+// stagedResult is the answer to a stage command: the command's result and
+// the page where a person decides the staged value.
+type stagedResult struct {
+	control.Result
+	URL string `json:"url"`
+}
+
+// Output schemas of the controls_* tools.
+var (
+	controlResultSchema = json.RawMessage(`{"type":"object","properties":{
+"ok":{"type":"boolean"},
+"action":{"type":"string"},
+"identity":{"type":"object"},
+"snapshot":{"type":"object","description":"the control after the command"},
+"reason":{"type":"string","description":"why the command was refused"},
+"message":{"type":"string"},
+"url":{"type":"string","description":"page where a person decides a staged value"}},
+"required":["ok"],"additionalProperties":true}`)
+	controlsListSchema = json.RawMessage(`{"type":"object","properties":{
+"controls":{"type":["array","null"],"items":{"type":"object"}}},
+"required":["controls"],"additionalProperties":true}`)
+	controlSnapshotSchema = json.RawMessage(`{"type":"object","properties":{
+"identity":{"type":"object"},
+"state":{"type":"object"}},"additionalProperties":true}`)
+)
 
 // decodeControlArgs decodes tool arguments strictly. Identity limits are
 // checked by the registry (limit_exceeded).

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
@@ -25,11 +27,12 @@ import (
 func (s *Server) flowTools() []tool.Tool {
 	return []tool.Tool{
 		{
-			Name:        "flows_list",
-			Title:       "List Flows",
-			Description: "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Name:         "flows_list",
+			Title:        "List Flows",
+			Description:  "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+			OutputSchema: flowsListSchema,
+			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var none struct{}
 				if err := tool.DecodeArgs(c.Args, &none); err != nil {
@@ -92,7 +95,8 @@ func (s *Server) flowTools() []tool.Tool {
   "parameters":{"type":"object","additionalProperties":{"type":"string"},"description":"The transition's parameters."},
   "ask_again":{"type":"boolean","description":"After a person declined this request, file a new approval for it instead of reporting the decline."}},
   "required":["instance"],"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
+			OutputSchema: flowsPrescribeSchema,
+			Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var a struct {
 					Instance   string            `json:"instance"`
@@ -110,7 +114,12 @@ func (s *Server) flowTools() []tool.Tool {
 					return nil, err
 				}
 				s.afterDecline(ctx, c.Principal, a.Instance, req, a.AskAgain, &res)
-				return &tool.Result{Structured: res}, nil
+				out := prescribeAnswer{prescribeResult: res}
+				if res.Decision.Kind == flow.Frontier && res.Approval != nil {
+					// A person decides the approval on the instance's page.
+					out.URL = strings.TrimRight(s.cfg.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
+				}
+				return &tool.Result{Structured: out}, nil
 			},
 		},
 		{
@@ -140,6 +149,27 @@ func (s *Server) flowTools() []tool.Tool {
 		},
 	}
 }
+
+// prescribeAnswer is flows_prescribe's answer: the decision and, when an
+// approval awaits a person, the page where they decide it.
+type prescribeAnswer struct {
+	prescribeResult
+	URL string `json:"url,omitempty"`
+}
+
+// Output schemas of the flows_* tools.
+var (
+	flowsListSchema = json.RawMessage(`{"type":"object","properties":{
+"programs":{"type":["array","null"],"items":{"type":"object"}},
+"instances":{"type":["array","null"],"items":{"type":"object"}}},
+"required":["programs","instances"],"additionalProperties":true}`)
+	flowsPrescribeSchema = json.RawMessage(`{"type":"object","properties":{
+"decision":{"type":"object","description":"the kernel's decision; its kind is PRESCRIBED, MARKED, BLOCKED, REFUSED, UNRESOLVED or FRONTIER"},
+"approval":{"type":"object","description":"the approval request filed for a person"},
+"next":{"type":"string","description":"what the caller can do now"},
+"url":{"type":"string","description":"page where a person decides the approval"}},
+"required":["decision"],"additionalProperties":true}`)
+)
 
 // afterDecline completes a prescribe answer that found a person's approval
 // request. Pending, it names inbox_wait. Declined, it reports the decline

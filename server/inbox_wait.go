@@ -94,6 +94,11 @@ func (s *Server) inboxWaitTool() tool.Tool {
     "additionalProperties":false}},
   "timeout_ms":{"type":"integer","minimum":0,"maximum":300000}},
   "required":["items"],"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{
+"items":{"type":["array","null"],"items":{"type":"object","properties":{"outcome":{"type":"string"}}},"description":"each item with its outcome"},
+"pending":{"type":"integer","description":"items still waiting for a person"},
+"timed_out":{"type":"boolean"}},
+"required":["items","pending","timed_out"],"additionalProperties":true}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var a struct {

@@ -316,9 +316,13 @@ func NewMCPServer(reg *tool.Registry, log interface {
 				return res, err
 			}
 			if lr, ok := res.(*mcp.ListToolsResult); ok {
+				apps := declaresApps(req)
 				mu.Lock()
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
+					if !apps && appOnly(t) {
+						continue
+					}
 					if !hidden[t.Name] && reg.VisibleTo(caller, t.Name) {
 						kept = append(kept, t)
 					}
@@ -330,6 +334,57 @@ func NewMCPServer(reg *tool.Registry, log interface {
 		}
 	})
 	return srv, stop
+}
+
+// appsExtension is the key under which a client declares MCP Apps support
+// in the extensions of its initialize capabilities.
+const appsExtension = "io.modelcontextprotocol/ui"
+
+// declaresApps reports whether the client that sent req declared MCP Apps
+// support when it initialized. A session without initialize parameters
+// (the stateless protocol) declares nothing.
+func declaresApps(req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil {
+		return false
+	}
+	_, ok = ip.Capabilities.Extensions[appsExtension]
+	return ok
+}
+
+// appOnly reports whether t is meant for an MCP App view only: its
+// _meta.ui.visibility lists "app" and not "model". Such a tool is listed
+// only to clients that declare MCP Apps support.
+func appOnly(t *mcp.Tool) bool {
+	ui, ok := t.Meta["ui"].(map[string]any)
+	if !ok {
+		return false
+	}
+	var vis []string
+	switch v := ui["visibility"].(type) {
+	case []string:
+		vis = v
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				vis = append(vis, s)
+			}
+		}
+	}
+	app, model := false, false
+	for _, v := range vis {
+		switch v {
+		case "app":
+			app = true
+		case "model":
+			model = true
+		}
+	}
+	return app && !model
 }
 
 // asCallRequest carries req's session and transport details in the shape
@@ -347,12 +402,17 @@ func mcpTool(t tool.Tool) *mcp.Tool {
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 	}
+	out := t.OutputSchema
+	if out == nil {
+		out = json.RawMessage(`{"type":"object","additionalProperties":true}`)
+	}
 	destructive, openWorld := t.Annotations.Destructive, t.Annotations.OpenWorld
 	mt := &mcp.Tool{
-		Name:        t.Name,
-		Title:       t.Title,
-		Description: t.Description,
-		InputSchema: schema,
+		Name:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  schema,
+		OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.Title,
 			ReadOnlyHint:    t.Annotations.ReadOnly,

@@ -209,23 +209,33 @@ func runCaller(p store.Principal, id string) (owner, instance string) {
 }
 
 // runActor is runCaller for a request about Run id, where a person acts as
-// the Run's owner: people oversee the Runs their agents and services start,
-// as they do screens and approvals. Agents stay confined to their own Runs.
+// the Run's owner when they supervise it (see oversees), as they do for
+// screens and approvals. Agents stay confined to their own Runs.
 func (s *Server) runActor(ctx context.Context, p store.Principal, id string) (owner, instance string) {
 	owner, instance = runCaller(p, id)
 	if p.Kind == store.KindHuman && owner == p.ID {
-		if o, err := s.runs.Owner(ctx, id); err == nil {
+		if o, err := s.runs.Owner(ctx, id); err == nil && s.oversees(ctx, p, o) {
 			owner = o
 		}
 	}
 	return owner, instance
 }
 
-// listRuns lists the Runs p may see: a person's view is every Run, an
-// agent's or service's its own.
+// listRuns lists the Runs p may see: a person's view is the Runs of the
+// principals they supervise and their own, an agent's or service's its own.
 func (s *Server) listRuns(ctx context.Context, p store.Principal, status string) ([]map[string]any, error) {
 	if p.Kind == store.KindHuman {
-		return s.runs.ListAll(ctx, status)
+		all, err := s.runs.ListAll(ctx, status)
+		if err != nil {
+			return nil, err
+		}
+		out := all[:0]
+		for _, r := range all {
+			if o, _ := r["owner_id"].(string); s.oversees(ctx, p, o) {
+				out = append(out, r)
+			}
+		}
+		return out, nil
 	}
 	owner := ownerOf(p)
 	if owner == "" {

@@ -386,10 +386,14 @@ func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	cookie, csrf := f.signIn()
-	if _, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "agent-job"}); err != nil {
+	personTok, auditor := f.issue(store.KindHuman, "auditor")
+	_, jobAgent, err := IssueTokenFor(ctx, f.db, store.KindAgent, "job-agent", nil, []string{f.boot.Owner.ID, auditor.ID}, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	personTok, _ := f.issue(store.KindHuman, "auditor")
+	if _, err := f.srv.runs.Spawn(ctx, jobAgent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "agent-job"}); err != nil {
+		t.Fatal(err)
+	}
 	status, out, _ := f.api("GET", "/v1/runs", personTok, nil)
 	if status != http.StatusOK || !strings.Contains(string(mustJSON(out)), `"agent-job"`) {
 		t.Fatalf("a person's GET /v1/runs = %d %v", status, out)
@@ -410,7 +414,7 @@ func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := f.srv.runs.Status(ctx, f.boot.Agent.ID, "agent-job")
+		v, err := f.srv.runs.Status(ctx, jobAgent.ID, "agent-job")
 		if err == nil && v["status"] == run.StatusKilled {
 			break
 		}

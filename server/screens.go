@@ -704,6 +704,13 @@ func (s *Server) showScreenTool() tool.Tool {
 		Title:       "Show a screen",
 		Description: desc.String(),
 		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"screen":{"type":"string","minLength":1,"maxLength":%d,"description":"the screen as Omni-IR text"}},"required":["screen"],"additionalProperties":false}`, maxScreenChars)),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{
+"screen":{"type":"string","description":"screen id"},
+"url":{"type":"string","description":"web page where a person sees the screen"},
+"components":{"type":"integer","description":"components shown"},
+"rejected":{"type":["array","null"],"items":{"type":"object"},"description":"lines that were rejected, with line, code and message"},
+"outline":{"type":"string","description":"the screen as text"}},
+"required":["screen","url","components","outline"],"additionalProperties":true}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: false, OpenWorld: false},
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var args struct {
@@ -721,8 +728,9 @@ func (s *Server) showScreenTool() tool.Tool {
 			}
 			sc, _ := s.screenFor(c.Principal, id)
 			sum := sc.summary()
-			return &tool.Result{Text: showScreenText(sum), Structured: map[string]any{
-				"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id,
+			url := strings.TrimRight(s.cfg.BaseURL, "/") + "/screens/" + id
+			return &tool.Result{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Structured: map[string]any{
+				"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id, "url": url,
 			}}, nil
 		},
 	}
@@ -759,12 +767,13 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 		desc = "A screen action."
 	}
 	return tool.Tool{
-		Name:        t.Name,
-		Title:       t.Name,
-		Description: desc + " Called by a screen's governed button; checked on the server against the tool's schema.",
-		InputSchema: json.RawMessage(`{"type":"object"}`),
-		Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
-		Meta:        map[string]any{"ui": map[string]any{"visibility": []string{"app"}}},
+		Name:         t.Name,
+		Title:        t.Name,
+		Description:  desc + " Called by a screen's governed button; checked on the server against the tool's schema.",
+		InputSchema:  json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"update":{"type":"string","description":"Omni-IR lines that update the screen"}},"additionalProperties":true}`),
+		Annotations:  tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
+		Meta:         map[string]any{"ui": map[string]any{"visibility": []string{"app"}}},
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var params map[string]any
 			if err := json.Unmarshal(c.Args, &params); err != nil || params == nil {
@@ -781,7 +790,8 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 			if out.Update != "" {
 				res["update"] = out.Update
 			}
-			return &tool.Result{Structured: res}, nil
+			b, _ := json.Marshal(res)
+			return &tool.Result{Text: string(b), Structured: res}, nil
 		},
 	}
 }

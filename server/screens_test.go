@@ -295,7 +295,7 @@ func TestMutateForgedRequests(t *testing.T) {
 
 func TestShowScreenOverMCP(t *testing.T) {
 	f, _ := screenFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.appsSession(f.token)
 	if err != nil {
 		t.Fatal(err)
 	}

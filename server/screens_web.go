@@ -792,11 +792,12 @@ func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg pa
 		}
 		params[k] = v
 	}
+	display := shownParams(sc.doc, m.Params, params)
 	toolName := m.Tool
 	sc.bumpLocked()
 	sc.mu.Unlock()
 
-	pend, err := s.screenTools.Prepare(r.Context(), toolName, params, problems)
+	pend, err := s.screenTools.Prepare(confirm.WithDisplay(r.Context(), display), toolName, params, problems)
 	if err == nil {
 		if e := s.checkAccess(*pg.Principal, toolName); e != nil {
 			pend.Cancel()
@@ -908,4 +909,38 @@ func (s *Server) finishPress(ctx context.Context, w http.ResponseWriter, sc *liv
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "done"})
+}
+
+// shownParams returns, for each param bound to a state value that the
+// screen shows as money, the text the screen shows, so the confirmation
+// sentence reads like the screen.
+func shownParams(doc *screen.Document, raw map[string]any, params map[string]any) map[string]string {
+	var out map[string]string
+	for k, v := range raw {
+		ref, ok := v.(screen.StateRef)
+		if !ok {
+			continue
+		}
+		f, ok := params[k].(float64)
+		if !ok {
+			continue
+		}
+		for _, n := range doc.Nodes() {
+			if n.Props["format"] != "currency" {
+				continue
+			}
+			if r, ok := n.Props["text"].(screen.StateRef); !ok || r != ref {
+				if doc.Edits(n.ID) != string(ref) {
+					continue
+				}
+			}
+			cur, _ := n.Props["currency"].(string)
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = money(f, cur)
+			break
+		}
+	}
+	return out
 }

@@ -265,7 +265,19 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, principalOf(r))
+	p := principalOf(r)
+	sup := []map[string]string{}
+	for _, id := range p.Supervisors {
+		name := ""
+		if sp, err := s.store.Principal(r.Context(), id); err == nil {
+			name = sp.Name
+		}
+		sup = append(sup, map[string]string{"id": id, "name": name})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		store.Principal
+		Supervisors []map[string]string `json:"supervisors"`
+	}{p, sup})
 }
 
 // openItems counts what p has waiting, by kind.

@@ -139,6 +139,39 @@ func (s *Server) routesWeb(mux *http.ServeMux) {
 	mux.HandleFunc("POST /signin", s.handleSignIn)
 	mux.Handle("POST /signout", s.webPage(s.handleSignOut))
 	mux.Handle("GET /inbox", s.webPage(s.handleInbox))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.handleNotFound(w, r, mux) })
+}
+
+// handleNotFound answers requests no other route matches. A path that
+// other methods serve gets method_not_allowed with an Allow header, as the
+// mux would answer; API and MCP clients get the JSON error; people get a
+// page with a way back.
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path does not take "+r.Method+"; use "+strings.Join(allow, " or "))
+		return
+	}
+	if p := r.URL.Path; strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/mcp") || strings.HasPrefix(p, "/static/") {
+		writeError(w, http.StatusNotFound, "not_found", "no such path; see docs/http.md for the API's paths")
+		return
+	}
+	pg := page{Title: "Not found"}
+	if p, sess, ok := s.webSession(r); ok {
+		pg.Principal, pg.CSRF = &p, sess.CSRF
+	}
+	s.web.render(w, http.StatusNotFound, "notfound", pg)
 }
 
 func (s *Server) handleSignInPage(w http.ResponseWriter, r *http.Request) {

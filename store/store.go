@@ -30,12 +30,15 @@ const (
 
 // Principal is who a request acts for.
 type Principal struct {
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"` // human, agent or service
-	Name      string    `json:"name"`
-	Grants    []string  `json:"grants"`
-	CreatedAt time.Time `json:"createdAt"`
-	Revoked   bool      `json:"revoked,omitempty"`
+	ID     string   `json:"id"`
+	Kind   string   `json:"kind"` // human, agent or service
+	Name   string   `json:"name"`
+	Grants []string `json:"grants"`
+	// Supervisors lists the ids of the people who oversee this principal's
+	// Runs, screens, proposals and Flow instances.
+	Supervisors []string  `json:"supervisors,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Revoked     bool      `json:"revoked,omitempty"`
 }
 
 // Has reports whether p holds the grant named capability.

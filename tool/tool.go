@@ -63,7 +63,10 @@ type Tool struct {
 	// InputSchema is a JSON Schema object for Args. Nil means an object
 	// with no properties.
 	InputSchema json.RawMessage
-	Annotations Annotations
+	// OutputSchema is a JSON Schema object that the tool's Structured
+	// result conforms to. Nil means an object with any properties.
+	OutputSchema json.RawMessage
+	Annotations  Annotations
 	// Hidden tools can be called but are not listed (for example legacy
 	// aliases of a renamed tool).
 	Hidden bool

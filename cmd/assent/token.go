@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,13 +23,14 @@ func newTokenCmd(c *cli) *cobra.Command {
   assent token revoke p_0123456789abcdef0123`,
 	}
 	cmd.AddCommand(newTokenCreateCmd(c), newTokenListCmd(c), newTokenRevokeCmd(c))
+	cmd.AddCommand(newTokenLinkCmd(c))
 	return cmd
 }
 
 func newTokenCreateCmd(c *cli) *cobra.Command {
 	var (
 		data, kind, name, base string
-		grants                 []string
+		grants, forNames       []string
 		asJSON                 bool
 	)
 	cmd := &cobra.Command{
@@ -39,7 +41,8 @@ The token is printed once; only its SHA-256 hash is stored. For a person, a
 one-time sign-in link for the web UI is printed too.`,
 		Example: `  assent token create --kind agent --name planner
   assent token create --kind service --name billing --grant tool.invoke,state.write
-  assent token create --kind human --name alice --grant human.approve`,
+  assent token create --kind human --name alice --grant human.approve
+  assent token create --kind agent --name triage --for alice,owner`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch kind {
@@ -56,7 +59,11 @@ one-time sign-in link for the web UI is printed too.`,
 				return err
 			}
 			defer db.Close()
-			tok, p, err := server.IssueToken(ctx, db, kind, name, splitList(grants), time.Now())
+			sup, err := supervisorIDs(ctx, db, splitList(forNames))
+			if err != nil {
+				return err
+			}
+			tok, p, err := server.IssueTokenFor(ctx, db, kind, name, splitList(grants), sup, time.Now())
 			if err != nil {
 				return refused("%v", err)
 			}
@@ -85,6 +92,7 @@ one-time sign-in link for the web UI is printed too.`,
 	f.StringVar(&kind, "kind", "", "human, agent or service (required)")
 	f.StringVar(&name, "name", "", "a name people will recognise (required)")
 	f.StringSliceVar(&grants, "grant", nil, "capabilities to grant, comma-separated or repeated")
+	f.StringSliceVar(&forNames, "for", nil, "people (name or id) who supervise an agent or service (default the owner)")
 	f.StringVar(&base, "base-url", "", "server URL for a person's sign-in link (default "+defaultURL+")")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -173,4 +181,30 @@ func splitList(vals []string) []string {
 		}
 	}
 	return out
+}
+
+// supervisorIDs resolves people named by name or id to their ids.
+func supervisorIDs(ctx context.Context, st store.Principals, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	all, err := st.ListPrincipals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, n := range names {
+		id := ""
+		for _, p := range all {
+			if p.Kind == store.KindHuman && !p.Revoked && (p.ID == n || p.Name == n) {
+				id = p.ID
+				break
+			}
+		}
+		if id == "" {
+			return nil, refused("unknown_supervisor: no person is named %q; list people with `assent token list`", n)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }

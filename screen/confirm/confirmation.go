@@ -92,7 +92,7 @@ func isIdent(c byte, first bool) bool {
 }
 
 // fill writes the sentence of tmpl for params.
-func fill(tmpl string, ph []placeholder, params map[string]any) (string, error) {
+func fill(tmpl string, ph []placeholder, params map[string]any, display map[string]string) (string, error) {
 	var b strings.Builder
 	last := 0
 	for _, p := range ph {
@@ -101,7 +101,11 @@ func fill(tmpl string, ph []placeholder, params map[string]any) (string, error) 
 			return "", fmt.Errorf("the template names param %q, which the press did not send; make it required in the tool's schema", p.name)
 		}
 		b.WriteString(tmpl[last:p.start])
-		b.WriteString(isolate(field.FormatValue(v)))
+		text, shown := display[p.name]
+		if !shown {
+			text = field.FormatValue(v)
+		}
+		b.WriteString(isolate(text))
 		last = p.end
 	}
 	b.WriteString(tmpl[last:])
@@ -171,7 +175,7 @@ func (c Confirmation) Sentence(ctx context.Context, params map[string]any) (s st
 			return "", err
 		}
 	case c.template != "":
-		s, err = fill(c.template, placeholders(c.template), params)
+		s, err = fill(c.template, placeholders(c.template), params, displayFrom(ctx))
 		if err != nil {
 			return "", err
 		}
@@ -193,4 +197,26 @@ func blank(s string) bool {
 		}
 	}
 	return true
+}
+
+type displayKey struct{}
+
+// WithDisplay returns a copy of ctx carrying the text a screen shows for
+// some params. A template fills {name} with display[name] when it is
+// present instead of the param's plain text, so the sentence shows an
+// amount the way the screen does ("$42.50", not "42.5"). The text is
+// inserted once, as plain text, like any value.
+func WithDisplay(ctx context.Context, display map[string]string) context.Context {
+	if len(display) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, displayKey{}, display)
+}
+
+func displayFrom(ctx context.Context) map[string]string {
+	if ctx == nil {
+		return nil
+	}
+	d, _ := ctx.Value(displayKey{}).(map[string]string)
+	return d
 }

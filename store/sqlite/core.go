@@ -55,6 +55,8 @@ CREATE TABLE audit (
 	detail TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX audit_form ON audit(form_id, seq);
+`}, {2, `
+ALTER TABLE principals ADD COLUMN supervisors TEXT NOT NULL DEFAULT '[]';
 `}}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -67,13 +69,17 @@ func (s *DB) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash [
 	if err != nil {
 		return err
 	}
+	sup, err := json.Marshal(nonNil(p.Supervisors))
+	if err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create principal: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO principals (id, kind, name, grants, created_at) VALUES (?, ?, ?, ?, ?)`,
-		p.ID, p.Kind, p.Name, string(grants), ms(p.CreatedAt)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO principals (id, kind, name, grants, supervisors, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Kind, p.Name, string(grants), string(sup), ms(p.CreatedAt)); err != nil {
 		if isUnique(err) {
 			return store.ErrConflict
 		}
@@ -87,16 +93,17 @@ func (s *DB) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash [
 	return tx.Commit()
 }
 
-const principalCols = `p.id, p.kind, p.name, p.grants, p.created_at, p.revoked_at`
+const principalCols = `p.id, p.kind, p.name, p.grants, p.supervisors, p.created_at, p.revoked_at`
 
 func scanPrincipal(row interface{ Scan(...any) error }) (store.Principal, error) {
 	var (
 		p       store.Principal
 		grants  string
+		sup     string
 		created int64
 		revoked sql.NullInt64
 	)
-	if err := row.Scan(&p.ID, &p.Kind, &p.Name, &grants, &created, &revoked); err != nil {
+	if err := row.Scan(&p.ID, &p.Kind, &p.Name, &grants, &sup, &created, &revoked); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return p, store.ErrNotFound
 		}
@@ -104,6 +111,12 @@ func scanPrincipal(row interface{ Scan(...any) error }) (store.Principal, error)
 	}
 	if err := json.Unmarshal([]byte(grants), &p.Grants); err != nil {
 		return p, fmt.Errorf("principal %s: corrupt grants: %w", p.ID, err)
+	}
+	if err := json.Unmarshal([]byte(sup), &p.Supervisors); err != nil {
+		return p, fmt.Errorf("principal %s: corrupt supervisors: %w", p.ID, err)
+	}
+	if len(p.Supervisors) == 0 {
+		p.Supervisors = nil
 	}
 	p.CreatedAt = fromMS(created)
 	p.Revoked = revoked.Valid

@@ -82,6 +82,7 @@
         swapping = true;
         try { region.innerHTML = html; } finally { swapping = false; }
         for (const id in tabs) selectTab(document.getElementById(tabs[id]), false);
+        remark();
         if (keep) {
           const el = document.getElementById(keep.id);
           if (el) {
@@ -135,16 +136,27 @@
 
   // An agent points at a field: scroll it into view, and mark it for a
   // while. The person's focus stays where it is.
+  // Marks are kept here (element id -> until, in ms since the epoch) so a
+  // redraw of the region does not wipe one before its time is up.
+  const marks = {};
   function point(d) {
     const el = document.getElementById("n-" + (d.reveal || d.highlight));
     if (!el) return;
     el.scrollIntoView({ block: "center", behavior: "smooth" });
     if (d.highlight) {
+      const ms = Math.min(d.ms || 3000, 60000);
+      marks[el.id] = Date.now() + ms;
       el.classList.add("o-highlight");
-      setTimeout(function () {
-        const again = document.getElementById(el.id);
-        if (again) again.classList.remove("o-highlight");
-      }, Math.min(d.ms || 3000, 60000));
+      setTimeout(remark, ms + 10);
+    }
+  }
+  function remark() {
+    const now = Date.now();
+    for (const id in marks) {
+      const el = document.getElementById(id);
+      const on = marks[id] > now;
+      if (!on) delete marks[id];
+      if (el) el.classList.toggle("o-highlight", on);
     }
   }
 

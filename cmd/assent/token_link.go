@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+)
+
+// newTokenLinkCmd prints a fresh one-time sign-in link for a person. It
+// works on the data directory, so a running server accepts the link
+// without a restart.
+func newTokenLinkCmd(c *cli) *cobra.Command {
+	var data, base string
+	cmd := &cobra.Command{
+		Use:     "link NAME",
+		Short:   "Print a fresh one-time sign-in link for the person NAME",
+		Example: "  assent token link alice",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			db, err := openStore(ctx, dataDir(data), false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			ps, err := db.ListPrincipals(ctx)
+			if err != nil {
+				return refused("%v", err)
+			}
+			var found *store.Principal
+			for i := range ps {
+				p := ps[i]
+				if p.Name == args[0] && p.Kind == store.KindHuman && !p.Revoked {
+					found = &p
+					break
+				}
+			}
+			if found == nil {
+				return refused("not_found: no active person named %q (assent token list shows them; assent token create --kind human --name %s adds one)", args[0], args[0])
+			}
+			link, err := server.NewSignInLink(ctx, db, found.ID, firstNonEmpty(base, defaultURL), time.Now())
+			if err != nil {
+				return refused("%v", err)
+			}
+			fmt.Fprintf(c.out, "Sign-in link for %s (one use, within 15 minutes):\n  %s\n", found.Name, link)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	f.StringVar(&base, "base-url", "", "server URL for the link (default "+defaultURL+")")
+	return cmd
+}
