@@ -230,8 +230,15 @@ func (s *Server) listRuns(ctx context.Context, p store.Principal, status string)
 			return nil, err
 		}
 		out := all[:0]
+		seen := map[string]bool{} // one principal lookup per owner, not per Run
 		for _, r := range all {
-			if o, _ := r["owner_id"].(string); s.oversees(ctx, p, o) {
+			o, _ := r["owner_id"].(string)
+			ok, known := seen[o]
+			if !known {
+				ok = s.oversees(ctx, p, o)
+				seen[o] = ok
+			}
+			if ok {
 				out = append(out, r)
 			}
 		}

@@ -194,17 +194,21 @@ func supervisorIDs(ctx context.Context, st store.Principals, names []string) ([]
 	}
 	var ids []string
 	for _, n := range names {
-		id := ""
-		for _, p := range all {
-			if p.Kind == store.KindHuman && !p.Revoked && (p.ID == n || p.Name == n) {
-				id = p.ID
-				break
-			}
-		}
-		if id == "" {
+		p, ok := findPerson(all, n)
+		if !ok {
 			return nil, refused("unknown_supervisor: no person is named %q; list people with `assent token list`", n)
 		}
-		ids = append(ids, id)
+		ids = append(ids, p.ID)
 	}
 	return ids, nil
+}
+
+// findPerson returns the active person whose name or id is nameOrID.
+func findPerson(all []store.Principal, nameOrID string) (store.Principal, bool) {
+	for _, p := range all {
+		if p.Kind == store.KindHuman && !p.Revoked && (p.ID == nameOrID || p.Name == nameOrID) {
+			return p, true
+		}
+	}
+	return store.Principal{}, false
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/store"
 )
 
 // newTokenLinkCmd prints a fresh one-time sign-in link for a person. It
@@ -31,15 +30,8 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return refused("%v", err)
 			}
-			var found *store.Principal
-			for i := range ps {
-				p := ps[i]
-				if p.Name == args[0] && p.Kind == store.KindHuman && !p.Revoked {
-					found = &p
-					break
-				}
-			}
-			if found == nil {
+			found, ok := findPerson(ps, args[0])
+			if !ok {
 				return refused("not_found: no active person named %q (assent token list shows them; assent token create --kind human --name %s adds one)", args[0], args[0])
 			}
 			link, err := server.NewSignInLink(ctx, db, found.ID, firstNonEmpty(base, defaultURL), time.Now())
