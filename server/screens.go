@@ -279,6 +279,9 @@ type liveScreen struct {
 	touched map[string]bool // fields whose message shows
 	presses map[string]*pendingPress
 	closed  bool
+	// marks holds the fields an agent highlighted, with the time each
+	// highlight ends, so a page opened or redrawn meanwhile shows it.
+	marks map[string]time.Time
 	// syncMu serializes the registration of the fields as controls.
 	syncMu sync.Mutex
 	// fields is the signature of the fields registered as controls.

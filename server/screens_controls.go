@@ -233,6 +233,18 @@ func (s *Server) fieldRegistration(sc *liveScreen, f fieldInfo, secret bool) con
 		if d <= 0 {
 			d = 3 * time.Second
 		}
+		now := time.Now()
+		sc.mu.Lock()
+		if sc.marks == nil {
+			sc.marks = map[string]time.Time{}
+		}
+		for id, until := range sc.marks {
+			if !until.After(now) {
+				delete(sc.marks, id)
+			}
+		}
+		sc.marks[f.id] = now.Add(d)
+		sc.mu.Unlock()
 		s.publishScreen(sc, map[string]any{"screen": sc.id, "highlight": f.id, "ms": d.Milliseconds()})
 		return nil
 	}

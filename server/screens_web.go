@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -117,6 +118,9 @@ type screenView struct {
 	Newer    string
 	Root     *nodeView
 	Rejected int
+	// Marks is a JSON object mapping the element id of each field an
+	// agent highlighted to the milliseconds its highlight has left.
+	Marks string
 }
 
 // nodeView is one component as the template draws it. Every string in it
@@ -185,6 +189,10 @@ func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf strin
 		v.Newer = wordNewerVersion
 	}
 	v.Root = b.child("root", 0)
+	if marks := markedFields(sc.marks, time.Now()); len(marks) > 0 {
+		b, _ := json.Marshal(marks)
+		v.Marks = string(b)
+	}
 	for _, is := range sc.doc.Issues() {
 		if is.Severity == screen.SeverityError {
 			v.Rejected++
@@ -940,6 +948,21 @@ func shownParams(doc *screen.Document, raw map[string]any, params map[string]any
 			}
 			out[k] = money(f, cur)
 			break
+		}
+	}
+	return out
+}
+
+// markedFields returns the element id of each field whose highlight is
+// still on at now, with the milliseconds it has left.
+func markedFields(marks map[string]time.Time, now time.Time) map[string]int64 {
+	var out map[string]int64
+	for id, until := range marks {
+		if left := until.Sub(now).Milliseconds(); left > 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out["n-"+id] = left
 		}
 	}
 	return out

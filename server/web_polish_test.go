@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNotFoundPage(t *testing.T) {
@@ -87,5 +89,54 @@ func TestConfirmSentenceShowsMoneyAsScreen(t *testing.T) {
 				t.Fatal("the press ran the tool before the person confirmed")
 			}
 		})
+	}
+}
+
+// TestHighlightIsDrawnWithThePage: a page opened, or redrawn, while an
+// agent's highlight is on names the field and the time it has left, so a
+// person who was not subscribed when the command came still sees it.
+func TestHighlightIsDrawnWithThePage(t *testing.T) {
+	f, _ := screenFixture(t)
+	stream := "root = Card([email])\n$email = \"\"\nemail = Input($email, label=\"Email\")\n"
+	cs, err := f.mcpSession(f.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	out, _ := callTool(t, cs, "show_screen", map[string]any{"screen": stream})
+	id := out["screen"].(string)
+	cookie, _ := f.signIn()
+	partial := func() string {
+		resp := f.get("/screens/"+id+"?partial=1", cookie)
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if strings.Contains(partial(), "data-marks") {
+		t.Fatal("a screen nobody highlighted carries marks")
+	}
+	if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 30000}); isErr {
+		t.Fatalf("highlight: %v", out)
+	}
+	p := partial()
+	i := strings.Index(p, `data-marks="`)
+	if i < 0 {
+		t.Fatalf("the drawn region names no highlight: %s", p)
+	}
+	raw := p[i+len(`data-marks="`):]
+	raw = html.UnescapeString(raw[:strings.IndexByte(raw, '"')])
+	var marks map[string]int64
+	if err := json.Unmarshal([]byte(raw), &marks); err != nil {
+		t.Fatalf("marks %q: %v", raw, err)
+	}
+	if left := marks["n-email"]; left <= 0 || left > 30000 {
+		t.Fatalf("marks = %v; want n-email with up to 30 s left", marks)
+	}
+}
+
+func TestMarkedFieldsDropEndedHighlights(t *testing.T) {
+	now := time.Now()
+	got := markedFields(map[string]time.Time{"a": now.Add(time.Second), "b": now.Add(-time.Millisecond), "c": now}, now)
+	if len(got) != 1 || got["n-a"] != 1000 {
+		t.Fatalf("markedFields = %v; want only n-a with 1000 ms", got)
 	}
 }

@@ -131,6 +131,9 @@
       es.addEventListener(t, mine);
     }
     es.addEventListener("lagged", soon);
+    // What changed between drawing the page and subscribing is not in the
+    // stream: redraw once the subscription is open.
+    es.addEventListener("open", soon);
     window.addEventListener("pagehide", function () { es.close(); });
   }
 
@@ -150,7 +153,25 @@
       setTimeout(remark, ms + 10);
     }
   }
+  // The server names the highlights still on when it draws the region,
+  // so a page opened, or redrawn after a missed event, shows them too.
+  function readMarks() {
+    const frame = region.querySelector("[data-marks]");
+    if (!frame) return;
+    try {
+      const left = JSON.parse(frame.dataset.marks);
+      const now = Date.now();
+      for (const id in left) {
+        const until = now + Math.min(left[id], 60000);
+        if (!marks[id] || marks[id] < until) {
+          marks[id] = until;
+          setTimeout(remark, left[id] + 10);
+        }
+      }
+    } catch (e) { /* no marks */ }
+  }
   function remark() {
+    readMarks();
     const now = Date.now();
     for (const id in marks) {
       const el = document.getElementById(id);
@@ -159,6 +180,8 @@
       if (el) el.classList.toggle("o-highlight", on);
     }
   }
+
+  remark();
 
   // --- fields ---------------------------------------------------------------
 
