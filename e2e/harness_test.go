@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/assent-run/assent/internal/browsertest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -90,51 +90,10 @@ func (a *app) signInLink() string {
 	return link
 }
 
-// chromium returns the browser binary or skips the test.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("ASSENT_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("ASSENT_REQUIRE_BROWSER") != "" {
-		t.Fatal("Chromium is not installed but ASSENT_REQUIRE_BROWSER is set (apt-get install chromium)")
-	}
-	t.Skip("Chromium is not installed (apt-get install chromium); skipping the browser test")
-	return ""
-}
-
 // browser starts headless Chromium and returns a tab context.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	bin := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelTab()
-		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	return ctx
+	return browsertest.New(t, 90*time.Second)
 }
 
 // screenshot saves a full-page PNG under the test's temp dir (and under

@@ -7,6 +7,7 @@ import (
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/store"
 )
 
@@ -98,7 +99,7 @@ func (s *Server) seedDemoScreen(ctx context.Context, agent store.Principal) (str
 	s.scrMu.Unlock()
 	for _, sc := range open {
 		sc.mu.Lock()
-		title := screenTitle(sc.doc)
+		title := render.Title(sc.doc)
 		sc.mu.Unlock()
 		if title == demoPaymentTitle {
 			return sc.id, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/screen/render"
 )
 
 // pendingFor counts the pending approvals of instance.
@@ -32,7 +33,7 @@ func paymentScreens(s *Server) int {
 	n := 0
 	for _, sc := range s.screens {
 		sc.mu.Lock()
-		if screenTitle(sc.doc) == demoPaymentTitle {
+		if render.Title(sc.doc) == demoPaymentTitle {
 			n++
 		}
 		sc.mu.Unlock()

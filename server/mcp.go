@@ -37,6 +37,7 @@ type mcpEndpoint struct {
 
 func newMCPEndpoint(s *Server) *mcpEndpoint {
 	srv, stop := NewMCPServer(s.tools, s.log, principalFromTokenInfo)
+	s.AddScreenView(srv)
 	verify := func(ctx context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
 		// The bearer token was already checked by bearerOnly; hand the
 		// principal on to the tool handlers.
@@ -436,10 +437,11 @@ func mcpHandler(reg *tool.Registry, name string, who PrincipalFunc, log interfac
 			return toolErrorResult(tool.Errorf("sign_in_required", "this call carries no principal")), nil
 		}
 		var args json.RawMessage
+		var meta map[string]any
 		if req.Params != nil {
-			args = req.Params.Arguments
+			args, meta = req.Params.Arguments, req.Params.Meta
 		}
-		res, err := reg.Call(withProgress(auth.WithPrincipal(ctx, p), req), name, tool.Call{Principal: p, Args: args})
+		res, err := reg.Call(withProgress(auth.WithPrincipal(ctx, p), req), name, tool.Call{Principal: p, Args: args, Meta: meta})
 		if err != nil {
 			var te *tool.Error
 			if errors.As(err, &te) {

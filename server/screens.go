@@ -715,6 +715,7 @@ func (s *Server) showScreenTool() tool.Tool {
 "outline":{"type":"string","description":"the screen as text"}},
 "required":["screen","url","components","outline"],"additionalProperties":true}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: false, OpenWorld: false},
+		Meta:        showScreenMeta,
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var args struct {
 				Screen string `json:"screen"`
@@ -760,51 +761,6 @@ func showScreenText(sum screenSummary) string {
 	b.WriteString("\n\nThe screen as text:\n")
 	b.WriteString(sum.Outline)
 	return b.String()
-}
-
-// viewTool offers a screen tool over MCP to screen views (SPEC 10.28): the
-// model is not meant to call it, and every call is checked here.
-func (s *Server) viewTool(t confirm.Tool) tool.Tool {
-	desc := t.Description
-	if desc == "" {
-		desc = "A screen action."
-	}
-	return tool.Tool{
-		Name:         t.Name,
-		Title:        t.Name,
-		Description:  desc + " Called by a screen's governed button; checked on the server against the tool's schema.",
-		InputSchema:  json.RawMessage(`{"type":"object"}`),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{"update":{"type":"string","description":"Omni-IR lines that update the screen"}},"additionalProperties":true}`),
-		Annotations:  tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
-		Meta:         map[string]any{"ui": map[string]any{"visibility": []string{"app"}}},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			var params map[string]any
-			if err := json.Unmarshal(c.Args, &params); err != nil || params == nil {
-				return viewRefusal(&apiError{Code: "invalid_request", Message: "the params must be a JSON object"}), nil
-			}
-			out, aerr := s.runTool(ctx, c.Principal, t.Name, params)
-			if aerr != nil {
-				return viewRefusal(aerr), nil
-			}
-			res := map[string]any{}
-			for k, v := range out.Value {
-				res[k] = v
-			}
-			if out.Update != "" {
-				res["update"] = out.Update
-			}
-			b, _ := json.Marshal(res)
-			return &tool.Result{Text: string(b), Structured: res}, nil
-		},
-	}
-}
-
-func viewRefusal(e *apiError) *tool.Result {
-	body := map[string]any{"code": e.Code, "message": e.Message}
-	if is, ok := e.Data["issues"]; ok {
-		body["issues"] = is
-	}
-	return &tool.Result{IsError: true, Text: e.Code + ": " + e.Message, Structured: body}
 }
 
 // runTool runs a screen tool for a request that did not come through a

@@ -21,6 +21,7 @@ import (
 
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 	"github.com/assent-run/assent/tool"
@@ -1079,7 +1080,7 @@ func TestRenderConformanceStreams(t *testing.T) {
 				t.Errorf("%s: %v", c.ID, err)
 				continue
 			}
-			if strings.Contains(out.String(), wordFailedRender) {
+			if strings.Contains(out.String(), render.WordFailedRender) {
 				t.Errorf("%s: a component failed to draw", c.ID)
 			}
 			f.srv.removeScreen(sc)
@@ -1103,8 +1104,8 @@ func TestMoney(t *testing.T) {
 		{0.5, "CHF", "0.50 CHF"},
 		{999.999, "GBP", "£1,000.00"},
 	} {
-		if got := money(tc.f, tc.cur); got != tc.want {
-			t.Errorf("money(%v, %q) = %q, want %q", tc.f, tc.cur, got, tc.want)
+		if got := render.Money(tc.f, tc.cur); got != tc.want {
+			t.Errorf("Money(%v, %q) = %q, want %q", tc.f, tc.cur, got, tc.want)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/store"
 )
 
@@ -46,6 +47,12 @@ func newWebUI() (*webUI, error) {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "web/templates/layout.html", n)
 		if err != nil {
 			return nil, err
+		}
+		if base == "screen" {
+			// A screen is drawn by the renderer shared with the view.
+			if t, err = t.Parse(render.Template); err != nil {
+				return nil, err
+			}
 		}
 		ui.pages[base] = t
 	}

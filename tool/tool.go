@@ -37,6 +37,9 @@ type Call struct {
 	Principal store.Principal
 	// Args is the JSON object of arguments (never nil; "{}" when empty).
 	Args json.RawMessage
+	// Meta is the request's _meta, as the client sent it. Nothing in it
+	// is trusted for who calls or what they may do.
+	Meta map[string]any
 }
 
 // Result is what a tool returns.

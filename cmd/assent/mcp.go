@@ -157,6 +157,7 @@ func startInProcess(ctx context.Context, c *cli, data, token string, demo bool) 
 		}
 	}()
 	ms, stop := server.NewMCPServer(srv.Tools(), log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
+	srv.AddScreenView(ms)
 	return &inProcess{mcp: ms, base: base, db: db, owner: boot.Owner.ID, close: func() {
 		stop()
 		stopHTTP()

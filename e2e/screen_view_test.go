@@ -1,0 +1,306 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/internal/browsertest"
+	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/screen/view"
+	"github.com/assent-run/assent/server"
+)
+
+// appBridge bundles the official MCP Apps host bridge (e2e/apphost, set up
+// with `npm ci --prefix e2e/apphost`) and returns the script.
+func appBridge(t *testing.T) []byte {
+	t.Helper()
+	dir, _ := filepath.Abs("apphost")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "ext-apps")); err != nil {
+		if os.Getenv("ASSENT_REQUIRE_BROWSER") != "" {
+			t.Fatal("the MCP Apps host is not installed but ASSENT_REQUIRE_BROWSER is set: run npm ci --prefix e2e/apphost")
+		}
+		t.Skip("the MCP Apps host is not installed (npm ci --prefix e2e/apphost); skipping")
+	}
+	out := filepath.Join(t.TempDir(), "bridge.js")
+	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "esbuild"), "entry.js", "--bundle", "--format=iife", "--global-name=ExtApps", "--outfile="+out, "--log-level=warning")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bundling the app bridge: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// appsAgent connects the first agent with a client that declares MCP Apps
+// support, as a host does.
+func (a *app) appsAgent() *mcp.ClientSession {
+	a.t.Helper()
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension("io.modelcontextprotocol/ui", map[string]any{"mimeTypes": []string{view.MIMEType}})
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	token := a.boot.AgentToken
+	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: a.http.URL + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		a.t.Fatalf("host connect: %v", err)
+	}
+	a.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// inView evaluates expr in the view's frame (a sandboxed frame of another
+// origin, which the host page's own scripts cannot read).
+func inView[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	var world runtime.ExecutionContextID
+	_, err := chromedp.Run(ctx, chromedp.Action[struct{}](func(ctx context.Context, tg *chromedp.Target) (struct{}, error) {
+		tree, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
+		if err != nil {
+			return struct{}{}, err
+		}
+		if len(tree.FrameTree.ChildFrames) == 0 {
+			return struct{}{}, errNoFrame
+		}
+		w, err := cdp.Call(ctx, tg, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: tree.FrameTree.ChildFrames[0].Frame.ID, WorldName: "test"})
+		world = w.ExecutionContextID
+		return struct{}{}, err
+	}))
+	if err != nil {
+		t.Fatalf("reaching the view's frame: %v", err)
+	}
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, func(p *runtime.EvaluateParams) { p.ContextID = world }))
+	if err != nil {
+		t.Fatalf("in the view: %s: %v", expr, err)
+	}
+	return v
+}
+
+type frameError string
+
+func (e frameError) Error() string { return string(e) }
+
+const errNoFrame = frameError("the host page has no frame yet")
+
+// waitInView polls expr in the view until it is true.
+func waitInView(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if inView[bool](t, ctx, expr) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("waiting in the view for %s (%s)", what, expr)
+}
+
+const noteStream = `root = Card([title, amount, note, actions])
+title = Heading("Table note")
+$amount = 1250
+amount = Text($amount, format="currency", currency="EUR")
+$note = ""
+note = Input($note, label="Note for the kitchen", required=true, maxLength=40)
+actions = Stack([save, pay], direction="row")
+save = Button("Save note", action="save", variant="primary")
+saveIt = McpMutation(save, tool="orders.note", params={note: $note})
+pay = Button("Pay", action="pay")
+payIt = McpMutation(pay, tool="billing.pay", params={amount: $amount, note: $note})
+`
+
+// TestScreenViewInAnAppsHost draws show_screen's argument inside a host
+// built on the official MCP Apps bridge: streamed in pieces, fields that
+// check themselves, a governed button whose call reaches assent through the
+// host with its idempotency key and button, an update applied, and a tool
+// with a confirmation that only assent's web UI can run.
+func TestScreenViewInAnAppsHost(t *testing.T) {
+	bridgeJS := appBridge(t)
+	a := newApp(t, false)
+	a.payTool()
+	var noteMu sync.Mutex
+	var notes []map[string]any
+	err := a.srv.RegisterScreenTool(server.ScreenTool{Tool: confirm.Tool{
+		Name:   "orders.note",
+		Params: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","minLength":1,"maxLength":40}},"required":["note"],"additionalProperties":false}`),
+		Handler: func(ctx context.Context, req confirm.Request) (confirm.Result, error) {
+			noteMu.Lock()
+			defer noteMu.Unlock()
+			notes = append(notes, req.Params)
+			return confirm.Result{Value: map[string]any{"saved": true}, Update: "title = Heading(\"Note saved\")\n"}, nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostMCP := a.appsAgent()
+	res, err := hostMCP.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: view.URI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewHTML := res.Contents[0].Text
+	t.Logf("the view is %d bytes", len(viewHTML))
+
+	var callsMu sync.Mutex
+	var reached []mcp.CallToolParams
+	hostPage, err := os.ReadFile(filepath.Join("apphost", "host.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(hostPage)
+		case "/bridge.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			w.Write(bridgeJS)
+		case "/view":
+			// The policy hosts apply by default: no network at all.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'")
+			w.Write([]byte(viewHTML))
+		case "/call":
+			var p mcp.CallToolParams
+			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			callsMu.Lock()
+			reached = append(reached, p)
+			callsMu.Unlock()
+			out, err := hostMCP.CallTool(r.Context(), &p)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			json.NewEncoder(w).Encode(out)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer host.Close()
+
+	ctx := browsertest.New(t, 120*time.Second,
+		// Reach into the sandboxed frame from the test: keep it in the
+		// page's process.
+		chromedp.Flag("disable-features", "IsolateSandboxedIframes,site-per-process,IsolateOrigins"),
+		chromedp.Flag("disable-site-isolation-trials", true))
+	if err := chromedp.Do(ctx, chromedp.Navigate(host.URL)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the view's handshake", `window.host.initialized === true`)
+
+	// The model's argument arrives in pieces, cut anywhere.
+	start := time.Now()
+	cuts := []int{17, 40, 41, 95, 160, 230, 300, 380, 470, len(noteStream) - 3}
+	for _, n := range cuts {
+		arg, _ := json.Marshal(map[string]any{"arguments": map[string]any{"screen": noteStream[:n]}})
+		js[any](t, ctx, `window.bridge.sendToolInputPartial(`+string(arg)+`), null`)
+		if n == 95 {
+			waitInView(t, ctx, "the heading, before the stream is whole", `!!document.querySelector("#n-title") && document.querySelector("#n-title").textContent === "Table note"`)
+			t.Logf("first paint %v after the first piece", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	whole, _ := json.Marshal(map[string]any{"arguments": map[string]any{"screen": noteStream}})
+	js[any](t, ctx, `window.bridge.sendToolInput(`+string(whole)+`), null`)
+	waitInView(t, ctx, "the whole screen", `!!document.querySelector("#b-pay")`)
+	if got := inView[string](t, ctx, `document.querySelector("#n-amount").textContent`); got != "€1,250.00" {
+		t.Fatalf("amount reads %q", got)
+	}
+	// Later input is ignored: one view shows one tool call.
+	js[any](t, ctx, `window.bridge.sendToolInput({arguments: {screen: "root = Text(\"other\")\n"}}), null`)
+	time.Sleep(300 * time.Millisecond)
+	if !inView[bool](t, ctx, `!!document.querySelector("#b-pay")`) {
+		t.Fatal("a later tool input replaced the screen")
+	}
+
+	// The model's own result, which names the screen assent keeps.
+	shown, err := hostMCP.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": noteStream}})
+	if err != nil || shown.IsError {
+		t.Fatalf("show_screen: %v %v", err, shown)
+	}
+	resJSON, _ := json.Marshal(shown)
+	js[any](t, ctx, `window.bridge.sendToolResult(`+string(resJSON)+`), null`)
+
+	// A required field checks itself when the person leaves it, in the
+	// runtime's words; pressing with it empty sends nothing.
+	inView[any](t, ctx, `(function(){ const f = document.getElementById("f-note"); f.dispatchEvent(new FocusEvent("focusout", {bubbles: true})); return null; })()`)
+	waitInView(t, ctx, "the field's message", `document.getElementById("m-note").textContent === "This field is required."`)
+	inView[any](t, ctx, `document.getElementById("b-save").click(), null`)
+	time.Sleep(300 * time.Millisecond)
+	if n := js[int](t, ctx, `window.host.calls.length`); n != 0 {
+		t.Fatalf("a press with an empty required field sent %d calls", n)
+	}
+
+	// Typed, then pressed: the call reaches assent through the host.
+	inView[any](t, ctx, `(function(){ const f = document.getElementById("f-note"); f.value = "no onions"; f.dispatchEvent(new Event("input", {bubbles: true})); f.dispatchEvent(new Event("change", {bubbles: true})); return null; })()`)
+	inView[any](t, ctx, `document.getElementById("b-save").click(), null`)
+	waitInView(t, ctx, "the update", `document.querySelector("#n-title").textContent === "Note saved"`)
+	callsMu.Lock()
+	if len(reached) != 1 {
+		callsMu.Unlock()
+		t.Fatalf("%d calls reached assent; want 1", len(reached))
+	}
+	got := reached[0]
+	callsMu.Unlock()
+	key, _ := got.Meta["io.omni-ir/idempotency-key"].(string)
+	args, _ := got.Arguments.(map[string]any)
+	if got.Name != "orders.note" || args["note"] != "no onions" || key == "" || got.Meta["io.omni-ir/button"] != "save" {
+		t.Fatalf("the call that reached assent: %+v", got)
+	}
+	// The same key again runs nothing new.
+	again, err := hostMCP.CallTool(context.Background(), &mcp.CallToolParams{Name: "orders.note", Arguments: args, Meta: mcp.Meta{"io.omni-ir/idempotency-key": key}})
+	noteMu.Lock()
+	ran := len(notes)
+	noteMu.Unlock()
+	if err != nil || again.IsError || ran != 1 {
+		t.Fatalf("a replayed key: err %v, result %+v, the tool ran %d times", err, again, ran)
+	}
+
+	// A tool that asks for a confirmation: the view opens the runtime's
+	// dialog, which sends the person to assent; nothing runs from here.
+	inView[any](t, ctx, `document.getElementById("b-pay").click(), null`)
+	waitInView(t, ctx, "the confirmation dialog", `document.getElementById("confirm-dialog").open === true`)
+	if s := inView[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); !strings.Contains(s, "confirm it in assent") {
+		t.Fatalf("dialog reads %q", s)
+	}
+	inView[any](t, ctx, `document.getElementById("confirm-open").click(), null`)
+	waitFor(t, ctx, "the link to assent", `window.host.opened.length === 1`)
+	if u := js[string](t, ctx, `window.host.opened[0]`); !strings.Contains(u, "/screens/") {
+		t.Fatalf("opened %q", u)
+	}
+	if n := js[int](t, ctx, `window.host.calls.length`); n != 1 {
+		t.Fatalf("%d calls after the confirmation dialog; want 1 (the save)", n)
+	}
+	// And a model calling it straight through a host that ignores
+	// visibility is refused.
+	bare, err := a.agent().CallTool(context.Background(), &mcp.CallToolParams{Name: "billing.pay", Arguments: map[string]any{"amount": 1250, "note": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := bare.StructuredContent.(map[string]any)
+	if !bare.IsError || sc["code"] != "confirmation_required" {
+		t.Fatalf("a bare call of a confirmed tool: %+v", bare)
+	}
+}

@@ -1,0 +1,281 @@
+// assent screen view: the half that runs in the agent's host.
+//
+// The engine (the screen package, compiled to WebAssembly) parses the
+// stream, checks fields and draws the HTML, with the same rules and
+// template as the web UI. This script only talks to the host (JSON-RPC over
+// postMessage, as MCP Apps defines it), feeds the engine the tool's
+// argument as it streams in, and sends a pressed button's tool call back
+// through the host.
+(function () {
+  "use strict";
+  const cfg = JSON.parse(document.getElementById("view-config").textContent);
+  const region = document.getElementById("screen-region");
+  const notice = document.getElementById("view-notice");
+  const status = document.getElementById("screen-status");
+  const alertBox = document.getElementById("screen-alert");
+  const dialog = document.getElementById("confirm-dialog");
+  const WORD_REJECTED = "Some parts could not be shown.";
+  const WORD_FAILED = "The action failed. Nothing was changed that you can see; try again.";
+  const WORD_BLOCKED = "This can't be sent. Check the details and try again.";
+
+  // --- the host ------------------------------------------------------------
+
+  let nextId = 1;
+  const waiting = new Map();
+  function send(msg) {
+    msg.jsonrpc = "2.0";
+    window.parent.postMessage(msg, "*");
+  }
+  function request(method, params) {
+    const id = nextId++;
+    send({ id: id, method: method, params: params });
+    return new Promise(function (resolve, reject) { waiting.set(id, { resolve: resolve, reject: reject }); });
+  }
+  function notify(method, params) { send({ method: method, params: params }); }
+
+  window.addEventListener("message", function (ev) {
+    if (ev.source !== window.parent) return;
+    const m = ev.data;
+    if (!m || m.jsonrpc !== "2.0") return;
+    if (m.method === undefined && m.id !== undefined) {
+      const w = waiting.get(m.id);
+      if (!w) return;
+      waiting.delete(m.id);
+      if (m.error) w.reject(m.error); else w.resolve(m.result);
+      return;
+    }
+    if (m.id !== undefined) { send({ id: m.id, result: {} }); return; }
+    const p = m.params || {};
+    switch (m.method) {
+      case "ui/notifications/tool-input-partial": input(p.arguments, false); break;
+      case "ui/notifications/tool-input": input(p.arguments, true); break;
+      case "ui/notifications/tool-result": result(p); break;
+      case "ui/notifications/host-context-changed": context(p); break;
+    }
+  });
+
+  function context(c) {
+    if (c && (c.theme === "dark" || c.theme === "light")) document.documentElement.dataset.theme = c.theme;
+  }
+
+  // --- the stream (SPEC 10.26) ---------------------------------------------
+
+  let session = null;
+  let written = "";  // the text written to the parser, whole lines only until the end
+  let ended = false; // one view shows one tool call
+  let queued = null; // input that came before the engine was ready
+  let screenURL = "";
+
+  function input(args, complete) {
+    if (ended) return;
+    const text = args && typeof args.screen === "string" ? args.screen : null;
+    if (text === null) return;
+    if (!session) {
+      if (!queued || !queued.complete) queued = { text: text, complete: complete };
+      return;
+    }
+    if (!text.startsWith(written)) {
+      // A line is never rewritten: different text is a new stream.
+      session.reset();
+      written = "";
+    }
+    const rest = text.slice(written.length);
+    if (complete) {
+      if (rest) session.write(rest);
+      written = text;
+      session.end();
+      ended = true;
+    } else {
+      const cut = rest.lastIndexOf("\n");
+      if (cut < 0) return;
+      const lines = rest.slice(0, cut + 1);
+      session.write(lines);
+      written += lines;
+    }
+    soon();
+  }
+
+  function result(r) {
+    const sc = r && r.structuredContent;
+    if (sc && typeof sc.url === "string" && /^https?:\/\//.test(sc.url)) screenURL = sc.url;
+  }
+
+  // --- drawing ---------------------------------------------------------------
+
+  let frame = 0;
+  function soon() {
+    if (frame) return;
+    frame = requestAnimationFrame(function () { frame = 0; redraw(); });
+  }
+
+  function redraw() {
+    if (!session) return;
+    const d = JSON.parse(session.draw());
+    const active = document.activeElement;
+    const keep = active && region.contains(active) && active.id ? active.id : null;
+    region.innerHTML = d.html;
+    if (keep) {
+      const el = document.getElementById(keep);
+      if (el) el.focus({ preventScroll: true });
+    }
+    notice.hidden = !(d.ended && d.rejected > 0) && !d.newer;
+    notice.textContent = d.newer || WORD_REJECTED;
+    for (const t of region.querySelectorAll("[data-tabs]")) tabs(t);
+    size();
+  }
+
+  function size() {
+    const h = document.documentElement.scrollHeight;
+    notify("ui/notifications/size-changed", { width: document.documentElement.scrollWidth, height: h });
+  }
+
+  function announce(text) {
+    status.textContent = "";
+    setTimeout(function () { status.textContent = text; }, 50);
+  }
+  function showAlert(text) {
+    alertBox.textContent = text || "";
+    alertBox.hidden = !text;
+  }
+
+  function tabs(t) {
+    const list = t.querySelectorAll("[role=tab]");
+    list.forEach(function (tab) {
+      tab.addEventListener("click", function () {
+        list.forEach(function (o) {
+          const on = o === tab;
+          o.setAttribute("aria-selected", on ? "true" : "false");
+          o.tabIndex = on ? 0 : -1;
+          const panel = document.getElementById(o.getAttribute("aria-controls"));
+          if (panel) panel.hidden = !on;
+        });
+      });
+    });
+  }
+
+  // --- fields: what the person types stays here ------------------------------
+
+  function valueOf(el) { return el.dataset.kind === "switch" ? el.checked : el.value; }
+  function showMessage(el, text) {
+    const msg = document.getElementById("m-" + el.dataset.field);
+    if (!msg) return;
+    msg.textContent = text || "";
+    msg.hidden = !text;
+    if (text) {
+      el.setAttribute("aria-invalid", "true");
+      el.setAttribute("aria-describedby", msg.id);
+    } else {
+      el.removeAttribute("aria-invalid");
+    }
+  }
+  function record(el, touched) {
+    if (!session || !el.dataset.field) return;
+    showMessage(el, session.input(el.dataset.field, JSON.stringify(valueOf(el)), touched));
+  }
+  region.addEventListener("input", function (ev) { record(ev.target, false); });
+  region.addEventListener("change", function (ev) { record(ev.target, true); });
+  region.addEventListener("focusout", function (ev) { record(ev.target, true); });
+
+  // --- buttons (SPEC 10.28, 10.35) -------------------------------------------
+
+  region.addEventListener("click", function (ev) {
+    const btn = ev.target.closest("[data-press]");
+    if (!btn || btn.disabled || !session) return;
+    press(btn);
+  });
+
+  function newKey() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    const b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.from(b, function (x) { return x.toString(16).padStart(2, "0"); }).join("");
+  }
+
+  function press(btn) {
+    showAlert("");
+    const id = btn.dataset.press;
+    const r = JSON.parse(session.press(id));
+    if (r.blocked) {
+      redraw();
+      const f = document.getElementById("f-" + r.blocked);
+      if (f) f.focus();
+      return;
+    }
+    if (r.refused) { showAlert(WORD_BLOCKED); return; }
+    if (cfg.confirm && cfg.confirm[r.tool]) { confirmElsewhere(); return; }
+    call(btn, id, r.tool, r.params);
+  }
+
+  // A tool that asks for a person's confirmation runs only after the person
+  // confirms it in assent itself: nothing in a host's frame can prove a
+  // person pressed, since a model can call the same tool.
+  function confirmElsewhere() {
+    const open = document.getElementById("confirm-open");
+    open.hidden = !screenURL;
+    dialog.showModal();
+  }
+  document.getElementById("confirm-cancel").addEventListener("click", function () { dialog.close(); });
+  document.getElementById("confirm-open").addEventListener("click", function () {
+    dialog.close();
+    if (screenURL) request("ui/open-link", { url: screenURL }).catch(function () { /* the host may not open links */ });
+  });
+
+  async function call(btn, button, tool, params) {
+    btn.disabled = true;
+    btn.setAttribute("aria-busy", "true");
+    try {
+      const res = await request("tools/call", {
+        name: tool,
+        arguments: params,
+        _meta: { "io.omni-ir/idempotency-key": newKey(), "io.omni-ir/button": button },
+      });
+      if (!res || res.isError) {
+        showAlert(WORD_FAILED);
+        return;
+      }
+      const up = res.structuredContent && res.structuredContent.update;
+      if (typeof up === "string") session.update(up);
+      redraw();
+      announce("Done.");
+    } catch (e) {
+      showAlert(WORD_FAILED);
+    } finally {
+      btn.disabled = false;
+      btn.removeAttribute("aria-busy");
+    }
+  }
+
+  // --- start -----------------------------------------------------------------
+
+  async function start() {
+    const b64 = document.getElementById("view-engine").textContent.trim();
+    const raw = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
+    const wasm = await new Response(new Blob([raw]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+    const go = new Go();
+    const ready = new Promise(function (resolve) { window.omniScreenReady = resolve; });
+    const inst = await WebAssembly.instantiate(wasm, go.importObject);
+    go.run(inst.instance);
+    await ready;
+    session = window.omniScreen.open(JSON.stringify({ tools: cfg.tools || [], pictures: cfg.pictures || {} }));
+    if (queued) {
+      const q = queued;
+      queued = null;
+      input({ screen: q.text }, q.complete);
+    }
+    document.documentElement.dataset.ready = "true";
+  }
+
+  const booting = start().catch(function () {
+    notice.textContent = "This screen can't be drawn here. Open it in assent.";
+    notice.hidden = false;
+  });
+  request("ui/initialize", {
+    protocolVersion: "2026-01-26",
+    appInfo: { name: "assent screen", version: cfg.version || "" },
+    appCapabilities: {},
+  }).then(function (r) {
+    if (r && r.hostContext) context(r.hostContext);
+    notify("ui/notifications/initialized", {});
+  }).catch(function () { /* no host: a test page feeds input directly */ });
+  window.assentView = { input: input, result: result, booting: booting };
+})();

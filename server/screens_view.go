@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	assent "github.com/assent-run/assent"
+	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/screen/view"
+	"github.com/assent-run/assent/tool"
+)
+
+// Screens inside agents' hosts (SPEC 10.25–10.28): show_screen names the
+// view, a ui:// resource that draws the tool's argument as it streams in,
+// and each screen tool is offered to the view as an app-only MCP tool that
+// is checked here like a press.
+
+// The _meta keys a view's tools/call carries (SPEC 10.28, 10.35).
+const (
+	metaIdempotencyKey = "io.omni-ir/idempotency-key"
+	metaButton         = "io.omni-ir/button"
+)
+
+// AddScreenView offers the screen view on ms as an MCP resource.
+func (s *Server) AddScreenView(ms *mcp.Server) {
+	ms.AddResource(&mcp.Resource{
+		URI:         view.URI,
+		Name:        "screen-view",
+		Title:       "Screen",
+		Description: "Draws a show_screen argument inside the host, as assent's web UI draws it.",
+		MIMEType:    view.MIMEType,
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+			URI: view.URI, MIMEType: view.MIMEType, Text: string(s.viewPage()),
+			Meta: mcp.Meta{"ui": map[string]any{"prefersBorder": true}},
+		}}}, nil
+	})
+}
+
+// viewPage returns the view with the app's tools and pictures as they are
+// now.
+func (s *Server) viewPage() []byte {
+	cfg := view.Config{Version: assent.Version, Confirm: map[string]bool{}, Pictures: map[string]string{}}
+	for _, n := range s.screenTools.Names() {
+		t, _ := s.screenTools.Lookup(n)
+		cfg.Tools = append(cfg.Tools, n)
+		if !t.Confirm.IsZero() {
+			cfg.Confirm[n] = true
+		}
+	}
+	s.scrMu.Lock()
+	for name, p := range s.pictures {
+		cfg.Pictures[name] = "data:" + p.contentType + ";base64," + base64.StdEncoding.EncodeToString(p.data)
+	}
+	s.scrMu.Unlock()
+	if css, err := fs.ReadFile(staticFS, "web/static/screen.css"); err == nil {
+		cfg.CSS = string(css)
+	}
+	return view.Page(cfg)
+}
+
+// viewTool offers a screen tool over MCP to screen views (SPEC 10.28): the
+// model is not meant to call it, and every call is checked here, as a
+// press through /api/mutate is: the tool's schema, the caller, and the
+// idempotency key the view sends in _meta.
+func (s *Server) viewTool(t confirm.Tool) tool.Tool {
+	desc := t.Description
+	if desc == "" {
+		desc = "A screen action."
+	}
+	return tool.Tool{
+		Name:         t.Name,
+		Title:        t.Name,
+		Description:  desc + " Called by a screen's governed button; checked on the server against the tool's schema.",
+		InputSchema:  json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"update":{"type":"string","description":"Omni-IR lines that update the screen"}},"additionalProperties":true}`),
+		Annotations:  tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
+		Meta:         map[string]any{"ui": map[string]any{"visibility": []string{"app"}}},
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			var params map[string]any
+			if err := json.Unmarshal(c.Args, &params); err != nil || params == nil {
+				return viewRefusal(&apiError{Code: "invalid_request", Message: "the params must be a JSON object"}), nil
+			}
+			key, present := c.Meta[metaIdempotencyKey]
+			if !present {
+				return s.runViewTool(ctx, c, t.Name, params), nil
+			}
+			k, _ := key.(string)
+			if !validIdemKey(k) {
+				return viewRefusal(&apiError{Code: "invalid_request", Message: "_meta[\"" + metaIdempotencyKey + "\"] must be 1 to 200 letters, digits or _-:."}), nil
+			}
+			entry, state := s.idem.begin("mcp:"+c.Principal.ID+"\x00"+k, fingerprint(t.Name, params), s.now())
+			switch state {
+			case idemReplay:
+				var res tool.Result
+				if err := json.Unmarshal(entry.body, &res); err == nil {
+					return &res, nil
+				}
+			case idemConflict:
+				return viewRefusal(&apiError{Code: "idempotency_conflict", Message: "this idempotency key was used for other params; use a new key for a new press"}), nil
+			case idemInProgress:
+				return viewRefusal(&apiError{Code: "idempotency_in_progress", Message: "a call with this idempotency key is still running; retry shortly", Retryable: true}), nil
+			}
+			res := s.runViewTool(ctx, c, t.Name, params)
+			body, _ := json.Marshal(res)
+			retry, _ := res.Structured.(map[string]any)["retryable"].(bool)
+			s.idem.finish(entry, http.StatusOK, body, !retry)
+			return res, nil
+		},
+	}
+}
+
+// runViewTool runs the tool and shapes its answer for the view.
+func (s *Server) runViewTool(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
+	out, aerr := s.runTool(ctx, c.Principal, name, params)
+	if aerr != nil {
+		aerr.Retryable = aerr.Retryable || aerr.Status >= 500
+		return viewRefusal(aerr)
+	}
+	res := map[string]any{}
+	for k, v := range out.Value {
+		res[k] = v
+	}
+	if out.Update != "" {
+		res["update"] = out.Update
+	}
+	if b, ok := c.Meta[metaButton].(string); ok && b != "" && len(b) <= 64 {
+		// The button is trusted for nothing but naming where the update
+		// goes (SPEC 10.35).
+		res["button"] = b
+	}
+	b, _ := json.Marshal(res)
+	return &tool.Result{Text: string(b), Structured: res}
+}
+
+// viewRefusal is a refusal as SPEC 10.28 shapes it: an error result whose
+// structuredContent is {"code", "message"}.
+func viewRefusal(e *apiError) *tool.Result {
+	body := map[string]any{"code": e.Code, "message": e.Message, "retryable": e.Retryable}
+	if is, ok := e.Data["issues"]; ok {
+		body["issues"] = is
+	}
+	return &tool.Result{IsError: true, Text: e.Code + ": " + e.Message, Structured: body}
+}
+
+// showScreenMeta links show_screen to the view (SPEC 10.25).
+var showScreenMeta = map[string]any{"ui": map[string]any{"resourceUri": view.URI}}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/screen/view"
+)
+
+// TestScreenViewResource: show_screen names the view, which resources/list
+// lists and resources/read serves as one MCP Apps document.
+func TestScreenViewResource(t *testing.T) {
+	f, _ := screenFixture(t)
+	cs, err := f.appsSession(f.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uri string
+	for _, tl := range tools.Tools {
+		if tl.Name == "show_screen" {
+			ui, _ := tl.Meta["ui"].(map[string]any)
+			uri, _ = ui["resourceUri"].(string)
+		}
+	}
+	if uri != view.URI || !strings.HasPrefix(uri, "ui://") {
+		t.Fatalf("show_screen's _meta.ui.resourceUri = %q; want %q", uri, view.URI)
+	}
+	list, err := cs.ListResources(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range list.Resources {
+		found = found || r.URI == uri && r.MIMEType == view.MIMEType
+	}
+	if !found {
+		t.Fatalf("resources/list lacks %s as %s: %+v", uri, view.MIMEType, list.Resources)
+	}
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Contents) != 1 || res.Contents[0].MIMEType != view.MIMEType {
+		t.Fatalf("read: %+v", res.Contents)
+	}
+	page := res.Contents[0].Text
+	for _, want := range []string{"<!doctype html>", `"pay.now"`, `"confirm":{"pay.confirmed":true}`, ".o-screen"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the view lacks %q", want)
+		}
+	}
+}
+
+// TestViewToolIdempotencyKey: a view's press carries a key in _meta; the
+// same key runs the tool once, and with other params is refused.
+func TestViewToolIdempotencyKey(t *testing.T) {
+	f, recs := screenFixture(t)
+	cs, err := f.appsSession(f.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(key any, amount float64) *mcp.CallToolResult {
+		t.Helper()
+		p := &mcp.CallToolParams{Name: "pay.now", Arguments: map[string]any{"amount": amount}}
+		if key != nil {
+			p.Meta = mcp.Meta{metaIdempotencyKey: key, metaButton: "pay"}
+		}
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := call("press-1", 1)
+	again := call("press-1", 1)
+	if first.IsError || again.IsError || recs["pay.now"].count() != 1 {
+		t.Fatalf("a replayed key ran the tool %d times (errors %v, %v)", recs["pay.now"].count(), first.IsError, again.IsError)
+	}
+	sc, _ := again.StructuredContent.(map[string]any)
+	if sc["receipt"] != "r1" || sc["button"] != "pay" {
+		t.Fatalf("replayed answer: %v", again.StructuredContent)
+	}
+	for _, tc := range []struct {
+		name string
+		key  any
+		amt  float64
+		code string
+	}{
+		{"same key, other params", "press-1", 2, "idempotency_conflict"},
+		{"key of the wrong shape", "has space", 1, "invalid_request"},
+		{"key not a string", 7, 1, "invalid_request"},
+	} {
+		res := call(tc.key, tc.amt)
+		sc, _ := res.StructuredContent.(map[string]any)
+		if !res.IsError || sc["code"] != tc.code {
+			t.Errorf("%s: %v", tc.name, res.StructuredContent)
+		}
+	}
+	if n := recs["pay.now"].count(); n != 1 {
+		t.Fatalf("the tool ran %d times; want 1", n)
+	}
+	// A new key is a new press.
+	if res := call("press-2", 1); res.IsError || recs["pay.now"].count() != 2 {
+		t.Fatalf("a new key: %v", res.StructuredContent)
+	}
+}
