@@ -121,3 +121,67 @@ func TestConformanceInTheView(t *testing.T) {
 	}
 	t.Logf("%d cases, each fed whole and in pieces of 1, 5 and 13 characters", total)
 }
+
+// TestViewStreamsAsSpecified feeds the view as a host does (SPEC 10.26):
+// whole lines only while the text grows, a new parser when the text does
+// not begin with what was written, nothing after the complete input, and
+// a neutral notice, not the issues, when lines were rejected (10.27).
+func TestViewStreamsAsSpecified(t *testing.T) {
+	ctx := openView(t, Config{})
+	run := func(expr string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr+", null")); err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(function(){ const e = document.querySelector(%q); return e ? e.textContent : "<none>"; })()`, sel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	wait := func(what, expr string) {
+		t.Helper()
+		for range 100 {
+			if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); ok {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("waiting for %s", what)
+	}
+	// A half line is not written: the heading's text would be cut.
+	run(`assentView.input({screen: "root = Card([h, t])\nh = Heading(\"Ord"}, false)`)
+	wait("the card", `!!document.querySelector("#n-root")`)
+	if pending, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#n-h").classList.contains("o-pending")`)); !pending {
+		t.Fatalf("a half line was drawn: %q", text("#n-h"))
+	}
+	run(`assentView.input({screen: "root = Card([h, t])\nh = Heading(\"Order 7\")\n"}, false)`)
+	wait("the heading", `document.querySelector("#n-h") && document.querySelector("#n-h").textContent === "Order 7"`)
+	// Text that does not begin with what was written starts again.
+	run(`assentView.input({screen: "root = Card([x])\nx = Text(\"Another\")\n"}, false)`)
+	wait("the new stream", `!!document.querySelector("#n-x") && !document.querySelector("#n-h")`)
+	// The complete input ends it; the one bad line is not shown, and the
+	// person reads a neutral notice, not the issue.
+	run(`assentView.input({screen: "root = Card([x])\nx = Text(\"Another\")\nthis is not a statement\n"}, true)`)
+	wait("the notice", `!document.getElementById("view-notice").hidden`)
+	if got := text("#view-notice"); got != "Some parts could not be shown." {
+		t.Fatalf("notice reads %q", got)
+	}
+	if got := text("#n-x"); got != "Another" {
+		t.Fatalf("the accepted part reads %q", got)
+	}
+	// Later input is ignored.
+	run(`assentView.input({screen: "root = Text(\"late\")\n"}, true)`)
+	time.Sleep(200 * time.Millisecond)
+	if got := text("#n-x"); got != "Another" {
+		t.Fatalf("later input changed the screen: %q", got)
+	}
+	timings, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`assentView.timings`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("engine running %.0f ms after navigation; first input to first paint %.1f ms", timings["engineReady"], timings["firstPaint"]-timings["firstInput"])
+}

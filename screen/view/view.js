@@ -70,6 +70,7 @@
     if (ended) return;
     const text = args && typeof args.screen === "string" ? args.screen : null;
     if (text === null) return;
+    if (!timings.firstInput) timings.firstInput = performance.now();
     if (!session) {
       if (!queued || !queued.complete) queued = { text: text, complete: complete };
       return;
@@ -108,9 +109,14 @@
     frame = requestAnimationFrame(function () { frame = 0; redraw(); });
   }
 
+  // Timings, for the figures: when the engine was running, when the first
+  // input came, and when the first screen was drawn.
+  const timings = { engineReady: 0, firstInput: 0, firstPaint: 0 };
+
   function redraw() {
     if (!session) return;
     const d = JSON.parse(session.draw());
+    if (!timings.firstPaint && d.html.indexOf("o-slot") !== 0) timings.firstPaint = performance.now();
     const active = document.activeElement;
     const keep = active && region.contains(active) && active.id ? active.id : null;
     region.innerHTML = d.html;
@@ -256,6 +262,7 @@
     const inst = await WebAssembly.instantiate(wasm, go.importObject);
     go.run(inst.instance);
     await ready;
+    timings.engineReady = performance.now();
     session = window.omniScreen.open(JSON.stringify({ tools: cfg.tools || [], pictures: cfg.pictures || {} }));
     if (queued) {
       const q = queued;
@@ -277,5 +284,5 @@
     if (r && r.hostContext) context(r.hostContext);
     notify("ui/notifications/initialized", {});
   }).catch(function () { /* no host: a test page feeds input directly */ });
-  window.assentView = { input: input, result: result, booting: booting };
+  window.assentView = { input: input, result: result, booting: booting, timings: timings };
 })();
