@@ -322,7 +322,7 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	}
 	// What kill -9 leaves: the instance marked with the prescription, the
 	// journal at executing.
-	err = a.db.FlowStore().Update(context.Background(), func(tx flow.Tx) error {
+	err = a.db.Flows().Update(context.Background(), func(tx flow.Tx) error {
 		in, err := tx.Instance("x-1")
 		if err != nil {
 			return err

@@ -193,9 +193,31 @@ func TestVisibleTo(t *testing.T) {
 		{Event{Owner: "a", People: true}, "b", false, false},
 		{Event{People: true}, "b", false, false},
 		{Event{People: true}, "b", true, true},
+		{Event{Owner: "a", Audience: []string{"p"}}, "p", true, true},
+		{Event{Owner: "a", Audience: []string{"p"}}, "q", true, false},
+		{Event{Owner: "a", Audience: []string{"p"}}, "a", false, true},
+		{Event{Owner: "a", Audience: []string{"p"}}, "b", false, false},
+		{Event{Owner: "a", Audience: []string{}}, "q", true, false},
+		{Event{Audience: []string{"p"}}, "p", true, true},
+		{Event{Audience: []string{"p"}}, "q", true, false},
+		{Event{Audience: []string{"p"}}, "", false, false},
+		{Event{Owner: "a", Audience: []string{"p"}, People: true}, "q", true, true},
+		{Event{Owner: "a", Audience: []string{"p"}, People: true}, "b", false, false},
 	} {
 		if got := tc.e.VisibleTo(tc.id, tc.human); got != tc.want {
 			t.Errorf("%+v.VisibleTo(%q, human=%v) = %v, want %v", tc.e, tc.id, tc.human, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkVisibleTo measures the per-subscriber cost of an event with an
+// audience of supervisors, which every subscriber evaluates on publish.
+func BenchmarkVisibleTo(b *testing.B) {
+	e := Event{Owner: "p_agent", Audience: []string{"p_owner", "p_second", "p_third"}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if e.VisibleTo("p_stranger", true) {
+			b.Fatal("visible to a stranger")
 		}
 	}
 }

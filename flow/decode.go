@@ -35,6 +35,16 @@ type decoder struct {
 	strs    *[internSize]string // recently seen strings: names and values repeat
 	scratch []byte
 	arena   []string // backing store shared by the decoded string lists
+	text    stringArena
+
+	// Lists are gathered in scratch space, then copied to slabs at their
+	// final size.
+	conds     slab[Condition]
+	params    slab[Parameter]
+	assigns   slab[Assignment]
+	condBuf   []Condition
+	paramBuf  []Parameter
+	assignBuf []Assignment
 }
 
 // arenaChunk is how many strings one arena allocation holds.
@@ -90,7 +100,7 @@ func (d *decoder) intern(b []byte) string {
 	if *slot == string(b) {
 		return *slot
 	}
-	s := string(b)
+	s := d.text.bytes(b)
 	*slot = s
 	return s
 }
@@ -487,7 +497,7 @@ func (d *decoder) objectiveContract() ObjectiveContract {
 }
 
 func (d *decoder) conditions() []Condition {
-	var out []Condition
+	out := d.condBuf[:0]
 	d.array("an array of conditions", func(int) {
 		var c Condition
 		d.object("an object", func(key string) bool {
@@ -505,7 +515,8 @@ func (d *decoder) conditions() []Condition {
 		})
 		out = append(out, c)
 	})
-	return out
+	d.condBuf = out
+	return d.conds.clone(out)
 }
 
 func (d *decoder) transition(t *Transition) {
@@ -534,6 +545,7 @@ func (d *decoder) transition(t *Transition) {
 		case "owned_resources":
 			t.OwnedResources = d.strings()
 		case "parameters":
+			prms := d.paramBuf[:0]
 			d.array("an array of parameters", func(int) {
 				var prm Parameter
 				d.object("an object", func(key string) bool {
@@ -549,13 +561,16 @@ func (d *decoder) transition(t *Transition) {
 					}
 					return true
 				})
-				t.Parameters = append(t.Parameters, prm)
+				prms = append(prms, prm)
 			})
+			d.paramBuf = prms
+			t.Parameters = d.params.clone(prms)
 		case "source_conditions":
 			t.SourceConditions = d.conditions()
 		case "target_conditions":
 			t.TargetConditions = d.conditions()
 		case "assignments":
+			as := d.assignBuf[:0]
 			d.array("an array of assignments", func(int) {
 				var a Assignment
 				hasValue := false
@@ -573,8 +588,10 @@ func (d *decoder) transition(t *Transition) {
 				}) && !hasValue {
 					d.structural([]any{"value"}, "missing; an assignment needs a string value")
 				}
-				t.Assignments = append(t.Assignments, a)
+				as = append(as, a)
 			})
+			d.assignBuf = as
+			t.Assignments = d.assigns.clone(as)
 		case "required_capabilities":
 			t.RequiredCapabilities = d.strings()
 		case "effect":

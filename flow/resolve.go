@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/assent-run/assent/flow/jcs"
@@ -263,44 +265,50 @@ func Resolve(p *Program, inv *Inventory, inst *Instance, pr *Principal, req Requ
 		}
 	}
 
-	// Evaluate every transition in registry order. reasons[i] explains why
-	// registry[i] is not chosen; candidates get theirs once the decision is
-	// known.
-	reasons := make([]*Reason, len(p.registry))
+	// Evaluate every transition in registry order. book.entries[i] says
+	// why registry[i] is not chosen; candidates get theirs once the
+	// decision is known.
+	book := newReasonBook(len(p.registry))
+	defer book.free()
 	var cands []int
+	buf := book.buf
 	for i, t := range p.registry {
-		if reasons[i] = evaluate(t, inst, objective, requested); reasons[i] == nil {
+		start := len(buf)
+		var e reasonEntry
+		e.code, e.fixed, buf = evaluate(buf, t, inst, objective, requested)
+		if e.code == codeNone {
 			cands = append(cands, i)
+			continue
 		}
+		e.start, e.end = int32(start), int32(len(buf))
+		book.entries[i] = e
+		book.n++
 	}
-	collect := func() {
-		for _, r := range reasons {
-			if r != nil {
-				d.Reasons = append(d.Reasons, *r)
-			}
-		}
-	}
+	book.buf = buf
 	if requested != nil {
-		if i := slices.Index(p.registry, requested); reasons[i] != nil {
-			d.Kind, d.Code, d.Message, d.Transition = Refused, CodeTransitionInapplicable, reasons[i].Message, requested.ID
-			collect()
+		if i := slices.Index(p.registry, requested); book.failed(i) {
+			d.Kind, d.Code, d.Transition = Refused, CodeTransitionInapplicable, requested.ID
+			d.Reasons = book.reasons(p.registry)
+			d.Message = d.Reasons[book.position(i)].Message
 			return d
 		}
 	}
 	if marked && requested == nil {
 		d.Kind = Marked
+		h := book.fix("objective " + strconv.Quote(objective) + " is met")
 		for _, i := range cands {
-			reasons[i] = &Reason{Transition: p.registry[i].ID, Code: ReasonObjectiveMet, Message: fmt.Sprintf("objective %q is met", objective)}
+			book.set(i, codeObjectiveMet, h)
 		}
-		collect()
+		d.Reasons = book.reasons(p.registry)
 		return d
 	}
 	if len(cands) == 0 {
 		d.Kind = Blocked
 		d.Message = "no transition applies in phase " + inst.Phase
-		collect()
+		d.Reasons = book.reasons(p.registry)
 		return d
 	}
+	d.Candidates = make([]string, 0, len(cands))
 	for _, i := range cands {
 		d.Candidates = append(d.Candidates, p.registry[i].ID)
 	}
@@ -309,10 +317,13 @@ func Resolve(p *Program, inv *Inventory, inst *Instance, pr *Principal, req Requ
 	for tied < len(cands) && Rank(p.registry[cands[tied]].SelectionClass) == Rank(top.SelectionClass) && p.registry[cands[tied]].Priority == top.Priority {
 		tied++
 	}
-	for _, i := range cands[tied:] {
-		reasons[i] = &Reason{Transition: p.registry[i].ID, Code: ReasonOutranked, Message: "outranked by " + top.ID}
+	if len(cands) > tied {
+		h := book.fix("outranked by " + top.ID)
+		for _, i := range cands[tied:] {
+			book.set(i, codeOutranked, h)
+		}
 	}
-	collect()
+	d.Reasons = book.reasons(p.registry)
 	if tied > 1 {
 		d.Kind, d.Awaiting = Frontier, AwaitingChoice
 		d.Candidates = d.Candidates[:tied]
@@ -399,48 +410,230 @@ func refuse(d Decision, code, format string, args ...any) Decision {
 	return d
 }
 
-// evaluate returns why t is not a candidate, or nil when it is.
-func evaluate(t *Transition, inst *Instance, objective string, requested *Transition) *Reason {
-	r := func(code, format string, args ...any) *Reason {
-		return &Reason{Transition: t.ID, Code: code, Message: fmt.Sprintf(format, args...)}
+// reasonBook collects the reasons of one decision. Messages are written
+// into one buffer that becomes one string, each message a substring of it,
+// so that explaining n transitions costs a few allocations rather than
+// several per transition; the texts are the same as if each were formatted
+// alone. Entries hold no pointers, which keeps them out of the collector's
+// way, and books are reused.
+type reasonBook struct {
+	entries []reasonEntry // by registry index
+	fixed   []string      // messages set whole; entries refer to them by handle
+	buf     []byte
+	n       int // entries with a code
+}
+
+// reasonEntry is one transition's reason: its code (an index into
+// reasonCodes; codeNone for a candidate) and either a fixed message (fixed
+// > 0, a handle into reasonBook.fixed) or the span of its message in the
+// buffer.
+type reasonEntry struct {
+	code       uint8
+	fixed      uint8
+	start, end int32
+}
+
+// reasonCodes are the codes an entry refers to, by index.
+var reasonCodes = [...]string{
+	codeNone:             "",
+	codeNotRequested:     ReasonNotRequested,
+	codeObservedOnly:     ReasonObservedOnly,
+	codeRecoveryMode:     ReasonRecoveryMode,
+	codeSourcePhase:      ReasonSourcePhase,
+	codeSourceCondition:  ReasonSourceCondition,
+	codeObjectiveScope:   ReasonObjectiveScope,
+	codeExplicitOnly:     ReasonExplicitOnly,
+	codeAlreadySatisfied: ReasonAlreadySatisfied,
+	codeOutranked:        ReasonOutranked,
+	codeObjectiveMet:     ReasonObjectiveMet,
+}
+
+// Indexes into reasonCodes.
+const (
+	codeNone uint8 = iota
+	codeNotRequested
+	codeObservedOnly
+	codeRecoveryMode
+	codeSourcePhase
+	codeSourceCondition
+	codeObjectiveScope
+	codeExplicitOnly
+	codeAlreadySatisfied
+	codeOutranked
+	codeObjectiveMet
+)
+
+// Handles of the fixed messages every book starts with, in the order of
+// fixedMessages; those of MARKED and OUTRANKED reasons are added per
+// decision.
+const (
+	fixedNone uint8 = iota
+	fixedNotRequested
+	fixedObservedOnly
+	fixedAlreadySatisfied
+)
+
+var fixedMessages = [...]string{
+	"another transition was requested",
+	"OBSERVED_EXTERNAL transitions record outside events and are never applied",
+	"its target phase and conditions already hold",
+}
+
+// maxPooledBook bounds the buffer of a book kept for reuse.
+const maxPooledBook = 1 << 20
+
+var reasonBooks = sync.Pool{New: func() any { return new(reasonBook) }}
+
+// newReasonBook returns an empty book for n transitions.
+func newReasonBook(n int) *reasonBook {
+	b := reasonBooks.Get().(*reasonBook)
+	if cap(b.entries) < n {
+		b.entries = make([]reasonEntry, n)
+	} else {
+		b.entries = b.entries[:n]
+		clear(b.entries)
 	}
+	b.fixed = append(b.fixed[:0], fixedMessages[:]...)
+	b.buf = b.buf[:0]
+	b.n = 0
+	return b
+}
+
+// free returns b for reuse; no string may refer to its buffer, which
+// reasons guarantees by copying it.
+func (b *reasonBook) free() {
+	if cap(b.buf) > maxPooledBook || cap(b.entries) > maxPooledBook {
+		return
+	}
+	clear(b.fixed)
+	reasonBooks.Put(b)
+}
+
+// fix adds a fixed message and returns its handle.
+func (b *reasonBook) fix(msg string) uint8 {
+	b.fixed = append(b.fixed, msg)
+	return uint8(len(b.fixed))
+}
+
+// set gives entry i a code and the fixed message with handle h.
+func (b *reasonBook) set(i int, code, h uint8) {
+	if b.entries[i].code == codeNone {
+		b.n++
+	}
+	b.entries[i] = reasonEntry{code: code, fixed: h}
+}
+
+// failed reports whether entry i has a reason, that is, is no candidate.
+func (b *reasonBook) failed(i int) bool { return b.entries[i].code != codeNone }
+
+// position returns where entry i lands in the slice reasons returns.
+func (b *reasonBook) position(i int) int {
+	n := 0
+	for _, e := range b.entries[:i] {
+		if e.code != codeNone {
+			n++
+		}
+	}
+	return n
+}
+
+// reasons returns the reasons in registry order.
+func (b *reasonBook) reasons(registry []*Transition) []Reason {
+	out := make([]Reason, b.n)
+	text := string(b.buf)
+	k := 0
+	for i, e := range b.entries {
+		if e.code == codeNone {
+			continue
+		}
+		r := &out[k]
+		k++
+		r.Transition = registry[i].ID
+		r.Code = reasonCodes[e.code]
+		if e.fixed != fixedNone {
+			r.Message = b.fixed[e.fixed-1]
+		} else {
+			r.Message = text[e.start:e.end]
+		}
+	}
+	return out
+}
+
+// evaluate returns why t is not a candidate: a reason code with either a
+// fixed message or the message appended to buf. The code is codeNone when
+// t is a candidate.
+func evaluate(buf []byte, t *Transition, inst *Instance, objective string, requested *Transition) (code, fixed uint8, _ []byte) {
 	switch {
 	case requested != nil && t != requested:
-		return r(ReasonNotRequested, "another transition was requested")
+		return codeNotRequested, fixedNotRequested, buf
 	case !t.Controllable():
-		return r(ReasonObservedOnly, "OBSERVED_EXTERNAL transitions record outside events and are never applied")
+		return codeObservedOnly, fixedObservedOnly, buf
 	case inst.Recovery != nil && t.SelectionClass != Recovery:
-		return r(ReasonRecoveryMode, "the instance needs recovery after %s; only RECOVERY transitions are selectable", inst.Recovery.Transition)
+		buf = append(buf, "the instance needs recovery after "...)
+		buf = append(buf, inst.Recovery.Transition...)
+		buf = append(buf, "; only RECOVERY transitions are selectable"...)
+		return codeRecoveryMode, fixedNone, buf
 	case !contains(t.SourcePhases, inst.Phase):
-		return r(ReasonSourcePhase, "phase %s is not among its source phases %s", inst.Phase, strings.Join(t.SourcePhases, ", "))
+		buf = append(buf, "phase "...)
+		buf = append(buf, inst.Phase...)
+		buf = append(buf, " is not among its source phases "...)
+		buf = appendJoined(buf, t.SourcePhases)
+		return codeSourcePhase, fixedNone, buf
 	}
-	if i := inst.firstFailing(t.SourceConditions); i >= 0 {
-		c := &t.SourceConditions[i]
+	if k := inst.firstFailing(t.SourceConditions); k >= 0 {
+		c := &t.SourceConditions[k]
 		f := inst.Fact(c.Facet)
-		return r(ReasonSourceCondition, "source condition on %s does not hold (fact is %s%s)", c.Facet, f.Status, valueSuffix(f))
+		buf = append(buf, "source condition on "...)
+		buf = append(buf, c.Facet...)
+		buf = append(buf, " does not hold (fact is "...)
+		buf = append(buf, f.Status...)
+		if f.Value != "" {
+			buf = append(buf, ' ')
+			buf = strconv.AppendQuote(buf, f.Value)
+		}
+		buf = append(buf, ')')
+		return codeSourceCondition, fixedNone, buf
 	}
 	if len(t.Objectives) > 0 && !contains(t.Objectives, objective) {
 		if objective == "" {
-			return r(ReasonObjectiveScope, "it serves objectives %s and the instance has none", strings.Join(t.Objectives, ", "))
+			buf = append(buf, "it serves objectives "...)
+			buf = appendJoined(buf, t.Objectives)
+			buf = append(buf, " and the instance has none"...)
+		} else {
+			buf = append(buf, "it does not serve objective "...)
+			buf = strconv.AppendQuote(buf, objective)
 		}
-		return r(ReasonObjectiveScope, "it does not serve objective %q", objective)
+		return codeObjectiveScope, fixedNone, buf
 	}
 	if requested == nil {
 		if Rank(t.SelectionClass) > 3 {
-			return r(ReasonExplicitOnly, "%s transitions are taken only when requested", t.SelectionClass)
+			buf = append(buf, t.SelectionClass...)
+			buf = append(buf, " transitions are taken only when requested"...)
+			return codeExplicitOnly, fixedNone, buf
 		}
 		if contains(t.TargetPhases, inst.Phase) && inst.firstFailing(t.TargetConditions) < 0 {
-			return r(ReasonAlreadySatisfied, "its target phase and conditions already hold")
+			return codeAlreadySatisfied, fixedAlreadySatisfied, buf
 		}
 	}
-	return nil
+	return codeNone, fixedNone, buf
+}
+
+// appendJoined appends ss separated by ", ", as strings.Join would.
+func appendJoined(b []byte, ss []string) []byte {
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, s...)
+	}
+	return b
 }
 
 func valueSuffix(f Fact) string {
 	if f.Value == "" {
 		return ""
 	}
-	return fmt.Sprintf(" %q", f.Value)
+	return " " + strconv.Quote(f.Value)
 }
 
 // missingAuthority returns the authority class the principal lacks for t,

@@ -28,6 +28,25 @@ type checker struct {
 	errs ErrorList
 	inv  inventoryView
 	path pathStack
+
+	// Storage for what the normalized program keeps, and scratch space
+	// for sorting condition sets.
+	text    stringArena
+	conds   slab[Condition]
+	params  slab[Parameter]
+	assigns slab[Assignment]
+	specs   slab[PrescriptionSpec]
+	intrs   slab[Interruption]
+	pols    slab[Policy]
+	norm    []Condition
+	keys    []conditionKey
+	buf     []byte
+}
+
+// conditionKey is a condition's canonical bytes and its source index.
+type conditionKey struct {
+	key []byte
+	src int
 }
 
 func (c *checker) add(extra []any, format string, args ...any) {
@@ -108,13 +127,7 @@ func (c *checker) conditions(key string, list []Condition, phaseAllowed bool) []
 	}
 	c.path.push(key)
 	defer c.path.pop()
-	type keyed struct {
-		key []byte
-		src int
-	}
-	norm := make([]Condition, len(list))
-	keys := make([]keyed, len(list))
-	var buf []byte
+	norm := c.norm[:0]
 	for i, cond := range list {
 		c.path.pushIndex(i)
 		switch {
@@ -126,29 +139,37 @@ func (c *checker) conditions(key string, list []Condition, phaseAllowed bool) []
 		if len(cond.Statuses) == 0 {
 			c.add(at("statuses"), "needs at least one status; %s", statusRule)
 		}
-		n := Condition{
+		norm = append(norm, Condition{
 			Facet:    cond.Facet,
 			Statuses: c.set("statuses", cond.Statuses, isStatus, "status", statusRule),
 			Values:   c.set("values", cond.Values, nil, "value", ""),
-		}
+		})
 		c.path.pop()
-		norm[i] = n
+	}
+	c.norm = norm
+	defer clear(norm) // keep no references in the scratch space
+	if len(norm) == 1 {
+		return c.conds.one(norm[0])
+	}
+	keys, buf := c.keys[:0], c.buf[:0]
+	for i := range norm {
 		start := len(buf)
-		buf = appendCondition(buf, &n)
-		keys[i] = keyed{key: buf[start:len(buf):len(buf)], src: i}
+		buf = appendCondition(buf, &norm[i])
+		keys = append(keys, conditionKey{src: i, key: buf[start:len(buf):len(buf)]})
 	}
-	if len(keys) > 1 {
-		slices.SortStableFunc(keys, func(a, b keyed) int { return bytes.Compare(a.key, b.key) })
-	}
-	out := make([]Condition, 0, len(list))
+	c.keys, c.buf = keys, buf
+	slices.SortStableFunc(keys, func(a, b conditionKey) int { return bytes.Compare(a.key, b.key) })
+	c.conds.reserve(len(keys))
+	start := len(c.conds.buf)
 	for i, k := range keys {
 		if i > 0 && bytes.Equal(k.key, keys[i-1].key) {
 			c.add(at(max(k.src, keys[i-1].src)), "duplicate condition; a set lists each condition once")
 			continue
 		}
-		out = append(out, norm[k.src])
+		c.conds.buf = append(c.conds.buf, norm[k.src])
 	}
-	return out
+	clear(keys)
+	return c.conds.buf[start:len(c.conds.buf):len(c.conds.buf)]
 }
 
 // compile validates a decoded manifest against the inventory and builds the
@@ -288,6 +309,10 @@ func compile(m *Manifest, inv *Inventory, sizeHint int) (*Program, ErrorList) {
 }
 
 func contains(sorted []string, s string) bool {
+	if len(sorted) <= 8 {
+		// A short scan beats the search's comparisons.
+		return slices.Contains(sorted, s)
+	}
 	_, ok := slices.BinarySearch(sorted, s)
 	return ok
 }
@@ -295,7 +320,7 @@ func contains(sorted []string, s string) bool {
 // transition validates t, whose path is on the stack, into out.
 func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[string]bool, classOf map[string]string) {
 	*out = Transition{
-		ID:             prog.ProgramID + "/" + t.ID,
+		ID:             c.text.join(prog.ProgramID, "/", t.ID),
 		SelectionClass: t.SelectionClass,
 		Priority:       t.Priority,
 		Effect:         t.Effect,
@@ -343,7 +368,7 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 				c.add(at("parameters", i, "name"), "%q is not a valid parameter name: %s", prm.Name, nameRule)
 			}
 		}
-		out.Parameters = slices.Clone(t.Parameters)
+		out.Parameters = c.params.clone(t.Parameters)
 		slices.SortStableFunc(out.Parameters, func(a, b Parameter) int { return strings.Compare(a.Name, b.Name) })
 		for i := 1; i < len(out.Parameters); i++ {
 			if name := out.Parameters[i].Name; name == out.Parameters[i-1].Name {
@@ -368,7 +393,7 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 				c.add(at("assignments", i, "facet"), "the phase is not assigned as a fact; state.assign moves to the target phase")
 			}
 		}
-		out.Assignments = slices.Clone(t.Assignments)
+		out.Assignments = c.assigns.clone(t.Assignments)
 		slices.SortStableFunc(out.Assignments, func(a, b Assignment) int { return strings.Compare(a.Facet, b.Facet) })
 		for i := 1; i < len(out.Assignments); i++ {
 			if facet := out.Assignments[i].Facet; facet == out.Assignments[i-1].Facet {
@@ -429,7 +454,10 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 		if ps.ExpectedPostcondition == "" {
 			c.add(at("prescription", "expected_postcondition"), "must describe the state the operation establishes")
 		}
-		out.Prescription = &PrescriptionSpec{Operation: ps.Operation, Arguments: slices.Clone(ps.Arguments), ExpectedPostcondition: ps.ExpectedPostcondition}
+		// The decoded manifest is private to Load, so its lists can be
+		// kept as they are.
+		out.Prescription = c.specs.new()
+		*out.Prescription = PrescriptionSpec{Operation: ps.Operation, Arguments: ps.Arguments, ExpectedPostcondition: ps.ExpectedPostcondition}
 	}
 
 	if in := t.Interruption; in != nil {
@@ -437,9 +465,10 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 		if len(in.Points) == 0 {
 			c.add(at("points"), "needs at least one interruption point")
 		}
-		out.Interruption = &Interruption{
+		out.Interruption = c.intrs.new()
+		*out.Interruption = Interruption{
 			Points:   c.set("points", in.Points, isName, "interruption point", nameRule),
-			Recovery: prog.ProgramID + "/" + in.Recovery,
+			Recovery: c.text.join(prog.ProgramID, "/", in.Recovery),
 		}
 		class, ok := classOf[in.Recovery]
 		switch {
@@ -457,7 +486,8 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 		ops := c.set("managed_operations", pol.ManagedOperations, isName, "operation name", nameRule)
 		c.path.pop()
 		if len(ops) > 0 {
-			out.Policy = &Policy{ManagedOperations: ops}
+			out.Policy = c.pols.new()
+			out.Policy.ManagedOperations = ops
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 // is marked failed and endpoint_not_ready is returned.
 //
 // The owner is recorded as the Control's sender; ApplyAs records another.
-func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input json.RawMessage) (map[string]any, error) {
+func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input json.RawMessage) (ControlResult, error) {
 	return m.ApplyAs(ctx, ownerID, ownerID, id, action, input)
 }
 
@@ -32,19 +32,21 @@ func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input j
 // actually sent the Control (a person acting on an agent's Run acts as its
 // owner). senderID is kept on the journal record; an empty senderID
 // records the owner.
-func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action string, input json.RawMessage) (map[string]any, error) {
+func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action string, input json.RawMessage) (ControlResult, error) {
 	if senderID == "" {
 		senderID = ownerID
 	}
 	action = strings.TrimSpace(action)
 	if err := ValidateAction(action); err != nil {
-		return nil, err
+		return ControlResult{}, err
 	}
 	switch action {
 	case "kill":
-		return m.Kill(ctx, ownerID, id)
+		res, err := m.Kill(ctx, ownerID, id)
+		return ControlResult{Kill: res}, err
 	case "archive":
-		return m.Archive(ctx, ownerID, id)
+		res, err := m.Archive(ctx, ownerID, id)
+		return ControlResult{Archive: res}, err
 	case "prune":
 		var in struct {
 			PreserveArtifacts  bool `json:"preserve_artifacts"`
@@ -53,8 +55,16 @@ func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action str
 		if len(input) > 0 {
 			_ = json.Unmarshal(input, &in)
 		}
-		return m.Prune(ctx, ownerID, id, in.PreserveArtifacts || in.PreserveArtifacts2)
+		res, err := m.Prune(ctx, ownerID, id, in.PreserveArtifacts || in.PreserveArtifacts2)
+		return ControlResult{Prune: res}, err
 	}
+	res, err := m.deliver(ctx, ownerID, senderID, id, action, input)
+	return ControlResult{Delivery: res}, err
+}
+
+// deliver admits a declared Control action to the journal and writes it
+// to the generation's FIFO.
+func (m *Manager) deliver(ctx context.Context, ownerID, senderID, id, action string, input json.RawMessage) (*ControlDelivery, error) {
 	env, err := NewEnvelope(action, input)
 	if err != nil {
 		return nil, err
@@ -92,7 +102,6 @@ func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action str
 	if err := m.controls.do(store.ControlAdmission{RunID: id, Control: c}); err != nil {
 		return nil, m.admissionError(id, err)
 	}
-	base := map[string]any{"action": action, "control_id": c.ID, "run": id, "run_instance_id": r.InstanceID}
 	wire := WireRecord(c.ID, c.Action, c.Input)
 	n, derr := writeFIFO(d.FIFO, wire)
 	if derr != nil {
@@ -105,18 +114,15 @@ func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action str
 			stored = "control endpoint is not ready for this Run generation"
 		}
 		_, _ = m.st.TransitionControl(ctx, id, c.ID, store.ControlFailed, []string{store.ControlQueued, store.ControlDelivered}, stored, m.now())
-		base["endpoint_type"] = "fifo"
-		return nil, &Error{Code: reason, Message: msg, Details: base}
+		return nil, &Error{Code: reason, Message: msg, Details: map[string]any{"action": action, "control_id": c.ID,
+			"run": id, "run_instance_id": r.InstanceID, "endpoint_type": "fifo"}}
 	}
 	if _, err := m.st.TransitionControl(ctx, id, c.ID, store.ControlDelivered, nil, "", m.now()); err != nil && !errors.Is(err, store.ErrConflict) {
 		m.log.Warn("record control delivery", "run", id, "control", c.ID, "err", err)
 	}
 	m.notify(r.OwnerID, id, "run.control")
-	base["bytes"] = n
-	base["delivery"] = "delivered"
-	base["endpoint_type"] = "fifo"
-	base["next_actions"] = []string{"inspect target=run:" + id + " view=control"}
-	return base, nil
+	return &ControlDelivery{Action: action, Bytes: n, ControlID: c.ID, Delivery: "delivered", EndpointType: "fifo",
+		NextActions: []string{"inspect target=run:" + id + " view=control"}, Run: id, InstanceID: r.InstanceID}, nil
 }
 
 func (m *Manager) admissionError(id string, err error) error {

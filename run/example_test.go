@@ -88,14 +88,14 @@ func ExampleManager() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(v["run"], v["generation"])
+	fmt.Println(v.ID, v.Generation)
 	// Wait until the supervisor has recorded the end.
-	for v["ended_at"] == nil {
+	for v.EndedAt == "" {
 		time.Sleep(10 * time.Millisecond)
 		v, _ = m.Status(ctx, "alice", "hello")
 	}
 	out, _ := m.Logs(ctx, "alice", "hello", "stdout", 0)
-	fmt.Print(v["status"], " ", out)
+	fmt.Print(v.Status, " ", out)
 
 	// Another principal cannot tell the Run exists.
 	_, err = m.Status(ctx, "mallory", "hello")

@@ -1,15 +1,16 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/assent-run/assent/run/journal"
 	"github.com/assent-run/assent/store"
 )
 
@@ -36,21 +37,21 @@ type InspectRequest struct {
 // Inspect answers one view: runtime status|runs|triage, run:<id>
 // status|recipe|trace|control, recipes summary|status, tool:<name>
 // status|schema (tool views are answered by Tools' registry, see
-// ToolSet). Run views are owner-only.
-func (m *Manager) Inspect(ctx context.Context, ownerID string, req InspectRequest) (map[string]any, error) {
+// ToolSet). Run views are owner-only. See View for the views' types.
+func (m *Manager) Inspect(ctx context.Context, ownerID string, req InspectRequest) (View, error) {
 	target := strings.TrimSpace(req.Target)
 	view := strings.TrimSpace(req.View)
 	switch {
 	case target == "runtime":
 		switch view {
 		case "status":
-			return map[string]any{"run_root": m.runsDir(), "state_schema": StateSchema, "version": m.cfg.Version, "automatic_review": false}, nil
+			return &RuntimeStatus{RunRoot: m.runsDir(), StateSchema: StateSchema, Version: m.cfg.Version}, nil
 		case "runs":
 			runs, err := m.List(ctx, ownerID, req.Status)
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"owner_session": ownerID, "runs": runs}, nil
+			return &RunList{OwnerSession: ownerID, Runs: runs}, nil
 		case "triage":
 			return m.triage(ctx, ownerID)
 		}
@@ -85,33 +86,29 @@ func (m *Manager) Inspect(ctx context.Context, ownerID string, req InspectReques
 	return nil, errorf(CodeInvalidRequest, "unsupported inspect target: %s; use run:<id>, runtime, recipes, or tool:<name>", target)
 }
 
-func (m *Manager) recipeView(r store.RunRecord) map[string]any {
+func (m *Manager) recipeView(r store.RunRecord) *RecipeView {
 	d := decodeDoc(r)
 	var def any
 	_ = json.Unmarshal(d.Definition, &def)
 	maskDefinition(d.Definition, def)
-	values := map[string]any{}
+	values := make(map[string]string, len(d.Values))
 	for k, v := range d.Values {
-		values[k] = v
+		if SecretKey(k) {
+			v = redactedMarker
+		}
+		values[k] = RedactText(v)
 	}
-	identity := map[string]any{"run": r.ID, "launch_kind": d.LaunchKind, "launch_source": d.LaunchKind}
+	id := RecipeIdentity{Run: r.ID, LaunchKind: d.LaunchKind, LaunchSource: d.LaunchKind, SourceKind: "inline_template",
+		Tool: d.Tool, Singleton: d.Singleton}
 	if d.Recipe != "" {
-		identity["recipe"], identity["recipe_stem"], identity["source_kind"] = d.Recipe, d.Recipe, "user_registry_capability"
-	} else {
-		identity["source_kind"] = "inline_template"
+		id.Recipe, id.RecipeStem, id.SourceKind = d.Recipe, d.Recipe, "user_registry_capability"
 	}
-	if d.Tool != "" {
-		identity["tool"] = d.Tool
-	}
-	if d.Singleton {
-		identity["singleton"] = true
-	}
-	return map[string]any{
-		"identity": identity,
-		"launch": map[string]any{"cwd": m.stateDir(r.ID), "template": d.Script, "values": Redact(values),
-			"control": nonNilStrings(d.Control), "artifacts": m.artifactManifest(m.stateDir(r.ID), d.Artifacts)},
-		"definition":  Redact(def),
-		"diagnostics": []string{},
+	return &RecipeView{
+		Identity: id,
+		Launch: LaunchView{Cwd: m.stateDir(r.ID), Template: d.Script, Values: values,
+			Control: nonNilStrings(d.Control), Artifacts: m.artifactManifest(m.stateDir(r.ID), d.Artifacts)},
+		Definition:  Redact(def),
+		Diagnostics: []string{},
 	}
 }
 
@@ -148,22 +145,22 @@ func maskDefinition(raw json.RawMessage, def any) {
 
 // projectControl is a Control as inspection shows it: strings capped at
 // 160 characters, error at 320, input redacted and bounded.
-func projectControl(c store.Control) map[string]any {
-	p := map[string]any{"id": cut(c.ID, previewChars), "run_instance_id": cut(c.InstanceID, previewChars),
-		"action": cut(c.Action, previewChars), "status": c.Status}
-	for k, t := range map[string]*time.Time{"queued_at": c.QueuedAt, "delivered_at": c.DeliveredAt, "claimed_at": c.ClaimedAt, "handled_at": c.HandledAt, "failed_at": c.FailedAt} {
-		if t != nil {
-			p[k] = store.FormatTime(*t)
+func projectControl(c store.Control) ControlRecord {
+	p := ControlRecord{ID: cut(c.ID, previewChars), InstanceID: cut(c.InstanceID, previewChars),
+		Action: cut(c.Action, previewChars), Status: c.Status, SenderID: cut(c.SenderID, previewChars)}
+	for _, t := range []struct {
+		dst *string
+		at  *time.Time
+	}{{&p.QueuedAt, c.QueuedAt}, {&p.DeliveredAt, c.DeliveredAt}, {&p.ClaimedAt, c.ClaimedAt}, {&p.HandledAt, c.HandledAt}, {&p.FailedAt, c.FailedAt}} {
+		if t.at != nil {
+			*t.dst = store.FormatTime(*t.at)
 		}
 	}
 	if len(c.Input) > 0 {
-		p["input"] = redactJSON(c.Input, bodyPreviewChars)
+		p.Input = redactJSON(c.Input, bodyPreviewChars)
 	}
 	if c.Error != "" {
-		p["error"] = cut(RedactText(c.Error), bodyPreviewChars)
-	}
-	if c.SenderID != "" {
-		p["sender_id"] = cut(c.SenderID, previewChars)
+		p.Error = cut(RedactText(c.Error), bodyPreviewChars)
 	}
 	return p
 }
@@ -171,7 +168,7 @@ func projectControl(c store.Control) map[string]any {
 type journalSummary struct {
 	pending, bytes int
 	oldest         time.Time
-	diagnostics    []map[string]any
+	diagnostics    []ControlDiagnostic
 }
 
 // diagnose returns the structural problem of a journal record, or "".
@@ -198,7 +195,7 @@ func summarize(cs []store.Control) journalSummary {
 		s.bytes += len(b)
 		if reason := diagnose(c); reason != "" {
 			if len(s.diagnostics) < triageListMax {
-				s.diagnostics = append(s.diagnostics, map[string]any{"reason": reason, "line": i + 1})
+				s.diagnostics = append(s.diagnostics, ControlDiagnostic{Reason: reason, Line: i + 1})
 			}
 			continue
 		}
@@ -212,7 +209,7 @@ func summarize(cs []store.Control) journalSummary {
 	return s
 }
 
-func (m *Manager) controlView(ctx context.Context, r store.RunRecord, lines int) (map[string]any, error) {
+func (m *Manager) controlView(ctx context.Context, r store.RunRecord, lines int) (*ControlView, error) {
 	cs, err := m.st.Controls(ctx, r.ID)
 	if err != nil {
 		return nil, err
@@ -230,7 +227,7 @@ func (m *Manager) controlView(ctx context.Context, r store.RunRecord, lines int)
 	if n <= 0 {
 		n = recentControls
 	}
-	recent := []map[string]any{}
+	recent := []ControlRecord{}
 	for i := len(cs) - 1; i >= 0 && len(recent) < n; i-- {
 		recent = append(recent, projectControl(cs[i]))
 	}
@@ -238,21 +235,21 @@ func (m *Manager) controlView(ctx context.Context, r store.RunRecord, lines int)
 	if status == StatusRunning {
 		runtimeActions = []string{"kill"}
 	}
-	v := map[string]any{"run": r.ID, "run_instance_id": r.InstanceID, "status": status,
-		"pending": s.pending, "pending_limit": ControlPendingLimit, "available": max(0, ControlPendingLimit-s.pending),
-		"backpressured": s.pending >= ControlPendingLimit, "journal_bytes": s.bytes, "journal_limit": store.ControlJournalMaxBytes,
-		"stale_pending": stale, "diagnostics": capList(s.diagnostics), "actor_actions": nonNilStrings(d.Control), "runtime_actions": runtimeActions,
-		"recent_controls": recent}
+	v := &ControlView{Run: r.ID, InstanceID: r.InstanceID, Status: status,
+		Pending: s.pending, PendingLimit: ControlPendingLimit, Available: max(0, ControlPendingLimit-s.pending),
+		Backpressured: s.pending >= ControlPendingLimit, JournalBytes: s.bytes, JournalLimit: store.ControlJournalMaxBytes,
+		StalePending: stale, Diagnostics: capList(s.diagnostics), ActorActions: nonNilStrings(d.Control), RuntimeActions: runtimeActions,
+		RecentControls: recent}
 	if !s.oldest.IsZero() {
-		v["oldest_pending_at"] = store.FormatTime(s.oldest)
+		v.OldestPendingAt = store.FormatTime(s.oldest)
 	}
 	if d.FIFO != "" && status == StatusRunning {
-		v["endpoint"] = map[string]any{"path": d.FIFO, "type": "fifo"}
+		v.Endpoint = &Endpoint{Path: d.FIFO, Type: "fifo"}
 	}
 	return v, nil
 }
 
-func (m *Manager) staleReason(r store.RunRecord, status string, c store.Control) string {
+func (m *Manager) staleReason(r store.RunRecord, status Status, c store.Control) string {
 	switch {
 	case r.InstanceID == "":
 		return "run_generation_unavailable"
@@ -267,17 +264,16 @@ func (m *Manager) staleReason(r store.RunRecord, status string, c store.Control)
 }
 
 // traceSummary describes the retained Trace as upstream's summary does.
-func traceSummary(st store.TraceStats) map[string]any {
-	s := map[string]any{"history_complete": st.Marker == nil, "compacted": st.Marker != nil, "compactions_total": 0,
-		"dropped_events": 0, "dropped_bytes": 0, "dropped_event_count_exact": true,
-		"retained_events": st.Events, "retained_bytes": st.Bytes}
+func traceSummary(st store.TraceStats) TraceSummary {
+	s := TraceSummary{HistoryComplete: st.Marker == nil, Compacted: st.Marker != nil, DroppedEventCountExact: true,
+		RetainedEvents: st.Events, RetainedBytes: st.Bytes}
 	if st.Marker != nil {
-		var d map[string]any
+		var d journal.Compaction
 		if json.Unmarshal(st.Marker.Data, &d) == nil {
-			s["compactions_total"] = d["compactions_total"]
-			s["dropped_events"] = d["dropped_valid_events_total"]
-			s["dropped_bytes"] = d["dropped_bytes_total"]
-			s["dropped_event_count_exact"] = d["dropped_event_count_exact"]
+			s.CompactionsTotal = d.CompactionsTotal
+			s.DroppedEvents = d.DroppedValidEventsTotal
+			s.DroppedBytes = d.DroppedBytesTotal
+			s.DroppedEventCountExact = d.DroppedEventCountExact
 		}
 	}
 	return s
@@ -285,7 +281,7 @@ func traceSummary(st store.TraceStats) map[string]any {
 
 var sourceRank = map[string]int{"lifecycle": 6, "control": 5, "process": 4, "agent": 3, "artifact": 2, "runtime": 1}
 
-func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source string, lines int) (map[string]any, error) {
+func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source string, lines int) (*TraceView, error) {
 	if source == "" {
 		source = "all"
 	}
@@ -305,11 +301,8 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		return nil, err
 	}
 	type item struct {
-		v    map[string]any
-		ts   string
-		src  string
-		ord  int
-		iden string
+		v   TraceItem
+		ord int
 	}
 	var items []item
 	for i, e := range evs {
@@ -317,22 +310,16 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		if strings.HasPrefix(e.Kind, "run.") || strings.HasPrefix(e.Kind, "command.") {
 			src = "lifecycle"
 		}
-		detail := map[string]any{}
-		if e.Attention != "" {
-			detail["attention"] = e.Attention
-		}
-		if len(e.Data) > 0 {
-			detail["data"] = redactJSON(e.Data, 4000)
-		}
 		summary := e.Summary
 		if summary == "" {
 			summary = e.Kind
 		}
-		v := map[string]any{"id": e.ID, "ts": store.FormatTime(e.TS), "source": src, "kind": e.Kind, "summary": RedactText(summary), "detail": detail}
-		if e.Level != "" {
-			v["level"] = e.Level
+		v := TraceItem{ID: e.ID, TS: store.FormatTime(e.TS), Source: src, Kind: e.Kind, Summary: RedactText(summary), Level: e.Level,
+			Detail: TraceDetail{Attention: e.Attention}}
+		if len(e.Data) > 0 {
+			v.Detail.Data = redactJSON(e.Data, 4000)
 		}
-		items = append(items, item{v, v["ts"].(string), src, i, e.ID})
+		items = append(items, item{v, i})
 	}
 	cs, err := m.st.Controls(ctx, r.ID)
 	if err != nil {
@@ -342,13 +329,13 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		cs = cs[len(cs)-100:]
 	}
 	for i, c := range cs {
-		ts := store.FormatTime(c.StatusTime())
-		v := map[string]any{"id": "control:" + c.ID, "ts": ts, "source": "control", "kind": "control." + c.Status,
-			"summary": c.Action + " " + c.Status, "detail": projectControl(c)}
+		p := projectControl(c)
+		v := TraceItem{ID: "control:" + c.ID, TS: store.FormatTime(c.StatusTime()), Source: "control", Kind: "control." + c.Status,
+			Summary: c.Action + " " + c.Status, Detail: TraceDetail{ControlRecord: &p}}
 		if c.Status == store.ControlFailed {
-			v["level"] = "error"
+			v.Level = "error"
 		}
-		items = append(items, item{v, ts, "control", i, "control:" + c.ID})
+		items = append(items, item{v, i})
 	}
 	dir := m.stateDir(r.ID)
 	if r.Archived {
@@ -361,13 +348,12 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 			continue
 		}
 		tail, _ := tailFile(p, defaultInspectLines, 64<<10)
-		ts := store.FormatTime(fi.ModTime())
-		v := map[string]any{"id": "process:" + stream, "ts": ts, "source": "process", "kind": "process." + stream,
-			"summary": stream, "detail": map[string]any{"tail": RedactText(tail)}}
+		v := TraceItem{ID: "process:" + stream, TS: store.FormatTime(fi.ModTime()), Source: "process", Kind: "process." + stream,
+			Summary: stream, Detail: TraceDetail{Tail: RedactText(tail)}}
 		if stream == "stderr" {
-			v["level"] = "warning"
+			v.Level = "warning"
 		}
-		items = append(items, item{v, ts, "process", i, "process:" + stream})
+		items = append(items, item{v, i})
 	}
 	d := decodeDoc(r)
 	for i, name := range sortedKeys(d.Artifacts) {
@@ -377,53 +363,41 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 			p = filepath.Join(r.ArchiveDir, strings.TrimPrefix(p, m.stateDir(r.ID)+"/"))
 		}
 		rel := strings.TrimPrefix(a.Path, m.stateDir(r.ID)+"/")
-		v := map[string]any{"id": "artifact:" + name, "source": "artifact", "detail": map[string]any{"name": name, "path": rel}}
-		ts := store.FormatTime(r.StartedAt)
+		v := TraceItem{ID: "artifact:" + name, TS: store.FormatTime(r.StartedAt), Source: "artifact", Detail: TraceDetail{Name: name, Path: rel}}
 		if fi, err := os.Stat(p); err == nil && insideDir(dir, p) {
-			ts = store.FormatTime(fi.ModTime())
-			v["kind"], v["summary"] = "artifact.ready", name+" ready"
+			v.TS = store.FormatTime(fi.ModTime())
+			v.Kind, v.Summary = "artifact.ready", name+" ready"
 		} else {
-			v["kind"], v["summary"] = "artifact.missing", name+" missing"
+			v.Kind, v.Summary = "artifact.missing", name+" missing"
 			if a.Required {
-				v["level"] = "warning"
+				v.Level = "warning"
 			}
 		}
-		v["ts"] = ts
-		items = append(items, item{v, ts, "artifact", i, "artifact:" + name})
+		items = append(items, item{v, i})
 	}
 	if source != "all" {
-		kept := items[:0]
-		for _, it := range items {
-			if it.src == source {
-				kept = append(kept, it)
-			}
-		}
-		items = kept
+		items = slices.DeleteFunc(items, func(it item) bool { return it.v.Source != source })
 	}
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if a.ts != b.ts {
-			return a.ts > b.ts
+	slices.SortStableFunc(items, func(a, b item) int {
+		if c := cmp.Compare(b.v.TS, a.v.TS); c != 0 {
+			return c
 		}
-		if a.src == b.src {
-			return a.ord > b.ord
+		if a.v.Source == b.v.Source {
+			return cmp.Compare(b.ord, a.ord)
 		}
-		if sourceRank[a.src] != sourceRank[b.src] {
-			return sourceRank[a.src] > sourceRank[b.src]
+		if c := cmp.Compare(sourceRank[b.v.Source], sourceRank[a.v.Source]); c != 0 {
+			return c
 		}
-		return a.iden > b.iden
+		return cmp.Compare(b.v.ID, a.v.ID)
 	})
-	out := []map[string]any{}
-	for _, it := range items {
-		if len(out) == lines {
-			break
-		}
+	out := make([]TraceItem, 0, min(lines, len(items)))
+	for _, it := range items[:min(lines, len(items))] {
 		out = append(out, it.v)
 	}
-	return map[string]any{"run": r.ID, "source": source, "summary": traceSummary(st), "items": out}, nil
+	return &TraceView{Run: r.ID, Source: source, Summary: traceSummary(st), Items: out}, nil
 }
 
-func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, error) {
+func (m *Manager) triage(ctx context.Context, ownerID string) (*Triage, error) {
 	if ownerID == "" {
 		return nil, errorf(CodeInvalidRequest, "runtime Run inventory requires a principal")
 	}
@@ -432,18 +406,18 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, e
 		return nil, err
 	}
 	failed := []string{}
-	var failedDetails []map[string]any
-	var pendingStale, pendingFresh, stale, backpressured, traceDiag, attention, diags []map[string]any
+	var failedDetails []FailedRun
+	var pendingStale, pendingFresh []PendingControl
+	var backpressured []BackpressuredRun
+	var traceDiag []TraceDiagnostic
+	var attention []AttentionEvent
+	var diags []ControlDiagnostic
 	for _, r := range runs {
 		status, _ := m.status(r)
 		if status == StatusFailed {
 			failed = append(failed, r.ID)
 			v := m.view(r)
-			d := map[string]any{"run": r.ID, "exit_code": v["exit_code"]}
-			if h, ok := v["stderr_head"]; ok {
-				d["stderr_head"] = h
-			}
-			failedDetails = append(failedDetails, d)
+			failedDetails = append(failedDetails, FailedRun{Run: r.ID, ExitCode: v.ExitCode, StderrHead: v.StderrHead})
 		}
 		cs, err := m.st.Controls(ctx, r.ID)
 		if err != nil {
@@ -451,7 +425,7 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, e
 		}
 		s := summarize(cs)
 		for _, d := range s.diagnostics {
-			d["run"] = r.ID
+			d.Run = r.ID
 			diags = append(diags, d)
 		}
 		for _, c := range cs {
@@ -459,27 +433,24 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, e
 				continue
 			}
 			reason := m.staleReason(r, status, c)
-			e := map[string]any{"run": r.ID, "id": c.ID, "action": c.Action, "status": c.Status, "reason": reason,
-				"age_ms": m.now().Sub(c.StatusTime()).Milliseconds()}
+			e := PendingControl{Run: r.ID, ID: c.ID, Action: c.Action, Status: c.Status, Reason: reason,
+				AgeMS: m.now().Sub(c.StatusTime()).Milliseconds()}
 			if reason == "within_age_threshold" {
 				pendingFresh = append(pendingFresh, e)
 			} else {
-				e["stale"] = true
+				e.Stale = true
 				pendingStale = append(pendingStale, e)
-				stale = append(stale, e)
 			}
 		}
 		if s.pending >= ControlPendingLimit {
-			backpressured = append(backpressured, map[string]any{"run": r.ID, "pending": s.pending, "pending_limit": ControlPendingLimit, "journal_bytes": s.bytes})
+			backpressured = append(backpressured, BackpressuredRun{Run: r.ID, Pending: s.pending, PendingLimit: ControlPendingLimit, JournalBytes: s.bytes})
 		}
 		st, err := m.st.TraceStats(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
 		if st.Marker != nil {
-			d := traceSummary(st)
-			d["run"] = r.ID
-			traceDiag = append(traceDiag, d)
+			traceDiag = append(traceDiag, TraceDiagnostic{Run: r.ID, TraceSummary: traceSummary(st)})
 		}
 		evs, err := m.st.Trace(ctx, r.ID, 200)
 		if err != nil {
@@ -487,65 +458,65 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (map[string]any, e
 		}
 		for _, e := range evs {
 			if e.Attention == "notify" || e.Attention == "followup" || e.Attention == "steer" {
-				attention = append(attention, map[string]any{"run": r.ID, "id": e.ID, "kind": e.Kind, "attention": e.Attention,
-					"summary": RedactText(e.Summary), "ts": store.FormatTime(e.TS)})
+				attention = append(attention, AttentionEvent{Run: r.ID, ID: e.ID, Kind: e.Kind, Attention: e.Attention,
+					Summary: RedactText(e.Summary), TS: store.FormatTime(e.TS)})
 			}
 		}
 	}
-	sort.SliceStable(attention, func(i, j int) bool { return attention[i]["ts"].(string) > attention[j]["ts"].(string) })
+	slices.SortStableFunc(attention, func(a, b AttentionEvent) int { return cmp.Compare(b.TS, a.TS) })
 	pending := append(pendingStale, pendingFresh...)
 	next := []string{}
 	if len(failed) > 0 {
 		next = append(next, "inspect target=runtime view=runs status=failed")
 	}
 	seen := map[string]bool{}
-	for _, e := range append(append([]map[string]any{}, stale...), backpressured...) {
-		id := e["run"].(string)
+	troubled := make([]string, 0, len(pendingStale)+len(backpressured))
+	for _, e := range pendingStale {
+		troubled = append(troubled, e.Run)
+	}
+	for _, e := range backpressured {
+		troubled = append(troubled, e.Run)
+	}
+	for _, id := range troubled {
 		if !seen[id] && len(seen) < 3 {
 			seen[id] = true
 			next = append(next, "inspect target=run:"+id+" view=control")
 		}
 	}
-	for i, e := range attention {
-		if i == 3 {
-			break
-		}
-		next = append(next, "inspect target=run:"+e["run"].(string)+" view=trace source=runtime")
+	for _, e := range attention[:min(3, len(attention))] {
+		next = append(next, "inspect target=run:"+e.Run+" view=trace source=runtime")
 	}
-	return map[string]any{
-		"failed_runs":              failed,
-		"failed_run_count":         len(failed),
-		"failed_run_details":       capList(failedDetails),
-		"pending_control_count":    len(pending),
-		"pending_controls":         capList(pending),
-		"stale_control_count":      len(stale),
-		"stale_controls":           capList(stale),
-		"backpressured_run_count":  len(backpressured),
-		"backpressured_runs":       capList(backpressured),
-		"control_diagnostic_count": len(diags),
-		"control_diagnostics":      capList(diags),
-		"trace_diagnostic_count":   len(traceDiag),
-		"trace_diagnostics":        capList(traceDiag),
-		"attention_events":         capList(attention),
-		"next_actions":             next,
+	return &Triage{
+		FailedRuns:             failed,
+		FailedRunCount:         len(failed),
+		FailedRunDetails:       capList(failedDetails),
+		PendingControlCount:    len(pending),
+		PendingControls:        capList(pending),
+		StaleControlCount:      len(pendingStale),
+		StaleControls:          capList(pendingStale),
+		BackpressuredRunCount:  len(backpressured),
+		BackpressuredRuns:      capList(backpressured),
+		ControlDiagnosticCount: len(diags),
+		ControlDiagnostics:     capList(diags),
+		TraceDiagnosticCount:   len(traceDiag),
+		TraceDiagnostics:       capList(traceDiag),
+		AttentionEvents:        capList(attention),
+		NextActions:            next,
 	}, nil
 }
 
-func capList(l []map[string]any) []map[string]any {
+// capList returns l with at most triageListMax entries, never nil.
+func capList[T any](l []T) []T {
 	if l == nil {
-		return []map[string]any{}
+		return []T{}
 	}
-	if len(l) > triageListMax {
-		return l[:triageListMax]
-	}
-	return l
+	return l[:min(len(l), triageListMax)]
 }
 
 // recipesSummary lists the Recipe files under <data>/recipes.
-func (m *Manager) recipesSummary() map[string]any {
-	active := []map[string]any{}
-	invalid := []map[string]any{}
-	disabled := []map[string]any{}
+func (m *Manager) recipesSummary() *RecipesSummary {
+	v := &RecipesSummary{Active: []RecipeInfo{}, Invalid: []RecipeIssue{}, Disabled: []RecipeIssue{}, Shadowed: []string{},
+		Diagnostics: []string{}, Root: m.recipesDir(), NextActions: []string{}}
 	entries, _ := os.ReadDir(m.recipesDir())
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
@@ -555,7 +526,7 @@ func (m *Manager) recipesSummary() map[string]any {
 		p := filepath.Join(m.recipesDir(), e.Name())
 		b, err := os.ReadFile(p)
 		if err != nil {
-			invalid = append(invalid, map[string]any{"id": stem, "path": p, "reason": err.Error()})
+			v.Invalid = append(v.Invalid, RecipeIssue{ID: stem, Path: p, Reason: err.Error()})
 			continue
 		}
 		var probe struct {
@@ -564,50 +535,19 @@ func (m *Manager) recipesSummary() map[string]any {
 		_ = json.Unmarshal(b, &probe)
 		r, err := DecodeRecipe(b)
 		if probe.Disabled {
-			disabled = append(disabled, map[string]any{"id": stem, "path": p})
+			v.Disabled = append(v.Disabled, RecipeIssue{ID: stem, Path: p})
 			continue
 		}
 		if err != nil {
-			invalid = append(invalid, map[string]any{"id": stem, "path": p, "invalid": true, "reason": err.Error()})
+			v.Invalid = append(v.Invalid, RecipeIssue{ID: stem, Path: p, Invalid: true, Reason: err.Error()})
 			continue
 		}
-		active = append(active, map[string]any{"id": stem, "path": p, "description": r.Description, "args": nonNilStrings(r.Args),
-			"control": nonNilStrings(r.Control), "async": r.Async, "singleton": r.Singleton, "disabled": false, "invalid": false,
-			"source_kind": "user_registry_capability"})
+		v.Active = append(v.Active, RecipeInfo{ID: stem, Path: p, Description: r.Description, Args: nonNilStrings(r.Args),
+			Control: nonNilStrings(r.Control), Async: r.Async, Singleton: r.Singleton, SourceKind: "user_registry_capability"})
 	}
-	next := []string{}
-	if len(active) > 0 {
-		next = append(next, "actors_run_spawn recipe="+active[0]["id"].(string))
+	if len(v.Active) > 0 {
+		v.NextActions = append(v.NextActions, "actors_run_spawn recipe="+v.Active[0].ID)
 	}
-	return map[string]any{"active": active, "invalid": invalid, "disabled": disabled, "shadowed": []any{}, "diagnostics": []any{},
-		"root": m.recipesDir(), "counts": map[string]any{"active": len(active), "invalid": len(invalid), "disabled": len(disabled)},
-		"next_actions": next}
-}
-
-// compactText is the one-line answer of a view, as upstream's compact
-// text.
-func compactText(target, view string, v map[string]any) string {
-	if strings.HasPrefix(target, "run:") {
-		return "run=" + strings.TrimPrefix(target, "run:") + " view=" + view
-	}
-	switch {
-	case target == "runtime" && view == "runs":
-		runs, _ := v["runs"].([]map[string]any)
-		return "runtime runs=" + strconv.Itoa(len(runs))
-	case target == "runtime" && view == "status":
-		return "runtime version=" + asString(v["version"]) + " state_schema=" + StateSchema + " automatic_review=false"
-	case target == "runtime" && view == "triage":
-		return "runtime failed=" + strconv.Itoa(len(v["failed_runs"].([]string))) + " pending_controls=" + strconv.Itoa(v["pending_control_count"].(int)) +
-			" stale_controls=" + strconv.Itoa(v["stale_control_count"].(int)) + " backpressured=" + strconv.Itoa(v["backpressured_run_count"].(int)) +
-			" incomplete_trace=" + strconv.Itoa(v["trace_diagnostic_count"].(int)) + " attention=" + strconv.Itoa(len(v["attention_events"].([]map[string]any)))
-	case target == "recipes":
-		c := v["counts"].(map[string]any)
-		return "recipes active=" + strconv.Itoa(c["active"].(int)) + " invalid=" + strconv.Itoa(c["invalid"].(int)) + " disabled=" + strconv.Itoa(c["disabled"].(int))
-	}
-	return target + " view=" + view
-}
-
-func asString(v any) string {
-	s, _ := v.(string)
-	return s
+	v.Counts = RecipeCounts{Active: len(v.Active), Invalid: len(v.Invalid), Disabled: len(v.Disabled)}
+	return v
 }

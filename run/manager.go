@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -307,7 +308,7 @@ var (
 // Spawn validates req, claims the Run id for ownerID and starts a new
 // generation. A live generation of the same id refuses reuse (run_active);
 // a terminal one is replaced in the same directory, keeping its files.
-func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (map[string]any, error) {
+func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (*Run, error) {
 	var rec *Recipe
 	var def json.RawMessage
 	var err error
@@ -393,7 +394,7 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 		}
 		t.Stop()
 	}
-	if r, err := m.st.Run(ctx, id); err == nil && r.InstanceID == v["run_instance_id"] {
+	if r, err := m.st.Run(ctx, id); err == nil && r.InstanceID == v.InstanceID {
 		return m.view(r), nil
 	}
 	return v, nil
@@ -431,7 +432,7 @@ func maskSecrets(vals map[string]string, declared, extra []string) map[string]st
 // spawnLocked claims id and starts the generation under the Run's lock. It
 // returns the Run's view and, when a process was started, a channel closed
 // once its end is recorded.
-func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req SpawnRequest, rec *Recipe, def json.RawMessage, p spawnPlan) (map[string]any, <-chan struct{}, error) {
+func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req SpawnRequest, rec *Recipe, def json.RawMessage, p spawnPlan) (*Run, <-chan struct{}, error) {
 	unlock := m.lock(id)
 	defer unlock()
 	dir := p.dir
@@ -459,7 +460,7 @@ func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req Spawn
 					return nil, nil, errorf(CodeRunActive, "Active singleton Run %s has incompatible Recipe identity, owner, startup values, or Control contract. Stop it before changing singleton configuration.", id)
 				}
 				v := m.view(old)
-				v["reused"] = true
+				v.Reused = true
 				return v, nil, nil
 			}
 			return nil, nil, errorf(CodeRunActive, "Run state already has an active owned process: %s. Stop it before reusing the same run_id.", id)
@@ -673,7 +674,7 @@ func (m *Manager) adopt(id, instance string, pid int, start string) {
 }
 
 // status derives a Run's status and its process identity status.
-func (m *Manager) status(r store.RunRecord) (string, string) {
+func (m *Manager) status(r store.RunRecord) (Status, string) {
 	ident := verifyProcess(r.PID, r.StartTime)
 	if r.EndedAt.IsZero() && (ident == identityValid || ident == identityUnsupported && r.PID > 0) {
 		return StatusRunning, ident
@@ -684,8 +685,8 @@ func (m *Manager) status(r store.RunRecord) (string, string) {
 		r.ExitCode = m.exitFile(r.ID)
 	}
 	switch {
-	case r.Stop == StatusKilled || r.Stop == StatusCancelled:
-		return r.Stop, ident
+	case r.Stop == string(StatusKilled) || r.Stop == string(StatusCancelled):
+		return Status(r.Stop), ident
 	case r.ExitCode == nil:
 		return StatusExited, ident
 	case *r.ExitCode == 0:
@@ -694,32 +695,24 @@ func (m *Manager) status(r store.RunRecord) (string, string) {
 	return StatusFailed, ident
 }
 
-// view is the derived status object of a Run.
-func (m *Manager) view(r store.RunRecord) map[string]any {
+// view is the derived status view of a Run.
+func (m *Manager) view(r store.RunRecord) *Run {
 	d := decodeDoc(r)
 	status, ident := m.status(r)
 	dir := m.stateDir(r.ID)
-	v := map[string]any{
-		"run": r.ID, "run_instance_id": r.InstanceID, "generation": r.Generation, "status": status,
-		"owner_id": r.OwnerID, "pid": r.PID, "process_identity_status": ident, "state_schema": StateSchema,
-		"state_dir": dir, "stdout_log": filepath.Join(dir, "stdout.log"), "stderr_log": filepath.Join(dir, "stderr.log"),
-		"created_at": store.FormatTime(r.CreatedAt), "started_at": store.FormatTime(r.StartedAt),
-		"launch_kind": d.LaunchKind, "control": nonNilStrings(d.Control),
-	}
-	if d.Recipe != "" {
-		v["recipe"] = d.Recipe
-	}
-	if d.Tool != "" {
-		v["tool"] = d.Tool
-	}
-	if r.ExitCode != nil {
-		v["exit_code"] = *r.ExitCode
+	v := &Run{
+		ID: r.ID, InstanceID: r.InstanceID, Generation: r.Generation, Status: status,
+		OwnerID: r.OwnerID, PID: r.PID, ProcessIdentity: ident, StateSchema: StateSchema,
+		StateDir: dir, StdoutLog: filepath.Join(dir, "stdout.log"), StderrLog: filepath.Join(dir, "stderr.log"),
+		CreatedAt: store.FormatTime(r.CreatedAt), StartedAt: store.FormatTime(r.StartedAt),
+		LaunchKind: d.LaunchKind, Recipe: d.Recipe, Tool: d.Tool, Control: nonNilStrings(d.Control),
+		ExitCode: r.ExitCode, Archived: r.Archived,
 	}
 	if !r.EndedAt.IsZero() {
-		v["ended_at"] = store.FormatTime(r.EndedAt)
+		v.EndedAt = store.FormatTime(r.EndedAt)
 	}
 	if len(d.Artifacts) > 0 {
-		v["artifacts"] = m.artifactManifest(dir, d.Artifacts)
+		v.Artifacts = m.artifactManifest(dir, d.Artifacts)
 	}
 	if status == StatusFailed || status == StatusExited {
 		logDir := dir
@@ -727,12 +720,11 @@ func (m *Manager) view(r store.RunRecord) map[string]any {
 			logDir = r.ArchiveDir
 		}
 		if head := headFile(filepath.Join(logDir, "stderr.log"), stderrHeadLines, stderrHeadBytes); head != "" {
-			v["stderr_head"] = RedactText(head)
+			v.StderrHead = RedactText(head)
 		}
 	}
 	if r.Archived {
-		v["archived"] = true
-		v["archive_dir"] = r.ArchiveDir
+		v.ArchiveDir = r.ArchiveDir
 	}
 	return v
 }
@@ -760,21 +752,13 @@ func insideDir(dir, path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-func (m *Manager) artifactManifest(dir string, arts map[string]Artifact) map[string]any {
-	out := map[string]any{}
+func (m *Manager) artifactManifest(dir string, arts map[string]Artifact) map[string]ArtifactState {
+	out := make(map[string]ArtifactState, len(arts))
 	for name, a := range arts {
-		e := map[string]any{"path": a.Path, "exists": false}
-		if a.Kind != "" {
-			e["kind"] = a.Kind
-		}
-		if a.MediaType != "" {
-			e["media_type"] = a.MediaType
-		}
-		if a.Required {
-			e["required"] = true
-		}
+		e := ArtifactState{Path: a.Path, Kind: a.Kind, MediaType: a.MediaType, Required: a.Required}
 		if fi, err := os.Stat(a.Path); err == nil && insideDir(dir, a.Path) {
-			e["exists"], e["size"] = true, fi.Size()
+			size := fi.Size()
+			e.Exists, e.Size = true, &size
 		}
 		out[name] = e
 	}
@@ -798,8 +782,8 @@ func notFound(id string) *Error {
 	return errorf(CodeNotFound, "Run not found: %s. List your Runs with inspect target=runtime view=runs.", id)
 }
 
-// Status returns the derived status object of an owned Run.
-func (m *Manager) Status(ctx context.Context, ownerID, id string) (map[string]any, error) {
+// Status returns the derived status view of an owned Run.
+func (m *Manager) Status(ctx context.Context, ownerID, id string) (*Run, error) {
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
 		return nil, err
@@ -859,8 +843,9 @@ func (m *Manager) AppendTrace(ctx context.Context, ownerID, id, instanceID strin
 
 // Kill sends SIGKILL to the verified process group of a running Run. It
 // bypasses the Control journal (a saturated journal cannot block it). A
-// Run that is not running gives a soft result {killed:false, reason}.
-func (m *Manager) Kill(ctx context.Context, ownerID, id string) (map[string]any, error) {
+// Run that is not running is not an error: the result has Killed false
+// and a Reason.
+func (m *Manager) Kill(ctx context.Context, ownerID, id string) (*KillResult, error) {
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
@@ -869,12 +854,12 @@ func (m *Manager) Kill(ctx context.Context, ownerID, id string) (map[string]any,
 	}
 	status, ident := m.status(r)
 	if status != StatusRunning {
-		return map[string]any{"killed": false, "stopped": false, "reason": "not running", "status": status}, nil
+		return &KillResult{Reason: "not running", Status: status}, nil
 	}
 	if ident != identityValid {
-		return map[string]any{"killed": false, "stopped": false, "reason": strings.ReplaceAll(ident, "_", " "), "status": status, "process_identity_status": ident}, nil
+		return &KillResult{Reason: strings.ReplaceAll(ident, "_", " "), Status: status, ProcessIdentity: ident}, nil
 	}
-	r.Stop = StatusKilled
+	r.Stop = string(StatusKilled)
 	if err := m.saveRun(ctx, r); err != nil {
 		return nil, err
 	}
@@ -892,12 +877,12 @@ func (m *Manager) Kill(ctx context.Context, ownerID, id string) (map[string]any,
 		}
 	}
 	m.emit(ctx, r, "run.kill", "Killed Run process", map[string]any{"pid": r.PID, "signal": "SIGKILL", "signalTarget": target}, "warning")
-	return map[string]any{"killed": true, "stopped": true, "pid": r.PID, "signal": "SIGKILL", "signalTarget": target, "state_dir": m.stateDir(id)}, nil
+	return &KillResult{Killed: true, Stopped: true, PID: r.PID, Signal: "SIGKILL", SignalTarget: target, StateDir: m.stateDir(id)}, nil
 }
 
 // Archive moves a terminal Run's directory to <data>/archive/runs/ and leaves a
 // tombstone at its address; the Run then reports archived.
-func (m *Manager) Archive(ctx context.Context, ownerID, id string) (map[string]any, error) {
+func (m *Manager) Archive(ctx context.Context, ownerID, id string) (*ArchiveResult, error) {
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
@@ -921,7 +906,7 @@ func (m *Manager) Archive(ctx context.Context, ownerID, id string) (map[string]a
 	if err := os.Rename(src, dst); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("run: archive: %w", err)
 	}
-	res := map[string]any{"archived": true, "archive_dir": dst, "original_state_dir": src, "run": id, "status": status, "ts": store.FormatTime(now)}
+	res := &ArchiveResult{Archived: true, ArchiveDir: dst, OriginalStateDir: src, Run: id, Status: status, TS: store.FormatTime(now)}
 	if err := os.MkdirAll(src, 0o700); err == nil {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		_ = os.WriteFile(filepath.Join(src, "archive-tombstone.json"), append(b, '\n'), 0o600)
@@ -937,7 +922,7 @@ func (m *Manager) Archive(ctx context.Context, ownerID, id string) (map[string]a
 // preserve, each existing declared artifact is first copied to
 // <data>/archive/preserved-artifacts/<id>/; a failed copy aborts before anything is
 // deleted.
-func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) (map[string]any, error) {
+func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) (*PruneResult, error) {
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
@@ -984,7 +969,7 @@ func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) 
 		return nil, err
 	}
 	m.notify(r.OwnerID, id, "run.status")
-	return map[string]any{"pruned": true, "preserved_artifacts": kept, "run": id, "state_dir": m.stateDir(id), "ts": store.FormatTime(m.now())}, nil
+	return &PruneResult{Pruned: true, PreservedArtifacts: kept, Run: id, StateDir: m.stateDir(id), TS: store.FormatTime(m.now())}, nil
 }
 
 func copyFile(src, dst string) error {
@@ -1103,9 +1088,9 @@ func tailFile(path string, n int, max int64) (string, error) {
 	return boundLines(s, logLineMaxBytes), nil
 }
 
-// List returns the derived status objects of ownerID's Runs, filtered by
-// status: all (or empty), active, terminal or an exact status.
-func (m *Manager) List(ctx context.Context, ownerID, status string) ([]map[string]any, error) {
+// List returns the derived status views of ownerID's Runs, oldest first,
+// filtered by status: all (or empty), active, terminal or an exact status.
+func (m *Manager) List(ctx context.Context, ownerID, status string) ([]Run, error) {
 	if ownerID == "" {
 		return nil, errorf(CodeInvalidRequest, "runtime Run inventory requires a principal")
 	}
@@ -1115,7 +1100,7 @@ func (m *Manager) List(ctx context.Context, ownerID, status string) ([]map[strin
 // ListAll is List over every owner's Runs, for a person who oversees the
 // agents and services that started them. Each view names its owner
 // ("owner_id").
-func (m *Manager) ListAll(ctx context.Context, status string) ([]map[string]any, error) {
+func (m *Manager) ListAll(ctx context.Context, status string) ([]Run, error) {
 	return m.list(ctx, "", status)
 }
 
@@ -1132,32 +1117,31 @@ func (m *Manager) Owner(ctx context.Context, id string) (string, error) {
 	return h.owner, err
 }
 
-func (m *Manager) list(ctx context.Context, ownerID, status string) ([]map[string]any, error) {
+func (m *Manager) list(ctx context.Context, ownerID, status string) ([]Run, error) {
 	runs, err := m.st.ListRuns(ctx, ownerID)
 	if err != nil {
 		return nil, err
 	}
-	out := []map[string]any{}
+	out := []Run{}
 	for _, r := range runs {
 		v := m.view(r)
-		s := v["status"].(string)
 		switch status {
 		case "", "all":
 		case "active":
-			if s != StatusRunning {
+			if v.Status != StatusRunning {
 				continue
 			}
 		case "terminal":
-			if s == StatusRunning {
+			if v.Status == StatusRunning {
 				continue
 			}
 		default:
-			if s != status {
+			if string(v.Status) != status {
 				continue
 			}
 		}
-		out = append(out, v)
+		out = append(out, *v)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i]["created_at"].(string) < out[j]["created_at"].(string) })
+	slices.SortStableFunc(out, func(a, b Run) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) })
 	return out, nil
 }

@@ -54,7 +54,7 @@ func (f *fixture) open() *Manager {
 	return m
 }
 
-func (f *fixture) spawn(owner, id, template string, control ...string) map[string]any {
+func (f *fixture) spawn(owner, id, template string, control ...string) *Run {
 	f.t.Helper()
 	def := map[string]any{"template": template}
 	if len(control) > 0 {
@@ -87,13 +87,13 @@ func (f *fixture) waitEnded(id string) store.RunRecord {
 	return store.RunRecord{}
 }
 
-func (f *fixture) status(owner, id string) string {
+func (f *fixture) status(owner, id string) Status {
 	f.t.Helper()
 	v, err := f.m.Status(context.Background(), owner, id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return v["status"].(string)
+	return v.Status
 }
 
 func code(err error) string {
@@ -107,7 +107,8 @@ func code(err error) string {
 func TestRunStatuses(t *testing.T) {
 	f := newFixture(t)
 	tests := []struct {
-		id, template, status string
+		id, template string
+		status       Status
 	}{
 		{"ok", "echo hello", StatusDone},
 		{"bad", "exit 3", StatusFailed},
@@ -211,7 +212,7 @@ func TestKillReachesGrandchildren(t *testing.T) {
 		t.Fatal("not running")
 	}
 	res, err := f.m.Kill(ctx, "alice", "tree")
-	if err != nil || res["killed"] != true || res["signalTarget"] != "processGroup" {
+	if err != nil || !res.Killed || res.SignalTarget != "processGroup" {
 		t.Fatalf("kill: %v %v", res, err)
 	}
 	waitGone(t, gc)
@@ -220,7 +221,7 @@ func TestKillReachesGrandchildren(t *testing.T) {
 		t.Fatalf("status %s", s)
 	}
 	res, err = f.m.Kill(ctx, "alice", "tree")
-	if err != nil || res["killed"] != false || res["reason"] != "not running" {
+	if err != nil || res.Killed || res.Reason != "not running" {
 		t.Fatalf("second kill: %v %v", res, err)
 	}
 }
@@ -229,7 +230,7 @@ func TestControlDelivery(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	v := f.spawn("alice", "svc", "sleep 300", "pause", "resume")
-	instance := v["run_instance_id"].(string)
+	instance := v.InstanceID
 	defer func() {
 		f.m.Kill(ctx, "alice", "svc")
 		f.waitEnded("svc")
@@ -260,7 +261,7 @@ func TestControlDelivery(t *testing.T) {
 	rd := os.NewFile(uintptr(fd), fifo)
 	defer rd.Close()
 	res, err := f.m.Apply(ctx, "alice", "svc", "resume", json.RawMessage(`{"reason":"operator","token":"s3cret"}`))
-	if err != nil || res["delivery"] != "delivered" {
+	if err != nil || res.Delivery == nil || res.Delivery.Delivery != "delivered" {
 		t.Fatalf("apply: %v %v", res, err)
 	}
 	line, err := bufio.NewReader(rd).ReadBytes('\n')
@@ -268,7 +269,7 @@ func TestControlDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, action, input, err := DecodeWireRecord(line[:len(line)-1])
-	if err != nil || action != "resume" || id != res["control_id"] || !strings.Contains(string(input), "s3cret") {
+	if err != nil || action != "resume" || id != res.Delivery.ControlID || !strings.Contains(string(input), "s3cret") {
 		t.Fatalf("wire %q: %v", line, err)
 	}
 	// A stale generation never claims.
@@ -285,15 +286,16 @@ func TestControlDelivery(t *testing.T) {
 	if _, err := f.m.Settle(ctx, "alice", "svc", instance, id, false, "late"); code(err) != CodeConflict {
 		t.Fatalf("settle twice: %v", err)
 	}
-	view, err := f.m.Inspect(ctx, "alice", InspectRequest{Target: "run:svc", View: "control"})
+	iv, err := f.m.Inspect(ctx, "alice", InspectRequest{Target: "run:svc", View: "control"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	view := iv.(*ControlView)
 	b, _ := json.Marshal(view)
-	if strings.Contains(string(b), "s3cret") || view["pending"] != 0 || view["available"] != 64 || view["backpressured"] != false {
+	if strings.Contains(string(b), "s3cret") || view.Pending != 0 || view.Available != 64 || view.Backpressured {
 		t.Fatalf("control view %s", b)
 	}
-	if rt := view["runtime_actions"].([]string); len(rt) != 1 || rt[0] != "kill" {
+	if rt := view.RuntimeActions; len(rt) != 1 || rt[0] != "kill" {
 		t.Fatalf("runtime actions %v", rt)
 	}
 }
@@ -313,7 +315,7 @@ func TestKillBypassesSaturatedJournal(t *testing.T) {
 	v := f.spawn("alice", "full", "sleep 300", "pause")
 	for i := 0; i < ControlPendingLimit; i++ {
 		now := t0
-		if _, err := f.db.AdmitControl(ctx, "full", store.Control{ID: strconv.Itoa(i), InstanceID: v["run_instance_id"].(string), Action: "pause", QueuedAt: &now}); err != nil {
+		if _, err := f.db.AdmitControl(ctx, "full", store.Control{ID: strconv.Itoa(i), InstanceID: v.InstanceID, Action: "pause", QueuedAt: &now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -322,7 +324,7 @@ func TestKillBypassesSaturatedJournal(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != CodeBackpressure || e.Details["pending"] != 64 || e.Details["limit"] != 64 || e.Details["oldest_pending_at"] != "2026-01-01T00:00:00.000Z" {
 		t.Fatalf("65th: %v %+v", err, e)
 	}
-	if res, err := f.m.Apply(ctx, "alice", "full", "kill", nil); err != nil || res["killed"] != true {
+	if res, err := f.m.Apply(ctx, "alice", "full", "kill", nil); err != nil || res.Kill == nil || !res.Kill.Killed {
 		t.Fatalf("kill: %v %v", res, err)
 	}
 	f.waitEnded("full")
@@ -357,7 +359,7 @@ func TestReconcileAfterRestart(t *testing.T) {
 		t.Fatalf("vanished run: %s", s)
 	}
 	syscall.Kill(-realPID, syscall.SIGKILL)
-	if res, err := f.m.Kill(ctx, "alice", "live"); err != nil || res["killed"] != true {
+	if res, err := f.m.Kill(ctx, "alice", "live"); err != nil || !res.Killed {
 		t.Fatalf("kill re-adopted run: %v %v", res, err)
 	}
 	f.waitEnded("live")
@@ -376,7 +378,7 @@ func TestPIDReuseNeverSignalled(t *testing.T) {
 	r.StartTime = "1"
 	f.db.SaveRun(ctx, r)
 	res, err := f.m.Kill(ctx, "alice", "r")
-	if err != nil || res["killed"] != false {
+	if err != nil || res.Killed {
 		t.Fatalf("kill with a reused pid: %v %v", res, err)
 	}
 	if verifyProcess(r.PID, good) != identityValid {
@@ -404,7 +406,7 @@ func TestRestartArchivePrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v2["generation"] != 2 || v2["run_instance_id"] == v1["run_instance_id"] {
+	if v2.Generation != 2 || v2.InstanceID == v1.InstanceID {
 		t.Fatalf("restart: %v", v2)
 	}
 	f.waitEnded("job")
@@ -424,24 +426,24 @@ func TestRestartArchivePrune(t *testing.T) {
 	f.waitEnded("busy")
 
 	res, err := f.m.Archive(ctx, "alice", "job")
-	if err != nil || res["archived"] != true {
+	if err != nil || !res.Archived {
 		t.Fatalf("archive: %v %v", res, err)
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "runs", "job", "archive-tombstone.json")); err != nil {
 		t.Fatal("no tombstone")
 	}
 	st, _ := f.m.Status(ctx, "alice", "job")
-	if st["archived"] != true {
+	if !st.Archived {
 		t.Fatalf("status after archive %v", st)
 	}
 	if _, err := f.m.Spawn(ctx, "alice", SpawnRequest{Recipe: "job", RunID: "job"}); code(err) != CodeRunArchived {
 		t.Fatalf("spawn over a tombstone: %v", err)
 	}
-	res, err = f.m.Prune(ctx, "alice", "job", true)
+	pruned, err := f.m.Prune(ctx, "alice", "job", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := res["preserved_artifacts"].(map[string]string)
+	kept := pruned.PreservedArtifacts
 	if len(kept) != 1 || kept["report"] == "" {
 		t.Fatalf("preserved %v", kept)
 	}
@@ -452,9 +454,9 @@ func TestRestartArchivePrune(t *testing.T) {
 		t.Fatalf("after prune: %v", err)
 	}
 	// Without preservation nothing is kept.
-	res, err = f.m.Prune(ctx, "alice", "busy", false)
-	if err != nil || len(res["preserved_artifacts"].(map[string]string)) != 0 {
-		t.Fatalf("prune: %v %v", res, err)
+	pruned, err = f.m.Prune(ctx, "alice", "busy", false)
+	if err != nil || len(pruned.PreservedArtifacts) != 0 {
+		t.Fatalf("prune: %v %v", pruned, err)
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "runs", "busy")); !os.IsNotExist(err) {
 		t.Fatal("state left behind")
@@ -482,10 +484,13 @@ func TestInspectViews(t *testing.T) {
 		if strings.Contains(string(b), "hunter2") {
 			t.Errorf("%v leaks a secret: %s", req, b)
 		}
-		_ = compactText(req.Target, req.View, v)
+		if v.Compact() == "" {
+			t.Errorf("%v: no compact text", req)
+		}
 	}
-	tri, _ := f.m.Inspect(ctx, "alice", InspectRequest{Target: "runtime", View: "triage"})
-	if fr := tri["failed_runs"].([]string); len(fr) != 1 || fr[0] != "v" {
+	iv, _ := f.m.Inspect(ctx, "alice", InspectRequest{Target: "runtime", View: "triage"})
+	tri := iv.(*Triage)
+	if fr := tri.FailedRuns; len(fr) != 1 || fr[0] != "v" {
 		t.Fatalf("triage %v", tri)
 	}
 	for _, bad := range []InspectRequest{{Target: "run:v", View: "nope"}, {Target: "room:x", View: "status"}, {Target: "runtime", View: "x"}} {
@@ -623,12 +628,12 @@ func TestRunTokenLifecycle(t *testing.T) {
 	v := f.spawn("alice", "tok", `echo "$ASSENT_RUN_TOKEN $ASSENT_URL $ASSENT_RUN_ID $ASSENT_RUN_INSTANCE_ID"`)
 	f.waitEnded("tok")
 	out, _ := m.Logs(context.Background(), "alice", "tok", "stdout", 0)
-	if want := "secret-tok http://example.test tok " + v["run_instance_id"].(string) + "\n"; out != want {
+	if want := "secret-tok http://example.test tok " + v.InstanceID + "\n"; out != want {
 		t.Fatalf("environment %q, want %q", out, want)
 	}
 	tokens.mu.Lock()
 	defer tokens.mu.Unlock()
-	if len(tokens.issued) != 1 || tokens.issued[0] != "alice/tok/"+v["run_instance_id"].(string) || len(tokens.revoked) != 1 || tokens.revoked[0] != "tok-tok" {
+	if len(tokens.issued) != 1 || tokens.issued[0] != "alice/tok/"+v.InstanceID || len(tokens.revoked) != 1 || tokens.revoked[0] != "tok-tok" {
 		t.Fatalf("issued %v revoked %v", tokens.issued, tokens.revoked)
 	}
 }
@@ -641,7 +646,7 @@ func TestSingleton(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := f.m.Spawn(ctx, "alice", SpawnRequest{Recipe: "player"})
-	if err != nil || v["run"] != "player" {
+	if err != nil || v.ID != "player" {
 		t.Fatalf("spawn: %v %v", v, err)
 	}
 	defer func() {
@@ -649,7 +654,7 @@ func TestSingleton(t *testing.T) {
 		f.waitEnded("player")
 	}()
 	again, err := f.m.Spawn(ctx, "alice", SpawnRequest{Recipe: "player"})
-	if err != nil || again["reused"] != true || again["run_instance_id"] != v["run_instance_id"] {
+	if err != nil || !again.Reused || again.InstanceID != v.InstanceID {
 		t.Fatalf("compatible relaunch: %v %v", again, err)
 	}
 	if _, err := f.m.Spawn(ctx, "alice", SpawnRequest{Recipe: "player", Values: map[string]json.RawMessage{"mode": json.RawMessage(`"b"`)}}); code(err) != CodeRunActive || !strings.Contains(err.Error(), "incompatible") {
@@ -723,22 +728,24 @@ func TestControlDiagnostics(t *testing.T) {
 	v := f.spawn("alice", "diag", "true", "pause")
 	f.waitEnded("diag")
 	now := t0
-	if _, err := f.db.AdmitControl(ctx, "diag", store.Control{ID: "c1", InstanceID: v["run_instance_id"].(string), Action: "pause", QueuedAt: &now}); err != nil {
+	if _, err := f.db.AdmitControl(ctx, "diag", store.Control{ID: "c1", InstanceID: v.InstanceID, Action: "pause", QueuedAt: &now}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.db.SQL().Exec(`UPDATE run_controls SET status = 'lost'`); err != nil {
 		t.Fatal(err)
 	}
-	cv, err := f.m.Inspect(ctx, "alice", InspectRequest{Target: "run:diag", View: "control"})
+	iv, err := f.m.Inspect(ctx, "alice", InspectRequest{Target: "run:diag", View: "control"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	diags := cv["diagnostics"].([]map[string]any)
-	if len(diags) != 1 || diags[0]["reason"] != "invalid_status" || cv["pending"] != 0 {
+	cv := iv.(*ControlView)
+	diags := cv.Diagnostics
+	if len(diags) != 1 || diags[0].Reason != "invalid_status" || cv.Pending != 0 {
 		t.Fatalf("control view %v", cv)
 	}
-	tri, _ := f.m.Inspect(ctx, "alice", InspectRequest{Target: "runtime", View: "triage"})
-	if tri["control_diagnostic_count"] != 1 || tri["pending_control_count"] != 0 {
+	iv, _ = f.m.Inspect(ctx, "alice", InspectRequest{Target: "runtime", View: "triage"})
+	tri := iv.(*Triage)
+	if tri.ControlDiagnosticCount != 1 || tri.PendingControlCount != 0 {
 		t.Fatalf("triage %v", tri)
 	}
 }

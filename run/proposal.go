@@ -278,13 +278,12 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	url := ts.ProposalURL(prop.ID)
 	msg := "A person must approve this command in the web inbox: " + url
 	script, _ := ShownProposal(prop)
-	v := map[string]any{"status": StatusPendingApproval, "proposal": prop.ID, "kind": prop.Kind, "url": url, "message": msg,
-		"script": script, "work_dir": prop.WorkDir,
-		"next_actions": []string{"inspect target=proposal:" + prop.ID + " view=status"}}
+	v := &PendingApproval{Status: StatusPendingApproval, Proposal: prop.ID, Kind: prop.Kind, URL: url, Message: msg,
+		Script: script, WorkDir: prop.WorkDir, NextActions: []string{"inspect target=proposal:" + prop.ID + " view=status"}}
 	if prop.Kind == store.ProposalSpawn {
-		v["run"] = prop.Target
+		v.Run = prop.Target
 	} else {
-		v["tool"] = prop.Target
+		v.Tool = prop.Target
 	}
 	return &tool.Result{Text: msg + " (proposal=" + prop.ID + "; next=actors_inspect target=proposal:" + prop.ID + " view=status)", Structured: v}, nil
 }
@@ -329,12 +328,12 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 // itself (see MayExecute), for a person's approval, and returns the answer
 // for p: status pending_approval, the proposal id and the URL where a
 // person decides.
-func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req SpawnRequest) (map[string]any, error) {
+func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req SpawnRequest) (*PendingApproval, error) {
 	res, err := ts.proposeSpawn(ctx, p, req)
 	if err != nil {
 		return nil, err
 	}
-	v, _ := res.Structured.(map[string]any)
+	v, _ := res.Structured.(*PendingApproval)
 	return v, nil
 }
 
@@ -441,40 +440,36 @@ func ShownProposal(p store.Proposal) (script string, values map[string]any) {
 	return script, values
 }
 
-// ProposalView is the inspection view of a proposal.
-func ProposalView(p store.Proposal, url string) map[string]any {
+// ProposalView is the inspection view of a proposal; url is where a
+// person decides it.
+func ProposalView(p store.Proposal, url string) *Proposal {
 	var recipe any
 	_ = json.Unmarshal(p.Recipe, &recipe)
 	script, values := ShownProposal(p)
-	v := map[string]any{"proposal": p.ID, "kind": p.Kind, "status": p.Status, "target": p.Target, "proposer": p.ProposerID,
-		"recipe": recipe, "script": script, "work_dir": p.WorkDir, "env_names": nonNilStrings(p.EnvNames),
-		"controls": nonNilStrings(p.Controls), "values": values, "created_at": store.FormatTime(p.CreatedAt), "url": url}
+	v := &Proposal{ID: p.ID, Kind: p.Kind, Status: p.Status, Target: p.Target, Proposer: p.ProposerID,
+		Recipe: recipe, Script: script, WorkDir: p.WorkDir, EnvNames: nonNilStrings(p.EnvNames),
+		Controls: nonNilStrings(p.Controls), Values: values, CreatedAt: store.FormatTime(p.CreatedAt), URL: url, Reason: p.Reason}
 	if p.Status != store.ProposalPending {
-		v["decided_by"] = p.DecidedBy
+		v.DecidedBy = &p.DecidedBy
 		if !p.DecidedAt.IsZero() {
-			v["decided_at"] = store.FormatTime(p.DecidedAt)
+			v.DecidedAt = store.FormatTime(p.DecidedAt)
 		}
 	}
-	if p.Reason != "" {
-		v["reason"] = p.Reason
-	}
 	if len(p.Result) > 0 {
-		var res any
-		_ = json.Unmarshal(p.Result, &res)
-		v["result"] = res
+		_ = json.Unmarshal(p.Result, &v.Result)
 	}
 	switch {
 	case p.Status == store.ProposalPending:
-		v["next_actions"] = []string{"wait for a person to decide at " + url, "inspect target=proposal:" + p.ID + " view=status"}
+		v.NextActions = []string{"wait for a person to decide at " + url, "inspect target=proposal:" + p.ID + " view=status"}
 	case p.Status == store.ProposalApproved && p.Kind == store.ProposalSpawn:
-		v["next_actions"] = []string{"inspect target=run:" + p.Target + " view=status", "inspect target=run:" + p.Target + " view=trace"}
+		v.NextActions = []string{"inspect target=run:" + p.Target + " view=status", "inspect target=run:" + p.Target + " view=trace"}
 	case p.Status == store.ProposalApproved:
-		v["next_actions"] = []string{"call tool " + p.Target, "inspect target=tool:" + p.Target + " view=status"}
+		v.NextActions = []string{"call tool " + p.Target, "inspect target=tool:" + p.Target + " view=status"}
 	}
 	return v
 }
 
-func (ts *ToolSet) proposalView(ctx context.Context, viewer store.Principal, id string) (map[string]any, error) {
+func (ts *ToolSet) proposalView(ctx context.Context, viewer store.Principal, id string) (*Proposal, error) {
 	p, err := ts.proposal(ctx, viewer, id)
 	if err != nil {
 		return nil, err
@@ -519,7 +514,7 @@ func (ts *ToolSet) Approve(ctx context.Context, decider store.Principal, id stri
 		}
 		return p, err
 	}
-	var res map[string]any
+	var res any
 	switch p.Kind {
 	case store.ProposalSpawn:
 		res, err = ts.m.Spawn(ctx, p.ProposerID, plan.spawn)
@@ -619,7 +614,7 @@ func (ts *ToolSet) RegisteredTools(ctx context.Context, viewer store.Principal) 
 // Publish makes the registered tool name visible to every principal. Only
 // a person publishes; a later change by the tool's owner makes it private
 // again.
-func (ts *ToolSet) Publish(ctx context.Context, person store.Principal, name string) (map[string]any, error) {
+func (ts *ToolSet) Publish(ctx context.Context, person store.Principal, name string) (*Publication, error) {
 	if person.Kind != store.KindHuman {
 		return nil, errorf(CodeForbidden, "Only a person can publish a tool.")
 	}
@@ -653,5 +648,5 @@ func (ts *ToolSet) Publish(ctx context.Context, person store.Principal, name str
 			}
 		}
 	}
-	return map[string]any{"tool": name, "owner": rec.OwnerID, "published": true, "published_by": d.PublishedBy, "published_at": d.PublishedAt}, nil
+	return &Publication{Tool: name, Owner: rec.OwnerID, Published: true, PublishedBy: d.PublishedBy, PublishedAt: d.PublishedAt}, nil
 }

@@ -39,11 +39,13 @@ func newToolSet(t *testing.T, f *fixture) (*ToolSet, *tool.Registry) {
 	return ts, reg
 }
 
+// structured returns the structured content of res as a client decodes it.
 func structured(t *testing.T, res *tool.Result) map[string]any {
 	t.Helper()
-	v, ok := res.Structured.(map[string]any)
-	if !ok {
-		t.Fatalf("result has no structured map: %+v", res)
+	b, err := json.Marshal(res.Structured)
+	var v map[string]any
+	if err != nil || json.Unmarshal(b, &v) != nil || v == nil {
+		t.Fatalf("result has no structured object: %+v", res)
 	}
 	return v
 }

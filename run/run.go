@@ -55,19 +55,6 @@ const (
 	StateSchema = "run-kernel-v1"
 )
 
-// Statuses of a Run.
-const (
-	StatusRunning   = "running"
-	StatusDone      = "done"
-	StatusFailed    = "failed"
-	StatusExited    = "exited"
-	StatusCancelled = "cancelled"
-	StatusKilled    = "killed"
-)
-
-// Terminal reports whether status is a terminal Run status.
-func Terminal(status string) bool { return status != StatusRunning }
-
 // Error is a refusal with a stable snake_case code and a message that says
 // what to do. Details carries structured figures (for example the
 // backpressure counts).

@@ -30,7 +30,7 @@ func (f *fixture) openWith(cfg Config) *Manager {
 }
 
 // spawnRecipe spawns the Recipe JSON def as owner.
-func spawnRecipe(t *testing.T, m *Manager, owner, id, def string, values map[string]any, secret ...string) (map[string]any, error) {
+func spawnRecipe(t *testing.T, m *Manager, owner, id, def string, values map[string]any, secret ...string) (*Run, error) {
 	t.Helper()
 	r, err := DecodeRecipe([]byte(def))
 	if err != nil {
@@ -70,8 +70,8 @@ func TestRelativeDataDirGivesAbsolutePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v["status"] != StatusDone {
-		t.Fatalf("status = %v (stderr %v), want done", v["status"], v["stderr_head"])
+	if v.Status != StatusDone {
+		t.Fatalf("status = %v (stderr %v), want done", v.Status, v.StderrHead)
 	}
 	out, err := m.Logs(context.Background(), "alice", "rel", "stdout", 0)
 	if err != nil {
@@ -103,10 +103,10 @@ func TestSpawnReportsImmediateFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v["status"] != StatusFailed {
-				t.Fatalf("spawn status = %v, want failed", v["status"])
+			if v.Status != StatusFailed {
+				t.Fatalf("spawn status = %v, want failed", v.Status)
 			}
-			head, _ := v["stderr_head"].(string)
+			head := v.StderrHead
 			if !strings.Contains(head, tc.want) {
 				t.Fatalf("stderr_head = %q, want it to contain %q", head, tc.want)
 			}
@@ -114,7 +114,7 @@ func TestSpawnReportsImmediateFailure(t *testing.T) {
 				t.Fatalf("stderr_head has %d lines, %d bytes; bounds are %d and %d", n, len(head), stderrHeadLines, stderrHeadBytes)
 			}
 			st, err := m.Status(context.Background(), "alice", tc.id)
-			if err != nil || st["status"] != StatusFailed || st["stderr_head"] != head {
+			if err != nil || st.Status != StatusFailed || st.StderrHead != head {
 				t.Fatalf("status view = %v, %v; want failed with the same stderr_head", st, err)
 			}
 			_, err = m.Apply(context.Background(), "alice", tc.id, "pause", nil)
@@ -124,15 +124,16 @@ func TestSpawnReportsImmediateFailure(t *testing.T) {
 			}
 		})
 	}
-	tri, err := m.Inspect(context.Background(), "alice", InspectRequest{Target: "runtime", View: "triage"})
+	iv, err := m.Inspect(context.Background(), "alice", InspectRequest{Target: "runtime", View: "triage"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tri["failed_run_count"] != len(tests) || len(tri["failed_runs"].([]string)) != len(tests) {
-		t.Fatalf("triage failed = %v (%v), want %d", tri["failed_run_count"], tri["failed_runs"], len(tests))
+	tri := iv.(*Triage)
+	if tri.FailedRunCount != len(tests) || len(tri.FailedRuns) != len(tests) {
+		t.Fatalf("triage failed = %v (%v), want %d", tri.FailedRunCount, tri.FailedRuns, len(tests))
 	}
-	for _, d := range tri["failed_run_details"].([]map[string]any) {
-		if d["stderr_head"] == nil {
+	for _, d := range tri.FailedRunDetails {
+		if d.StderrHead == "" {
 			t.Fatalf("triage detail %v has no stderr_head", d)
 		}
 	}
@@ -151,8 +152,8 @@ func TestRunEnvironmentIsScrubbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v["status"] != StatusDone {
-		t.Fatalf("status = %v (%v)", v["status"], v["stderr_head"])
+	if v.Status != StatusDone {
+		t.Fatalf("status = %v (%v)", v.Status, v.StderrHead)
 	}
 	out, _ := m.Logs(context.Background(), "alice", "envcheck", "stdout", 0)
 	dir := filepath.Join(m.DataDir(), "runs", "envcheck")
@@ -187,8 +188,8 @@ func TestRunDropsRootAndCannotReadDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v["status"] != StatusFailed || v["exit_code"] == 0 {
-		t.Fatalf("reading the database: status %v exit %v, want failed", v["status"], v["exit_code"])
+	if v.Status != StatusFailed || v.ExitCode != nil && *v.ExitCode == 0 {
+		t.Fatalf("reading the database: status %v exit %v, want failed", v.Status, v.ExitCode)
 	}
 	if fi, err := os.Stat(filepath.Join(m.DataDir(), "runs", "thief", "stolen.bin")); err != nil || fi.Size() != 0 {
 		t.Fatalf("stolen copy: %v %v; want an empty file", fi, err)
@@ -547,8 +548,8 @@ func TestArtifactSymlinkNotFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, a := range v["artifacts"].(map[string]any) {
-		if e := a.(map[string]any); e["exists"] != false || e["size"] != nil {
+	for name, e := range v.Artifacts {
+		if e.Exists || e.Size != nil {
 			t.Errorf("artifact %s through a link reports %v", name, e)
 		}
 	}
@@ -556,7 +557,7 @@ func TestArtifactSymlinkNotFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kept := res["preserved_artifacts"].(map[string]string); len(kept) != 0 {
+	if kept := res.PreservedArtifacts; len(kept) != 0 {
 		t.Fatalf("preserved through links: %v", kept)
 	}
 }

@@ -258,11 +258,11 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, err
 	if err != nil {
 		return nil, toolError(err)
 	}
-	id := v["run"].(string)
-	v["url"] = ts.RunURL(id)
-	v["next_actions"] = []string{"inspect target=run:" + id + " view=recipe", "inspect target=run:" + id + " view=trace", "inspect target=run:" + id + " view=control"}
-	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%v next=actors_inspect target=run:%s view=trace", id, v["status"], v["launch_kind"], v["pid"], id)
-	return result(text, v, in.Verbose), nil
+	id := v.ID
+	res := SpawnResult{Run: v, URL: ts.RunURL(id),
+		NextActions: []string{"inspect target=run:" + id + " view=recipe", "inspect target=run:" + id + " view=trace", "inspect target=run:" + id + " view=control"}}
+	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%d next=actors_inspect target=run:%s view=trace", id, v.Status, v.LaunchKind, v.PID, id)
+	return result(text, res, in.Verbose), nil
 }
 
 func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, error) {
@@ -303,13 +303,13 @@ func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, e
 		if err != nil {
 			return nil, toolError(err)
 		}
-		return result(fmt.Sprintf("proposal=%s kind=%s status=%s", v["proposal"], v["kind"], v["status"]), v, in.Verbose), nil
+		return result(v.Compact(), v, in.Verbose), nil
 	}
 	v, err := ts.m.Inspect(ctx, call.Principal.ID, InspectRequest{Target: target, View: in.View, Lines: lines, Status: in.Status, Source: in.Source})
 	if err != nil {
 		return nil, toolError(err)
 	}
-	return result(compactText(target, in.View, v), v, in.Verbose), nil
+	return result(v.Compact(), v, in.Verbose), nil
 }
 
 func (ts *ToolSet) control(ctx context.Context, call tool.Call) (*tool.Result, error) {
@@ -346,18 +346,18 @@ func (ts *ToolSet) control(ctx context.Context, call tool.Call) (*tool.Result, e
 	if err != nil {
 		return nil, toolError(err)
 	}
-	status := fmt.Sprint(res["delivery"])
-	if status == "<nil>" {
-		status = "accepted"
+	status := "accepted"
+	if res.Delivery != nil {
+		status = res.Delivery.Delivery
 	}
 	text := fmt.Sprintf("target=%s action=%s status=%s", target, in.Action, status)
-	if cid, ok := res["control_id"]; ok {
-		text += fmt.Sprintf(" control=%v next=actors_inspect target=%s view=control", cid, target)
+	if res.Delivery != nil {
+		text += fmt.Sprintf(" control=%s next=actors_inspect target=%s view=control", res.Delivery.ControlID, target)
 	}
-	if r, ok := res["reason"]; ok {
-		text += fmt.Sprintf(" reason=%v", strings.ReplaceAll(fmt.Sprint(r), " ", "_"))
+	if res.Kill != nil && res.Kill.Reason != "" {
+		text += " reason=" + strings.ReplaceAll(res.Kill.Reason, " ", "_")
 	}
-	return result(text, map[string]any{"control": map[string]any{"target": target, "action": in.Action}, "result": res}, in.Verbose), nil
+	return result(text, ControlApplied{Control: ControlTarget{Target: target, Action: in.Action}, Result: res}, in.Verbose), nil
 }
 
 // toolDoc is what a registered tool keeps in the store.
@@ -790,10 +790,7 @@ func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Ca
 		if err != nil {
 			return nil, toolError(err)
 		}
-		if id, ok := v["run"].(string); ok {
-			v["url"] = ts.RunURL(id)
-		}
-		return result(fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v["run"], v["status"], name), v, false), nil
+		return result(fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v.ID, v.Status, name), SpawnResult{Run: v, URL: ts.RunURL(v.ID)}, false), nil
 	}
 	vals, err := r.Resolve(values)
 	if err != nil {
@@ -924,12 +921,47 @@ func (ts *ToolSet) toolView(ctx context.Context, caller store.Principal, name, v
 
 // Inspect answers every inspection target, tool:<name> and
 // proposal:<id> included.
-func (ts *ToolSet) Inspect(ctx context.Context, ownerID string, req InspectRequest) (map[string]any, error) {
+func (ts *ToolSet) Inspect(ctx context.Context, ownerID string, req InspectRequest) (View, error) {
 	if name, ok := strings.CutPrefix(strings.TrimSpace(req.Target), "tool:"); ok {
-		return ts.toolView(ctx, store.Principal{ID: ownerID}, name, strings.TrimSpace(req.View))
+		v, err := ts.toolView(ctx, store.Principal{ID: ownerID}, name, strings.TrimSpace(req.View))
+		if err != nil {
+			return nil, err
+		}
+		return toolViewResult(v), nil
 	}
 	if id, ok := strings.CutPrefix(strings.TrimSpace(req.Target), "proposal:"); ok {
 		return ts.proposalView(ctx, store.Principal{ID: ownerID}, strings.TrimSpace(id))
 	}
 	return ts.m.Inspect(ctx, ownerID, req)
+}
+
+// SpawnResult is what actors_run_spawn and an asynchronous Recipe tool
+// answer: the Run's view, its web page and what to do next.
+type SpawnResult struct {
+	*Run
+	URL         string   `json:"url"`
+	NextActions []string `json:"next_actions,omitempty"`
+}
+
+// ControlApplied is what actors_control_apply answers: the request and
+// its result.
+type ControlApplied struct {
+	Control ControlTarget `json:"control"`
+	Result  ControlResult `json:"result"`
+}
+
+// ControlTarget names the Run and action a Control was applied to.
+type ControlTarget struct {
+	Target string `json:"target"`
+	Action string `json:"action"`
+}
+
+// toolViewResult is an inspect tool:<name> view. Its fields depend on
+// whether the tool is built in or registered and on the view, so it stays
+// a decoded object.
+type toolViewResult map[string]any
+
+// Compact implements View.
+func (v toolViewResult) Compact() string {
+	return fmt.Sprintf("tool=%v callable_now=%v", v["name"], v["callable_now"])
 }

@@ -49,6 +49,7 @@ type schema struct {
 	pattern   pattern
 	re        *regexp.Regexp
 	enum      []string
+	enumVals  []Value // enum's members boxed once, so that props share them
 	hasConst  bool
 	constNum  float64
 	hasMin    bool
@@ -60,6 +61,32 @@ type schema struct {
 	items     *schema
 	keys      *schema // object property names
 	values    *schema // object property values
+}
+
+// boxString returns str as a Value, sharing the boxed member of s's enum
+// it equals, if any, rather than boxing it again.
+func (s *schema) boxString(str string) Value {
+	for i, e := range s.enum {
+		if e == str && i < len(s.enumVals) {
+			return s.enumVals[i]
+		}
+	}
+	return str
+}
+
+func init() {
+	box := func(cs *compSchema) {
+		for _, s := range cs.props {
+			s.enumVals = make([]Value, len(s.enum))
+			for i, e := range s.enum {
+				s.enumVals[i] = e
+			}
+		}
+	}
+	for _, cs := range builtinComponents {
+		box(cs)
+	}
+	box(mutationSchema)
 }
 
 // compSchema describes one component's props.

@@ -66,6 +66,10 @@ type rawArg struct {
 	name string
 	col  int
 	val  Value
+	// A string argument is kept unboxed in str (with isStr set and val
+	// nil), so that the checks can box it once, or share a boxed copy.
+	str   string
+	isStr bool
 }
 
 // rawStmt is a line that passed the grammar.
@@ -384,11 +388,16 @@ func (g *grammar) args(depth int, out []rawArg) ([]rawArg, *lineError) {
 		} else if named {
 			return nil, errAt("syntax", t.col, "positional arguments must come before named ones")
 		}
-		v, err := g.value(depth)
-		if err != nil {
-			return nil, err
+		if t := g.peek(); t != nil && t.kind == tokString {
+			a.str, a.isStr = t.text, true
+			g.pos++
+		} else {
+			v, err := g.value(depth)
+			if err != nil {
+				return nil, err
+			}
+			a.val = v
 		}
-		a.val = v
 		out = append(out, a)
 		t = g.peek()
 		switch {

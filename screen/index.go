@@ -14,6 +14,15 @@ type index struct {
 	users       map[string]int     // $key -> statements reading it
 	mutByTarget map[string]*stmt
 	seen        map[string]struct{} // scratch space for firstDuplicate
+	entries     []entry             // the current chunk entries are carved from
+	undefined   int                 // entries whose id has no definition yet
+
+	// What check looked up for the statement it last passed, so that add
+	// need not look it up again: its entry (nil when new) and those of its
+	// children, in order (nil for the new ones).
+	checked     *stmt
+	checkedSelf *entry
+	checkedKids []*entry
 	nComponents int
 	nState      int
 	maxComp     int
@@ -57,14 +66,35 @@ func (x *index) parentOf(id string) string {
 	return ""
 }
 
+// entryChunk is how many entries one allocation holds.
+const entryChunk = 256
+
 // entry returns the entry for id, making it if needed.
 func (x *index) entry(id string) *entry {
-	e := x.ids[id]
-	if e == nil {
-		e = &entry{id: id}
-		x.ids[id] = e
+	if e := x.ids[id]; e != nil {
+		return e
 	}
+	return x.newEntry(id)
+}
+
+// newEntry makes the entry for id, which has none.
+func (x *index) newEntry(id string) *entry {
+	if len(x.entries) == cap(x.entries) {
+		x.entries = make([]entry, 0, entryChunk)
+	}
+	x.entries = append(x.entries, entry{id: id})
+	e := &x.entries[len(x.entries)-1]
+	x.ids[id] = e
+	x.undefined++
 	return e
+}
+
+// define records s as the definition of e.
+func (x *index) define(e *entry, s *stmt) {
+	if e.def == nil {
+		x.undefined--
+	}
+	e.def = s
 }
 
 func (x *index) stateUsed(key string) bool { return x.users[key] > 0 }
@@ -114,11 +144,13 @@ func (x *index) check(s *stmt) *docIssue {
 	if c, dup := x.firstDuplicate(n.Children); dup {
 		return &docIssue{"duplicate_child", fmt.Sprintf("%q is listed twice", c)}
 	}
+	kids := x.checkedKids[:0]
 	for _, c := range n.Children {
 		if c == rootID {
 			return &docIssue{"root_as_child", "root is the top of the screen and can't be a child"}
 		}
 		ce := x.ids[c]
+		kids = append(kids, ce)
 		if ce == nil {
 			if c == id {
 				return &docIssue{"cycle", fmt.Sprintf("%q would contain itself", c)}
@@ -150,6 +182,7 @@ func (x *index) check(s *stmt) *docIssue {
 			return &docIssue{"input_state_type", fmt.Sprintf("%s edits %s, which must hold %s (it is declared on line %d)", n.Type, s.edits, s.holds, st.line)}
 		}
 	}
+	x.checked, x.checkedSelf, x.checkedKids = s, e, kids
 	return nil
 }
 
@@ -287,23 +320,45 @@ func (x *index) link(s *stmt) {
 		x.nState++
 		return
 	case stmtMutation:
-		x.entry(s.mut.ID).def = s
+		x.define(x.entry(s.mut.ID), s)
 		x.nComponents++
 		if x.mutByTarget[s.mut.Target] == nil {
 			x.mutByTarget[s.mut.Target] = s
 		}
 		return
 	}
-	e := x.entry(s.node.ID)
-	e.def = s
+	// After a passed check, the ids it found absent are still absent and
+	// distinct (a child that is the component itself, root, or listed
+	// twice fails the check), so they are made without looking again.
+	var e *entry
+	var kids []*entry
+	if x.checked == s {
+		e, kids = x.checkedSelf, x.checkedKids
+		if e == nil {
+			e = x.newEntry(s.node.ID)
+		}
+		x.checked, x.checkedSelf = nil, nil
+		defer clear(kids)
+	} else {
+		e = x.entry(s.node.ID)
+	}
+	x.define(e, s)
 	x.nComponents++
-	for _, c := range s.node.Children {
+	for i, c := range s.node.Children {
 		// The first listing of a child wins; a second listing in the same
 		// list finds the parent already set.
 		if c == rootID {
 			continue
 		}
-		ce := x.entry(c)
+		var ce *entry
+		switch {
+		case kids == nil:
+			ce = x.entry(c)
+		case kids[i] != nil:
+			ce = kids[i]
+		default:
+			ce = x.newEntry(c)
+		}
 		if ce.parent != nil || ce == e || isAncestor(ce, e) {
 			continue
 		}
@@ -331,8 +386,11 @@ func (x *index) endIssues() ([]Issue, []string) {
 	for _, s := range x.order {
 		switch s.kind {
 		case stmtComponent:
+			// Every listed child but root has an entry; when all entries
+			// are defined, none of those is missing and the lookups are
+			// skipped.
 			for _, c := range s.node.Children {
-				if x.get(c) == nil {
+				if (x.undefined > 0 || c == rootID) && x.get(c) == nil {
 					missing = append(missing, c)
 					add(s.line, "dangling_ref", s.node.ID, "child %q of %q never arrived", c, s.node.ID)
 				}

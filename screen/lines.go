@@ -1,6 +1,9 @@
 package screen
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // lineReader splits a byte stream into lines (SPEC 3.1–3.7). It decodes
 // UTF-8 as the WHATWG decoder does, one byte at a time, so a character split
@@ -24,6 +27,41 @@ type lineReader struct {
 
 	onLine     func(line int, text string)
 	onOverflow func(line int)
+
+	text textArena // where line texts are kept
+}
+
+// textArena makes the texts of lines out of shared chunks of bytes, so
+// that a stream of short lines costs an allocation per chunk rather than
+// per line. What a chunk holds never changes once written, and a chunk
+// stays alive as long as a string made from it, which for the lines of a
+// document is as long as the document.
+type textArena struct {
+	b strings.Builder
+}
+
+// Sizes of the arena: a chunk, and the longest text kept in one; longer
+// texts get their own allocation rather than leave a chunk half used.
+const (
+	textChunk    = 16 << 10
+	maxArenaText = textChunk / 8
+)
+
+// make returns b as a string.
+func (a *textArena) make(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > maxArenaText {
+		return string(b)
+	}
+	if a.b.Cap()-a.b.Len() < len(b) {
+		a.b = strings.Builder{}
+		a.b.Grow(textChunk)
+	}
+	start := a.b.Len()
+	a.b.Write(b)
+	return a.b.String()[start:]
 }
 
 func (r *lineReader) init(limit int, onLine func(int, string), onOverflow func(int)) {
@@ -186,7 +224,7 @@ func (r *lineReader) emit() {
 		b = b[:len(b)-1]
 	}
 	line := r.line
-	text := string(b)
+	text := r.text.make(b)
 	r.buf = r.buf[:0]
 	r.units = 0
 	r.onLine(line, text)

@@ -135,6 +135,20 @@ type registry struct {
 	pictures   []*PictureFamily
 	maxComp    int
 	maxState   int
+	nodes      []stmtNode // the chunk new component statements are carved from
+}
+
+// maxNodeChunk is the most component statements one allocation holds;
+// chunks start small and double, so that a short screen stays small.
+const maxNodeChunk = 64
+
+// newNode returns a zero component statement.
+func (r *registry) newNode() *stmtNode {
+	if len(r.nodes) == cap(r.nodes) {
+		r.nodes = make([]stmtNode, 0, min(max(4, 2*cap(r.nodes)), maxNodeChunk))
+	}
+	r.nodes = r.nodes[:len(r.nodes)+1]
+	return &r.nodes[len(r.nodes)-1]
 }
 
 func newRegistry(o Options) *registry {
@@ -271,7 +285,7 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 			return nil, &lineError{code: "unknown_asset", msg: fmt.Sprintf("%s: no picture named %q is in the app's asset registry", p, name)}
 		}
 	}
-	sn := &stmtNode{}
+	sn := r.newNode()
 	n := &sn.n
 	*n = Node{ID: id, Type: raw.call, App: app != nil, Props: props, Line: line}
 	switch kids := props["children"].(type) {
@@ -364,7 +378,10 @@ func collectProps(raw *rawStmt, cs *compSchema) (map[string]Value, []string, *li
 	props := make(map[string]Value, len(raw.args))
 	var refs []string
 	pos := 0
-	for _, a := range raw.args {
+	// The names given so far, to find one given twice without a map
+	// lookup; calls rarely have more arguments than fit.
+	var given [16]string
+	for i, a := range raw.args {
 		name := a.name
 		if name == "" {
 			if pos >= len(cs.positional) {
@@ -373,16 +390,29 @@ func collectProps(raw *rawStmt, cs *compSchema) (map[string]Value, []string, *li
 			name = cs.positional[pos]
 			pos++
 		}
-		if _, dup := props[name]; dup {
+		if i < len(given) {
+			for _, g := range given[:i] {
+				if g == name {
+					return nil, nil, invalid("%s is given twice", name)
+				}
+			}
+			given[i] = name
+		} else if _, dup := props[name]; dup {
 			return nil, nil, invalid("%s is given twice", name)
 		}
-		v, err := convertValue(a.val)
-		if err != nil {
-			return nil, nil, err
+		var v Value
+		if !a.isStr {
+			var err *lineError
+			if v, err = convertValue(a.val); err != nil {
+				return nil, nil, err
+			}
 		}
 		sch := cs.props[name]
 		if sch == nil {
 			return nil, nil, invalid("%s has no prop %q; its props are %s", raw.call, clip(name), propList(cs))
+		}
+		if a.isStr {
+			v = sch.boxString(a.str)
 		}
 		if !sch.check(v) {
 			return nil, nil, invalid("%s's %s must be %s", raw.call, name, sch.describe())

@@ -1,18 +1,23 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/store"
 )
 
@@ -203,40 +208,35 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 // IssueToken creates a principal with a fresh bearer token and returns the
 // token (shown once; only its hash is kept). An agent or service is
 // supervised by the workspace owner; use IssueTokenFor to name others.
-func IssueToken(ctx context.Context, st store.Principals, kind, name string, grants []string, now time.Time) (string, store.Principal, error) {
+func IssueToken(ctx context.Context, st store.Store, kind, name string, grants []string, now time.Time) (string, store.Principal, error) {
 	return IssueTokenFor(ctx, st, kind, name, grants, nil, now)
 }
 
 // IssueTokenFor is IssueToken with the ids of the people who supervise the
 // new principal. With none given, an agent or service is supervised by the
-// workspace owner when st knows one. Every supervisor must be a person.
-func IssueTokenFor(ctx context.Context, st store.Principals, kind, name string, grants, supervisors []string, now time.Time) (string, store.Principal, error) {
-	switch kind {
-	case store.KindHuman, store.KindAgent, store.KindService:
-	default:
+// workspace owner when st records one. Every supervisor must be a person.
+func IssueTokenFor(ctx context.Context, st store.Store, kind, name string, grants, supervisors []string, now time.Time) (string, store.Principal, error) {
+	if !store.ValidKind(kind) {
 		return "", store.Principal{}, fmt.Errorf("kind %q is not one of human, agent, service", kind)
 	}
 	if strings.TrimSpace(name) == "" {
 		return "", store.Principal{}, errors.New("a principal needs a name")
 	}
 	if len(supervisors) == 0 && kind != store.KindHuman {
-		if set, ok := st.(interface {
-			Setting(context.Context, string) (string, error)
-		}); ok {
-			if owner, err := set.Setting(ctx, settingOwner); err == nil {
-				supervisors = []string{owner}
-			}
+		if owner, err := st.Settings().Setting(ctx, settingOwner); err == nil {
+			supervisors = []string{owner}
 		}
 	}
+	ps := st.Principals()
 	for _, id := range supervisors {
-		sp, err := st.Principal(ctx, id)
+		sp, err := ps.Principal(ctx, id)
 		if err != nil || sp.Kind != store.KindHuman || sp.Revoked {
 			return "", store.Principal{}, fmt.Errorf("unknown_supervisor: %q is not a person; name a human principal", id)
 		}
 	}
 	tok := auth.NewSecret(auth.TokenPrefix)
 	p := store.Principal{ID: auth.NewID("p_"), Kind: kind, Name: name, Grants: grants, Supervisors: supervisors, CreatedAt: now.UTC()}
-	if err := st.CreatePrincipal(ctx, p, auth.Hash(tok)); err != nil {
+	if err := ps.CreatePrincipal(ctx, p, auth.Hash(tok)); err != nil {
 		return "", store.Principal{}, err
 	}
 	return tok, p, nil
@@ -273,16 +273,17 @@ const (
 // the same principals and no token.
 func EnsureBootstrap(ctx context.Context, st store.Store, now time.Time) (Bootstrap, error) {
 	var b Bootstrap
-	ownerID, err := st.Setting(ctx, settingOwner)
+	ps, set := st.Principals(), st.Settings()
+	ownerID, err := set.Setting(ctx, settingOwner)
 	if err == nil {
-		agentID, err := st.Setting(ctx, settingAgent)
+		agentID, err := set.Setting(ctx, settingAgent)
 		if err != nil {
 			return b, fmt.Errorf("bootstrap: agent principal missing: %w", err)
 		}
-		if b.Owner, err = st.Principal(ctx, ownerID); err != nil {
+		if b.Owner, err = ps.Principal(ctx, ownerID); err != nil {
 			return b, fmt.Errorf("bootstrap: owner: %w", err)
 		}
-		if b.Agent, err = st.Principal(ctx, agentID); err != nil {
+		if b.Agent, err = ps.Principal(ctx, agentID); err != nil {
 			return b, fmt.Errorf("bootstrap: agent: %w", err)
 		}
 		return b, nil
@@ -292,7 +293,7 @@ func EnsureBootstrap(ctx context.Context, st store.Store, now time.Time) (Bootst
 	}
 	b.First = true
 	b.Owner = store.Principal{ID: auth.NewID("p_"), Kind: store.KindHuman, Name: "owner", Grants: []string{"human.approve", "state.write", "tool.invoke", "control.write", "command.execute"}, CreatedAt: now.UTC()}
-	if err := st.CreatePrincipal(ctx, b.Owner, nil); err != nil {
+	if err := ps.CreatePrincipal(ctx, b.Owner, nil); err != nil {
 		return b, fmt.Errorf("bootstrap: %w", err)
 	}
 	tok, agent, err := IssueTokenFor(ctx, st, store.KindAgent, "agent", []string{"state.write", "tool.invoke"}, []string{b.Owner.ID}, now)
@@ -300,12 +301,214 @@ func EnsureBootstrap(ctx context.Context, st store.Store, now time.Time) (Bootst
 		return b, fmt.Errorf("bootstrap: %w", err)
 	}
 	b.AgentToken, b.Agent = tok, agent
-	if err := st.SetSetting(ctx, settingAgent, agent.ID); err != nil {
+	if err := set.SetSetting(ctx, settingAgent, agent.ID); err != nil {
 		return b, err
 	}
 	// Written last: its presence marks a complete bootstrap.
-	if err := st.SetSetting(ctx, settingOwner, b.Owner.ID); err != nil {
+	if err := set.SetSetting(ctx, settingOwner, b.Owner.ID); err != nil {
 		return b, err
 	}
 	return b, nil
+}
+
+// PrincipalRevoked is the type of the event published when a principal is
+// revoked. Its data is {"principal": "<id>"}; it is visible only to the
+// revoked principal itself. The server's caches of authenticated principals
+// drop the principal when they see it.
+const PrincipalRevoked = "principal.revoked"
+
+// Bounds of the cache of authenticated bearer tokens.
+const (
+	// principalCacheSize is how many tokens are remembered; the least
+	// recently used is forgotten first.
+	principalCacheSize = 4096
+	// principalCacheTTL is how long a remembered token is trusted before
+	// the store is asked again. It bounds how late a revocation made
+	// outside this process (assent token revoke on the same database) is
+	// noticed; revocations made through the server take effect at once.
+	principalCacheTTL = 500 * time.Millisecond
+)
+
+// RevokePrincipal revokes principal id's tokens and sessions, ends what it
+// holds open (event streams, MCP sessions), and announces the revocation
+// on the event bus so that the next request with any of its tokens is
+// refused.
+func (s *Server) RevokePrincipal(ctx context.Context, id string) error {
+	if err := s.store.RevokePrincipal(ctx, id); err != nil {
+		return err
+	}
+	s.announceRevoked(id)
+	s.live.endAll(id)
+	return nil
+}
+
+// announceRevoked publishes a PrincipalRevoked event for id.
+func (s *Server) announceRevoked(id string) {
+	data, _ := json.Marshal(revokedData{Principal: id})
+	s.bus.Publish(event.Event{Type: PrincipalRevoked, Owner: id, Data: data})
+}
+
+type revokedData struct {
+	Principal string `json:"principal"`
+}
+
+// principalCache remembers the principals of recently used bearer tokens,
+// keyed by the token's SHA-256 hash (the token itself is never kept). An
+// entry is trusted for ttl, then checked against the store again. Every
+// lookup first applies the PrincipalRevoked events published since the
+// previous one, so a revocation announced on the bus is honoured by the
+// very next request.
+type principalCache struct {
+	size int
+	ttl  time.Duration
+	now  func() time.Time // monotonic clock; replaced in tests
+
+	mu      sync.Mutex
+	revoked *event.Subscription // PrincipalRevoked events, nil once closed
+	entries map[string]*list.Element
+	lru     list.List // of *cachedPrincipal, most recently used first
+	gen     uint64    // incremented on every applied revocation
+}
+
+type cachedPrincipal struct {
+	key     string
+	p       store.Principal
+	checked time.Time
+}
+
+// alreadyDone is a context that is already done, for draining a subscription
+// without waiting.
+var alreadyDone = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+func newPrincipalCache(bus *event.Bus, size int, ttl time.Duration) *principalCache {
+	c := &principalCache{size: size, ttl: ttl, now: time.Now, entries: map[string]*list.Element{}}
+	c.revoked = bus.Subscribe(bus.Seq(), 0, func(e event.Event) bool { return e.Type == PrincipalRevoked })
+	return c
+}
+
+// lookup returns the principal of the token hashing to hash, from the
+// cache when it is fresh, otherwise from load (whose answer is remembered
+// unless it is an error or a revocation arrived meanwhile).
+func (c *principalCache) lookup(ctx context.Context, hash []byte, load func(context.Context, []byte) (store.Principal, error)) (store.Principal, error) {
+	c.mu.Lock()
+	gen, ok := c.applyRevocationsLocked()
+	if !ok {
+		c.mu.Unlock()
+		return load(ctx, hash)
+	}
+	if el, hit := c.entries[string(hash)]; hit {
+		e := el.Value.(*cachedPrincipal)
+		if c.now().Sub(e.checked) < c.ttl {
+			c.lru.MoveToFront(el)
+			p := e.p
+			c.mu.Unlock()
+			return p, nil
+		}
+	}
+	c.mu.Unlock()
+
+	checked := c.now()
+	p, err := load(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) || err == nil && p.Revoked {
+		// Revoked or gone: forget it, so it is not checked again for
+		// nothing.
+		c.mu.Lock()
+		if el, hit := c.entries[string(hash)]; hit {
+			c.removeLocked(el)
+		}
+		c.mu.Unlock()
+	}
+	if err != nil || p.Revoked {
+		return p, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g, ok := c.applyRevocationsLocked(); !ok || g != gen {
+		// A revocation arrived while the store was asked: the answer may
+		// predate it, so it is used once and not remembered.
+		return p, nil
+	}
+	// Clipped, so a caller appending to them cannot write into the
+	// cached copy.
+	p.Grants = slices.Clip(p.Grants)
+	p.Supervisors = slices.Clip(p.Supervisors)
+	if el, hit := c.entries[string(hash)]; hit {
+		e := el.Value.(*cachedPrincipal)
+		e.p, e.checked = p, checked
+		c.lru.MoveToFront(el)
+		return p, nil
+	}
+	key := string(hash)
+	c.entries[key] = c.lru.PushFront(&cachedPrincipal{key: key, p: p, checked: checked})
+	for c.lru.Len() > c.size {
+		c.removeLocked(c.lru.Back())
+	}
+	return p, nil
+}
+
+// applyRevocationsLocked drops the principals named by the revocation
+// events published since the last call and returns the revocation
+// generation. It reports false when the bus is closed, after which nothing
+// is cached.
+func (c *principalCache) applyRevocationsLocked() (uint64, bool) {
+	if c.revoked == nil {
+		return 0, false
+	}
+	for {
+		e, err := c.revoked.Next(alreadyDone)
+		if errors.Is(err, event.ErrClosed) {
+			c.revoked = nil
+			c.clearLocked()
+			return 0, false
+		}
+		if err != nil {
+			return c.gen, true
+		}
+		c.gen++
+		var d revokedData
+		if e.Type != PrincipalRevoked || json.Unmarshal(e.Data, &d) != nil || d.Principal == "" {
+			// A gap in the events (or an unreadable one): forget everything.
+			c.clearLocked()
+			continue
+		}
+		for el := c.lru.Front(); el != nil; {
+			next := el.Next()
+			if el.Value.(*cachedPrincipal).p.ID == d.Principal {
+				c.removeLocked(el)
+			}
+			el = next
+		}
+	}
+}
+
+func (c *principalCache) removeLocked(el *list.Element) {
+	delete(c.entries, el.Value.(*cachedPrincipal).key)
+	c.lru.Remove(el)
+}
+
+func (c *principalCache) clearLocked() {
+	clear(c.entries)
+	c.lru.Init()
+}
+
+// len reports how many tokens the cache remembers.
+func (c *principalCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// close stops following revocations and forgets every token.
+func (c *principalCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.revoked != nil {
+		c.revoked.Close()
+		c.revoked = nil
+	}
+	c.clearLocked()
 }

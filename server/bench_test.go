@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,20 +23,89 @@ func benchmarkMCP(b *testing.B, version, name string, args map[string]any) {
 		f.http.Close()
 		f.db.Close()
 	}()
-	cs, err := f.mcpSession(f.token, version)
+	callLoop(b, func() (*mcp.ClientSession, error) { return f.mcpSession(f.token, version) }, name, args)
+}
+
+// callLoop calls tool name with args over sessions made by connect: one
+// session, or with -cpu and b.SetParallelism one per parallel goroutine.
+func callLoop(b *testing.B, connect func() (*mcp.ClientSession, error), name string, args map[string]any) {
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	b.ReportAllocs()
+	if par := benchParallelism; par > 0 {
+		b.SetParallelism(par)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			cs, err := connect()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer cs.Close()
+			for pb.Next() {
+				if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+					b.Errorf("%v %+v", err, res)
+					return
+				}
+			}
+		})
+		return
+	}
+	cs, err := connect()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	ctx := context.Background()
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for b.Loop() {
 		res, err := cs.CallTool(ctx, params)
 		if err != nil || res.IsError {
 			b.Fatalf("%v %+v", err, res)
 		}
 	}
+}
+
+// benchParallelism, when positive, makes the MCP benchmarks call from
+// GOMAXPROCS×benchParallelism concurrent sessions (set by the *Parallel
+// benchmarks).
+var benchParallelism int
+
+func parallel(b *testing.B, perProc int, bench func(*testing.B)) {
+	benchParallelism = perProc
+	defer func() { benchParallelism = 0 }()
+	bench(b)
+}
+
+// benchmarkMCPFloor is benchmarkMCP against the floor: a server on the same
+// SDK with one trivial tool, served the same way, with the same client.
+// Its figures are what the MCP benchmarks above are compared with.
+func benchmarkMCPFloor(b *testing.B, version string, args map[string]any) {
+	ms := mcp.NewServer(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
+	ms.AddTool(&mcp.Tool{Name: "floor", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"ok":true}`}}, StructuredContent: map[string]any{"ok": true}}, nil
+		})
+	get := func(*http.Request) *mcp.Server { return ms }
+	stateful := mcp.NewStreamableHTTPHandler(get, nil)
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= StatelessRevision {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	defer hs.CloseClientConnections()
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	connect := func() (*mcp.ClientSession, error) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		return client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}, opts)
+	}
+	callLoop(b, connect, "floor", args)
 }
 
 var stagePlan = map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}
@@ -52,4 +124,23 @@ func BenchmarkMCPControlsExecuteStateless(b *testing.B) {
 
 func BenchmarkMCPControlsExecuteSession(b *testing.B) {
 	benchmarkMCP(b, "2025-11-25", "controls_execute", stagePlan)
+}
+
+func BenchmarkMCPFloorStateless(b *testing.B) {
+	benchmarkMCPFloor(b, "", map[string]any{})
+}
+
+func BenchmarkMCPFloorSession(b *testing.B) {
+	benchmarkMCPFloor(b, "2025-11-25", map[string]any{})
+}
+
+// The Parallel benchmarks call from 16 concurrent sessions on two CPUs
+// (8 per GOMAXPROCS).
+
+func BenchmarkMCPStatusStatelessParallel(b *testing.B) {
+	parallel(b, 8, BenchmarkMCPStatusStateless)
+}
+
+func BenchmarkMCPFloorStatelessParallel(b *testing.B) {
+	parallel(b, 8, BenchmarkMCPFloorStateless)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 )
 
@@ -82,12 +82,17 @@ type resolvedBearer struct {
 type resolvedBearerKey struct{}
 
 // principalByBearer looks up the principal of bearer token tok, reusing the
-// lookup scopeGate made for this request.
+// lookup scopeGate made for this request, then the server's cache of
+// recently used tokens, then the store.
 func (s *Server) principalByBearer(ctx context.Context, tok string) (store.Principal, error) {
 	if rb, ok := ctx.Value(resolvedBearerKey{}).(resolvedBearer); ok && rb.token == tok {
 		return rb.principal, nil
 	}
-	return s.store.PrincipalByToken(ctx, auth.Hash(tok))
+	h := sha256.Sum256([]byte(tok)) // auth.Hash, without the copy to the heap
+	if s.principals == nil {
+		return s.store.PrincipalByToken(ctx, h[:])
+	}
+	return s.principals.lookup(ctx, h[:], s.store.PrincipalByToken)
 }
 
 // scopeGate confines run-scoped tokens to runScopeRoutes, before any route
@@ -101,7 +106,7 @@ func (s *Server) scopeGate(mux *http.ServeMux) http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		p, err := s.store.PrincipalByToken(r.Context(), auth.Hash(tok))
+		p, err := s.principalByBearer(r.Context(), tok)
 		if err != nil {
 			mux.ServeHTTP(w, r)
 			return
@@ -223,6 +228,9 @@ type liveSet struct {
 	done     context.Context
 	valid    func(context.Context, string) bool
 	interval time.Duration
+	// revoked, when set, is told of each principal found no longer
+	// valid, after what it held has been ended.
+	revoked func(id string)
 
 	mu       sync.Mutex
 	held     map[string]map[*liveHold]struct{}
@@ -303,6 +311,9 @@ func (l *liveSet) watch() {
 		for _, id := range ids {
 			if !l.valid(l.done, id) {
 				l.endAll(id)
+				if l.revoked != nil {
+					l.revoked(id)
+				}
 			}
 		}
 	}

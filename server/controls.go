@@ -30,6 +30,9 @@ type controlsState struct {
 	// (for example those registered in process by a Go application) are
 	// visible to every principal.
 	forms map[string]*formDecl
+
+	// supervision caches who supervises whom (see supervision.go).
+	supervision supervisionCache
 }
 
 // formDecl is a form whose controls assent holds.
@@ -37,7 +40,7 @@ type formDecl struct {
 	// owner declared the form; only it may redeclare or remove it.
 	owner string
 	// private forms (a screen's fields) are visible only to their owner and
-	// to people; others get not_found.
+	// to the people who oversee it; others get not_found.
 	private bool
 	values  map[control.Key]*control.Value
 	remove  []func()
@@ -108,11 +111,7 @@ func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control
 		FormID: cmd.Identity.FormID, ControlID: cmd.Identity.ControlID, Subject: subjectString(cmd.Identity),
 		Action: string(cmd.Action), OK: res.OK, Reason: string(res.Reason),
 	}
-	if !res.Snapshot.State.ValueRedacted && cmd.Value != nil {
-		if b, err := json.Marshal(map[string]any{"value": cmd.Value}); err == nil && len(b) <= 4096 {
-			rec.Detail = string(b)
-		}
-	}
+	rec.Detail = s.auditDetail(cmd, res)
 	if _, err := s.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
 	}
@@ -137,8 +136,8 @@ func (s *Server) publishControl(formID, typ string, data any) {
 	}
 	s.formsMu.Unlock()
 	if private {
-		// Visible to the owner and to people.
-		s.bus.Publish(event.Event{Type: typ, Owner: owner, People: true, Data: b})
+		// Visible to the owner and to the people who oversee it.
+		s.bus.Publish(s.ownedEvent(typ, owner, b))
 		return
 	}
 	s.bus.Publish(event.Event{Type: typ, Data: b})
@@ -235,6 +234,7 @@ func (s *Server) routesControls(mux *http.ServeMux) {
 	mux.Handle("DELETE /v1/forms/{formId}/controls", s.authed(http.HandlerFunc(s.handleFormRemove)))
 	mux.Handle("PUT /v1/forms/{formId}/controls/{controlId}/value", s.authed(http.HandlerFunc(s.handleFormSetValue)))
 	mux.Handle("GET /v1/audit", s.authed(http.HandlerFunc(s.handleAudit)))
+	mux.Handle("GET /audit", s.webPage(s.handleAuditPage))
 	mux.Handle("POST /web/controls/{action}", s.webPage(s.handleWebControl))
 }
 
@@ -497,9 +497,11 @@ func (s *Server) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, snap)
 }
 
+// handleAudit serves GET /v1/audit: the audit records the principal may
+// see (see auditVisible), oldest first, after a sequence number.
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.AuditFilter{FormID: q.Get("formId")}
+	f := store.AuditFilter{FormID: q.Get("formId"), PrincipalID: q.Get("principalId")}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -516,21 +518,22 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	recs, err := s.store.ListAudit(r.Context(), f)
+	p := principalOf(r)
+	seen, _, err := s.overseenBy(r.Context(), p)
+	var recs []store.AuditRecord
+	if err == nil {
+		recs, err = s.store.ListAudit(r.Context(), f)
+	}
 	if err != nil {
 		s.log.Error("audit list failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "the audit log could not be read; try again")
 		return
 	}
-	p := principalOf(r)
-	out := recs[:0:0]
+	out := []store.AuditRecord{}
 	for _, rec := range recs {
-		if rec.FormID == "" || s.formVisible(p, rec.FormID) {
+		if s.auditVisible(r.Context(), p, rec, seen) {
 			out = append(out, rec)
 		}
-	}
-	if out == nil {
-		out = []store.AuditRecord{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"records": out})
 }
@@ -722,7 +725,7 @@ func (s *Server) declareDemoProfile() error {
 
 // registerPrivateForm registers controls whose values live elsewhere (for
 // example a screen's fields, over the screen's state) as the form formID,
-// visible only to owner and to people. It replaces an earlier registration
+// visible only to owner and to the people who oversee it. It replaces an earlier registration
 // of the same form by the same owner. The returned function unregisters
 // them.
 func (s *Server) registerPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {

@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/assent-run/assent"
-	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -36,20 +35,15 @@ type flowsState struct {
 	payments   []demoPayment
 }
 
-// initFlows builds the kernel on the durable flow store (an in-memory one
-// when the backend has none), wires the effects, settles applies cut short
-// by a crash, and registers the flows_* tools and, with Config.Demo, the
-// demo programs.
+// initFlows builds the kernel on the store's Flows part, wires the
+// effects, settles applies cut short by a crash, and registers the flows_*
+// tools and, with Config.Demo, the demo programs.
 func (s *Server) initFlows(ctx context.Context) error {
-	var fs flow.Store = flow.NewMemoryStore()
-	if d, ok := s.store.(interface{ FlowStore() flow.Store }); ok {
-		fs = d.FlowStore()
-	}
 	s.flowInv = flow.NewInventory(assent.Version)
 	if err := s.registerFlowEffects(); err != nil {
 		return err
 	}
-	s.flows = flow.NewKernel(fs, s.flowInv, flow.WithClock(s.now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
+	s.flows = flow.NewKernel(s.store.flows, s.flowInv, flow.WithClock(s.now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
 	n, err := s.flows.RecoverInterrupted(ctx)
 	if err != nil {
 		return fmt.Errorf("flows: recovering interrupted applies: %w", err)
@@ -131,10 +125,10 @@ func errFlowNotFound(what, id string) *tool.Error {
 	return tool.Errorf("not_found", "no %s %q is visible to you; list your instances with flows_list (or GET /v1/flows/instances)", what, id)
 }
 
-// visibleInstance returns the instance if p may see it: its owner always;
-// a person when it waits for a person's approval or when they have acted
-// on it. Anyone else gets not_found, as for an instance that does not
-// exist.
+// visibleInstance returns the instance if p may see it: its owner and the
+// people who supervise the owner always; any other person while it waits
+// for a person's approval or once they have acted on it. Anyone else gets
+// not_found, as for an instance that does not exist.
 func (s *Server) visibleInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
 	inst, err := s.flows.Instance(ctx, id)
 	if err != nil {
@@ -162,8 +156,9 @@ func (s *Server) ownedInstance(ctx context.Context, p store.Principal, id string
 	return inst, nil
 }
 
+// canSeeInstance reports whether p may see inst (see visibleInstance).
 func (s *Server) canSeeInstance(ctx context.Context, p store.Principal, inst flow.Instance) bool {
-	if inst.Owner == p.ID {
+	if inst.Owner != "" && s.oversees(ctx, p, inst.Owner) {
 		return true
 	}
 	if p.Kind != store.KindHuman {
@@ -244,7 +239,7 @@ func (s *Server) visibleInstances(ctx context.Context, p store.Principal) ([]flo
 	}
 	out := []flow.Instance{}
 	for _, inst := range all {
-		if inst.Owner == p.ID || p.Kind == store.KindHuman && s.personMaySee(ctx, p, inst, waiting) {
+		if inst.Owner != "" && s.oversees(ctx, p, inst.Owner) || p.Kind == store.KindHuman && s.personMaySee(ctx, p, inst, waiting) {
 			out = append(out, inst)
 		}
 	}
@@ -340,14 +335,19 @@ func writeFlowError(w http.ResponseWriter, err error) {
 	writeToolError(w, err)
 }
 
-// publishFlow tells the owner of an instance, and every person, that an
-// instance or one of its approvals changed, so live views refresh.
+// publishFlow tells the owner of an instance and the people who oversee
+// it that the instance changed, so live views refresh. An event about an
+// approval reaches every person too, since any person may decide one.
 func (s *Server) publishFlow(typ string, owner string, data map[string]any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return
 	}
-	s.bus.Publish(event.Event{Type: typ, Owner: owner, People: true, Data: b})
+	e := s.ownedEvent(typ, owner, b)
+	if typ == "flow.approval" {
+		e.People = true
+	}
+	s.bus.Publish(e)
 }
 
 // inboxFlows lists what waits for a person in the Flows part: the programs

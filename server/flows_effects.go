@@ -389,8 +389,8 @@ func (s *Server) boundProposals(ctx context.Context, req *flow.EffectRequest, no
 
 // runSpawner starts Recipes and reports on Runs; *run.Manager is one.
 type runSpawner interface {
-	Spawn(ctx context.Context, ownerID string, req run.SpawnRequest) (map[string]any, error)
-	Status(ctx context.Context, ownerID, id string) (map[string]any, error)
+	Spawn(ctx context.Context, ownerID string, req run.SpawnRequest) (*run.Run, error)
+	Status(ctx context.Context, ownerID, id string) (*run.Run, error)
 }
 
 // flowRunWatch runs run.spawn and turns the progress of the Runs it
@@ -500,10 +500,10 @@ func (w *flowRunWatch) check(ctx context.Context, id string) {
 		return
 	}
 	value := ""
-	switch st["status"] {
-	case "done":
+	switch st.Status {
+	case run.StatusDone:
 		value = "succeeded"
-	case "failed", "exited", "cancelled", "killed":
+	case run.StatusFailed, run.StatusExited, run.StatusCancelled, run.StatusKilled:
 		value = "failed"
 	default:
 		return

@@ -449,15 +449,38 @@ func (s *Server) handleFlowStart(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFlowInstances(w http.ResponseWriter, r *http.Request) {
-	list, err := s.visibleInstances(r.Context(), principalOf(r))
+	list, err := s.instanceRows(r.Context(), principalOf(r))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	for i := range list {
-		list[i].Pending = ""
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"instances": list})
+}
+
+// instanceRow is an instance in a list, with the name of the principal
+// that owns it, so a supervisor sees which agent started it.
+type instanceRow struct {
+	flow.Instance
+	OwnerName string `json:"owner_name,omitempty"`
+}
+
+// instanceRows lists the instances p may see with their owners' names.
+func (s *Server) instanceRows(ctx context.Context, p store.Principal) ([]instanceRow, error) {
+	list, err := s.visibleInstances(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	names := s.principalNames(ctx)
+	out := make([]instanceRow, 0, len(list))
+	for _, inst := range list {
+		inst.Pending = ""
+		row := instanceRow{Instance: inst}
+		if inst.Owner != "" {
+			row.OwnerName = nameOr(names, inst.Owner)
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 func (s *Server) handleFlowInspect(w http.ResponseWriter, r *http.Request) {

@@ -508,13 +508,19 @@ func TestFlowPagesRender(t *testing.T) {
 			t.Fatalf("/flows lacks %q", want)
 		}
 	}
-	// The owner (a person) does not see the agent's instance until it
-	// waits for a person.
-	if resp := f.get("/flows/instances/"+demoExpenseID, cookie); resp.StatusCode != 404 {
+	// A person who does not supervise the agent does not see its instance
+	// until it waits for a person; the owner, who supervises the agent,
+	// sees it all along.
+	_, stranger := f.issue(store.KindHuman, "stranger")
+	strangerCookie, _ := f.signInAs(stranger.ID)
+	if resp := f.get("/flows/instances/"+demoExpenseID, strangerCookie); resp.StatusCode != 404 {
 		t.Fatalf("instance page before approval request: %d", resp.StatusCode)
 	}
+	if resp := f.get("/flows/instances/"+demoExpenseID, cookie); resp.StatusCode != 200 {
+		t.Fatalf("the supervisor's instance page before approval request: %d", resp.StatusCode)
+	}
 	f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	page = readAll(f.get("/flows/instances/"+demoExpenseID, cookie))
+	page = readAll(f.get("/flows/instances/"+demoExpenseID, strangerCookie))
 	for _, want := range []string{"Conference travel", "over_limit", "Waiting for a person", "No transition has been committed yet"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("instance page lacks %q", want)
@@ -626,7 +632,7 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 		t.Fatalf("prescribe: %v", out)
 	}
 	// What a crash between begun and committed leaves behind.
-	err := f.db.FlowStore().Update(context.Background(), func(tx flow.Tx) error {
+	err := f.db.Flows().Update(context.Background(), func(tx flow.Tx) error {
 		inst, err := tx.Instance("exp-3")
 		if err != nil {
 			return err

@@ -211,7 +211,7 @@ func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page
 		}
 		out = append(out, pp)
 	}
-	insts, err := s.visibleInstances(ctx, *pg.Principal)
+	insts, err := s.instanceRows(ctx, *pg.Principal)
 	if err != nil {
 		s.log.Error("flows page", "err", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent"
-	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/store"
 )
@@ -38,13 +37,13 @@ const (
 type runTokens struct{ s *Server }
 
 func (t runTokens) IssueRunToken(ctx context.Context, ownerID, runID, instanceID string) (string, string, error) {
-	tok, p, err := IssueToken(ctx, t.s.store, store.KindService, "run:"+runID,
+	tok, p, err := IssueToken(ctx, t.s.store.backend, store.KindService, "run:"+runID,
 		[]string{grantRunOwner + ownerID, grantRunScope + runID + "/" + instanceID}, t.s.now())
 	return tok, p.ID, err
 }
 
 func (t runTokens) RevokeRunToken(ctx context.Context, tokenID string) error {
-	return t.s.store.RevokePrincipal(ctx, tokenID)
+	return t.s.RevokePrincipal(ctx, tokenID)
 }
 
 func (s *Server) initRuns(ctx context.Context) error {
@@ -53,7 +52,7 @@ func (s *Server) initRuns(ctx context.Context) error {
 		Tokens: runTokens{s}, URL: s.cfg.BaseURL, Version: assent.Version, RunUser: s.cfg.RunUser,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
-			s.bus.Publish(event.Event{Type: kind, Owner: ownerID, People: true, Data: data})
+			s.bus.Publish(s.ownedEvent(kind, ownerID, data))
 		},
 	})
 	if err != nil {
@@ -223,7 +222,7 @@ func (s *Server) runActor(ctx context.Context, p store.Principal, id string) (ow
 
 // listRuns lists the Runs p may see: a person's view is the Runs of the
 // principals they supervise and their own, an agent's or service's its own.
-func (s *Server) listRuns(ctx context.Context, p store.Principal, status string) ([]map[string]any, error) {
+func (s *Server) listRuns(ctx context.Context, p store.Principal, status string) ([]run.Run, error) {
 	if p.Kind == store.KindHuman {
 		all, err := s.runs.ListAll(ctx, status)
 		if err != nil {
@@ -232,7 +231,7 @@ func (s *Server) listRuns(ctx context.Context, p store.Principal, status string)
 		out := all[:0]
 		seen := map[string]bool{} // one principal lookup per owner, not per Run
 		for _, r := range all {
-			o, _ := r["owner_id"].(string)
+			o := r.OwnerID
 			ok, known := seen[o]
 			if !known {
 				ok = s.oversees(ctx, p, o)
@@ -246,7 +245,7 @@ func (s *Server) listRuns(ctx context.Context, p store.Principal, status string)
 	}
 	owner := ownerOf(p)
 	if owner == "" {
-		return []map[string]any{}, nil
+		return []run.Run{}, nil
 	}
 	return s.runs.List(ctx, owner, status)
 }
@@ -337,7 +336,7 @@ func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"owner_session": owner, "runs": runs})
+	writeJSON(w, http.StatusOK, &run.RunList{OwnerSession: owner, Runs: runs})
 }
 
 func (s *Server) handleRunInspect(w http.ResponseWriter, r *http.Request) {
@@ -511,7 +510,7 @@ func (s *Server) handleRunRetain(action string) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot "+action+" its Run")
 			return
 		}
-		var v map[string]any
+		var v any
 		var err error
 		switch action {
 		case "kill":

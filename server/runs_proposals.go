@@ -73,7 +73,7 @@ func (s *Server) handleProposalList(w http.ResponseWriter, r *http.Request) {
 		writeRunError(w, err)
 		return
 	}
-	out := make([]map[string]any, 0, len(props))
+	out := make([]*run.Proposal, 0, len(props))
 	for _, pr := range props {
 		out = append(out, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
 	}

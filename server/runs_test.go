@@ -356,7 +356,7 @@ func TestRunsWebPages(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		v, err := f.srv.runs.Status(ctx, f.boot.Owner.ID, "web1")
-		if err == nil && v["status"] == run.StatusKilled && v["ended_at"] != nil {
+		if err == nil && v.Status == run.StatusKilled && v.EndedAt != "" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -366,7 +366,7 @@ func TestRunsWebPages(t *testing.T) {
 	}
 	for {
 		v, _ := f.srv.runs.Status(ctx, f.boot.Agent.ID, "agents")
-		if v["ended_at"] != nil || time.Now().After(deadline) {
+		if v != nil && v.EndedAt != "" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -415,7 +415,7 @@ func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		v, err := f.srv.runs.Status(ctx, jobAgent.ID, "agent-job")
-		if err == nil && v["status"] == run.StatusKilled {
+		if err == nil && v.Status == run.StatusKilled {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -440,9 +440,9 @@ func (f *fixture) writeRecipe(name, doc string) {
 }
 
 // waitRun waits until Run id (owned by owner) satisfies ok.
-func (f *fixture) waitRun(owner, id string, ok func(map[string]any) bool) map[string]any {
+func (f *fixture) waitRun(owner, id string, ok func(*run.Run) bool) *run.Run {
 	f.t.Helper()
-	var v map[string]any
+	var v *run.Run
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if v, err = f.srv.runs.Status(context.Background(), owner, id); err == nil && ok(v) {
@@ -457,7 +457,7 @@ func (f *fixture) waitRun(owner, id string, ok func(map[string]any) bool) map[st
 func (f *fixture) killAtEnd(owner, id string) {
 	f.t.Cleanup(func() {
 		f.srv.runs.Kill(context.Background(), owner, id)
-		f.waitRun(owner, id, func(v map[string]any) bool { return v["ended_at"] != nil })
+		f.waitRun(owner, id, func(v *run.Run) bool { return v.EndedAt != "" })
 	})
 }
 
@@ -479,7 +479,7 @@ func TestRunsPageFilters(t *testing.T) {
 	spawn(f.boot.Agent.ID, "alpha-svc", run.SpawnRequest{Recipe: "svc"})
 	spawn(other.ID, "alpha-other", run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`)})
 	spawn(f.boot.Owner.ID, "beta-done", run.SpawnRequest{Template: json.RawMessage(`"true"`)})
-	f.waitRun(f.boot.Owner.ID, "beta-done", func(v map[string]any) bool { return v["status"] == run.StatusDone })
+	f.waitRun(f.boot.Owner.ID, "beta-done", func(v *run.Run) bool { return v.Status == run.StatusDone })
 
 	all := []string{"alpha-svc", "alpha-other", "beta-done"}
 	for _, tc := range []struct {
@@ -587,16 +587,15 @@ func TestRunPageControlButtons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recent, _ := cv["recent_controls"].([]map[string]any)
 	var got []string
-	for _, c := range recent { // newest first
-		got = append(got, str(c["action"])+"/"+str(c["status"])+"/"+str(c["sender_id"]))
+	for _, c := range cv.(*run.ControlView).RecentControls { // newest first
+		got = append(got, c.Action+"/"+c.Status+"/"+c.SenderID)
 	}
 	want := []string{"pause/delivered/" + f.boot.Agent.ID, "resume/delivered/" + f.boot.Owner.ID, "pause/delivered/" + f.boot.Owner.ID}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("journal %v, want %v", got, want)
 	}
-	if v := f.waitRun(f.boot.Agent.ID, "steered", func(map[string]any) bool { return true }); v["status"] != run.StatusRunning {
+	if v := f.waitRun(f.boot.Agent.ID, "steered", func(*run.Run) bool { return true }); v.Status != run.StatusRunning {
 		t.Fatalf("a Control form killed the Run: %v", v)
 	}
 	page = webBody(f.get("/runs/steered", cookie))
@@ -618,7 +617,7 @@ func TestRunPageShowsPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.killAtEnd(f.boot.Agent.ID, "player")
-	instance := str(v["run_instance_id"])
+	instance := v.InstanceID
 	for _, tc := range []struct {
 		kind, want string
 	}{
@@ -736,7 +735,7 @@ func FuzzRunFilter(f *testing.F) {
 		if rf.Status != "" && !slices.Contains(runStatusFilters, rf.Status) {
 			t.Fatalf("status %q", rf.Status)
 		}
-		rf.match(map[string]any{"run": raw, "status": "running", "owner_id": rf.Agent, "recipe": nil})
+		rf.match(run.Run{ID: raw, Status: run.StatusRunning, OwnerID: rf.Agent})
 		if again := parseRunFilter(rf.values()); again != rf {
 			t.Fatalf("filter %+v does not survive its own query: %+v", rf, again)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -60,8 +59,8 @@ type runFilter struct {
 }
 
 // runStatusFilters are the status filter's choices, besides all.
-var runStatusFilters = []string{"active", "terminal", run.StatusRunning, run.StatusDone, run.StatusFailed,
-	run.StatusExited, run.StatusCancelled, run.StatusKilled}
+var runStatusFilters = []string{"active", "terminal", string(run.StatusRunning), string(run.StatusDone), string(run.StatusFailed),
+	string(run.StatusExited), string(run.StatusCancelled), string(run.StatusKilled)}
 
 // maxRunQuery bounds the id search text.
 const maxRunQuery = 200
@@ -94,8 +93,8 @@ func (f runFilter) values() url.Values {
 	return v
 }
 
-func (f runFilter) match(v map[string]any) bool {
-	status := str(v["status"])
+func (f runFilter) match(v run.Run) bool {
+	status := v.Status
 	switch f.Status {
 	case "":
 	case "active":
@@ -107,17 +106,17 @@ func (f runFilter) match(v map[string]any) bool {
 			return false
 		}
 	default:
-		if status != f.Status {
+		if string(status) != f.Status {
 			return false
 		}
 	}
-	if f.Agent != "" && str(v["owner_id"]) != f.Agent {
+	if f.Agent != "" && v.OwnerID != f.Agent {
 		return false
 	}
-	if f.Recipe != "" && str(v["recipe"]) != f.Recipe {
+	if f.Recipe != "" && v.Recipe != f.Recipe {
 		return false
 	}
-	return f.Query == "" || strings.Contains(strings.ToLower(str(v["run"])), strings.ToLower(f.Query))
+	return f.Query == "" || strings.Contains(strings.ToLower(v.ID), strings.ToLower(f.Query))
 }
 
 // recipeForm is a Recipe a person may start, with its arguments.
@@ -150,13 +149,6 @@ func (s *Server) routesRunsWeb(mux *http.ServeMux) {
 	s.routesRunProposals(mux)
 }
 
-func str(v any) string {
-	if v == nil {
-		return ""
-	}
-	return fmt.Sprint(v)
-}
-
 // runNotice returns what a page tells a person about err, and its code.
 func runNotice(err error) (notice, code string) {
 	var e *run.Error
@@ -185,15 +177,15 @@ func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page,
 	d.Runs = make([]runRow, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
 		v := runs[i]
-		owners[str(v["owner_id"])] = true
-		if rc := str(v["recipe"]); rc != "" {
-			recipes[rc] = true
+		owners[v.OwnerID] = true
+		if v.Recipe != "" {
+			recipes[v.Recipe] = true
 		}
 		if !f.match(v) {
 			continue
 		}
-		d.Runs = append(d.Runs, runRow{ID: str(v["run"]), Status: str(v["status"]), Recipe: str(v["recipe"]), Started: str(v["started_at"]),
-			Owner: nameOr(names, str(v["owner_id"])), Generation: v["generation"]})
+		d.Runs = append(d.Runs, runRow{ID: v.ID, Status: string(v.Status), Recipe: v.Recipe, Started: v.StartedAt,
+			Owner: nameOr(names, v.OwnerID), Generation: v.Generation})
 	}
 	d.Filter = f
 	fv := f.values()
@@ -239,10 +231,13 @@ func (s *Server) recipeForms(ctx context.Context, p store.Principal) []recipeFor
 	if err != nil {
 		return nil
 	}
-	active, _ := v["active"].([]map[string]any)
+	sum, _ := v.(*run.RecipesSummary)
+	if sum == nil {
+		return nil
+	}
 	var out []recipeForm
-	for _, a := range active {
-		name := str(a["id"])
+	for _, a := range sum.Active {
+		name := a.ID
 		rec, _, err := s.runs.LoadRecipe(name)
 		if err != nil {
 			continue
@@ -290,7 +285,7 @@ func (s *Server) handleRunStart(w http.ResponseWriter, r *http.Request, pg page)
 		s.renderRunsPage(w, r, pg, runWebStatus(code), runsPage{Notice: "The Recipe " + name + " was not started: " + notice, Code: code, Recipe: name})
 		return
 	}
-	http.Redirect(w, r, "/runs/"+url.PathEscape(str(res["run"])), http.StatusSeeOther)
+	http.Redirect(w, r, "/runs/"+url.PathEscape(res.ID), http.StatusSeeOther)
 }
 
 // runWebStatus is the HTTP status of a page that reports a refusal.
@@ -320,46 +315,42 @@ func (s *Server) runPageData(ctx context.Context, pg page, id string) (p runPage
 	if err != nil {
 		return runPage{ID: id}, false
 	}
-	p = runPage{ID: id, Status: str(st["status"]), Recipe: str(st["recipe"]), Generation: st["generation"], ExitCode: st["exit_code"]}
-	if cv, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "control"}); err == nil {
-		p.Pending, p.Limit = cv["pending"], cv["pending_limit"]
-		p.Backpressured, _ = cv["backpressured"].(bool)
-		p.Actions, _ = cv["actor_actions"].([]string)
-		p.RuntimeActions, _ = cv["runtime_actions"].([]string)
-		recent, _ := cv["recent_controls"].([]map[string]any)
+	p = runPage{ID: id, Status: string(st.Status), Recipe: st.Recipe, Generation: st.Generation}
+	if st.ExitCode != nil {
+		p.ExitCode = *st.ExitCode
+	}
+	if v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "control"}); err == nil {
+		cv := v.(*run.ControlView)
+		p.Pending, p.Limit = cv.Pending, cv.PendingLimit
+		p.Backpressured = cv.Backpressured
+		p.Actions = cv.ActorActions
+		p.RuntimeActions = cv.RuntimeActions
 		names := s.principalNames(ctx)
-		for _, c := range recent {
-			ts := str(c["queued_at"])
-			for _, k := range []string{"delivered_at", "claimed_at", "handled_at", "failed_at"} {
-				if v := str(c[k]); v > ts {
-					ts = v
-				}
-			}
+		for _, c := range cv.RecentControls {
+			ts := max(c.QueuedAt, c.DeliveredAt, c.ClaimedAt, c.HandledAt, c.FailedAt)
 			sender := ""
-			if id := str(c["sender_id"]); id != "" {
-				sender = nameOr(names, id)
+			if c.SenderID != "" {
+				sender = nameOr(names, c.SenderID)
 			}
-			p.Controls = append(p.Controls, runControlRow{Action: str(c["action"]), Status: str(c["status"]), Sender: sender,
-				SentAt: str(c["queued_at"]), TS: ts, Error: str(c["error"])})
+			p.Controls = append(p.Controls, runControlRow{Action: c.Action, Status: c.Status, Sender: sender,
+				SentAt: c.QueuedAt, TS: ts, Error: c.Error})
 		}
 	}
-	if st["archived"] == true {
+	if st.Archived {
 		p.RuntimeActions = []string{"prune"}
-	} else if p.Status == run.StatusRunning {
+	} else if st.Status == run.StatusRunning {
 		p.Steer = p.Actions
 	}
-	if tv, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "all"}); err == nil {
-		items, _ := tv["items"].([]map[string]any)
-		for _, it := range items {
-			if src := str(it["source"]); src == "lifecycle" || src == "runtime" {
-				p.Trace = append(p.Trace, runTraceRow{TS: str(it["ts"]), Kind: str(it["kind"]), Summary: str(it["summary"]), Level: str(it["level"])})
+	if v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "all"}); err == nil {
+		tv := v.(*run.TraceView)
+		for _, it := range tv.Items {
+			if it.Source == "lifecycle" || it.Source == "runtime" {
+				p.Trace = append(p.Trace, runTraceRow{TS: it.TS, Kind: it.Kind, Summary: it.Summary, Level: it.Level})
 			}
 		}
-		if sum, ok := tv["summary"].(map[string]any); ok {
-			p.TraceCompacted = sum["compacted"] == true
-		}
+		p.TraceCompacted = tv.Summary.Compacted
 	}
-	if p.Status == run.StatusRunning {
+	if st.Status == run.StatusRunning {
 		p.Paused = s.runPaused(ctx, owner, id)
 	}
 	p.Stdout, _ = s.runs.Logs(ctx, owner, id, "stdout", 40)
@@ -371,13 +362,12 @@ func (s *Server) runPageData(ctx context.Context, pg page, id string) (p runPage
 // newest Trace event whose kind ends in ".paused" or ".resumed" is a
 // ".paused" one.
 func (s *Server) runPaused(ctx context.Context, owner, id string) bool {
-	tv, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "runtime", Lines: 200})
+	v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "runtime", Lines: 200})
 	if err != nil {
 		return false
 	}
-	items, _ := tv["items"].([]map[string]any)
-	for _, it := range items { // newest first
-		switch kind := str(it["kind"]); {
+	for _, it := range v.(*run.TraceView).Items { // newest first
+		switch kind := it.Kind; {
 		case strings.HasSuffix(kind, ".paused"):
 			return true
 		case strings.HasSuffix(kind, ".resumed"):
@@ -452,14 +442,14 @@ func (s *Server) handleRunWebAction(action string) func(http.ResponseWriter, *ht
 		id := r.PathValue("id")
 		owner, _ := s.runActor(ctx, *pg.Principal, id)
 		var err error
-		var res map[string]any
+		var kill *run.KillResult
 		switch action {
 		case "kill":
-			res, err = s.runs.Kill(ctx, owner, id)
+			kill, err = s.runs.Kill(ctx, owner, id)
 		case "archive":
-			res, err = s.runs.Archive(ctx, owner, id)
+			_, err = s.runs.Archive(ctx, owner, id)
 		default:
-			res, err = s.runs.Prune(ctx, owner, id, r.PostFormValue("preserve_artifacts") == "true")
+			_, err = s.runs.Prune(ctx, owner, id, r.PostFormValue("preserve_artifacts") == "true")
 		}
 		if err == nil && action == "prune" {
 			http.Redirect(w, r, "/runs", http.StatusSeeOther)
@@ -469,8 +459,8 @@ func (s *Server) handleRunWebAction(action string) func(http.ResponseWriter, *ht
 		switch {
 		case err != nil:
 			notice = err.Error()
-		case res["killed"] == false:
-			notice = "The Run was not killed: " + str(res["reason"]) + "."
+		case kill != nil && !kill.Killed:
+			notice = "The Run was not killed: " + kill.Reason + "."
 		}
 		target := "/runs/" + url.PathEscape(id)
 		if notice != "" {

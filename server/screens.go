@@ -17,7 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
@@ -362,13 +361,13 @@ func (s *Server) newScreen(p store.Principal, opts ScreenOptions) *liveScreen {
 	return sc
 }
 
-// screenFor returns the screen id if p may see it: its owner and people.
-// Anyone else gets the same answer as for a screen that does not exist.
+// screenFor returns the screen id if p may see it: its owner and the
+// people who oversee the owner.
 func (s *Server) screenFor(p store.Principal, id string) (*liveScreen, bool) {
 	s.scrMu.Lock()
 	sc, ok := s.screens[id]
 	s.scrMu.Unlock()
-	if !ok || !(sc.owner.ID == p.ID || p.Kind == store.KindHuman) {
+	if !ok || !s.oversees(context.Background(), p, sc.owner.ID) {
 		return nil, false
 	}
 	return sc, true
@@ -384,6 +383,9 @@ func (s *Server) visibleScreens(p store.Principal) []*liveScreen {
 		}
 	}
 	s.scrMu.Unlock()
+	// Whom a person oversees is decided outside the lock: it may read the
+	// store.
+	out = slices.DeleteFunc(out, func(sc *liveScreen) bool { return !s.oversees(context.Background(), p, sc.owner.ID) })
 	slices.SortFunc(out, func(a, b *liveScreen) int { return b.created.Compare(a.created) })
 	return out
 }
@@ -456,13 +458,13 @@ func (s *Server) screenChanged(sc *liveScreen) {
 }
 
 // publishScreen publishes a screen.update event to the screen's owner and
-// to people. It carries the screen's id only, never its content.
+// to the people who oversee it. It carries the screen's id only, never its content.
 func (s *Server) publishScreen(sc *liveScreen, data map[string]any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return
 	}
-	s.bus.Publish(event.Event{Type: "screen.update", Owner: sc.owner.ID, People: true, Data: b})
+	s.bus.Publish(s.ownedEvent("screen.update", sc.owner.ID, b))
 }
 
 // screenSummary is the outcome of reading a stream: SPEC 10.27's result.

@@ -132,7 +132,7 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 func (s *Server) mutateCaller(w http.ResponseWriter, r *http.Request) (store.Principal, bool) {
 	ctx := r.Context()
 	if tok, ok := bearer(r); ok {
-		p, err := s.store.PrincipalByToken(ctx, auth.Hash(tok))
+		p, err := s.principalByBearer(ctx, tok)
 		if err != nil {
 			s.unauthorized(w, err)
 			return p, false

@@ -22,6 +22,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -75,7 +76,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	store   store.Store
+	store   stores
 	bus     *event.Bus
 	tools   *tool.Registry
 	started time.Time
@@ -94,6 +95,9 @@ type Server struct {
 	// principal ends it.
 	live *liveSet
 
+	// principals caches the principals of recently used bearer tokens.
+	principals *principalCache
+
 	// notices holds one-shot banners for web sessions.
 	notices *noticeBox
 
@@ -108,6 +112,35 @@ type Server struct {
 	controlsState
 	screensState
 	flowsState
+}
+
+// stores is the store as the server uses it: each part is looked up once,
+// when the server is built, so s.store.Principal(…) reads the principals
+// part directly. Selectors are unambiguous because no two parts share a
+// method name.
+type stores struct {
+	store.Principals
+	store.Sessions
+	store.Settings
+	store.Audit
+	store.Proposals
+	store.Runs
+	flows flow.Store
+	// backend is the Store the parts came from.
+	backend store.Store
+}
+
+func newStores(st store.Store) stores {
+	return stores{
+		Principals: st.Principals(),
+		Sessions:   st.Sessions(),
+		Settings:   st.Settings(),
+		Audit:      st.Audit(),
+		Proposals:  st.Proposals(),
+		Runs:       st.Runs(),
+		flows:      st.Flows(),
+		backend:    st,
+	}
 }
 
 // openCounter counts a kind of open item a principal has waiting (for
@@ -153,7 +186,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		store:    cfg.Store,
+		store:    newStores(cfg.Store),
 		bus:      event.New(event.Options{Now: cfg.Now}),
 		tools:    tool.NewRegistry(),
 		started:  cfg.Now(),
@@ -163,6 +196,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.streams, s.cancelStream = context.WithCancel(context.Background())
 	s.live = newLiveSet(s.streams, s.stillValid, revalidateInterval)
+	s.live.revoked = s.announceRevoked
+	s.principals = newPrincipalCache(s.bus, principalCacheSize, principalCacheTTL)
 	if cfg.SignInRate > 0 {
 		s.signInLimits = newLimiterSet(rate.Limit(float64(cfg.SignInRate)/60), cfg.SignInRate)
 	}
@@ -257,11 +292,12 @@ func (s *Server) Close() {
 	s.closeRuns()
 	s.closeScreens()
 	s.closeControls()
+	s.principals.close()
 	s.bus.Close()
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": assent.Version, "store": s.store.Kind()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": assent.Version, "store": s.store.backend.Kind()})
 }
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {

@@ -147,7 +147,7 @@ func TestAuthFailures(t *testing.T) {
 	if resp := f.req("GET", "/v1/whoami", tok, nil, nil); resp.StatusCode != 200 {
 		t.Fatalf("new token: %d", resp.StatusCode)
 	}
-	if err := f.db.RevokePrincipal(context.Background(), p.ID); err != nil {
+	if err := f.srv.RevokePrincipal(context.Background(), p.ID); err != nil {
 		t.Fatal(err)
 	}
 	if resp := f.req("GET", "/v1/whoami", tok, nil, nil); resp.StatusCode != 401 {

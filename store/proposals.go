@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -15,7 +16,9 @@ const (
 )
 
 // Statuses of a command proposal. A proposal is decided once: pending
-// becomes approved or declined and never changes again.
+// becomes approved or declined. A declined proposal never changes again; an
+// approved one may record its result (approved to approved) or, when the
+// approval could not be carried out, go back to pending.
 const (
 	ProposalPending  = "pending"
 	ProposalApproved = "approved"
@@ -65,6 +68,37 @@ type Proposal struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
+// Check reports whether p may be filed: it needs an id, a known kind and a
+// proposer, and is filed pending (an empty Status means pending). The error
+// wraps ErrInvalid.
+func (p Proposal) Check() error {
+	switch {
+	case p.ID == "":
+		return fmt.Errorf("%w: a proposal needs an id", ErrInvalid)
+	case p.Kind != ProposalSpawn && p.Kind != ProposalTool:
+		return fmt.Errorf("%w: proposal kind %q is not one of spawn, tool", ErrInvalid, p.Kind)
+	case p.ProposerID == "":
+		return fmt.Errorf("%w: proposal %s needs a proposer", ErrInvalid, p.ID)
+	case p.Status != "" && p.Status != ProposalPending:
+		return fmt.Errorf("%w: proposal %s is filed pending, not %s", ErrInvalid, p.ID, p.Status)
+	}
+	return nil
+}
+
+// ProposalMove reports whether a proposal may move from status from to
+// status to: pending to approved or declined, approved to approved (to
+// record the result) or back to pending (the approval could not be carried
+// out). Nothing leaves declined.
+func ProposalMove(from, to string) bool {
+	switch from {
+	case ProposalPending:
+		return to == ProposalApproved || to == ProposalDeclined
+	case ProposalApproved:
+		return to == ProposalApproved || to == ProposalPending
+	}
+	return false
+}
+
 // ProposalDecision moves a proposal from one status to another.
 type ProposalDecision struct {
 	ID string
@@ -77,9 +111,19 @@ type ProposalDecision struct {
 	Result    json.RawMessage
 }
 
+// Check reports whether d is a legal move (see ProposalMove). The error
+// wraps ErrInvalid.
+func (d ProposalDecision) Check() error {
+	if !ProposalMove(d.From, d.To) {
+		return fmt.Errorf("%w: proposal %s cannot move from %q to %q", ErrInvalid, d.ID, d.From, d.To)
+	}
+	return nil
+}
+
 // Proposals keeps command proposals.
 type Proposals interface {
-	// CreateProposal stores p; an existing id gives ErrConflict.
+	// CreateProposal stores p as pending; an existing id gives
+	// ErrConflict, a p that fails Check ErrInvalid.
 	CreateProposal(ctx context.Context, p Proposal) error
 	// Proposal returns the proposal with id, or ErrNotFound.
 	Proposal(ctx context.Context, id string) (Proposal, error)
@@ -88,6 +132,7 @@ type Proposals interface {
 	// most limit (all when not positive).
 	ListProposals(ctx context.Context, status, proposerID string, limit int) ([]Proposal, error)
 	// DecideProposal applies d atomically: the status moves only when it
-	// is d.From, otherwise ErrConflict (ErrNotFound for an unknown id).
+	// is d.From, otherwise ErrConflict (ErrNotFound for an unknown id). A
+	// d that fails Check gives ErrInvalid and changes nothing.
 	DecideProposal(ctx context.Context, d ProposalDecision) error
 }

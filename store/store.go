@@ -1,7 +1,13 @@
 // Package store defines what assent keeps durably: principals and their
-// tokens, sign-in links and web sessions, settings, the audit log, and the
-// records of Runs and Flows. It holds only types and interfaces; the embedded
-// default implementation is store/sqlite.
+// tokens, sign-in links and web sessions, settings, the audit log, command
+// proposals, and the records of Runs and Flows. It holds types, interfaces
+// and the rules every backend enforces (bounds, legal status moves), in pure
+// Go; the embedded default implementation is store/sqlite, and
+// store/storetest is the conformance suite a backend must pass.
+//
+// A Store hands out one store per part (Principals, Sessions, Settings,
+// Audit, Proposals, Runs, Flows). A backend may implement them on one type
+// or on several.
 //
 // Secrets never reach the store in clear: tokens, sign-in links and session
 // cookies are stored as SHA-256 hashes, so a copy of the database cannot be
@@ -11,15 +17,25 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
+
+	"github.com/assent-run/assent/flow"
 )
 
 // ErrNotFound is returned when a record does not exist (or has been revoked,
 // consumed or has expired, where the distinction must not leak).
 var ErrNotFound = errors.New("store: not found")
 
-// ErrConflict is returned when a record that must be unique already exists.
+// ErrConflict is returned when a record that must be unique already exists,
+// or when a conditional change finds the record in another state.
 var ErrConflict = errors.New("store: conflict")
+
+// ErrInvalid is returned, wrapped with the rule that was broken, when a
+// write breaks a rule of the model (an unknown principal kind, an illegal
+// status move). Nothing was written.
+var ErrInvalid = errors.New("store: invalid")
 
 // Principal kinds.
 const (
@@ -43,12 +59,25 @@ type Principal struct {
 
 // Has reports whether p holds the grant named capability.
 func (p Principal) Has(capability string) bool {
-	for _, g := range p.Grants {
-		if g == capability {
-			return true
-		}
+	return slices.Contains(p.Grants, capability)
+}
+
+// ValidKind reports whether kind is one of KindHuman, KindAgent and
+// KindService.
+func ValidKind(kind string) bool {
+	return kind == KindHuman || kind == KindAgent || kind == KindService
+}
+
+// Check reports whether p may be stored: it needs an id and a valid kind.
+// The error wraps ErrInvalid.
+func (p Principal) Check() error {
+	if p.ID == "" {
+		return fmt.Errorf("%w: a principal needs an id", ErrInvalid)
 	}
-	return false
+	if !ValidKind(p.Kind) {
+		return fmt.Errorf("%w: principal kind %q is not one of human, agent, service", ErrInvalid, p.Kind)
+	}
+	return nil
 }
 
 // Session is a signed-in person's web session.
@@ -75,26 +104,46 @@ type AuditRecord struct {
 	Detail      string    `json:"detail,omitempty"` // JSON; never a redacted value
 }
 
+// AuditListMax is the most records one ListAudit call returns.
+const AuditListMax = 1000
+
 // AuditFilter selects audit records. Zero fields match everything.
 type AuditFilter struct {
 	FormID      string
 	PrincipalID string
-	AfterSeq    int64
-	Limit       int
+	// AfterSeq selects the records after this sequence number.
+	AfterSeq int64
+	// Limit is the most records to return: AuditListMax when it is not
+	// positive or larger.
+	Limit int
+}
+
+// Max returns the number of records a list with f returns at most: f.Limit
+// bounded by AuditListMax.
+func (f AuditFilter) Max() int {
+	if f.Limit <= 0 || f.Limit > AuditListMax {
+		return AuditListMax
+	}
+	return f.Limit
 }
 
 // Principals keeps principals and their bearer tokens.
 type Principals interface {
-	// CreatePrincipal stores p with the SHA-256 hash of its token.
+	// CreatePrincipal stores p with the SHA-256 hash of its token (none
+	// when tokenHash is nil). An existing id gives ErrConflict; a p that
+	// fails Check gives ErrInvalid.
 	CreatePrincipal(ctx context.Context, p Principal, tokenHash []byte) error
 	// PrincipalByToken returns the unrevoked principal whose token hashes
 	// to tokenHash, or ErrNotFound.
 	PrincipalByToken(ctx context.Context, tokenHash []byte) (Principal, error)
-	// Principal returns the principal with id (revoked ones included).
+	// Principal returns the principal with id (revoked ones included),
+	// or ErrNotFound.
 	Principal(ctx context.Context, id string) (Principal, error)
 	// ListPrincipals returns every principal, oldest first.
 	ListPrincipals(ctx context.Context) ([]Principal, error)
-	// RevokePrincipal revokes id's tokens and sessions.
+	// RevokePrincipal revokes id's tokens and ends its sessions and
+	// unused sign-in links. An unknown or already revoked id gives
+	// ErrNotFound.
 	RevokePrincipal(ctx context.Context, id string) error
 }
 
@@ -102,38 +151,52 @@ type Principals interface {
 type Sessions interface {
 	// CreateSignInLink stores a single-use link for principalID.
 	CreateSignInLink(ctx context.Context, linkHash []byte, principalID string, expires time.Time) error
-	// ConsumeSignInLink marks the link used and returns its principal; a
-	// used, expired or unknown link gives ErrNotFound.
+	// ConsumeSignInLink marks the link used and returns its principal. A
+	// used or unknown link, one that has expired at now (now is not before
+	// its expiry), or one of a revoked principal gives ErrNotFound. Of
+	// concurrent uses of one link exactly one succeeds.
 	ConsumeSignInLink(ctx context.Context, linkHash []byte, now time.Time) (string, error)
 	// CreateSession stores a web session.
 	CreateSession(ctx context.Context, cookieHash []byte, s Session) error
-	// Session returns the live session for cookieHash, or ErrNotFound.
+	// Session returns the session for cookieHash when it has not expired
+	// at now and its principal is not revoked, or ErrNotFound.
 	Session(ctx context.Context, cookieHash []byte, now time.Time) (Session, error)
-	// DeleteSession ends a session.
+	// DeleteSession ends a session; an unknown one is not an error.
 	DeleteSession(ctx context.Context, cookieHash []byte) error
 }
 
 // Settings keeps small named values (for example the server's first-start
 // marker).
 type Settings interface {
+	// Setting returns the value of name, or ErrNotFound.
 	Setting(ctx context.Context, name string) (string, error)
+	// SetSetting stores value under name, replacing any earlier value.
 	SetSetting(ctx context.Context, name, value string) error
 }
 
 // Audit is the append-only audit log.
 type Audit interface {
+	// AppendAudit stores r and returns its sequence number, greater than
+	// that of every record appended before it. r.Seq is ignored.
 	AppendAudit(ctx context.Context, r AuditRecord) (int64, error)
+	// ListAudit returns the records f selects in sequence order, at most
+	// f.Max().
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 }
 
-// Store is everything the server needs from persistence.
+// Store is everything assent keeps, one store per part. A Store is safe for
+// concurrent use, and so is each part it returns.
 type Store interface {
-	Principals
-	Sessions
-	Settings
-	Audit
-	Runs
+	Principals() Principals
+	Sessions() Sessions
+	Settings() Settings
+	Audit() Audit
+	Proposals() Proposals
+	Runs() Runs
+	// Flows returns the store of the Flow kernel.
+	Flows() flow.Store
 	// Kind names the backend ("sqlite").
 	Kind() string
+	// Close releases the backend; the parts must not be used after it.
 	Close() error
 }

@@ -35,8 +35,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/assent-run/assent/run"
 )
 
 // Service talks to assent on behalf of one Run generation.
@@ -75,8 +73,39 @@ type Control struct {
 	Status string          `json:"status"`
 }
 
-// Event is a Trace event a service emits.
-type Event = run.TraceInput
+// Event is a Trace event a service emits; the server assigns its id and
+// time. Kind is a lowercase semantic token such as "player.state"; Level
+// is info, warning or error; Attention, when set, is notify, followup or
+// steer.
+type Event struct {
+	Kind      string          `json:"kind"`
+	Summary   string          `json:"summary,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Level     string          `json:"level,omitempty"`
+	Attention string          `json:"attention,omitempty"`
+}
+
+// wireMaxBytes bounds one record read from the control FIFO.
+const wireMaxBytes = 512
+
+// wireID returns the Control id of one wire record
+// {"id","action","input"}; the server checks the rest when the Control is
+// claimed.
+func wireID(line []byte) (string, error) {
+	var w struct {
+		ID string `json:"id"`
+	}
+	if len(line) > wireMaxBytes {
+		return "", errors.New("wire record exceeds 512 bytes")
+	}
+	if err := json.Unmarshal(line, &w); err != nil {
+		return "", err
+	}
+	if w.ID == "" {
+		return "", errors.New("wire record has no id")
+	}
+	return w.ID, nil
+}
 
 // Error is an error answer of the server.
 type Error struct {
@@ -172,7 +201,7 @@ func (s *Service) Serve(ctx context.Context, h Handler) error {
 	stop := context.AfterFunc(ctx, func() { f.Close() })
 	defer stop()
 	defer f.Close()
-	rd := bufio.NewReaderSize(f, run.ControlWireMaxBytes*2)
+	rd := bufio.NewReaderSize(f, wireMaxBytes*2)
 	for {
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
@@ -181,7 +210,7 @@ func (s *Service) Serve(ctx context.Context, h Handler) error {
 			}
 			return fmt.Errorf("service: read control FIFO: %w", err)
 		}
-		id, _, _, err := run.DecodeWireRecord(bytes.TrimSuffix(line, []byte("\n")))
+		id, err := wireID(bytes.TrimSuffix(line, []byte("\n")))
 		if err != nil {
 			_ = s.Emit(ctx, Event{Kind: "service.control_rejected", Summary: "malformed Control wire record", Level: "warning"})
 			continue

@@ -65,6 +65,9 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 // CreatePrincipal implements store.Principals.
 func (s *DB) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash []byte) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
 	grants, err := json.Marshal(nonNil(p.Grants))
 	if err != nil {
 		return err
@@ -280,11 +283,7 @@ func (s *DB) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditR
 		where = append(where, "principal_id = ?")
 		args = append(args, f.PrincipalID)
 	}
-	limit := f.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
-	args = append(args, limit)
+	args = append(args, f.Max())
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail
 		FROM audit WHERE `+strings.Join(where, " AND ")+` ORDER BY seq LIMIT ?`, args...)
 	if err != nil {
@@ -316,5 +315,3 @@ func nonNil(s []string) []string {
 func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
-
-var _ store.Store = (*DB)(nil)

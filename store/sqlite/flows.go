@@ -65,9 +65,9 @@ UPDATE flow_approvals SET instance = coalesce(json_extract(body, '$.approval.ins
 CREATE INDEX flow_approvals_instance ON flow_approvals(instance, seq);
 `}}
 
-// FlowStore returns the flow kernel's store on this database.
-func (s *DB) FlowStore() flow.Store { return flowStore{s.db} }
-
+// flowStore is the flow.Store of a DB: each Update or View is one SQLite
+// transaction, so the kernel's compare-and-swap on an instance's revision
+// holds across processes.
 type flowStore struct{ db *sql.DB }
 
 // Update implements flow.Store: fn runs in one write transaction.

@@ -21,7 +21,7 @@ func openFlowTest(t *testing.T) *DB {
 
 func TestFlowStoreTransactions(t *testing.T) {
 	ctx := context.Background()
-	st := openFlowTest(t).FlowStore()
+	st := openFlowTest(t).Flows()
 	in := flow.Instance{ID: "i1", Program: "sha256:ab", Phase: "draft", Facts: map[string]flow.Fact{"amount": {Status: "known", Value: "12"}}}
 
 	// A failing transaction keeps nothing.
@@ -132,7 +132,7 @@ func TestFlowProgramLoadsMigration(t *testing.T) {
 	if err := db.migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st := db.FlowStore()
+	st := db.Flows()
 	st.View(ctx, func(tx flow.Tx) error {
 		loads, err := tx.ProgramLoads()
 		if err != nil || len(loads) != 2 {

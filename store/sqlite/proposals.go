@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/assent-run/assent/store"
 )
@@ -49,24 +48,23 @@ const proposalColumns = `id, kind, proposer_id, supervisor_id, target, doc, crea
 
 // CreateProposal implements store.Proposals.
 func (s *DB) CreateProposal(ctx context.Context, p store.Proposal) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
 	doc, err := json.Marshal(proposalDoc{Recipe: p.Recipe, Script: p.Script, WorkDir: p.WorkDir, EnvNames: p.EnvNames,
 		Controls: p.Controls, Values: p.Values, Request: p.Request})
 	if err != nil {
 		return fmt.Errorf("create proposal: %w", err)
-	}
-	status := p.Status
-	if status == "" {
-		status = store.ProposalPending
 	}
 	var decided int64
 	if !p.DecidedAt.IsZero() {
 		decided = ms(p.DecidedAt)
 	}
 	_, err = s.db.ExecContext(ctx, `INSERT INTO command_proposals (`+proposalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Kind, p.ProposerID, p.SupervisorID, p.Target, string(doc), ms(p.CreatedAt), status,
+		p.ID, p.Kind, p.ProposerID, p.SupervisorID, p.Target, string(doc), ms(p.CreatedAt), store.ProposalPending,
 		p.DecidedBy, decided, p.Reason, string(p.Result))
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if isUnique(err) {
 			return store.ErrConflict
 		}
 		return fmt.Errorf("create proposal: %w", err)
@@ -136,6 +134,9 @@ func (s *DB) ListProposals(ctx context.Context, status, proposerID string, limit
 
 // DecideProposal implements store.Proposals.
 func (s *DB) DecideProposal(ctx context.Context, d store.ProposalDecision) error {
+	if err := d.Check(); err != nil {
+		return err
+	}
 	var decided int64
 	if !d.DecidedAt.IsZero() {
 		decided = ms(d.DecidedAt)

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/assent-run/assent/run/journal"
 	"github.com/assent-run/assent/store"
 )
 
@@ -247,65 +246,31 @@ func (s *DB) DeleteRun(ctx context.Context, id string) error {
 	return tx.Commit()
 }
 
-// journalState is the aggregate view of a Control journal used to decide
-// admissions and transitions.
-type journalState struct {
-	rows      int
-	bytes     int
-	pending   int
-	oldest    sql.NullInt64
-	malformed int
-	invalid   int
-	badTime   int
-	foreign   int
-}
-
-// journalSQL computes journalState in one pass. A record is invalid when its
-// status is unknown, an id is empty, its action is not a lowercase semantic
-// token of at most 64 characters or its input is over 380 bytes.
-const journalSQL = `SELECT count(*), coalesce(sum(bytes), 0),
-	coalesce(sum(status IN ('queued','delivered','claimed')), 0),
-	min(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at END),
-	coalesce(sum(input IS NOT NULL AND NOT json_valid(input)), 0),
-	coalesce(sum(status NOT IN ('queued','delivered','claimed','handled','failed') OR id = '' OR instance_id = ''
-		OR NOT (action GLOB '[a-z]*' AND action NOT GLOB '*[^a-z0-9_.-]*' AND length(action) <= 64)
-		OR (input IS NOT NULL AND length(CAST(input AS BLOB)) > 380)), 0),
-	coalesce(sum(CASE status WHEN 'queued' THEN queued_at IS NULL WHEN 'delivered' THEN delivered_at IS NULL
-		WHEN 'claimed' THEN claimed_at IS NULL WHEN 'handled' THEN handled_at IS NULL WHEN 'failed' THEN failed_at IS NULL ELSE 0 END), 0),
-	coalesce(sum(status IN ('queued','delivered','claimed') AND instance_id != ?), 0)
-	FROM run_controls WHERE run_id = ?`
-
-func readJournal(ctx context.Context, tx *sql.Tx, runID, instance string) (journalState, error) {
-	var j journalState
-	err := tx.QueryRowContext(ctx, journalSQL, instance, runID).Scan(&j.rows, &j.bytes, &j.pending, &j.oldest,
-		&j.malformed, &j.invalid, &j.badTime, &j.foreign)
-	return j, err
-}
-
-// integrity returns the first integrity failure of j, or "".
-func (j journalState) integrity() string {
-	switch {
-	case j.bytes > store.ControlJournalMaxBytes:
-		return "journal_bytes"
-	case j.malformed > 0:
-		return "malformed"
-	case j.invalid > 0:
-		return "invalid_record"
-	case j.badTime > 0:
-		return "invalid_status_timestamp"
-	case j.foreign > 0:
-		return "generation_mismatch"
+// readJournal reads the records of runID's Control journal and summarizes
+// them for generation instance.
+func readJournal(ctx context.Context, q querier, runID, instance string) (journal.State, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+controlColumns+`, bytes FROM run_controls WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return journal.State{}, err
 	}
-	return ""
+	defer rows.Close()
+	var recs []journal.Record
+	for rows.Next() {
+		var r journal.Record
+		if _, r.Control, err = scanControl(rows, &r.Bytes); err != nil {
+			return journal.State{}, err
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return journal.State{}, err
+	}
+	return journal.Summarize(recs, instance), nil
 }
 
-func (j journalState) refusal(reason, integrity, instance string) *store.ControlError {
-	e := &store.ControlError{Reason: reason, Pending: j.pending, Limit: store.ControlPendingLimit,
-		JournalBytes: j.bytes, JournalLimit: store.ControlJournalMaxBytes, InstanceID: instance, IntegrityReason: integrity}
-	if j.oldest.Valid {
-		e.OldestPendingAt = fromMS(j.oldest.Int64)
-	}
-	return e
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 func nullMS(t *time.Time) any {
@@ -322,39 +287,22 @@ func nullText(s string) any {
 	return s
 }
 
-func controlBytes(c store.Control) (int, error) {
-	b, err := store.EncodeLine(c)
-	if err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
 // AdmitControl implements store.Runs.
 func (s *DB) AdmitControl(ctx context.Context, runID string, c store.Control) (store.Control, error) {
-	items := []store.ControlAdmission{{RunID: runID, Control: c}}
-	errs, err := s.AdmitControls(ctx, items)
+	errs, err := s.AdmitControls(ctx, []store.ControlAdmission{{RunID: runID, Control: c}})
 	if err != nil {
 		return c, err
 	}
-	return canonicalAdmission(c), errs[0]
-}
-
-func canonicalAdmission(c store.Control) store.Control {
-	c.Status = store.ControlQueued
-	c.DeliveredAt, c.ClaimedAt, c.HandledAt, c.FailedAt, c.Error = nil, nil, nil, nil, ""
-	t := time.Now()
-	if c.QueuedAt != nil {
-		t = *c.QueuedAt
+	if errs[0] != nil {
+		return c, errs[0]
 	}
-	t = t.UTC().Truncate(time.Millisecond)
-	c.QueuedAt = &t
-	return c
+	c, _, err = journal.Admission(c)
+	return c, err
 }
 
-// AdmitControls implements store.Runs. Each admission reads the aggregate
-// state of its journal inside the transaction, so the bounds hold exactly
-// whatever the interleaving of callers.
+// AdmitControls implements store.Runs. Each admission is decided by
+// journal.State.Admit on the journal as read inside the transaction, so
+// the bounds hold exactly whatever the interleaving of callers.
 func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) ([]error, error) {
 	errs := make([]error, len(items))
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -368,36 +316,27 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		return nil, fmt.Errorf("admit control: %w", err)
 	}
 	defer ins.Close()
-	agg, err := tx.PrepareContext(ctx, journalSQL)
-	if err != nil {
-		return nil, fmt.Errorf("admit control: %w", err)
-	}
-	defer agg.Close()
-	seen := map[[2]string]journalState{}
+	// The journal is read once per Run and generation in a batch and then
+	// kept up to date in memory with what this batch inserts.
+	seen := map[[2]string]*journal.State{}
 	for i, it := range items {
-		c := canonicalAdmission(it.Control)
-		n, err := controlBytes(c)
+		c, n, err := journal.Admission(it.Control)
 		if err != nil {
 			errs[i] = fmt.Errorf("admit control: %w", err)
 			continue
 		}
-		// The journal is read once per Run and generation in a batch and
-		// then kept up to date in memory with what this batch inserts.
 		key := [2]string{it.RunID, c.InstanceID}
 		j, ok := seen[key]
 		if !ok {
-			if err := agg.QueryRowContext(ctx, c.InstanceID, it.RunID).Scan(&j.rows, &j.bytes, &j.pending, &j.oldest,
-				&j.malformed, &j.invalid, &j.badTime, &j.foreign); err != nil {
+			st, err := readJournal(ctx, tx, it.RunID, c.InstanceID)
+			if err != nil {
 				return nil, fmt.Errorf("admit control: %w", err)
 			}
+			j = &st
 			seen[key] = j
 		}
-		if r := j.integrity(); r != "" {
-			errs[i] = j.refusal("control_journal_integrity", r, c.InstanceID)
-			continue
-		}
-		if j.pending >= store.ControlPendingLimit || j.bytes+n > store.ControlJournalMaxBytes {
-			errs[i] = j.refusal("control_backpressure", "", c.InstanceID)
+		before := *j
+		if errs[i] = j.Admit(c, n); errs[i] != nil {
 			continue
 		}
 		var input any
@@ -409,16 +348,9 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 			return nil, fmt.Errorf("admit control: %w", err)
 		}
 		if k, _ := res.RowsAffected(); k == 0 {
+			*j = before
 			errs[i] = store.ErrNotFound
-			continue
 		}
-		j.rows++
-		j.pending++
-		j.bytes += n
-		if !j.oldest.Valid || ms(*c.QueuedAt) < j.oldest.Int64 {
-			j.oldest = sql.NullInt64{Int64: ms(*c.QueuedAt), Valid: true}
-		}
-		seen[key] = j
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("admit control: %w", err)
@@ -428,12 +360,13 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 
 const controlColumns = `seq, id, instance_id, action, input, status, queued_at, delivered_at, claimed_at, handled_at, failed_at, error, sender_id`
 
-func scanControl(sc scanner) (int64, store.Control, error) {
+func scanControl(sc scanner, extra ...any) (int64, store.Control, error) {
 	var c store.Control
 	var seq int64
 	var input, errText sql.NullString
 	var ts [5]sql.NullInt64
-	if err := sc.Scan(&seq, &c.ID, &c.InstanceID, &c.Action, &input, &c.Status, &ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &errText, &c.SenderID); err != nil {
+	dest := append([]any{&seq, &c.ID, &c.InstanceID, &c.Action, &input, &c.Status, &ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &errText, &c.SenderID}, extra...)
+	if err := sc.Scan(dest...); err != nil {
 		return 0, c, err
 	}
 	if input.Valid {
@@ -450,37 +383,8 @@ func scanControl(sc scanner) (int64, store.Control, error) {
 	return seq, c, nil
 }
 
-// TruncateControlError bounds a Control error to store.ControlErrorMaxBytes,
-// cutting on a UTF-8 boundary and marking the cut.
-func truncateControlError(s string) string {
-	const suffix = "… [truncated]"
-	if len(s) <= store.ControlErrorMaxBytes {
-		return s
-	}
-	n := store.ControlErrorMaxBytes - len(suffix)
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + suffix
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-func legalTransition(cur, next string) bool {
-	switch next {
-	case store.ControlDelivered:
-		return store.ControlPending(cur)
-	case store.ControlClaimed:
-		return cur == store.ControlQueued || cur == store.ControlDelivered
-	case store.ControlHandled:
-		return cur == store.ControlClaimed
-	case store.ControlFailed:
-		return store.ControlPending(cur)
-	}
-	return false
-}
-
-// TransitionControl implements store.Runs.
+// TransitionControl implements store.Runs: journal.Transition decides the
+// move, on a journal that passes its integrity check.
 func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expected []string, errText string, at time.Time) (store.Control, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -498,34 +402,14 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 	if err != nil {
 		return c, fmt.Errorf("control transition: %w", err)
 	}
-	if r := j.integrity(); r != "" {
-		return c, j.refusal("control_journal_integrity", r, c.InstanceID)
+	if err := j.Sound(c.InstanceID); err != nil {
+		return c, err
 	}
-	if len(expected) > 0 && !contains(expected, c.Status) {
-		return c, store.ErrConflict
+	c, err = journal.Transition(c, next, expected, errText, at)
+	if err != nil {
+		return c, err
 	}
-	if next == c.Status || !legalTransition(c.Status, next) {
-		return c, store.ErrConflict
-	}
-	t := at.UTC().Truncate(time.Millisecond)
-	switch next {
-	case store.ControlDelivered:
-		if c.DeliveredAt != nil {
-			return c, store.ErrConflict
-		}
-		c.DeliveredAt = &t
-		if c.Status == store.ControlQueued {
-			c.Status = store.ControlDelivered
-		}
-	case store.ControlClaimed:
-		c.ClaimedAt, c.Status = &t, next
-	case store.ControlHandled:
-		c.HandledAt, c.Status = &t, next
-	case store.ControlFailed:
-		c.FailedAt, c.Status = &t, next
-		c.Error = truncateControlError(errText)
-	}
-	if err := writeControl(ctx, tx, runID, seq, c, j.bytes); err != nil {
+	if err := writeControl(ctx, tx, seq, c, j); err != nil {
 		return c, err
 	}
 	if !store.ControlPending(c.Status) {
@@ -542,8 +426,8 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 	return c, nil
 }
 
-func writeControl(ctx context.Context, tx *sql.Tx, runID string, seq int64, c store.Control, journalBytes int) error {
-	n, err := controlBytes(c)
+func writeControl(ctx context.Context, tx *sql.Tx, seq int64, c store.Control, j journal.State) error {
+	n, err := journal.Size(c)
 	if err != nil {
 		return fmt.Errorf("control transition: %w", err)
 	}
@@ -551,8 +435,8 @@ func writeControl(ctx context.Context, tx *sql.Tx, runID string, seq int64, c st
 	if err := tx.QueryRowContext(ctx, `SELECT bytes FROM run_controls WHERE seq = ?`, seq).Scan(&old); err != nil {
 		return fmt.Errorf("control transition: %w", err)
 	}
-	if journalBytes-old+n > store.ControlJournalMaxBytes {
-		return errors.New("control transition: Run Control journal transition exceeds bounded byte limit")
+	if err := j.Resize(old, n); err != nil {
+		return fmt.Errorf("control transition: %w", err)
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE run_controls SET status = ?, delivered_at = ?, claimed_at = ?, handled_at = ?, failed_at = ?,
 		error = ?, bytes = ? WHERE seq = ?`, c.Status, nullMS(c.DeliveredAt), nullMS(c.ClaimedAt), nullMS(c.HandledAt),
@@ -561,15 +445,6 @@ func writeControl(ctx context.Context, tx *sql.Tx, runID string, seq int64, c st
 		return fmt.Errorf("control transition: %w", err)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ClaimControl implements store.Runs.
@@ -583,8 +458,8 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 	if err != nil {
 		return store.Control{}, fmt.Errorf("claim control: %w", err)
 	}
-	if r := j.integrity(); r != "" {
-		return store.Control{}, j.refusal("control_journal_integrity", r, instanceID)
+	if err := j.Sound(instanceID); err != nil {
+		return store.Control{}, err
 	}
 	q := `SELECT ` + controlColumns + ` FROM run_controls WHERE run_id = ? AND instance_id = ? AND status IN ('queued','delivered')`
 	args := []any{runID, instanceID}
@@ -600,9 +475,10 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 	if err != nil {
 		return c, fmt.Errorf("claim control: %w", err)
 	}
-	t := at.UTC().Truncate(time.Millisecond)
-	c.ClaimedAt, c.Status = &t, store.ControlClaimed
-	if err := writeControl(ctx, tx, runID, seq, c, j.bytes); err != nil {
+	if c, err = journal.Transition(c, store.ControlClaimed, nil, "", at); err != nil {
+		return c, err
+	}
+	if err := writeControl(ctx, tx, seq, c, j); err != nil {
 		return c, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -629,37 +505,6 @@ func (s *DB) Controls(ctx context.Context, runID string) ([]store.Control, error
 	return out, rows.Err()
 }
 
-// compactionData is the data of a runtime.trace_compacted marker; the
-// counters are cumulative over every compaction of the generation.
-type compactionData struct {
-	Version                    int   `json:"version"`
-	CompactionsTotal           int64 `json:"compactions_total"`
-	DroppedValidEventsTotal    int64 `json:"dropped_valid_events_total"`
-	DroppedMalformedLinesTotal int64 `json:"dropped_malformed_lines_total"`
-	DroppedBytesTotal          int64 `json:"dropped_bytes_total"`
-	DroppedEventCountExact     bool  `json:"dropped_event_count_exact"`
-	RetainedEvents             int64 `json:"retained_events"`
-	RetainedBytes              int64 `json:"retained_bytes"`
-	HistoryComplete            bool  `json:"history_complete"`
-}
-
-const maxSafeInteger = 1<<53 - 1
-
-func satAdd(a, b int64) int64 {
-	if a > maxSafeInteger-b {
-		return maxSafeInteger
-	}
-	return a + b
-}
-
-func markerLine(id string, ts time.Time, d compactionData) ([]byte, error) {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	return store.EncodeLine(store.TraceEvent{ID: id, TS: ts, Kind: store.TraceCompactedKind, Level: "warning", Data: data})
-}
-
 // AppendTrace implements store.Runs.
 func (s *DB) AppendTrace(ctx context.Context, runID string, ev store.TraceEvent) error {
 	errs, err := s.AppendTraces(ctx, []store.TraceAppend{{RunID: runID, Event: ev}})
@@ -669,14 +514,11 @@ func (s *DB) AppendTrace(ctx context.Context, runID string, ev store.TraceEvent)
 	return errs[0]
 }
 
-// AppendTraces implements store.Runs. The common case inserts one row and
-// bumps two counters. When an append would pass TraceMaxEvents or
-// TraceMaxBytes, the newest suffix that fits TraceTargetEvents and
-// TraceTargetBytes (with room for the new event and the marker) is kept,
-// the rest and the previous marker are deleted, and the new event is
-// followed by one marker carrying the cumulative totals. A compaction
-// happens at most once per TraceMaxEvents-TraceTargetEvents appends of
-// small events, so appends stay amortized O(1).
+// AppendTraces implements store.Runs. The common case reads the Run's
+// two counters and inserts one row (a trigger keeps the counters). When
+// journal.TraceFits refuses an append, journal.Compact plans the
+// compaction, which is written in the same transaction: the dropped rows
+// and the previous marker deleted, the event and a new marker inserted.
 func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]error, error) {
 	errs := make([]error, len(items))
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -684,10 +526,12 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
 	defer tx.Rollback()
-	// The fast path is one statement: the row goes in only while both
-	// bounds hold, and a trigger keeps the Run's counters.
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) SELECT ?, ?, ?, ?
-		WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND trace_events + 1 <= ? AND trace_bytes + ? <= ?)`)
+	counts, err := tx.PrepareContext(ctx, `SELECT trace_events, trace_bytes FROM runs WHERE id = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("append trace: %w", err)
+	}
+	defer counts.Close()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
@@ -696,30 +540,28 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 		ev := it.Event
 		line := it.Line
 		if line == nil {
-			ev.TS = ev.TS.UTC().Truncate(time.Millisecond)
-			if line, err = store.EncodeLine(ev); err != nil {
-				errs[i] = fmt.Errorf("append trace: %w", err)
-				continue
-			}
+			line, err = journal.EventLine(ev)
+		} else {
+			err = journal.CheckLine(line)
 		}
-		if len(line)-1 > store.TraceEventMaxBytes {
-			errs[i] = fmt.Errorf("append trace: event exceeds %d bytes", store.TraceEventMaxBytes)
+		if err != nil {
+			errs[i] = fmt.Errorf("append trace: %w", err)
 			continue
 		}
-		n := int64(len(line))
-		res, err := ins.ExecContext(ctx, it.RunID, ev.Kind, string(line[:n-1]), n, it.RunID, store.TraceMaxEvents, n, store.TraceMaxBytes)
+		var events, size int64
+		err := counts.QueryRowContext(ctx, it.RunID).Scan(&events, &size)
+		if errors.Is(err, sql.ErrNoRows) {
+			errs[i] = store.ErrNotFound
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("append trace: %w", err)
 		}
-		if k, _ := res.RowsAffected(); k == 1 {
-			continue
-		}
-		var exists int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, it.RunID).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("append trace: %w", err)
-		}
-		if exists == 0 {
-			errs[i] = store.ErrNotFound
+		n := int64(len(line))
+		if journal.TraceFits(events, size, n) {
+			if _, err := ins.ExecContext(ctx, it.RunID, ev.Kind, string(line[:n-1]), n); err != nil {
+				return nil, fmt.Errorf("append trace: %w", err)
+			}
 			continue
 		}
 		if err := compactTrace(ctx, tx, it.RunID, ev, line); err != nil {
@@ -739,120 +581,66 @@ func commit(tx *sql.Tx, what string) error {
 	return nil
 }
 
+// compactTrace writes the compaction journal.Compact plans for appending
+// ev (encoded as line) to runID's Trace.
 func compactTrace(ctx context.Context, tx *sql.Tx, runID string, ev store.TraceEvent, line []byte) error {
-	type row struct {
-		seq   int64
-		kind  string
-		bytes int64
-	}
 	rows, err := tx.QueryContext(ctx, `SELECT seq, kind, bytes FROM run_trace WHERE run_id = ? ORDER BY seq DESC`, runID)
 	if err != nil {
 		return fmt.Errorf("compact trace: %w", err)
 	}
-	var all []row
+	var entries []journal.TraceEntry
 	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.seq, &r.kind, &r.bytes); err != nil {
+		var e journal.TraceEntry
+		if err := rows.Scan(&e.Key, &e.Kind, &e.Bytes); err != nil {
 			rows.Close()
 			return fmt.Errorf("compact trace: %w", err)
 		}
-		all = append(all, r)
+		entries = append(entries, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("compact trace: %w", err)
 	}
-	var prev compactionData
-	prev.DroppedEventCountExact = true
-	var markers []int64
-	var candidates []row
-	var candidateBytes int64
-	for _, r := range all {
-		if r.kind == store.TraceCompactedKind {
-			markers = append(markers, r.seq)
+	var prev *journal.Compaction
+	for _, e := range entries {
+		if e.Kind != store.TraceCompactedKind {
 			continue
 		}
-		candidates = append(candidates, r)
-		candidateBytes += r.bytes
-	}
-	if len(markers) > 0 {
-		// Rows are newest first: markers[0] is the last marker written.
+		// Entries are newest first: this is the last marker written.
 		var text string
-		if err := tx.QueryRowContext(ctx, `SELECT line FROM run_trace WHERE seq = ?`, markers[0]).Scan(&text); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT line FROM run_trace WHERE seq = ?`, e.Key).Scan(&text); err != nil {
 			return fmt.Errorf("compact trace: %w", err)
 		}
 		var m store.TraceEvent
 		if json.Unmarshal([]byte(text), &m) == nil {
-			_ = json.Unmarshal(m.Data, &prev)
+			prev = journal.MarkerData(m)
 		}
+		break
 	}
-	n := int64(len(line))
-	markerID := uuid.NewString()
-	reserveLine, err := markerLine(markerID, ev.TS, compactionData{Version: 1, CompactionsTotal: maxSafeInteger,
-		DroppedValidEventsTotal: maxSafeInteger, DroppedMalformedLinesTotal: maxSafeInteger, DroppedBytesTotal: maxSafeInteger,
-		RetainedEvents: maxSafeInteger, RetainedBytes: maxSafeInteger})
+	plan, err := journal.Compact(entries, prev, ev, int64(len(line)))
 	if err != nil {
 		return fmt.Errorf("compact trace: %w", err)
 	}
-	budget := int64(store.TraceTargetBytes) - n - int64(len(reserveLine))
-	var kept int
-	var keptBytes int64
-	for _, r := range candidates {
-		if kept >= store.TraceTargetEvents-2 || keptBytes+r.bytes > budget {
-			break
-		}
-		kept++
-		keptBytes += r.bytes
-	}
-	// Delete everything older than the oldest kept candidate, and every
-	// previous marker.
-	if kept < len(candidates) {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM run_trace WHERE run_id = ? AND seq <= ?`, runID, candidates[kept].seq); err != nil {
+	if plan.Drop {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_trace WHERE run_id = ? AND seq <= ?`, runID, plan.DropThrough); err != nil {
 			return fmt.Errorf("compact trace: %w", err)
 		}
 	}
-	for _, seq := range markers {
+	for _, seq := range plan.Markers {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM run_trace WHERE seq = ?`, seq); err != nil {
 			return fmt.Errorf("compact trace: %w", err)
 		}
 	}
-	d := compactionData{
-		Version:                    1,
-		CompactionsTotal:           satAdd(prev.CompactionsTotal, 1),
-		DroppedValidEventsTotal:    satAdd(prev.DroppedValidEventsTotal, int64(len(candidates)-kept)),
-		DroppedMalformedLinesTotal: prev.DroppedMalformedLinesTotal,
-		DroppedBytesTotal:          satAdd(prev.DroppedBytesTotal, candidateBytes-keptBytes),
-		DroppedEventCountExact:     prev.DroppedEventCountExact,
-		RetainedEvents:             int64(kept + 2),
-	}
-	var mline []byte
-	for i := 0; ; i++ {
-		if i == 8 {
-			return errors.New("compact trace: marker size did not converge")
-		}
-		mline, err = markerLine(markerID, ev.TS, d)
-		if err != nil {
-			return fmt.Errorf("compact trace: %w", err)
-		}
-		total := keptBytes + n + int64(len(mline))
-		if d.RetainedBytes == total {
-			break
-		}
-		d.RetainedBytes = total
-	}
-	if d.RetainedBytes > store.TraceTargetBytes || d.RetainedEvents > store.TraceTargetEvents {
-		return errors.New("compact trace: could not satisfy journal bounds")
-	}
 	for _, l := range []struct {
 		kind string
 		line []byte
-	}{{ev.Kind, line}, {store.TraceCompactedKind, mline}} {
+	}{{ev.Kind, line}, {store.TraceCompactedKind, plan.MarkerLine}} {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`,
 			runID, l.kind, string(l.line[:len(l.line)-1]), len(l.line)); err != nil {
 			return fmt.Errorf("compact trace: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET trace_events = ?, trace_bytes = ? WHERE id = ?`, d.RetainedEvents, d.RetainedBytes, runID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET trace_events = ?, trace_bytes = ? WHERE id = ?`, plan.RetainedEvents, plan.RetainedBytes, runID); err != nil {
 		return fmt.Errorf("compact trace: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/assent-run/assent/run/journal"
 	"github.com/assent-run/assent/store"
 )
 
@@ -395,12 +396,12 @@ func appendN(t testing.TB, db *DB, runID string, n int, data string) {
 	}
 }
 
-func marker(t *testing.T, st store.TraceStats) compactionData {
+func marker(t *testing.T, st store.TraceStats) journal.Compaction {
 	t.Helper()
 	if st.Marker == nil {
 		t.Fatal("no marker")
 	}
-	var d compactionData
+	var d journal.Compaction
 	if err := json.Unmarshal(st.Marker.Data, &d); err != nil {
 		t.Fatal(err)
 	}

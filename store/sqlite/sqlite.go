@@ -1,6 +1,11 @@
 // Package sqlite is the embedded default store: one SQLite file under the
 // data directory, in WAL mode, created and migrated when it is opened.
 //
+// A DB implements every part of store.Store on itself, so its accessors
+// return the DB (Flows returns a view of the same file). The rules the
+// parts share with other backends (bounds, legal moves) live in package
+// store and are checked here inside the transaction that writes.
+//
 // Migrations are versioned per component (core, runs, flows, …) and applied
 // in one transaction each, so a crash during an upgrade leaves the database at
 // the previous version.
@@ -16,13 +21,40 @@ import (
 	"os"
 	"strings"
 
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/store"
+
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// DB is a store.Store backed by SQLite.
+// DB is a store.Store backed by SQLite. It is safe for concurrent use.
 type DB struct {
 	db *sql.DB
 }
+
+var _ store.Store = (*DB)(nil)
+
+// Principals returns s, which keeps principals and their tokens.
+func (s *DB) Principals() store.Principals { return s }
+
+// Sessions returns s, which keeps sign-in links and web sessions.
+func (s *DB) Sessions() store.Sessions { return s }
+
+// Settings returns s, which keeps named settings.
+func (s *DB) Settings() store.Settings { return s }
+
+// Audit returns s, which keeps the audit log.
+func (s *DB) Audit() store.Audit { return s }
+
+// Proposals returns s, which keeps command proposals.
+func (s *DB) Proposals() store.Proposals { return s }
+
+// Runs returns s, which keeps Runs, their Control journals, Traces and
+// registered tools.
+func (s *DB) Runs() store.Runs { return s }
+
+// Flows returns the Flow kernel's store on this database.
+func (s *DB) Flows() flow.Store { return flowStore{s.db} }
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date. The file and its -wal and -shm companions are readable

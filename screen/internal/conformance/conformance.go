@@ -21,8 +21,8 @@ import (
 	"testing"
 )
 
-// SharedDir is where the shared cases are, relative to a package two levels
-// below the module root.
+// SharedDir is where the shared cases are, relative to a package directly
+// below the module root (the shared material sits beside the repository).
 const SharedDir = "../../shared/omni-ir/conformance/cases"
 
 // File is one case file.
