@@ -23,8 +23,9 @@ const (
 	waitDefault  = 60 * time.Second
 	waitMax      = 5 * time.Minute
 	waitMaxItems = 50
-	// waitRecheck is how often pending command proposals, whose decisions
-	// publish no event, are looked at again.
+	// waitRecheck is how often pending command proposals are looked at
+	// again, for a decision this process did not hear of (one made by
+	// another process on the same store).
 	waitRecheck = 2 * time.Second
 	// waitReplay bounds the events a wait reads from the bus's replay
 	// buffer to learn what became of proposals staged before it started.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -243,6 +244,12 @@ func TestInboxWaitCommandProposal(t *testing.T) {
 	if code != 202 || id == "" {
 		t.Fatalf("spawn: %d %v", code, v)
 	}
+	// The decision is an event the proposer can see, so a waiting agent
+	// learns it at once rather than at its next look.
+	sub := f.srv.Bus().Subscribe(f.srv.Bus().Seq(), 64, func(e event.Event) bool {
+		return e.Type == "run.proposal" && e.VisibleTo(f.boot.Agent.ID, false)
+	})
+	defer sub.Close()
 	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"command_proposal": id}}})
 	_, person := f.issue(store.KindHuman, "person")
 	cookie, csrf := f.signInAs(person.ID)
@@ -250,6 +257,12 @@ func TestInboxWaitCommandProposal(t *testing.T) {
 	w := <-waiting
 	if w.err != nil || w.item(0)["status"] != "declined" || w.item(0)["reason"] != "no shell commands today" {
 		t.Fatalf("declined: %v %v", w.err, w.out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e, err := sub.Next(ctx)
+	if err != nil || !strings.Contains(string(e.Data), `"proposal":"`+id+`"`) {
+		t.Fatalf("no run.proposal event for the decision: %v %s", err, e.Data)
 	}
 }
 

@@ -59,6 +59,17 @@ func (s *Server) auditProposal(ctx context.Context, p store.Principal, source, i
 	}
 }
 
+// publishProposalDecision tells the proposer, and the people who oversee
+// it, that a person decided pr, so an agent waiting in inbox_wait learns
+// it at once.
+func (s *Server) publishProposalDecision(pr store.Proposal, approved bool) {
+	b, err := json.Marshal(map[string]any{"proposal": pr.ID, "approved": approved, "status": pr.Status})
+	if err != nil {
+		return
+	}
+	s.bus.Publish(s.ownedEvent("run.proposal", pr.ProposerID, b))
+}
+
 func (s *Server) handleProposalList(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	status := r.URL.Query().Get("status")
@@ -117,6 +128,7 @@ func (s *Server) handleProposalDecide(approve bool) http.HandlerFunc {
 			writeProposalError(w, err)
 			return
 		}
+		s.publishProposalDecision(pr, approve)
 		writeJSON(w, http.StatusOK, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
 	}
 }
@@ -195,16 +207,20 @@ func (s *Server) handleWebProposalDecide(approve bool) func(http.ResponseWriter,
 	return func(w http.ResponseWriter, r *http.Request, pg page) {
 		id := r.PathValue("id")
 		p := *pg.Principal
+		var pr store.Proposal
 		var err error
 		action := "proposal.decline"
 		if approve {
 			action = "proposal.approve"
-			_, err = s.runTools.Approve(r.Context(), p, id)
+			pr, err = s.runTools.Approve(r.Context(), p, id)
 		} else {
-			_, err = s.runTools.Decline(r.Context(), p, id, r.PostFormValue("reason"))
+			pr, err = s.runTools.Decline(r.Context(), p, id, r.PostFormValue("reason"))
 		}
 		if p.Kind == store.KindHuman {
 			s.auditProposal(r.Context(), p, "user", id, action, err)
+		}
+		if err == nil {
+			s.publishProposalDecision(pr, approve)
 		}
 		back := safeBack(r.PostFormValue("back"), "/runs/proposals/"+url.PathEscape(id))
 		switch {
