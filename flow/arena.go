@@ -7,11 +7,13 @@ import "strings"
 // which turns thousands of allocations per program into dozens. A chunk is
 // only ever appended to, so what was handed out never changes.
 
-// chunkLen is the number of elements of one slab chunk and chunkBytes the
-// size of one string chunk.
+// Chunks start small and double up to chunkLen elements for a slab and
+// chunkBytes bytes for strings, so that a small program stays small.
 const (
-	chunkLen   = 128
-	chunkBytes = 4096
+	firstChunkLen   = 4
+	chunkLen        = 128
+	firstChunkBytes = 256
+	chunkBytes      = 4096
 	// maxArenaString is the longest string kept in a chunk; longer ones
 	// get their own allocation rather than leave a chunk half used.
 	maxArenaString = chunkBytes / 8
@@ -53,7 +55,7 @@ func (s *slab[T]) new() *T {
 // reserve makes room for n more elements in the current chunk.
 func (s *slab[T]) reserve(n int) {
 	if cap(s.buf)-len(s.buf) < n {
-		s.buf = make([]T, 0, max(chunkLen, n))
+		s.buf = make([]T, 0, max(min(max(firstChunkLen, 2*cap(s.buf)), chunkLen), n))
 	}
 }
 
@@ -91,9 +93,9 @@ func (a *stringArena) join(x, sep, y string) string {
 // reserve makes room for n more bytes in the current chunk and returns
 // where they start.
 func (a *stringArena) reserve(n int) int {
-	if a.b.Cap()-a.b.Len() < n {
+	if c := a.b.Cap(); c-a.b.Len() < n {
 		a.b = strings.Builder{}
-		a.b.Grow(chunkBytes)
+		a.b.Grow(max(min(max(firstChunkBytes, 2*c), chunkBytes), n))
 	}
 	return a.b.Len()
 }

@@ -66,8 +66,9 @@ func (x *index) parentOf(id string) string {
 	return ""
 }
 
-// entryChunk is how many entries one allocation holds.
-const entryChunk = 256
+// maxEntryChunk is the most entries one allocation holds; chunks start
+// small and double, so that a short screen stays small.
+const maxEntryChunk = 256
 
 // entry returns the entry for id, making it if needed.
 func (x *index) entry(id string) *entry {
@@ -80,7 +81,7 @@ func (x *index) entry(id string) *entry {
 // newEntry makes the entry for id, which has none.
 func (x *index) newEntry(id string) *entry {
 	if len(x.entries) == cap(x.entries) {
-		x.entries = make([]entry, 0, entryChunk)
+		x.entries = make([]entry, 0, min(max(8, 2*cap(x.entries)), maxEntryChunk))
 	}
 	x.entries = append(x.entries, entry{id: id})
 	e := &x.entries[len(x.entries)-1]

@@ -40,11 +40,14 @@ type textArena struct {
 	b strings.Builder
 }
 
-// Sizes of the arena: a chunk, and the longest text kept in one; longer
-// texts get their own allocation rather than leave a chunk half used.
+// Sizes of the arena: chunks start at firstTextChunk bytes and double up
+// to textChunk, so that a short stream stays small; longer texts than
+// maxArenaText get their own allocation rather than leave a chunk half
+// used.
 const (
-	textChunk    = 16 << 10
-	maxArenaText = textChunk / 8
+	firstTextChunk = 512
+	textChunk      = 16 << 10
+	maxArenaText   = textChunk / 8
 )
 
 // make returns b as a string.
@@ -55,9 +58,9 @@ func (a *textArena) make(b []byte) string {
 	if len(b) > maxArenaText {
 		return string(b)
 	}
-	if a.b.Cap()-a.b.Len() < len(b) {
+	if c := a.b.Cap(); c-a.b.Len() < len(b) {
 		a.b = strings.Builder{}
-		a.b.Grow(textChunk)
+		a.b.Grow(max(min(max(firstTextChunk, 2*c), textChunk), len(b)))
 	}
 	start := a.b.Len()
 	a.b.Write(b)
