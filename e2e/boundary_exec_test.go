@@ -39,18 +39,7 @@ func (a *app) execToken(kind, name string, grants ...string) string {
 // execAgent connects an MCP client with token.
 func (a *app) execAgent(token string) *mcp.ClientSession {
 	a.t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
-	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+token)
-		return http.DefaultTransport.RoundTrip(r)
-	})}
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: a.http.URL + "/mcp", HTTPClient: hc}, nil)
-	if err != nil {
-		a.t.Fatalf("agent connect: %v", err)
-	}
-	a.t.Cleanup(func() { cs.Close() })
-	return cs
+	return a.connect(token, nil)
 }
 
 // execPerson is the owner signed in to the web UI over plain HTTP.

@@ -12,8 +12,14 @@ import (
 // agent connects the official MCP client with the first agent's token.
 func (a *app) agent() *mcp.ClientSession {
 	a.t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
-	token := a.boot.AgentToken
+	return a.connect(a.boot.AgentToken, nil)
+}
+
+// connect opens an MCP session over streamable HTTP with token, as a
+// client with opts (nil for a plain client), closed when the test ends.
+func (a *app) connect(token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	a.t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, opts)
 	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+token)
@@ -21,7 +27,7 @@ func (a *app) agent() *mcp.ClientSession {
 	})}
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: a.http.URL + "/mcp", HTTPClient: hc}, nil)
 	if err != nil {
-		a.t.Fatalf("agent connect: %v", err)
+		a.t.Fatalf("connect: %v", err)
 	}
 	a.t.Cleanup(func() { cs.Close() })
 	return cs

@@ -55,19 +55,7 @@ func (a *app) appsAgent() *mcp.ClientSession {
 	a.t.Helper()
 	caps := &mcp.ClientCapabilities{}
 	caps.AddExtension("io.modelcontextprotocol/ui", map[string]any{"mimeTypes": []string{view.MIMEType}})
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
-	token := a.boot.AgentToken
-	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+token)
-		return http.DefaultTransport.RoundTrip(r)
-	})}
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: a.http.URL + "/mcp", HTTPClient: hc}, nil)
-	if err != nil {
-		a.t.Fatalf("host connect: %v", err)
-	}
-	a.t.Cleanup(func() { cs.Close() })
-	return cs
+	return a.connect(a.boot.AgentToken, &mcp.ClientOptions{Capabilities: caps})
 }
 
 // inView evaluates expr in the view's frame (a sandboxed frame of another
@@ -137,7 +125,7 @@ payIt = McpMutation(pay, tool="billing.pay", params={amount: $amount, note: $not
 func TestScreenViewInAnAppsHost(t *testing.T) {
 	bridgeJS := appBridge(t)
 	a := newApp(t, false)
-	a.payTool()
+	pays := a.payTool()
 	var noteMu sync.Mutex
 	var notes []map[string]any
 	err := a.srv.RegisterScreenTool(server.ScreenTool{Tool: confirm.Tool{
@@ -277,21 +265,51 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	if err != nil || again.IsError || ran != 1 {
 		t.Fatalf("a replayed key: err %v, result %+v, the tool ran %d times", err, again, ran)
 	}
+	// The same key with other params is refused, and runs nothing.
+	other, err := hostMCP.CallTool(context.Background(), &mcp.CallToolParams{Name: "orders.note", Arguments: map[string]any{"note": "extra onions"}, Meta: mcp.Meta{"io.omni-ir/idempotency-key": key}})
+	osc, _ := other.StructuredContent.(map[string]any)
+	noteMu.Lock()
+	ran = len(notes)
+	noteMu.Unlock()
+	if err != nil || !other.IsError || osc["code"] != "idempotency_conflict" || ran != 1 {
+		t.Fatalf("a replayed key with other params: err %v, result %+v, the tool ran %d times", err, other, ran)
+	}
 
-	// A tool that asks for a confirmation: the view opens the runtime's
-	// dialog, which sends the person to assent; nothing runs from here.
+	// A tool that asks for a confirmation: the press is filed on the
+	// screen assent keeps, and the view's dialog shows the app's sentence
+	// and sends the person to assent, where they confirm it.
 	inView[any](t, ctx, `document.getElementById("b-pay").click(), null`)
 	waitInView(t, ctx, "the confirmation dialog", `document.getElementById("confirm-dialog").open === true`)
-	if s := inView[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); !strings.Contains(s, "confirm it in assent") {
+	if s := inView[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); !strings.HasPrefix(s, "Pay €1,250.00?") || !strings.Contains(s, "confirm it in assent") {
 		t.Fatalf("dialog reads %q", s)
+	}
+	if n := len(pays.list()); n != 0 {
+		t.Fatalf("the confirmed tool ran %d times from the view", n)
 	}
 	inView[any](t, ctx, `document.getElementById("confirm-open").click(), null`)
 	waitFor(t, ctx, "the link to assent", `window.host.opened.length === 1`)
-	if u := js[string](t, ctx, `window.host.opened[0]`); !strings.Contains(u, "/screens/") {
-		t.Fatalf("opened %q", u)
+	confirmAt := js[string](t, ctx, `window.host.opened[0]`)
+	if !strings.Contains(confirmAt, "/screens/") || !strings.Contains(confirmAt, "?press=") {
+		t.Fatalf("opened %q", confirmAt)
 	}
-	if n := js[int](t, ctx, `window.host.calls.length`); n != 1 {
-		t.Fatalf("%d calls after the confirmation dialog; want 1 (the save)", n)
+	// The person, signed in to assent, gets the runtime's dialog at once.
+	a.signIn(ctx)
+	if err := chromedp.Do(ctx, chromedp.Navigate(confirmAt)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the dialog in assent", `document.getElementById("confirm-dialog").open === true`)
+	if s := js[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); s != "Pay €1,250.00?" {
+		t.Fatalf("assent's dialog reads %q", s)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pays.list()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := pays.list(); len(got) != 1 || got[0]["note"] != "no onions" || got[0]["amount"] != float64(1250) {
+		t.Fatalf("after the person confirmed, the tool ran with %v", got)
 	}
 	// And a model calling it straight through a host that ignores
 	// visibility is refused.

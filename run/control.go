@@ -25,6 +25,9 @@ import (
 //
 // The owner is recorded as the Control's sender; ApplyAs records another.
 func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input json.RawMessage) (ControlResult, error) {
+	if err := checkContext(ctx); err != nil {
+		return ControlResult{}, err
+	}
 	return m.ApplyAs(ctx, ownerID, ownerID, id, action, input)
 }
 
@@ -33,6 +36,9 @@ func (m *Manager) Apply(ctx context.Context, ownerID, id, action string, input j
 // owner). senderID is kept on the journal record; an empty senderID
 // records the owner.
 func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action string, input json.RawMessage) (ControlResult, error) {
+	if err := checkContext(ctx); err != nil {
+		return ControlResult{}, err
+	}
 	if senderID == "" {
 		senderID = ownerID
 	}
@@ -183,6 +189,9 @@ func writeFIFO(path string, wire []byte) (int, error) {
 // the record id, or the oldest when id is empty. A Control of another
 // generation is never claimable.
 func (m *Manager) Claim(ctx context.Context, ownerID, id, instanceID, controlID string) (store.Control, error) {
+	if err := checkContext(ctx); err != nil {
+		return store.Control{}, err
+	}
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
 		return store.Control{}, err
@@ -207,6 +216,9 @@ func (m *Manager) Claim(ctx context.Context, ownerID, id, instanceID, controlID 
 // Settle marks a claimed Control handled, or failed with errText (cut at
 // 4 KiB on a UTF-8 boundary). Only the claiming generation may settle.
 func (m *Manager) Settle(ctx context.Context, ownerID, id, instanceID, controlID string, handled bool, errText string) (store.Control, error) {
+	if err := checkContext(ctx); err != nil {
+		return store.Control{}, err
+	}
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
 		return store.Control{}, err

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"regexp"
 	"strings"
 
+	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 )
-
-var actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$`)
 
 // wirePlaceholderID stands in for a Control id when the wire size is
 // checked before admission. Control ids are UUIDs, so every real id has
@@ -20,14 +18,8 @@ const wirePlaceholderID = "00000000-0000-4000-8000-000000000000"
 // ValidateAction checks a Control or Trace action token: lowercase
 // semantic segments separated by dots, at most 64 characters.
 func ValidateAction(action string) error {
-	if action == "" {
-		return errorf(CodeInvalidControl, "control.action is required")
-	}
-	if !actionPattern.MatchString(action) {
-		return errorf(CodeInvalidControl, "invalid control action: %s", action)
-	}
-	if len(action) > ActionMaxLength {
-		return errorf(CodeInvalidControl, "control.action exceeds 64 ASCII characters")
+	if err := recipe.CheckAction(action); err != nil {
+		return errorf(CodeInvalidControl, "%v", err)
 	}
 	return nil
 }

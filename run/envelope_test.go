@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/assent-run/assent/run/recipe"
 )
 
 func TestControlInputBoundary(t *testing.T) {
@@ -212,7 +214,7 @@ func FuzzTraceEvent(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !actionPattern.MatchString(ev.Kind) || !utf8.ValidString(ev.Summary) || utf8.RuneCountInString(ev.Summary) > TraceSummaryMaxChars {
+		if !recipe.IsToken(ev.Kind) || !utf8.ValidString(ev.Summary) || utf8.RuneCountInString(ev.Summary) > TraceSummaryMaxChars {
 			t.Fatalf("accepted an invalid event %+v", ev)
 		}
 	})

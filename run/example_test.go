@@ -13,34 +13,6 @@ import (
 	"github.com/assent-run/assent/store/sqlite"
 )
 
-func ExampleDecodeRecipe() {
-	r, err := run.DecodeRecipe([]byte(`{
-		"description": "Transcode one file",
-		"args": ["file:path", "format:enum(mp3,ogg)=ogg"],
-		"template": "ffmpeg -i {file} out.{format}",
-		"control": ["pause", "resume"]
-	}`))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	vals, err := r.Resolve(map[string]json.RawMessage{"file": json.RawMessage(`"my song.wav"`)})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	script, err := r.Script(vals)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(script)
-	fmt.Println(r.Control)
-	// Output:
-	// ffmpeg -i 'my song.wav' out.'ogg'
-	// [pause resume]
-}
-
 func ExampleNewEnvelope() {
 	env, err := run.NewEnvelope("volume", json.RawMessage(`{ "percent": 40 }`))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,9 @@ type InspectRequest struct {
 // status|schema (tool views are answered by Tools' registry, see
 // ToolSet). Run views are owner-only. See View for the views' types.
 func (m *Manager) Inspect(ctx context.Context, ownerID string, req InspectRequest) (View, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	target := strings.TrimSpace(req.Target)
 	view := strings.TrimSpace(req.View)
 	switch {
@@ -356,7 +360,7 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		items = append(items, item{v, i})
 	}
 	d := decodeDoc(r)
-	for i, name := range sortedKeys(d.Artifacts) {
+	for i, name := range slices.Sorted(maps.Keys(d.Artifacts)) {
 		a := d.Artifacts[name]
 		p := a.Path
 		if r.Archived && strings.HasPrefix(p, m.stateDir(r.ID)+"/") {

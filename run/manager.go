@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 )
 
@@ -86,8 +88,15 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	mu sync.Mutex
+	// closed is set by Close; after it no process end is recorded.
+	closed bool
+	// locks holds a lock for each Run in use; an entry goes when its last
+	// holder or waiter lets go.
+	locks map[string]*runLock
+	// waiting counts the goroutines waiting on processes this Manager
+	// started.
+	waiting sync.WaitGroup
 	// heads caches who owns each Run and its current generation for the
 	// hot paths (Trace appends); every write of a Run through the Manager
 	// drops its entry.
@@ -101,6 +110,9 @@ type Manager struct {
 // recorded process is alive and verified is re-adopted; one whose process
 // is gone is finished (exited, unless its exit code was recorded).
 func New(ctx context.Context, cfg Config) (*Manager, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if cfg.Store == nil || cfg.DataDir == "" {
 		return nil, errors.New("run: Config needs Store and DataDir")
 	}
@@ -114,7 +126,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.StartGrace == 0 {
 		cfg.StartGrace = DefaultStartGrace
 	}
-	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*sync.Mutex{}, heads: map[string]runHead{}}
+	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*runLock{}, heads: map[string]runHead{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -147,28 +159,62 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// Close stops supervising re-adopted Runs. Runs keep running; a later
-// Manager re-adopts them. Waiting on processes this Manager started ends
-// when they exit.
+// Close stops supervising Runs. Runs keep running; a later Manager
+// re-adopts them and records the end of any that exited meanwhile. Once
+// Close returns the Manager writes nothing more to the store, so the store
+// may be closed: an end of a process noticed later is left to the next
+// Manager.
 func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+}
+
+// enter registers a supervision task that writes to the store, so Close
+// waits for it. It reports false once the Manager is closed; otherwise the
+// caller must call m.wg.Done when the task ends.
+func (m *Manager) enter() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.wg.Add(1)
+	return true
 }
 
 func (m *Manager) runsDir() string           { return filepath.Join(m.cfg.DataDir, "runs") }
 func (m *Manager) recipesDir() string        { return filepath.Join(m.cfg.DataDir, "recipes") }
 func (m *Manager) stateDir(id string) string { return filepath.Join(m.runsDir(), id) }
 
+// runLock serializes the changes of one Run; refs counts its holder and
+// waiters.
+type runLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock takes Run id's lock and returns its release.
 func (m *Manager) lock(id string) func() {
 	m.mu.Lock()
-	l, ok := m.locks[id]
-	if !ok {
-		l = &sync.Mutex{}
+	l := m.locks[id]
+	if l == nil {
+		l = &runLock{}
 		m.locks[id] = l
 	}
+	l.refs++
 	m.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		m.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(m.locks, id)
+		}
+		m.mu.Unlock()
+	}
 }
 
 type runHead struct {
@@ -309,6 +355,9 @@ var (
 // generation. A live generation of the same id refuses reuse (run_active);
 // a terminal one is replaced in the same directory, keeping its files.
 func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (*Run, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	var rec *Recipe
 	var def json.RawMessage
 	var err error
@@ -352,22 +401,22 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 	}
 	vals, err := rec.Resolve(req.Values)
 	if err != nil {
-		return nil, err
+		return nil, fromRecipe(err)
 	}
 	dir := m.stateDir(id)
 	vals["run_id"] = id
 	vals["state_dir"] = dir
 	script, err := rec.Script(vals)
 	if err != nil {
-		return nil, err
+		return nil, fromRecipe(err)
 	}
 	artifacts, err := rec.ArtifactPaths(vals, dir)
 	if err != nil {
-		return nil, err
+		return nil, fromRecipe(err)
 	}
-	for _, name := range sortedKeys(req.Artifacts) {
+	for _, name := range slices.Sorted(maps.Keys(req.Artifacts)) {
 		a := req.Artifacts[name]
-		if a.Path, err = ConfinePath(dir, expand(a.Path, vals, false)); err != nil {
+		if a.Path, err = ConfinePath(dir, recipe.Expand(a.Path, vals)); err != nil {
 			return nil, errorf(CodeInvalidRequest, "artifact %s: %s", name, err.(*Error).Message)
 		}
 		artifacts[name] = a
@@ -523,15 +572,7 @@ func singletonCompatible(old runDoc, rec *Recipe, req SpawnRequest, vals map[str
 	if !old.Singleton || old.Recipe != strings.TrimSuffix(req.Recipe, ".json") || old.Tool != req.Tool {
 		return false
 	}
-	if strings.Join(old.Control, "\x00") != strings.Join(rec.Control, "\x00") || len(old.Values) != len(vals) {
-		return false
-	}
-	for k, v := range vals {
-		if ov, ok := old.Values[k]; !ok || ov != v {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(old.Control, rec.Control) && maps.Equal(old.Values, vals)
 }
 
 // wrapper runs the compiled script and records its exit code in a file,
@@ -580,10 +621,17 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 	m.emit(ctx, *r, "run.start", "Run "+r.ID+" started", map[string]any{"pid": r.PID, "run_instance_id": r.InstanceID}, "")
 	id, instance := r.ID, r.InstanceID
 	done := make(chan struct{})
+	m.waiting.Add(1)
 	go func() {
+		defer m.waiting.Done()
 		defer close(done)
 		_ = cmd.Wait()
-		m.finish(id, instance)
+		// After Close the end is left to the next Manager, which finds it
+		// from the exit file.
+		if m.enter() {
+			defer m.wg.Done()
+			m.finish(id, instance)
+		}
 	}()
 	return done, nil
 }
@@ -784,6 +832,9 @@ func notFound(id string) *Error {
 
 // Status returns the derived status view of an owned Run.
 func (m *Manager) Status(ctx context.Context, ownerID, id string) (*Run, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
 		return nil, err
@@ -811,6 +862,9 @@ func (m *Manager) emit(ctx context.Context, r store.RunRecord, kind, summary str
 // generation of an owned Run. instanceID, when not empty, must be the
 // current generation (a service passes the one it started with).
 func (m *Manager) AppendTrace(ctx context.Context, ownerID, id, instanceID string, in TraceInput) (store.TraceEvent, error) {
+	if err := checkContext(ctx); err != nil {
+		return store.TraceEvent{}, err
+	}
 	ev, line, err := newTraceEvent(in, m.now(), false)
 	if err != nil {
 		return ev, err
@@ -846,6 +900,9 @@ func (m *Manager) AppendTrace(ctx context.Context, ownerID, id, instanceID strin
 // Run that is not running is not an error: the result has Killed false
 // and a Reason.
 func (m *Manager) Kill(ctx context.Context, ownerID, id string) (*KillResult, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
@@ -883,6 +940,9 @@ func (m *Manager) Kill(ctx context.Context, ownerID, id string) (*KillResult, er
 // Archive moves a terminal Run's directory to <data>/archive/runs/ and leaves a
 // tombstone at its address; the Run then reports archived.
 func (m *Manager) Archive(ctx context.Context, ownerID, id string) (*ArchiveResult, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
@@ -923,6 +983,9 @@ func (m *Manager) Archive(ctx context.Context, ownerID, id string) (*ArchiveResu
 // <data>/archive/preserved-artifacts/<id>/; a failed copy aborts before anything is
 // deleted.
 func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) (*PruneResult, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
@@ -936,7 +999,7 @@ func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) 
 	d := decodeDoc(r)
 	kept := map[string]string{}
 	if preserve {
-		for _, name := range sortedKeys(d.Artifacts) {
+		for _, name := range slices.Sorted(maps.Keys(d.Artifacts)) {
 			a := d.Artifacts[name]
 			p := a.Path
 			if r.Archived && strings.HasPrefix(p, m.stateDir(id)+"/") {
@@ -995,6 +1058,9 @@ func copyFile(src, dst string) error {
 // Logs returns the last n lines (all when n ≤ 0) of an owned Run's stdout
 // or stderr ("stdout" or "stderr").
 func (m *Manager) Logs(ctx context.Context, ownerID, id, stream string, n int) (string, error) {
+	if err := checkContext(ctx); err != nil {
+		return "", err
+	}
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
 		return "", err
@@ -1009,15 +1075,15 @@ func (m *Manager) Logs(ctx context.Context, ownerID, id, stream string, n int) (
 	return tailFile(filepath.Join(dir, stream+".log"), n, 1<<20)
 }
 
-// headFile returns at most the first n lines and max bytes of path (cut
+// headFile returns at most the first n lines and limit bytes of path (cut
 // on a UTF-8 boundary), or "" when it cannot be read.
-func headFile(path string, n, max int) string {
+func headFile(path string, n, limit int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	b := make([]byte, max)
+	b := make([]byte, limit)
 	k, _ := io.ReadFull(f, b)
 	b = b[:k]
 	for len(b) > 0 && !utf8.Valid(b) {
@@ -1030,19 +1096,19 @@ func headFile(path string, n, max int) string {
 	return strings.TrimRight(strings.Join(lines, ""), "\n")
 }
 
-// boundLines cuts every line of s to max bytes (on a UTF-8 boundary),
+// boundLines cuts every line of s to limit bytes (on a UTF-8 boundary),
 // marking a cut line with " … [truncated]".
-func boundLines(s string, max int) string {
-	if len(s) <= max {
+func boundLines(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
 	lines := strings.SplitAfter(s, "\n")
 	for i, l := range lines {
 		body := strings.TrimSuffix(l, "\n")
-		if len(body) <= max {
+		if len(body) <= limit {
 			continue
 		}
-		c := max
+		c := limit
 		for c > 0 && !utf8.RuneStart(body[c]) {
 			c--
 		}
@@ -1051,9 +1117,9 @@ func boundLines(s string, max int) string {
 	return strings.Join(lines, "")
 }
 
-// tailFile reads at most max bytes from the end of path and returns its
+// tailFile reads at most limit bytes from the end of path and returns its
 // last n lines.
-func tailFile(path string, n int, max int64) (string, error) {
+func tailFile(path string, n int, limit int64) (string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
@@ -1066,10 +1132,7 @@ func tailFile(path string, n int, max int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	off := fi.Size() - max
-	if off < 0 {
-		off = 0
-	}
+	off := max(fi.Size()-limit, 0)
 	b := make([]byte, fi.Size()-off)
 	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
 		return "", err
@@ -1091,6 +1154,9 @@ func tailFile(path string, n int, max int64) (string, error) {
 // List returns the derived status views of ownerID's Runs, oldest first,
 // filtered by status: all (or empty), active, terminal or an exact status.
 func (m *Manager) List(ctx context.Context, ownerID, status string) ([]Run, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if ownerID == "" {
 		return nil, errorf(CodeInvalidRequest, "runtime Run inventory requires a principal")
 	}
@@ -1101,12 +1167,18 @@ func (m *Manager) List(ctx context.Context, ownerID, status string) ([]Run, erro
 // agents and services that started them. Each view names its owner
 // ("owner_id").
 func (m *Manager) ListAll(ctx context.Context, status string) ([]Run, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	return m.list(ctx, "", status)
 }
 
 // Owner returns the id of the principal that owns Run id. An unknown or
 // malformed id is not_found.
 func (m *Manager) Owner(ctx context.Context, id string) (string, error) {
+	if err := checkContext(ctx); err != nil {
+		return "", err
+	}
 	if ValidRunID(id) != nil {
 		return "", notFound(id)
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/assent-run/assent/store/sqlite"
 )
 
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 type fixture struct {
 	t   testing.TB
 	db  *sqlite.DB

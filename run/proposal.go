@@ -2,11 +2,13 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,7 +49,7 @@ var runEnvNames = []string{"ASSENT_URL", "ASSENT_RUN_TOKEN", "ASSENT_RUN_ID", "A
 // a Run the ASSENT_* variables.
 func processEnvNames(rec *Recipe, isRun bool) []string {
 	names := []string{"PATH", "HOME", "LANG", "TZ"}
-	names = append(names, sortedKeys(rec.Env)...)
+	names = append(names, slices.Sorted(maps.Keys(rec.Env))...)
 	if isRun {
 		names = append(names, runEnvNames...)
 	}
@@ -219,9 +221,9 @@ func toolRecipe(d toolDoc, load func(string) (*Recipe, error)) (*Recipe, error) 
 		}
 	}
 	if len(d.Defaults) > 0 {
-		merged := map[string]json.RawMessage{}
-		for k, v := range r.Defaults {
-			merged[k] = v
+		merged := maps.Clone(r.Defaults)
+		if merged == nil {
+			merged = map[string]json.RawMessage{}
 		}
 		for k, v := range d.Defaults {
 			if RuntimeOwned(k) {
@@ -230,8 +232,8 @@ func toolRecipe(d toolDoc, load func(string) (*Recipe, error)) (*Recipe, error) 
 			merged[k] = v
 		}
 		r.Defaults = merged
-		if err := r.validate(); err != nil {
-			return nil, err
+		if err := r.Validate(); err != nil {
+			return nil, fromRecipe(err)
 		}
 	}
 	if d.Description != "" {
@@ -329,6 +331,9 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 // for p: status pending_approval, the proposal id and the URL where a
 // person decides.
 func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req SpawnRequest) (*PendingApproval, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	res, err := ts.proposeSpawn(ctx, p, req)
 	if err != nil {
 		return nil, err
@@ -380,6 +385,9 @@ func canDecide(p store.Proposal, who store.Principal) bool {
 
 // Proposal returns proposal id if viewer may see it.
 func (ts *ToolSet) Proposal(ctx context.Context, viewer store.Principal, id string) (store.Proposal, error) {
+	if err := checkContext(ctx); err != nil {
+		return store.Proposal{}, err
+	}
 	return ts.proposal(ctx, viewer, id)
 }
 
@@ -387,6 +395,9 @@ func (ts *ToolSet) Proposal(ctx context.Context, viewer store.Principal, id stri
 // may see, oldest first: a person sees those they may decide, anyone else
 // their own.
 func (ts *ToolSet) Proposals(ctx context.Context, viewer store.Principal, status string) ([]store.Proposal, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if ts.props == nil {
 		return nil, nil
 	}
@@ -407,11 +418,11 @@ func (ts *ToolSet) Proposals(ctx context.Context, viewer store.Principal, status
 	return out, nil
 }
 
-// ShownProposal returns what views show of p: its script and values with
-// the values of secret arguments and secret-looking names masked. The
-// record keeps them, since approval runs them.
-func ShownProposal(p store.Proposal) (script string, values map[string]any) {
-	values = map[string]any{}
+// ShownProposal returns what views show of p: its script, and its values
+// as JSON with the values of secret arguments and secret-looking names
+// masked. The record keeps them, since approval runs them.
+func ShownProposal(p store.Proposal) (script string, values map[string]json.RawMessage) {
+	values = make(map[string]json.RawMessage, len(p.Values))
 	secret := map[string]bool{}
 	script = p.Script
 	if p.Kind == store.ProposalSpawn {
@@ -428,16 +439,28 @@ func ShownProposal(p store.Proposal) (script string, values map[string]any) {
 			}
 		}
 	}
-	for _, k := range sortedKeys(p.Values) {
+	for k, raw := range p.Values {
 		if secret[k] || SecretKey(k) {
-			values[k] = redactedMarker
+			values[k] = json.RawMessage(strconv.Quote(redactedMarker))
 			continue
 		}
-		var v any
-		_ = json.Unmarshal(p.Values[k], &v)
-		values[k] = v
+		values[k] = shownJSON(raw)
 	}
 	return script, values
+}
+
+// shownJSON returns raw in the form views show: compact, object keys
+// sorted, not HTML-escaped; null when raw is not JSON.
+func shownJSON(raw json.RawMessage) json.RawMessage {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return json.RawMessage("null")
+	}
+	b, err := store.EncodeLine(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return bytes.TrimSuffix(b, []byte("\n"))
 }
 
 // ProposalView is the inspection view of a proposal; url is where a
@@ -485,6 +508,9 @@ func (ts *ToolSet) proposalView(ctx context.Context, viewer store.Principal, id 
 // stale_proposal. When the spawn or registration itself fails, the
 // proposal stays pending with the reason recorded.
 func (ts *ToolSet) Approve(ctx context.Context, decider store.Principal, id string) (store.Proposal, error) {
+	if err := checkContext(ctx); err != nil {
+		return store.Proposal{}, err
+	}
 	if decider.Kind != store.KindHuman {
 		return store.Proposal{}, errorf(CodeForbidden, "Only a person can approve a proposal: in the web inbox, or with a person's token.")
 	}
@@ -546,6 +572,9 @@ func (ts *ToolSet) Approve(ctx context.Context, decider store.Principal, id stri
 
 // Decline records a person's decision not to run proposal id, with reason.
 func (ts *ToolSet) Decline(ctx context.Context, decider store.Principal, id, reason string) (store.Proposal, error) {
+	if err := checkContext(ctx); err != nil {
+		return store.Proposal{}, err
+	}
 	if decider.Kind != store.KindHuman {
 		return store.Proposal{}, errorf(CodeForbidden, "Only a person can decline a proposal: in the web inbox, or with a person's token.")
 	}
@@ -583,6 +612,9 @@ type ToolInfo struct {
 // person deciding what to publish. Anyone else gets only what they may
 // see.
 func (ts *ToolSet) RegisteredTools(ctx context.Context, viewer store.Principal) ([]ToolInfo, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	recs, err := ts.m.st.ListTools(ctx)
 	if err != nil {
 		return nil, err
@@ -607,7 +639,7 @@ func (ts *ToolSet) RegisteredTools(ctx context.Context, viewer store.Principal) 
 		}
 		out = append(out, info)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b ToolInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -615,6 +647,9 @@ func (ts *ToolSet) RegisteredTools(ctx context.Context, viewer store.Principal) 
 // a person publishes; a later change by the tool's owner makes it private
 // again.
 func (ts *ToolSet) Publish(ctx context.Context, person store.Principal, name string) (*Publication, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if person.Kind != store.KindHuman {
 		return nil, errorf(CodeForbidden, "Only a person can publish a tool.")
 	}

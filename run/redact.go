@@ -134,9 +134,9 @@ func Redact(v any) any {
 	return v
 }
 
-// redactJSON redacts a JSON value and bounds its encoding to max
+// redactJSON redacts a JSON value and bounds its encoding to limit
 // characters, replacing a longer one with {preview, truncated:true}.
-func redactJSON(raw json.RawMessage, max int) any {
+func redactJSON(raw json.RawMessage, limit int) any {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -146,17 +146,17 @@ func redactJSON(raw json.RawMessage, max int) any {
 	}
 	v = Redact(v)
 	b, _ := json.Marshal(v)
-	if utf8.RuneCount(b) > max {
-		return map[string]any{"preview": cut(string(b), max), "truncated": true}
+	if utf8.RuneCount(b) > limit {
+		return map[string]any{"preview": cut(string(b), limit), "truncated": true}
 	}
 	return v
 }
 
-// cut bounds s to max characters.
-func cut(s string, max int) string {
-	if utf8.RuneCountInString(s) <= max {
+// cut bounds s to limit characters.
+func cut(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:max])
+	return string(r[:limit])
 }

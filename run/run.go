@@ -30,18 +30,19 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
+	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 )
 
 // Limits of the Control envelope and the journal (see store for the
 // journal and Trace bounds, which the store enforces).
 const (
-	ActionMaxLength       = 64
+	ActionMaxLength       = recipe.ActionMaxLength
 	ControlInputMaxBytes  = 380
 	ControlWireMaxBytes   = 512
 	ControlPendingLimit   = store.ControlPendingLimit
@@ -132,20 +133,11 @@ func ParseTarget(target string) (string, error) {
 	return id, nil
 }
 
-// runtimeOwned lists the values a caller can never supply.
-var runtimeOwned = map[string]bool{
-	"owner_id": true, "recipe_dir": true, "run_instance_id": true, "runtime_state_root": true,
-	"session_id": true, "skill_dir": true, "state_dir": true, "trace_file": true,
-}
-
-// RuntimeOwned reports whether name is a runtime-owned value.
-func RuntimeOwned(name string) bool { return runtimeOwned[name] }
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// checkContext refuses a nil context, which the methods that take one
+// need for cancellation and the store.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return errorf(CodeInvalidRequest, "a nil context.Context was passed; pass the caller's context or context.Background()")
 	}
-	sort.Strings(out)
-	return out
+	return nil
 }

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,9 @@ func NewToolSet(m *Manager, reg *tool.Registry) *ToolSet {
 // registry, then every exposed registered tool from the store. A stored
 // tool whose name now collides with another tool is skipped and logged.
 func (ts *ToolSet) Register(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	for _, t := range ts.Tools() {
 		if err := ts.reg.Register(t); err != nil {
 			return err
@@ -126,26 +130,13 @@ var (
 "expose":{"type":"boolean"}},"additionalProperties":false}`)
 )
 
-// Output schemas of the actors_* tools and of registered Recipe tools.
-var (
-	objectSchema = json.RawMessage(`{"type":"object","additionalProperties":true}`)
-	// runResultSchema describes a Run view, or a proposal filed for a
-	// person's approval (status pending_approval).
-	runResultSchema = json.RawMessage(`{"type":"object","properties":{
-"run":{"type":"string","description":"Run id"},
-"status":{"type":"string","description":"Run status, or pending_approval when a person must approve"},
-"launch_kind":{"type":"string"},
-"proposal":{"type":"string","description":"proposal id when the spawn awaits approval"},
-"url":{"type":"string","description":"web page of the Run (or of the proposal) for a person"},
-"next_actions":{"type":"array","items":{"type":"string"}}},
-"required":["status"],"additionalProperties":true}`)
-	// recipeResultSchema describes the output of a Recipe tool run inline.
-	recipeResultSchema = json.RawMessage(`{"type":"object","properties":{
+// recipeResultSchema is the output schema of a registered Recipe tool run
+// inline; schema.go generates the others from the result types.
+var recipeResultSchema = json.RawMessage(`{"type":"object","properties":{
 "exit_code":{"type":"integer"},
 "stdout":{"type":"string"},
 "stderr":{"type":"string"}},
 "required":["exit_code","stdout","stderr"],"additionalProperties":true}`)
-)
 
 // RunURL is the web page of Run id.
 func (ts *ToolSet) RunURL(id string) string {
@@ -154,22 +145,23 @@ func (ts *ToolSet) RunURL(id string) string {
 
 // Tools returns the actors_* tools and their hidden legacy aliases.
 func (ts *ToolSet) Tools() []tool.Tool {
+	schemas := outputSchemas()
 	main := []tool.Tool{
 		{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect. An inline template from an agent without the command.execute grant is filed for a person's approval instead: the answer has status pending_approval and a proposal id to inspect.",
-			InputSchema: spawnSchema, OutputSchema: runResultSchema, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
+			InputSchema: spawnSchema, OutputSchema: schemas.spawn, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
 		{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema, proposal:<id> status. Only your own Runs, tools and proposals are visible.",
-			InputSchema: inspectSchema, OutputSchema: objectSchema, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
+			InputSchema: inspectSchema, OutputSchema: schemas.inspect, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
 		{Name: ToolControl, Title: "Control", Description: "Apply one Control action to an existing Run: an action its Recipe declares, or the runtime's kill (running), archive or prune (terminal).",
-			InputSchema: controlSchema, OutputSchema: objectSchema, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
+			InputSchema: controlSchema, OutputSchema: schemas.control, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
 		{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given. A registration by an agent without the command.execute grant waits for a person's approval (status pending_approval). A registered tool is visible only to you until a person publishes it.",
-			InputSchema: registerSchema, OutputSchema: objectSchema, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
+			InputSchema: registerSchema, OutputSchema: schemas.register, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
 	}
 	out := append([]tool.Tool(nil), main...)
 	byName := map[string]tool.Tool{}
 	for _, t := range main {
 		byName[t.Name] = t
 	}
-	for _, alias := range sortedKeys(legacyAliases) {
+	for _, alias := range slices.Sorted(maps.Keys(legacyAliases)) {
 		t := byName[legacyAliases[alias]]
 		t.Name, t.Hidden = alias, true
 		t.Description = "Legacy name of " + legacyAliases[alias] + ". " + t.Description
@@ -179,6 +171,7 @@ func (ts *ToolSet) Tools() []tool.Tool {
 }
 
 func toolError(err error) error {
+	err = fromRecipe(err)
 	var e *Error
 	if errors.As(err, &e) {
 		return &tool.Error{Code: e.Code, Message: e.Message, Data: e.Details}
@@ -208,7 +201,7 @@ func decodeStrict(args json.RawMessage, removed map[string]string, v any) error 
 	}
 	var gone []string
 	var hint string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if h, ok := removed[k]; ok {
 			gone, hint = append(gone, k), h
 		}
@@ -462,13 +455,13 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		if len(names) > 0 {
 			text = "Registered tools:\n- " + strings.Join(names, "\n- ")
 		}
-		return &tool.Result{Text: text, Structured: map[string]any{"tools": names}}, nil
+		return &tool.Result{Text: text, Structured: &ToolList{Tools: names}}, nil
 	}
 	// Deletion: template null or "".
 	if hasTemplate && (string(bytes.TrimSpace(in.Template)) == "null" || string(bytes.TrimSpace(in.Template)) == `""`) {
 		rec, err := ts.m.st.Tool(ctx, name)
 		if errors.Is(err, store.ErrNotFound) || err == nil && rec.OwnerID != caller.ID {
-			return &tool.Result{Text: fmt.Sprintf("Tool %q not found.", name), Structured: map[string]any{"tool": name, "deleted": false}}, nil
+			return &tool.Result{Text: fmt.Sprintf("Tool %q not found.", name), Structured: &ToolDeletion{Tool: name}}, nil
 		}
 		if err != nil {
 			return nil, err
@@ -479,7 +472,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		if t, ok := ts.reg.Lookup(name); ok && isRecipeTool(t) {
 			ts.reg.Remove(name)
 		}
-		return &tool.Result{Text: fmt.Sprintf("Deleted tool %q.", name), Structured: map[string]any{"tool": name, "deleted": true}}, nil
+		return &tool.Result{Text: fmt.Sprintf("Deleted tool %q.", name), Structured: &ToolDeletion{Tool: name, Deleted: true}}, nil
 	}
 	direct := MayExecute(caller)
 	prev, mine, err := ts.checkToolName(ctx, caller, name, in.Update, direct)
@@ -546,10 +539,10 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		return nil, err
 	}
 	verb := "Registered"
-	if v["updated"] == true {
+	if v.Updated {
 		verb = "Updated"
 	}
-	return &tool.Result{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, v["source"], v["callable_now"]), Structured: v}, nil
+	return &tool.Result{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, v.Source, v.CallableNow), Structured: v}, nil
 }
 
 // recordVisible reports whether p may see the registered tool rec: its
@@ -607,7 +600,7 @@ func (ts *ToolSet) checkToolName(ctx context.Context, caller store.Principal, na
 // install stores and exposes the registered tool name of ownerID with the
 // definition d (already validated as r). It is how a direct registration
 // and an approved proposal both end.
-func (ts *ToolSet) install(ctx context.Context, ownerID, name string, d toolDoc, r *Recipe, expose, update bool) (map[string]any, error) {
+func (ts *ToolSet) install(ctx context.Context, ownerID, name string, d toolDoc, r *Recipe, expose, update bool) (*ToolRegistration, error) {
 	owner := store.Principal{ID: ownerID}
 	prev, mine, err := ts.checkToolName(ctx, owner, name, update, true)
 	if err != nil {
@@ -649,15 +642,14 @@ func (ts *ToolSet) install(ctx context.Context, ownerID, name string, d toolDoc,
 	if d.From != "" {
 		source = d.From
 	}
-	v := map[string]any{"tool": name, "source": source, "persisted": true, "resolved": true, "validated": true,
-		"registry_active": true, "host_registered": active, "active_tool": active, "callable_now": active, "expose": expose,
-		"activation": "current_session", "activation_boundary": "current_session", "published": false,
-		"args": nonNilStrings(r.Args), "required_args": required, "optional_args": optional, "async": r.Async, "updated": mine}
+	v := &ToolRegistration{Tool: name, Source: source, Persisted: true, Resolved: true, Validated: true,
+		RegistryActive: true, HostRegistered: active, ActiveTool: active, CallableNow: active, Expose: expose,
+		Activation: "current_session", ActivationBoundary: "current_session",
+		Args: nonNilStrings(r.Args), RequiredArgs: required, OptionalArgs: optional, Async: r.Async, Updated: mine,
+		NextActions: []string{"call tool " + name, "inspect target=tool:" + name + " view=status"}}
 	if !active {
-		v["activation_boundary"] = "host_registration"
-		v["next_actions"] = []string{"inspect target=tool:" + name + " view=status"}
-	} else {
-		v["next_actions"] = []string{"call tool " + name, "inspect target=tool:" + name + " view=status"}
+		v.ActivationBoundary = "host_registration"
+		v.NextActions = v.NextActions[1:]
 	}
 	return v, nil
 }
@@ -669,7 +661,7 @@ func isRecipeTool(t tool.Tool) bool { return t.Meta != nil && t.Meta[recipeToolM
 
 func argSplit(r *Recipe, defaults map[string]json.RawMessage) (required, optional []string) {
 	required, optional = []string{}, []string{}
-	for _, a := range r.args {
+	for _, a := range r.ArgList() {
 		_, hasDef := r.Defaults[a.Name]
 		if _, ok := defaults[a.Name]; ok {
 			hasDef = true
@@ -689,7 +681,7 @@ func argSplit(r *Recipe, defaults map[string]json.RawMessage) (required, optiona
 // schemaFor builds the JSON Schema of a registered tool from its args.
 func schemaFor(r *Recipe, defaults map[string]json.RawMessage) json.RawMessage {
 	props := map[string]any{}
-	for _, a := range r.args {
+	for _, a := range r.ArgList() {
 		p := map[string]any{}
 		switch a.Type {
 		case "int":
@@ -711,7 +703,7 @@ func schemaFor(r *Recipe, defaults map[string]json.RawMessage) json.RawMessage {
 		}
 		props[a.Name] = p
 	}
-	if len(r.args) == 0 {
+	if len(r.Args) == 0 {
 		for _, name := range r.Placeholders() {
 			if _, ok := defaults[name]; !ok && !RuntimeOwned(name) && name != "run_id" {
 				props[name] = map[string]any{"type": "string"}
@@ -747,7 +739,7 @@ func (ts *ToolSet) recipeTool(rec store.ToolRecord) (tool.Tool, error) {
 	}
 	out := recipeResultSchema
 	if r.Async {
-		out = runResultSchema
+		out = outputSchemas().recipeRun
 	}
 	return tool.Tool{Name: name, Description: desc, InputSchema: schemaFor(r, d.Defaults), OutputSchema: out,
 		Annotations: tool.Annotations{OpenWorld: true}, Meta: map[string]any{recipeToolMeta: true},
@@ -906,7 +898,7 @@ func (ts *ToolSet) toolView(ctx context.Context, caller store.Principal, name, v
 		optional = append(optional, "run_id")
 		v["launch_kind"] = "tool"
 	}
-	sort.Strings(optional)
+	slices.Sort(optional)
 	v["required_args"], v["optional_args"] = required, optional
 	var params any
 	_ = json.Unmarshal(schemaFor(r, d.Defaults), &params)
@@ -922,6 +914,9 @@ func (ts *ToolSet) toolView(ctx context.Context, caller store.Principal, name, v
 // Inspect answers every inspection target, tool:<name> and
 // proposal:<id> included.
 func (ts *ToolSet) Inspect(ctx context.Context, ownerID string, req InspectRequest) (View, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	if name, ok := strings.CutPrefix(strings.TrimSpace(req.Target), "tool:"); ok {
 		v, err := ts.toolView(ctx, store.Principal{ID: ownerID}, name, strings.TrimSpace(req.View))
 		if err != nil {
@@ -954,6 +949,50 @@ type ControlApplied struct {
 type ControlTarget struct {
 	Target string `json:"target"`
 	Action string `json:"action"`
+}
+
+// ToolRegistration is what actors_tool_register answers when it registers
+// or updates a tool directly (and what an approved registration records).
+// Its fields are in the order of their JSON names.
+type ToolRegistration struct {
+	// Activation and ActivationBoundary say where the tool is callable:
+	// current_session, or host_registration when it is not exposed yet.
+	Activation         string `json:"activation"`
+	ActivationBoundary string `json:"activation_boundary"`
+	ActiveTool         bool   `json:"active_tool"`
+	// Args are the declared arguments as written in the Recipe.
+	Args           []string `json:"args"`
+	Async          bool     `json:"async"`
+	CallableNow    bool     `json:"callable_now"`
+	Expose         bool     `json:"expose"`
+	HostRegistered bool     `json:"host_registered"`
+	NextActions    []string `json:"next_actions"`
+	OptionalArgs   []string `json:"optional_args"`
+	Persisted      bool     `json:"persisted"`
+	// Published is false: a changed tool is private until a person
+	// publishes it.
+	Published      bool     `json:"published"`
+	RegistryActive bool     `json:"registry_active"`
+	RequiredArgs   []string `json:"required_args"`
+	Resolved       bool     `json:"resolved"`
+	// Source is the Recipe stem the tool comes from, or "template".
+	Source    string `json:"source"`
+	Tool      string `json:"tool"`
+	Updated   bool   `json:"updated"`
+	Validated bool   `json:"validated"`
+}
+
+// ToolList is what actors_tool_register answers without a name: the
+// registered tools the caller can see.
+type ToolList struct {
+	Tools []string `json:"tools"`
+}
+
+// ToolDeletion is what actors_tool_register answers to a deletion;
+// Deleted is false when the caller has no tool of that name.
+type ToolDeletion struct {
+	Deleted bool   `json:"deleted"`
+	Tool    string `json:"tool"`
 }
 
 // toolViewResult is an inspect tool:<name> view. Its fields depend on

@@ -93,8 +93,11 @@ func TestToolSurface(t *testing.T) {
 		}
 	}
 	res, err := call(t, reg, ToolRegister, "alice", `{"name":"text_greet","template":"echo hello {who}","args":"who=world","description":"Greets"}`)
-	if err != nil || res.Structured.(map[string]any)["callable_now"] != true {
-		t.Fatalf("register: %v %v", res, err)
+	if err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if v := structured(t, res); v["callable_now"] != true {
+		t.Fatalf("register: %v", v)
 	}
 	if _, err := call(t, reg, ToolRegister, "alice", `{"name":"text_greet","template":"echo hi","description":"Greets"}`); toolCode(err) != CodeToolExists {
 		t.Fatalf("re-register without update: %v", err)

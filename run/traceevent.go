@@ -3,12 +3,15 @@ package run
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 )
 
@@ -32,7 +35,7 @@ func DecodeTraceInput(raw []byte) (TraceInput, error) {
 		return TraceInput{}, errorf(CodeInvalidTrace, "Trace event must be an object")
 	}
 	var removed, unknown []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch {
 		case removedTraceFields[k]:
 			removed = append(removed, k)
@@ -83,7 +86,7 @@ func NewTraceEvent(in TraceInput, now time.Time) (store.TraceEvent, error) {
 
 // newTraceEvent validates in and returns the event and its encoded line.
 func newTraceEvent(in TraceInput, now time.Time, runtime bool) (store.TraceEvent, []byte, error) {
-	if !actionPattern.MatchString(in.Kind) {
+	if !recipe.IsToken(in.Kind) {
 		return store.TraceEvent{}, nil, errorf(CodeInvalidTrace, "Trace event kind must be a lowercase semantic token")
 	}
 	if in.Kind == store.TraceCompactedKind && !runtime {

@@ -477,12 +477,12 @@ type Proposal struct {
 	Target   string `json:"target"`
 	Proposer string `json:"proposer"`
 	// Recipe is the proposed definition as filed.
-	Recipe   any            `json:"recipe"`
-	Script   string         `json:"script"`
-	WorkDir  string         `json:"work_dir"`
-	EnvNames []string       `json:"env_names"`
-	Controls []string       `json:"controls"`
-	Values   map[string]any `json:"values"`
+	Recipe   any                        `json:"recipe"`
+	Script   string                     `json:"script"`
+	WorkDir  string                     `json:"work_dir"`
+	EnvNames []string                   `json:"env_names"`
+	Controls []string                   `json:"controls"`
+	Values   map[string]json.RawMessage `json:"values"`
 	// CreatedAt and DecidedAt are in the canonical journal form.
 	CreatedAt string `json:"created_at"`
 	URL       string `json:"url"`

@@ -11,21 +11,13 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
 
-// apiError is the body of every error response:
-// {"error": {"code", "message", "retryable"}}.
-type apiError struct {
-	Status    int            `json:"-"`
-	Code      string         `json:"code"`
-	Message   string         `json:"message"`
-	Retryable bool           `json:"retryable"`
-	Data      map[string]any `json:"data,omitempty"`
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+// apiError is an error answer; see package wire for its shape and codes.
+type apiError = wire.Error
 
 // writeJSON writes v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -37,45 +29,41 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeError writes the standard error body.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeAPIError(w, &apiError{Status: status, Code: code, Message: message, Retryable: status == http.StatusTooManyRequests || status >= 500})
+// writeError writes the error answer for code, with the status the code
+// has in the wire table.
+func writeError(w http.ResponseWriter, code wire.Code, message string) {
+	wire.Write(w, wire.New(code, message))
 }
 
-func writeAPIError(w http.ResponseWriter, e *apiError) {
-	if e.Status == 0 {
-		e.Status = http.StatusBadRequest
-	}
-	writeJSON(w, e.Status, map[string]*apiError{"error": e})
+// writeAPIError writes e; a zero Status is the table's status of e.Code.
+func writeAPIError(w http.ResponseWriter, e *apiError) { wire.Write(w, e) }
+
+// apiErr returns the error for code with message (status and retryable
+// from the wire table).
+func apiErr(code wire.Code, message string) *apiError { return wire.New(code, message) }
+
+// fromToolError converts a tool refusal to a wire error: its code keeps
+// the table's status and retryable flag, its data is kept.
+func fromToolError(te *tool.Error) *apiError {
+	e := wire.New(wire.Code(te.Code), te.Message)
+	e.Data = te.Data
+	return e
 }
+
+// errInternal is the message of a failure inside the server; it does not
+// leak internals.
+const errInternal = "the request failed inside the server; try again, and report it if it persists"
 
 // writeToolError maps an error from a tool handler or a package API to an
-// HTTP error: a *tool.Error keeps its code with the status statusFor gives;
-// anything else is a 500 whose message does not leak internals.
+// HTTP error: a *tool.Error keeps its code with the status of the wire
+// table; anything else is a 500 whose message does not leak internals.
 func writeToolError(w http.ResponseWriter, err error) {
 	var te *tool.Error
 	if errors.As(err, &te) {
-		writeAPIError(w, &apiError{Status: statusFor(te.Code), Code: te.Code, Message: te.Message, Data: te.Data})
+		writeAPIError(w, fromToolError(te))
 		return
 	}
-	writeError(w, http.StatusInternalServerError, "internal", "the request failed inside the server; try again, and report it if it persists")
-}
-
-// statusFor gives the HTTP status of an error code.
-func statusFor(code string) int {
-	switch code {
-	case "not_found", "unknown_tool":
-		return http.StatusNotFound
-	case "forbidden", "sign_in_required_human", "human_confirmation_required":
-		return http.StatusForbidden
-	case "conflict", "already_exists", "idempotency_conflict", "stale_revision", "staged_value_stale":
-		return http.StatusConflict
-	case "rate_limited", "control_backpressure":
-		return http.StatusTooManyRequests
-	case "limit_exceeded", "too_large":
-		return http.StatusRequestEntityTooLarge
-	}
-	return http.StatusBadRequest
+	writeError(w, wire.Internal, errInternal)
 }
 
 // maxBody is the default request body limit.
@@ -94,18 +82,18 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over %d bytes", limit))
+			writeError(w, wire.TooLarge, fmt.Sprintf("the request body is over %d bytes", limit))
 			return false
 		}
 		if errors.Is(err, io.EOF) {
-			writeError(w, http.StatusBadRequest, "invalid_request", "the request body is empty; send a JSON object")
+			writeError(w, wire.InvalidRequest, "the request body is empty; send a JSON object")
 			return false
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request", "the request body is not valid JSON for this endpoint: "+err.Error())
+		writeError(w, wire.InvalidRequest, "the request body is not valid JSON for this endpoint: "+err.Error())
 		return false
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid_request", "the request body has data after the JSON object")
+		writeError(w, wire.InvalidRequest, "the request body has data after the JSON object")
 		return false
 	}
 	return true

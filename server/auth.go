@@ -18,6 +18,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) authed(next http.Handler) http.Handler {
 			}
 			ctx = context.WithValue(ctx, transportKey{}, viaWeb)
 		} else {
-			writeError(w, http.StatusUnauthorized, "sign_in_required", "send 'Authorization: Bearer <token>' (assent token create makes one) or sign in through the web UI")
+			writeError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>' (assent token create makes one) or sign in through the web UI")
 			return
 		}
 		if !s.allow(w, p) {
@@ -118,7 +119,7 @@ func (s *Server) bearerOnly(next http.Handler) http.Handler {
 		tok, ok := bearer(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="assent"`)
-			writeError(w, http.StatusUnauthorized, "sign_in_required", "send 'Authorization: Bearer <token>'; assent serve prints an agent token, and assent token create makes more")
+			writeError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>'; assent serve prints an agent token, and assent token create makes more")
 			return
 		}
 		p, err := s.principalByBearer(r.Context(), tok)
@@ -139,11 +140,11 @@ func (s *Server) bearerOnly(next http.Handler) http.Handler {
 func (s *Server) unauthorized(w http.ResponseWriter, err error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("authentication lookup failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the server could not check credentials; try again")
+		writeError(w, wire.Unavailable, "the server could not check credentials; try again")
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="assent", error="invalid_token"`)
-	writeError(w, http.StatusUnauthorized, "sign_in_required", "the token or session is unknown, expired or revoked; sign in again or use a valid token")
+	writeError(w, wire.SignInRequired, "the token or session is unknown, expired or revoked; sign in again or use a valid token")
 }
 
 // allow applies the per-principal rate limit.
@@ -162,7 +163,7 @@ func (s *Server) allow(w http.ResponseWriter, p store.Principal) bool {
 	if d := res.Delay(); d > 0 {
 		res.Cancel()
 		retryAfter(w, d)
-		writeError(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("too many requests; retry after %s", d.Round(time.Millisecond)))
+		writeError(w, wire.RateLimited, fmt.Sprintf("too many requests; retry after %s", d.Round(time.Millisecond)))
 		return false
 	}
 	return true
@@ -172,14 +173,14 @@ func (s *Server) allow(w http.ResponseWriter, p store.Principal) bool {
 // cookie-authenticated request that changes state.
 func (s *Server) checkWebChange(r *http.Request, sess store.Session) *apiError {
 	if !s.sameOrigin(r) {
-		return &apiError{Status: http.StatusForbidden, Code: "bad_origin", Message: "this change must come from the assent web UI itself (the Origin header is missing or another site's)"}
+		return apiErr(wire.BadOrigin, "this change must come from the assent web UI itself (the Origin header is missing or another site's)")
 	}
 	tok := r.Header.Get(csrfHeader)
 	if tok == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		tok = r.PostFormValue(csrfField)
 	}
 	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(sess.CSRF)) != 1 {
-		return &apiError{Status: http.StatusForbidden, Code: "bad_origin", Message: "the request lacks this session's CSRF token; reload the page and try again"}
+		return apiErr(wire.BadOrigin, "the request lacks this session's CSRF token; reload the page and try again")
 	}
 	return nil
 }

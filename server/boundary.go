@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -114,7 +115,7 @@ func (s *Server) scopeGate(mux *http.ServeMux) http.Handler {
 		if runIDs, scoped := runScopeOf(p); scoped {
 			_, pattern := mux.Handler(r)
 			if !runScopeAllows(pattern, r, runIDs) {
-				writeError(w, http.StatusForbidden, "forbidden",
+				writeError(w, wire.Forbidden,
 					"a run-scoped token (ASSENT_RUN_TOKEN) may only claim and settle its own Run's Controls, append its Trace and read its status and logs; use an agent or service token for anything else")
 				return
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -157,7 +158,7 @@ func subjectString(id control.Identity) string {
 func sourceFor(r *http.Request, p store.Principal, declared string) (control.CommandContext, *apiError) {
 	if fromWeb(r) {
 		if declared != "" {
-			return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "the web UI decides the source of a command; remove \"source\""}
+			return control.CommandContext{}, apiErr(wire.InvalidRequest, "the web UI decides the source of a command; remove \"source\"")
 		}
 		return control.CommandContext{Source: control.SourceUser, Confirmed: true}, nil
 	}
@@ -172,18 +173,18 @@ func sourceFor(r *http.Request, p store.Principal, declared string) (control.Com
 			if p.Has(grantSpeakForUser) {
 				return control.CommandContext{Source: control.SourceUser}, nil
 			}
-			return control.CommandContext{}, &apiError{Status: 403, Code: "forbidden", Message: "this service may not speak for the user; it needs the grant " + grantSpeakForUser}
+			return control.CommandContext{}, apiErr(wire.Forbidden, "this service may not speak for the user; it needs the grant "+grantSpeakForUser)
 		}
-		return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "source must be voice, tutorial, test or user"}
+		return control.CommandContext{}, apiErr(wire.InvalidRequest, "source must be voice, tutorial, test or user")
 	case store.KindHuman:
 		if declared != "" {
-			return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "the transport decides the source of a command; remove \"source\""}
+			return control.CommandContext{}, apiErr(wire.InvalidRequest, "the transport decides the source of a command; remove \"source\"")
 		}
 		// A person's token is not a confirmation: only the web UI gives one.
 		return control.CommandContext{Source: control.SourceUser}, nil
 	default:
 		if declared != "" {
-			return control.CommandContext{}, &apiError{Status: 400, Code: "invalid_request", Message: "an agent's commands always have source agent; remove \"source\""}
+			return control.CommandContext{}, apiErr(wire.InvalidRequest, "an agent's commands always have source agent; remove \"source\"")
 		}
 		return control.CommandContext{Source: control.SourceAgent}, nil
 	}
@@ -226,7 +227,7 @@ func (r executeRequest) command() (control.Command, *control.Error) {
 	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value.v, DurationMs: r.DurationMs, Revision: r.Revision}, nil
 }
 
-func (s *Server) routesControls(mux *http.ServeMux) {
+func (s *Server) routesControls(mux *routeMux) {
 	mux.Handle("GET /v1/controls", s.authed(http.HandlerFunc(s.handleControlsList)))
 	mux.Handle("GET /v1/controls/{formId}/{controlId}", s.authed(http.HandlerFunc(s.handleControlInspect)))
 	mux.Handle("POST /v1/controls/execute", s.authed(http.HandlerFunc(s.handleControlExecute)))
@@ -302,7 +303,7 @@ func (s *Server) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		declared = *req.Source
 	}
 	if req.Confirmed != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "only a person's gesture in the web UI confirms a command; remove \"confirmed\"")
+		writeError(w, wire.InvalidRequest, "only a person's gesture in the web UI confirms a command; remove \"confirmed\"")
 		return
 	}
 	cc, aerr := sourceFor(r, p, declared)
@@ -312,32 +313,53 @@ func (s *Server) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	cmd, cerr := req.command()
 	if cerr != nil {
-		writeJSON(w, http.StatusBadRequest, control.Result{Reason: cerr.Reason, Message: cerr.Message})
+		writeCommandResult(w, control.Result{Reason: cerr.Reason, Message: cerr.Message})
 		return
 	}
-	res := s.execControl(r.Context(), p, cmd, cc)
-	writeJSON(w, resultStatus(res), res)
+	writeCommandResult(w, s.execControl(r.Context(), p, cmd, cc))
 }
 
-// resultStatus maps a registry result to an HTTP status. Refusals are
-// answers, not transport failures, so they keep the result body.
+// resultStatus maps a registry result to an HTTP status: the wire table's
+// status of its reason, and 403 for a reason of the application's own
+// policy. Refusals are answers, not transport failures, so they keep the
+// result body.
 func resultStatus(res control.Result) int {
 	if res.OK {
 		return http.StatusOK
 	}
-	switch res.Reason {
-	case control.ReasonNotFound:
-		return http.StatusNotFound
-	case control.ReasonInvalidRequest:
-		return http.StatusBadRequest
-	case control.ReasonLimitExceeded:
-		return http.StatusRequestEntityTooLarge
-	case control.ReasonStaleRevision, control.ReasonStagedValueStale, control.ReasonNoStagedValue, control.ReasonNothingToUndo:
-		return http.StatusConflict
-	case control.ReasonCommandFailed:
-		return http.StatusBadGateway
+	if st, ok := wire.StatusOf(wire.Code(res.Reason)); ok {
+		return st
 	}
 	return http.StatusForbidden
+}
+
+// commandAnswer is a registry result as the API and the controls_execute
+// tool send it. A refused command keeps the result's own fields (ok false,
+// reason, message; docs/controls.md) and carries the one error object
+// beside them, whose code is the reason.
+type commandAnswer struct {
+	control.Result
+	Error *apiError `json:"error,omitempty"`
+}
+
+// answerOf returns res as it is sent.
+func answerOf(res control.Result) commandAnswer {
+	a := commandAnswer{Result: res}
+	if !res.OK {
+		code := wire.Code(res.Reason)
+		msg := res.Message
+		if msg == "" {
+			msg = "the command was refused (" + string(res.Reason) + "); see docs/controls.md for what to do"
+		}
+		a.Error = &apiError{Status: resultStatus(res), Code: code, Message: msg,
+			Retryable: wire.Retryable(code), Data: map[string]any{"reason": res.Reason}}
+	}
+	return a
+}
+
+// writeCommandResult answers with a registry result and its status.
+func writeCommandResult(w http.ResponseWriter, res control.Result) {
+	writeJSON(w, resultStatus(res), answerOf(res))
 }
 
 // hostedControl is one control in a form declaration.
@@ -439,7 +461,7 @@ func (s *Server) removeForm(owner, formID string) error {
 func (s *Server) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	if p.Kind != store.KindService {
-		writeError(w, http.StatusForbidden, "forbidden", "only a service principal declares hosted forms (assent token create --kind service)")
+		writeError(w, wire.Forbidden, "only a service principal declares hosted forms (assent token create --kind service)")
 		return
 	}
 	var req struct {
@@ -488,7 +510,7 @@ func (s *Server) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
 	}
 	s.formsMu.Unlock()
 	if v == nil {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("you host no control %s", id))
+		writeError(w, wire.NotFound, fmt.Sprintf("you host no control %s", id))
 		return
 	}
 	v.Store(req.Value)
@@ -505,7 +527,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "after must be a non-negative sequence number")
+			writeError(w, wire.InvalidRequest, "after must be a non-negative sequence number")
 			return
 		}
 		f.AfterSeq = n
@@ -513,7 +535,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "limit must be 1 to 1000")
+			writeError(w, wire.InvalidRequest, "limit must be 1 to 1000")
 			return
 		}
 		f.Limit = n
@@ -526,7 +548,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log.Error("audit list failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the audit log could not be read; try again")
+		writeError(w, wire.Unavailable, "the audit log could not be read; try again")
 		return
 	}
 	out := []store.AuditRecord{}
@@ -545,7 +567,7 @@ func (s *Server) handleWebControl(w http.ResponseWriter, r *http.Request, pg pag
 	switch action {
 	case control.Apply, control.Discard, control.Undo:
 	default:
-		writeError(w, http.StatusNotFound, "not_found", "the inbox offers apply, discard and undo")
+		writeError(w, wire.NotFound, "the inbox offers apply, discard and undo")
 		return
 	}
 	id := control.Identity{FormID: r.PostFormValue("formId"), ControlID: r.PostFormValue("controlId")}
@@ -556,14 +578,14 @@ func (s *Server) handleWebControl(w http.ResponseWriter, r *http.Request, pg pag
 	if v := r.PostFormValue("revision"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request", "revision must be a number")
+			writeError(w, wire.InvalidRequest, "revision must be a number")
 			return
 		}
 		cmd.Revision = n
 	}
 	res := s.execControl(r.Context(), *pg.Principal, cmd, control.CommandContext{Source: control.SourceUser, Confirmed: true})
 	if r.Header.Get("Accept") == "application/json" {
-		writeJSON(w, resultStatus(res), res)
+		writeCommandResult(w, res)
 		return
 	}
 	if !res.OK {

@@ -81,14 +81,14 @@ func (s *Server) controlTools() []tool.Tool {
 				}
 				cmd, cerr := a.command()
 				if cerr != nil {
-					return &tool.Result{Structured: control.Result{Reason: cerr.Reason, Message: cerr.Message}, IsError: true}, nil
+					return &tool.Result{Structured: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message}), IsError: true}, nil
 				}
 				res := s.execControl(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
 				if res.OK && res.Action == control.Stage {
 					// A staged value waits for a person in the inbox.
 					return &tool.Result{Structured: stagedResult{Result: res, URL: strings.TrimRight(s.cfg.BaseURL, "/") + "/inbox"}}, nil
 				}
-				return &tool.Result{Structured: res, IsError: !res.OK}, nil
+				return &tool.Result{Structured: answerOf(res), IsError: !res.OK}, nil
 			},
 		},
 	}
@@ -110,7 +110,8 @@ var (
 "snapshot":{"type":"object","description":"the control after the command"},
 "reason":{"type":"string","description":"why the command was refused"},
 "message":{"type":"string"},
-"url":{"type":"string","description":"page where a person decides a staged value"}},
+"url":{"type":"string","description":"page where a person decides a staged value"},
+"error":{"type":"object","description":"a refusal as the one error object: code (the reason), message, retryable"}},
 "required":["ok"],"additionalProperties":true}`)
 	controlsListSchema = json.RawMessage(`{"type":"object","properties":{
 "controls":{"type":["array","null"],"items":{"type":"object"}}},

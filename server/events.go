@@ -1,14 +1,14 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -24,14 +24,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "Last-Event-ID must be a sequence number from this stream")
+			writeError(w, wire.InvalidRequest, "Last-Event-ID must be a sequence number from this stream")
 			return
 		}
 		after = n
 	} else if v := r.URL.Query().Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "after must be a non-negative sequence number")
+			writeError(w, wire.InvalidRequest, "after must be a non-negative sequence number")
 			return
 		}
 		after = n
@@ -60,29 +60,39 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, sub *event.Sub
 		return
 	}
 	ctx := r.Context()
+	ping := time.NewTimer(pingInterval)
+	defer ping.Stop()
+	var batch []event.Event
+	var buf []byte
 	for {
-		// Wait for the next event or for the ping interval, whichever is
-		// first, without leaving a goroutine behind.
-		wctx, cancel := contextWithTimeoutOr(ctx, s.streams, pingInterval)
-		e, err := sub.Next(wctx)
-		timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && s.streams.Err() == nil
-		cancel()
-		if err != nil {
-			if timedOut {
-				if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
-					return
-				}
-				if rc.Flush() != nil {
-					return
-				}
-				continue
+		// Take every event ready now and write them in one go; wait only
+		// when none is.
+		var err error
+		batch, err = sub.TryBatch(batch[:0])
+		if len(batch) > 0 {
+			buf = buf[:0]
+			for _, e := range batch {
+				buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, dataOf(e))
 			}
+			if _, err := w.Write(buf); err != nil || rc.Flush() != nil {
+				return
+			}
+			ping.Reset(pingInterval)
+			continue
+		}
+		if err != nil {
 			return
 		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, dataOf(e)); err != nil {
+		select {
+		case <-sub.Ready():
+		case <-ping.C:
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+			ping.Reset(pingInterval)
+		case <-ctx.Done():
 			return
-		}
-		if rc.Flush() != nil {
+		case <-s.streams.Done():
 			return
 		}
 	}

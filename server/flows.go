@@ -310,26 +310,12 @@ func pathSuffix(path string) string {
 	return " (at " + path + ")"
 }
 
-// flowStatus gives the HTTP status of a kernel code.
-func flowStatus(code string) int {
-	switch code {
-	case flow.CodeCapabilityDenied, flow.CodeCapabilityNotDeclared, flow.CodeProgramNotActive:
-		return http.StatusForbidden
-	case flow.CodeStalePrescription, flow.CodePrescriptionExpired, flow.CodeRevisionConflict,
-		flow.CodeApprovalClosed, flow.CodeRecoveryRequired, flow.CodeNotPrescribed:
-		return http.StatusConflict
-	case flow.CodeEffectFailed, flow.CodeEffectUnavailable, flow.CodeEffectCapabilityDenied:
-		return http.StatusUnprocessableEntity
-	}
-	return statusFor(code)
-}
-
-// writeFlowError writes err with the status of its code.
+// writeFlowError writes err with the status of its code in the wire
+// table (a kernel code keeps the kernel's spelling).
 func writeFlowError(w http.ResponseWriter, err error) {
 	var te *tool.Error
 	if errors.As(flowError(err), &te) {
-		writeAPIError(w, &apiError{Status: flowStatus(te.Code), Code: te.Code, Message: te.Message, Data: te.Data,
-			Retryable: te.Code == flow.CodeRevisionConflict})
+		writeAPIError(w, fromToolError(te))
 		return
 	}
 	writeToolError(w, err)

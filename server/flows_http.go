@@ -13,11 +13,12 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
 
-func (s *Server) routesFlows(mux *http.ServeMux) {
+func (s *Server) routesFlows(mux *routeMux) {
 	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
 	mux.Handle("POST /v1/flows/programs", h(s.handleFlowLoad))
 	mux.Handle("GET /v1/flows/programs", h(s.handleFlowPrograms))
@@ -337,10 +338,10 @@ func (s *Server) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a program is at most %d bytes", flow.MaxDocumentSize))
+			writeError(w, wire.TooLarge, fmt.Sprintf("a program is at most %d bytes", flow.MaxDocumentSize))
 			return
 		}
-		writeError(w, http.StatusBadRequest, "invalid_request", "the program could not be read: "+err.Error())
+		writeError(w, wire.InvalidRequest, "the program could not be read: "+err.Error())
 		return
 	}
 	pr := principalOf(r)
@@ -418,7 +419,7 @@ func (s *Server) flowDecideProgram(ctx context.Context, person store.Principal, 
 func (s *Server) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	if !fromWeb(r) || p.Kind != store.KindHuman {
-		writeError(w, http.StatusForbidden, "human_confirmation_required", "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
+		writeError(w, wire.HumanConfirmationRequired, "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
 		return
 	}
 	var body struct {
@@ -548,7 +549,7 @@ func (s *Server) handleFlowApproval(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	if !fromWeb(r) || p.Kind != store.KindHuman {
-		writeError(w, http.StatusForbidden, "human_confirmation_required", "approvals are decided by a person in the web inbox (/inbox), never with a token")
+		writeError(w, wire.HumanConfirmationRequired, "approvals are decided by a person in the web inbox (/inbox), never with a token")
 		return
 	}
 	var body struct {

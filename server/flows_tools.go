@@ -65,7 +65,8 @@ func (s *Server) flowTools() []tool.Tool {
   "instance":{"type":"string","minLength":1,"maxLength":128,"description":"The instance id."},
   "approval":{"type":"string","maxLength":80,"description":"An approval id to report on, whatever its status."}},
   "required":["instance"],"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			OutputSchema: flowsInspectSchema,
+			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var a struct {
 					Instance string `json:"instance"`
@@ -131,7 +132,8 @@ func (s *Server) flowTools() []tool.Tool {
   "prescription":{"type":"string","minLength":1,"maxLength":80,"description":"The prx-… id."},
   "parameters":{"type":"object","additionalProperties":{"type":"string"}}},
   "required":["prescription"],"additionalProperties":false}`),
-			Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
+			OutputSchema: flowsApplySchema,
+			Annotations:  tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
 			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 				var a struct {
 					Prescription string            `json:"prescription"`
@@ -157,18 +159,88 @@ type prescribeAnswer struct {
 	URL string `json:"url,omitempty"`
 }
 
-// Output schemas of the flows_* tools.
+// Output schemas of the flows_* tools. They name every field of the
+// answers (instances, programs, decisions, approvals, receipts) and leave
+// objects open, so a field added later does not break a client.
 var (
 	flowsListSchema = json.RawMessage(`{"type":"object","properties":{
-"programs":{"type":["array","null"],"items":{"type":"object"}},
-"instances":{"type":["array","null"],"items":{"type":"object"}}},
-"required":["programs","instances"],"additionalProperties":true}`)
+"programs":{"type":["array","null"],"items":{"$ref":"#/$defs/program"},"description":"loaded Control Programs"},
+"instances":{"type":["array","null"],"items":{"$ref":"#/$defs/instance"},"description":"your Flow instances"}},
+"required":["programs","instances"],"$defs":{` + flowSchemaProgram + `,` + flowSchemaInstance + `}}`)
+	flowsInspectSchema = json.RawMessage(`{"type":"object","properties":{
+"instance":{"$ref":"#/$defs/instance"},
+"program":{"$ref":"#/$defs/program"},
+"journal":{"type":["array","null"],"items":{"$ref":"#/$defs/journal_entry"},"description":"the applies of the instance, oldest first"},
+"receipts":{"type":["array","null"],"items":{"$ref":"#/$defs/receipt"},"description":"committed transitions"},
+"approvals":{"type":["array","null"],"items":{"$ref":"#/$defs/approval"},"description":"approvals waiting for a person"},
+"closed_approvals":{"type":["array","null"],"items":{"$ref":"#/$defs/approval"},"description":"approvals decided or gone stale"},
+"approval":{"$ref":"#/$defs/approval","description":"the approval asked about, whatever its status"}},
+"required":["instance","program","journal","receipts","approvals","closed_approvals"],
+"$defs":{` + flowSchemaProgram + `,` + flowSchemaInstance + `,` + flowSchemaJournalEntry + `,` + flowSchemaReceipt + `,` + flowSchemaApproval + `}}`)
 	flowsPrescribeSchema = json.RawMessage(`{"type":"object","properties":{
-"decision":{"type":"object","description":"the kernel's decision; its kind is PRESCRIBED, MARKED, BLOCKED, REFUSED, UNRESOLVED or FRONTIER"},
-"approval":{"type":"object","description":"the approval request filed for a person"},
+"decision":{"$ref":"#/$defs/decision"},
+"approval":{"$ref":"#/$defs/approval","description":"the approval request filed for a person"},
 "next":{"type":"string","description":"what the caller can do now"},
 "url":{"type":"string","description":"page where a person decides the approval"}},
-"required":["decision"],"additionalProperties":true}`)
+"required":["decision","next"],
+"$defs":{` + flowSchemaDecision + `,` + flowSchemaApproval + `}}`)
+	flowsApplySchema = json.RawMessage(`{"$ref":"#/$defs/receipt","type":"object","$defs":{` + flowSchemaReceipt + `}}`)
+)
+
+// Definitions shared by the flows_* output schemas.
+const (
+	flowSchemaProgram = `"program":{"type":"object","properties":{
+"program_id":{"type":"string"},"program_version":{"type":"string"},"requires_runtime":{"type":"string"},
+"fingerprint":{"type":"string"},"transitions":{"type":"integer"},
+"objectives":{"type":["array","null"],"items":{"type":"string"}},
+"status":{"type":"string","description":"active, or proposed and waiting for a person"},
+"loaded_by":{"type":"string"}},
+"required":["program_id","program_version","requires_runtime","fingerprint","transitions","objectives"]}`
+	flowSchemaInstance = `"instance":{"type":"object","properties":{
+"instance_id":{"type":"string"},"program_fingerprint":{"type":"string"},"owner":{"type":"string"},
+"phase":{"type":"string"},
+"facts":{"type":"object","additionalProperties":{"type":"object","properties":{"status":{"type":"string"},"value":{"type":"string"}},"required":["status"]}},
+"objective":{"type":"string"},"revision":{"type":"integer"},
+"recovery":{"type":["object","null"],"properties":{"transition":{"type":"string"},"prescription":{"type":"string"},"cause":{"type":"string"}},
+"required":["transition","prescription","cause"],"description":"set when an apply was interrupted"},
+"pending":{"type":"string"}},
+"required":["instance_id","program_fingerprint","phase","facts","revision"]}`
+	flowSchemaJournalEntry = `"journal_entry":{"type":"object","properties":{
+"instance_id":{"type":"string"},"prescription":{"type":"string"},"transition":{"type":"string"},"revision":{"type":"integer"},
+"status":{"type":"string","enum":["begun","executing","committed","aborted"]},"at":{"type":"string"},"error":{"type":"string"}},
+"required":["instance_id","prescription","transition","revision","status","at"]}`
+	flowSchemaReceipt = `"receipt":{"type":"object","properties":{
+"id":{"type":"string"},"prescription":{"type":"string"},"instance_id":{"type":"string"},"transition":{"type":"string"},
+"program_fingerprint":{"type":"string"},"principal":{"type":"string"},"from_revision":{"type":"integer"},"revision":{"type":"integer"},
+"phase":{"type":"string"},"snapshot_fingerprint":{"type":"string"},"committed_at":{"type":"string"}},
+"required":["id","prescription","instance_id","transition","program_fingerprint","principal","from_revision","revision","phase","snapshot_fingerprint","committed_at"]}`
+	flowSchemaApproval = `"approval":{"type":"object","properties":{
+"id":{"type":"string"},"instance_id":{"type":"string"},"revision":{"type":"integer"},"program_fingerprint":{"type":"string"},
+"transition":{"type":"string"},"objective":{"type":"string"},"requester":{"type":"string"},"awaiting":{"type":"string"},
+"operation":{"type":"string"},"arguments":{"type":["array","null"],"items":{"type":"string"}},
+"expected_postcondition":{"type":"string"},"required_capabilities":{"type":["array","null"],"items":{"type":"string"}},
+"parameters":{"type":["array","null"],"items":{"type":"object","properties":{"name":{"type":"string"},"value":{"type":"string"},"secret":{"type":"boolean"},"digest":{"type":"string"}},"required":["name"]}},
+"bindings":{"type":["array","null"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"current":{"type":"string"},"value":{"type":"string"},"revision":{"type":"integer"},"secret":{"type":"boolean"},"digest":{"type":"string"}},"required":["kind","name"]}},
+"summary":{"type":"string"},"summary_lines":{"type":["array","null"],"items":{"type":"string"}},
+"status":{"type":"string","enum":["pending","approved","declined","stale"]},
+"changed":{"type":["array","null"],"items":{"type":"string"}},
+"created_at":{"type":"string"},"decided_at":{"type":"string"},"decider":{"type":"string"},"reason":{"type":"string"},"receipt":{"type":"string"}},
+"required":["id","instance_id","revision","program_fingerprint","transition","requester","awaiting","operation","expected_postcondition","required_capabilities","status","created_at"]}`
+	flowSchemaDecision = `"decision":{"type":"object","description":"the kernel's decision","properties":{
+"kind":{"type":"string","enum":["PRESCRIBED","MARKED","BLOCKED","REFUSED","UNRESOLVED","FRONTIER"]},
+"transition":{"type":"string"},
+"candidates":{"type":["array","null"],"items":{"type":"string"}},
+"reasons":{"type":["array","null"],"items":{"type":"object","properties":{"transition":{"type":"string"},"code":{"type":"string"},"message":{"type":"string"}},"required":["transition","code","message"]}},
+"awaiting":{"type":"string"},"missing":{"type":["array","null"],"items":{"type":"string"}},
+"code":{"type":"string"},"message":{"type":"string"},
+"prescription":{"type":"object","description":"apply it with flows_apply before expires_at","properties":{
+"id":{"type":"string"},"instance_id":{"type":"string"},"revision":{"type":"integer"},"transition":{"type":"string"},
+"program_fingerprint":{"type":"string"},"snapshot_fingerprint":{"type":"string"},"authority_fingerprint":{"type":"string"},
+"required_capabilities":{"type":["array","null"],"items":{"type":"string"}},"effective_capabilities":{"type":["array","null"],"items":{"type":"string"}},
+"parameters":{"type":"object","additionalProperties":{"type":"string"}},"objective":{"type":"string"},
+"issued_at":{"type":"string"},"expires_at":{"type":"string"}},
+"required":["id","instance_id","revision","transition","program_fingerprint","issued_at","expires_at"]}},
+"required":["kind","candidates","reasons"]}`
 )
 
 // afterDecline completes a prescribe answer that found a person's approval

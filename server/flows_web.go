@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
-func (s *Server) routesFlowsWeb(mux *http.ServeMux) {
+func (s *Server) routesFlowsWeb(mux *routeMux) {
 	mux.Handle("GET /flows", s.webPage(s.handleFlowsPage))
 	mux.Handle("GET /flows/instances/{id}", s.webPage(s.handleFlowInstancePage))
 	mux.Handle("POST /web/flows/approvals/{id}/{decision}", s.webPage(s.handleWebFlowDecide))
@@ -290,7 +291,7 @@ func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, 
 func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg page) {
 	decision := r.PathValue("decision")
 	if decision != "approve" && decision != "decline" {
-		writeError(w, http.StatusNotFound, "not_found", "an approval can be approved or declined")
+		writeError(w, wire.NotFound, "an approval can be approved or declined")
 		return
 	}
 	reason := ""

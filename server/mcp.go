@@ -17,6 +17,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -68,6 +69,12 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 }
 
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	jw := &jsonErrors{ResponseWriter: w}
+	defer jw.finish()
+	m.serve(jw, r)
+}
+
+func (m *mcpEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		// A standalone notification stream lives as long as the session;
 		// end it when the server shuts down so draining is not held up.
@@ -94,7 +101,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A POST without a session opens one.
 	if !m.sessions.reserve(p.ID) {
-		writeError(w, http.StatusTooManyRequests, "too_many_sessions",
+		writeError(w, wire.TooManySessions,
 			fmt.Sprintf("this token already holds %d MCP sessions, all of them busy; end one (DELETE /mcp with its Mcp-Session-Id) or wait for one to finish", m.sessions.limit))
 		return
 	}
@@ -481,10 +488,13 @@ func toolResult(res *tool.Result) *mcp.CallToolResult {
 	return out
 }
 
+// toolErrorResult is a tool's refusal as an MCP error result: the one
+// wire shape, {"error": {code, message, retryable, data?}}, as the
+// structured content and, as JSON, the text.
 func toolErrorResult(te *tool.Error) *mcp.CallToolResult {
-	body := map[string]*tool.Error{"error": te}
+	body := wire.Body{Error: fromToolError(te)}
 	b, _ := json.Marshal(body)
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: body}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
 
 // openMemoTTL bounds how long runtime_status trusts remembered counts of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -161,7 +162,7 @@ func (s *Server) closeRuns() {
 	}
 }
 
-func (s *Server) routesRuns(mux *http.ServeMux) {
+func (s *Server) routesRuns(mux *routeMux) {
 	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
 	mux.Handle("POST /v1/runs", h(s.handleRunSpawn))
 	mux.Handle("GET /v1/runs", h(s.handleRunList))
@@ -261,23 +262,12 @@ func ownerOf(p store.Principal) string {
 	return p.ID
 }
 
+// writeRunError answers err: a *run.Error keeps its code, with the status
+// and retryable flag of the wire table and its details as data.
 func writeRunError(w http.ResponseWriter, err error) {
 	var e *run.Error
 	if errors.As(err, &e) {
-		status := statusFor(e.Code)
-		switch e.Code {
-		case run.CodeEndpointNotReady, run.CodeDeliveryFailed:
-			status = http.StatusServiceUnavailable
-		case run.CodeStartFailed:
-			status = http.StatusInternalServerError
-		case run.CodePreserveFailed:
-			status = http.StatusConflict
-		case run.CodeRunActive, run.CodeRunArchived, run.CodeNotRunning, run.CodeNotTerminal, "terminal_state",
-			run.CodeGenerationMismatch, run.CodeIntegrity, run.CodeToolExists, run.CodeToolCollision:
-			status = http.StatusConflict
-		}
-		writeAPIError(w, &apiError{Status: status, Code: e.Code, Message: e.Message, Data: e.Details,
-			Retryable: e.Code == run.CodeBackpressure || e.Code == run.CodeEndpointNotReady})
+		writeAPIError(w, apiErr(wire.Code(e.Code), e.Message).WithData(e.Details))
 		return
 	}
 	writeToolError(w, err)
@@ -299,7 +289,7 @@ func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := ownerOf(principalOf(r))
 	if owner == "" {
-		writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot start Runs")
+		writeError(w, wire.Forbidden, "a run-scoped token cannot start Runs")
 		return
 	}
 	id := b.RunID
@@ -404,7 +394,7 @@ func (s *Server) handleRunControl(w http.ResponseWriter, r *http.Request) {
 	owner, instance := s.runActor(r.Context(), principalOf(r), id)
 	if instance != "" {
 		// A service steers nothing but itself through its own journal.
-		writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot apply Controls; it claims and settles them")
+		writeError(w, wire.Forbidden, "a run-scoped token cannot apply Controls; it claims and settles them")
 		return
 	}
 	v, err := s.runs.ApplyAs(r.Context(), owner, principalOf(r).ID, id, b.Action, b.Input)
@@ -478,7 +468,7 @@ func (s *Server) handleRunSettle(handled bool) http.HandlerFunc {
 func (s *Server) handleRunTrace(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 2*run.TraceEventMaxBytes))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a Trace event is at most %d bytes", run.TraceEventMaxBytes))
+		writeError(w, wire.TooLarge, fmt.Sprintf("a Trace event is at most %d bytes", run.TraceEventMaxBytes))
 		return
 	}
 	in, err := run.DecodeTraceInput(body)
@@ -507,7 +497,7 @@ func (s *Server) handleRunRetain(action string) http.HandlerFunc {
 		id := r.PathValue("id")
 		owner, instance := s.runActor(r.Context(), principalOf(r), id)
 		if instance != "" {
-			writeError(w, http.StatusForbidden, "forbidden", "a run-scoped token cannot "+action+" its Run")
+			writeError(w, wire.Forbidden, "a run-scoped token cannot "+action+" its Run")
 			return
 		}
 		var v any

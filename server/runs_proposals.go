@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -20,7 +22,7 @@ import (
 // the exact command. Registered tools stay private to their owner until a
 // person publishes them on the tools page.
 
-func (s *Server) routesRunProposals(mux *http.ServeMux) {
+func (s *Server) routesRunProposals(mux *routeMux) {
 	mux.Handle("GET /runs/proposals/{id}", s.webPage(s.handleProposalPage))
 	mux.Handle("POST /runs/proposals/{id}/approve", s.webPage(s.handleWebProposalDecide(true)))
 	mux.Handle("POST /runs/proposals/{id}/decline", s.webPage(s.handleWebProposalDecide(false)))
@@ -36,17 +38,7 @@ func (s *Server) routesRunProposals(mux *http.ServeMux) {
 }
 
 // writeProposalError answers a refused proposal or publication.
-func writeProposalError(w http.ResponseWriter, err error) {
-	var e *run.Error
-	if errors.As(err, &e) {
-		switch e.Code {
-		case run.CodeProposalDecided, run.CodeStaleProposal:
-			writeAPIError(w, &apiError{Status: http.StatusConflict, Code: e.Code, Message: e.Message})
-			return
-		}
-	}
-	writeRunError(w, err)
-}
+func writeProposalError(w http.ResponseWriter, err error) { writeRunError(w, err) }
 
 // auditProposal records a person's decision in the audit log.
 func (s *Server) auditProposal(ctx context.Context, p store.Principal, source, id, action string, err error) {
@@ -76,7 +68,7 @@ func (s *Server) handleProposalList(w http.ResponseWriter, r *http.Request) {
 	switch status {
 	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDeclined:
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request", "status is one of pending, approved, declined")
+		writeError(w, wire.InvalidRequest, "status is one of pending, approved, declined")
 		return
 	}
 	props, err := s.runTools.Proposals(r.Context(), p, status)
@@ -236,16 +228,10 @@ func (s *Server) handleWebProposalDecide(approve bool) func(http.ResponseWriter,
 }
 
 // shownValues lists values by name, each as JSON.
-func shownValues(values map[string]any) []inboxField {
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]inboxField, 0, len(keys))
-	for _, k := range keys {
-		b, _ := json.Marshal(values[k])
-		out = append(out, inboxField{Label: k, Value: string(b)})
+func shownValues(values map[string]json.RawMessage) []inboxField {
+	out := make([]inboxField, 0, len(values))
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		out = append(out, inboxField{Label: k, Value: string(values[k])})
 	}
 	return out
 }
@@ -325,7 +311,7 @@ type toolRow struct {
 func (s *Server) handleToolsPage(w http.ResponseWriter, r *http.Request, pg page) {
 	infos, err := s.runTools.RegisteredTools(r.Context(), *pg.Principal)
 	if err != nil {
-		http.Error(w, "the tools could not be listed", http.StatusInternalServerError)
+		writeError(w, wire.Internal, "the tools could not be listed; reload the page, and report it if it persists")
 		return
 	}
 	names := s.principalNames(r.Context())

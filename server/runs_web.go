@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -138,7 +139,7 @@ type runsPage struct {
 	Notice, Code, Recipe string
 }
 
-func (s *Server) routesRunsWeb(mux *http.ServeMux) {
+func (s *Server) routesRunsWeb(mux *routeMux) {
 	mux.Handle("GET /runs", s.webPage(s.handleRunsPage))
 	mux.Handle("POST /runs/start", s.webPage(s.handleRunStart))
 	mux.Handle("GET /runs/{id}", s.webPage(s.handleRunPage))
@@ -168,7 +169,7 @@ func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page,
 	ctx := r.Context()
 	runs, err := s.listRuns(ctx, *pg.Principal, "all")
 	if err != nil {
-		http.Error(w, "the Runs could not be listed", http.StatusInternalServerError)
+		writeError(w, wire.Internal, "the Runs could not be listed; reload the page, and report it if it persists")
 		return
 	}
 	f := parseRunFilter(r.URL.Query())

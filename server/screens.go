@@ -20,6 +20,7 @@ import (
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -122,7 +123,7 @@ func (s *Server) closeScreens() {
 	}
 }
 
-func (s *Server) routesScreens(mux *http.ServeMux) {
+func (s *Server) routesScreens(mux *routeMux) {
 	mux.Handle("POST /v1/screens", s.authed(http.HandlerFunc(s.handleScreenCreate)))
 	mux.Handle("GET /v1/screens", s.authed(http.HandlerFunc(s.handleScreenList)))
 	mux.Handle("GET /v1/screens/{id}", s.authed(http.HandlerFunc(s.handleScreenGet)))
@@ -245,7 +246,7 @@ func (s *Server) handlePicture(w http.ResponseWriter, r *http.Request, pg page) 
 	p, ok := s.pictures[r.PathValue("name")]
 	s.scrMu.Unlock()
 	if !ok {
-		http.NotFound(w, r)
+		writeError(w, wire.NotFound, "no picture of that name is registered; use a name from the app's asset registry")
 		return
 	}
 	h := w.Header()
@@ -603,7 +604,7 @@ func (s *Server) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				s.removeScreen(sc)
-				writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
+				writeError(w, wire.TooLarge, fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
 				return
 			}
 			// The writer went away: end the stream with what arrived.
@@ -626,7 +627,7 @@ func (s *Server) handleScreenList(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleScreenGet(w http.ResponseWriter, r *http.Request) {
 	sc, ok := s.screenFor(principalOf(r), r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such screen is open for you; list your screens with GET /v1/screens")
+		writeError(w, wire.NotFound, "no such screen is open for you; list your screens with GET /v1/screens")
 		return
 	}
 	writeJSON(w, http.StatusOK, sc.summary())
@@ -636,7 +637,7 @@ func (s *Server) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	sc, ok := s.screenFor(p, r.PathValue("id"))
 	if !ok || sc.owner.ID != p.ID {
-		writeError(w, http.StatusNotFound, "not_found", "you have no such screen open; list your screens with GET /v1/screens")
+		writeError(w, wire.NotFound, "you have no such screen open; list your screens with GET /v1/screens")
 		return
 	}
 	s.removeScreen(sc)
@@ -649,16 +650,16 @@ func (s *Server) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
 	sc, ok := s.screenFor(p, r.PathValue("id"))
 	if !ok || sc.owner.ID != p.ID {
-		writeError(w, http.StatusNotFound, "not_found", "you have no such screen open; only the screen's owner updates it")
+		writeError(w, wire.NotFound, "you have no such screen open; only the screen's owner updates it")
 		return
 	}
 	if p.Kind == store.KindAgent {
-		writeError(w, http.StatusForbidden, "forbidden", "updates come from the application's code, never from a model; use a service token")
+		writeError(w, wire.Forbidden, "updates come from the application's code, never from a model; use a service token")
 		return
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "an update may be at most 1 MiB")
+		writeError(w, wire.TooLarge, "an update may be at most 1 MiB")
 		return
 	}
 	res, err := s.applyUpdate(sc, string(b))
@@ -677,7 +678,14 @@ func (s *Server) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	sc.mu.Lock()
 	seq := sc.seq
 	sc.mu.Unlock()
-	writeJSON(w, status, map[string]any{"applied": res.Applied, "issues": issues, "seq": seq})
+	body := map[string]any{"applied": res.Applied, "issues": issues, "seq": seq}
+	if !res.Applied {
+		// A rejected update keeps its answer's fields and carries the one
+		// error object beside them.
+		body["error"] = apiErr(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
+			WithData(map[string]any{"issues": issues})
+	}
+	writeJSON(w, status, body)
 }
 
 // showScreenTool is the MCP tool show_screen (SPEC 10.25–10.27). Its
@@ -771,7 +779,7 @@ func showScreenText(sum screenSummary) string {
 // confirmation is shown only by the web UI's press of a screen's button.
 func (s *Server) runTool(ctx context.Context, p store.Principal, name string, params map[string]any) (confirm.Result, *apiError) {
 	if _, ok := s.screenTools.Lookup(name); !ok {
-		return confirm.Result{}, &apiError{Status: http.StatusForbidden, Code: "unknown_tool", Message: "no tool of that name is registered (names are compared byte for byte)"}
+		return confirm.Result{}, apiErr(wire.UnknownTool, "no tool of that name is registered (names are compared byte for byte)")
 	}
 	if e := s.checkAccess(p, name); e != nil {
 		return confirm.Result{}, e
@@ -782,7 +790,7 @@ func (s *Server) runTool(ctx context.Context, p store.Principal, name string, pa
 	}
 	if pend.NeedsConfirmation() {
 		pend.Cancel()
-		return confirm.Result{}, &apiError{Status: http.StatusConflict, Code: "confirmation_required", Message: "this tool runs only after a person confirms it: press its button on a screen in the assent web UI"}
+		return confirm.Result{}, apiErr(wire.ConfirmationRequired, "this tool runs only after a person confirms it: press its button on a screen in the assent web UI")
 	}
 	res, err := pend.Confirm(ctx)
 	if err != nil {
@@ -799,11 +807,11 @@ func (s *Server) checkAccess(p store.Principal, name string) *apiError {
 		return nil
 	case AccessPeople:
 		if p.Kind != store.KindHuman {
-			return &apiError{Status: http.StatusUnauthorized, Code: "sign_in_required", Message: "this tool is for people: sign in to the assent web UI"}
+			return apiErr(wire.SignInRequired, "this tool is for people: sign in to the assent web UI")
 		}
 	default:
 		if p.ID == "" {
-			return &apiError{Status: http.StatusUnauthorized, Code: "sign_in_required", Message: "this tool is for signed-in principals: send a bearer token or sign in"}
+			return apiErr(wire.SignInRequired, "this tool is for signed-in principals: send a bearer token or sign in")
 		}
 	}
 	return nil
@@ -814,34 +822,38 @@ func pressError(err error) *apiError {
 	var ce *confirm.Error
 	if !errors.As(err, &ce) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: "the request ended before the tool ran; try again", Retryable: true}
+			return apiErr(wire.ToolFailed, "the request ended before the tool ran; try again")
 		}
-		return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: "the tool failed; try again", Retryable: true}
+		return apiErr(wire.ToolFailed, "the tool failed; try again")
 	}
 	switch ce.Code {
 	case confirm.CodeUnknownTool:
-		return &apiError{Status: http.StatusForbidden, Code: "unknown_tool", Message: ce.Message}
+		return apiErr(wire.UnknownTool, ce.Message)
 	case confirm.CodeInvalidParams:
 		issues := ce.Issues
 		if issues == nil {
 			issues = []confirm.ParamIssue{}
 		}
-		return &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_params", Message: ce.Message, Data: map[string]any{"issues": issues}}
+		return apiErr(wire.InvalidParams, ce.Message).WithData(map[string]any{"issues": issues})
 	case confirm.CodeMutationBlocked:
-		return &apiError{Status: http.StatusUnprocessableEntity, Code: "mutation_blocked", Message: ce.Message}
+		return apiErr(wire.MutationBlocked, ce.Message)
 	case confirm.CodeToolChanged:
-		return &apiError{Status: http.StatusConflict, Code: "tool_changed", Message: ce.Message}
+		return apiErr(wire.ToolChanged, ce.Message)
 	case confirm.CodeHandlerFailed:
 		var te *tool.Error
 		if errors.As(ce.Err, &te) {
 			if te.Code == "not_found" {
-				return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: te.Message}
+				return apiErr(wire.NotFound, te.Message)
 			}
-			return &apiError{Status: http.StatusConflict, Code: te.Code, Message: te.Message}
+			// A tool's own refusal is a conflict, whatever its code
+			// (SPEC 10.14).
+			e := apiErr(wire.Code(te.Code), te.Message)
+			e.Status = http.StatusConflict
+			return e
 		}
-		return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: "the tool's handler failed; try again", Retryable: true}
+		return apiErr(wire.ToolFailed, "the tool's handler failed; try again")
 	}
-	return &apiError{Status: http.StatusInternalServerError, Code: "tool_failed", Message: ce.Message, Retryable: true}
+	return apiErr(wire.ToolFailed, ce.Message)
 }
 
 // loadToolsFile registers the tools of a tools.json file, if there is one.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -37,11 +38,11 @@ func (s *Server) handleMutate(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if _, present := r.Header["Idempotency-Key"]; present && !validIdemKey(key) {
-		writeError(w, http.StatusBadRequest, "invalid_request", "Idempotency-Key must be 1 to 200 letters, digits or _-:.")
+		writeError(w, wire.InvalidRequest, "Idempotency-Key must be 1 to 200 letters, digits or _-:.")
 		return
 	}
 	if _, ok := s.screenTools.Lookup(name); !ok {
-		writeError(w, http.StatusForbidden, "unknown_tool", "no tool of that name is registered (names are compared byte for byte)")
+		writeError(w, wire.UnknownTool, "no tool of that name is registered (names are compared byte for byte)")
 		return
 	}
 	if e := s.checkAccess(p, name); e != nil {
@@ -63,10 +64,10 @@ func (s *Server) handleMutate(w http.ResponseWriter, r *http.Request) {
 			writeRaw(w, entry.status, entry.body)
 			return
 		case idemConflict:
-			writeError(w, http.StatusConflict, "idempotency_conflict", "this Idempotency-Key was used for other params; use a new key for a new press")
+			writeError(w, wire.IdempotencyConflict, "this Idempotency-Key was used for other params; use a new key for a new press")
 			return
 		case idemInProgress:
-			writeAPIError(w, &apiError{Status: http.StatusConflict, Code: "idempotency_in_progress", Message: "a request with this Idempotency-Key is still running; retry shortly", Retryable: true})
+			writeAPIError(w, apiErr(wire.IdempotencyInProgress, "a request with this Idempotency-Key is still running; retry shortly"))
 			return
 		}
 	}
@@ -84,7 +85,6 @@ func (s *Server) handleMutate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) mutate(r *http.Request, p store.Principal, name string, params map[string]any) (int, []byte) {
 	res, aerr := s.runTool(r.Context(), p, name, params)
 	if aerr != nil {
-		aerr.Retryable = aerr.Retryable || aerr.Status >= 500
 		return aerr.Status, mustMarshal(map[string]any{"error": errorBody(aerr)})
 	}
 	result := res.Value
@@ -99,12 +99,18 @@ func (s *Server) mutate(r *http.Request, p store.Principal, name string, params 
 	}{true, name, result, res.Update})
 }
 
-// errorBody is the error object of SPEC 10.2 with invalid_params' issues at
-// its top level.
+// errorBody is the error object of SPEC 10.2: the one wire shape, with
+// its data also spread at the top level, where SPEC 10.14 reads
+// invalid_params' issues.
 func errorBody(e *apiError) map[string]any {
 	out := map[string]any{"code": e.Code, "message": e.Message, "retryable": e.Retryable}
+	if len(e.Data) > 0 {
+		out["data"] = e.Data
+	}
 	for k, v := range e.Data {
-		out[k] = v
+		if _, taken := out[k]; !taken {
+			out[k] = v
+		}
 	}
 	return out
 }
@@ -141,7 +147,7 @@ func (s *Server) mutateCaller(w http.ResponseWriter, r *http.Request) (store.Pri
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
 		if !s.sameOrigin(r) {
-			writeError(w, http.StatusForbidden, "bad_origin", "a browser request must come from the assent web UI itself (the Origin header is missing or another site's)")
+			writeError(w, wire.BadOrigin, "a browser request must come from the assent web UI itself (the Origin header is missing or another site's)")
 			return store.Principal{}, false
 		}
 		sess, err := s.store.Session(ctx, auth.Hash(c.Value), s.now())
@@ -180,12 +186,12 @@ func decodeMutate(w http.ResponseWriter, r *http.Request) (string, map[string]an
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return "", nil, &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: "the request body is over 1 MiB"}
+			return "", nil, apiErr(wire.TooLarge, "the request body is over 1 MiB")
 		}
-		return "", nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: "the request body could not be read"}
+		return "", nil, apiErr(wire.InvalidRequest, "the request body could not be read")
 	}
 	bad := func(msg string) (string, map[string]any, *apiError) {
-		return "", nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: msg}
+		return "", nil, apiErr(wire.InvalidRequest, msg)
 	}
 	var body map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/screen"
+	"github.com/assent-run/assent/server/wire"
 )
 
 // Generator writes screens for prompts: a model, or the mock that serves
@@ -177,16 +178,16 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n := utf8.RuneCountInString(req.Prompt); n < 1 || n > 2000 {
-		writeError(w, http.StatusBadRequest, "invalid_request", "prompt must be 1 to 2,000 characters")
+		writeError(w, wire.InvalidRequest, "prompt must be 1 to 2,000 characters")
 		return
 	}
 	if v, ok := r.URL.Query()["version"]; ok {
 		if _, err := screen.ParseFormat(v[0]); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request", "version must be MAJOR.MINOR, such as "+screen.FormatVersion)
+			writeError(w, wire.InvalidRequest, "version must be MAJOR.MINOR, such as "+screen.FormatVersion)
 			return
 		}
 		if !screen.CanRead(v[0], screen.FormatVersion) {
-			writeError(w, http.StatusBadRequest, "unsupported_version", "this server writes stream format "+screen.FormatVersion+", newer than "+v[0]+"; ask without a version, or update the client")
+			writeError(w, wire.UnsupportedVersion, "this server writes stream format "+screen.FormatVersion+", newer than "+v[0]+"; ask without a version, or update the client")
 			return
 		}
 	}
@@ -194,7 +195,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	gen := s.generator
 	s.scrMu.Unlock()
 	if gen == nil {
-		writeError(w, http.StatusInternalServerError, "server_error", "no generator is configured")
+		writeError(w, wire.ServerError, "no generator is configured")
 		return
 	}
 	p := principalOf(r)
@@ -285,21 +286,21 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "after must be the seq of the last update applied, 0 at first")
+			writeError(w, wire.InvalidRequest, "after must be the seq of the last update applied, 0 at first")
 			return
 		}
 		after = n
 	}
 	sc, ok := s.screenFor(principalOf(r), q.Get("screen"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such screen is followed for you; generate or show it again")
+		writeError(w, wire.NotFound, "no such screen is followed for you; generate or show it again")
 		return
 	}
 	sc.mu.Lock()
 	closed := sc.closed
 	sc.mu.Unlock()
 	if closed {
-		writeError(w, http.StatusNotFound, "not_found", "that screen is no longer followed")
+		writeError(w, wire.NotFound, "that screen is no longer followed")
 		return
 	}
 	startSSE(w)

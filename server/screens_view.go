@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	assent "github.com/assent-run/assent"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/view"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/tool"
 )
 
@@ -20,10 +22,12 @@ import (
 // and each screen tool is offered to the view as an app-only MCP tool that
 // is checked here like a press.
 
-// The _meta keys a view's tools/call carries (SPEC 10.28, 10.35).
+// The _meta keys a view's tools/call carries (SPEC 10.28, 10.35), and the
+// screen assent keeps for the tool call that drew the view.
 const (
 	metaIdempotencyKey = "io.omni-ir/idempotency-key"
 	metaButton         = "io.omni-ir/button"
+	metaScreen         = "io.assent/screen"
 )
 
 // AddScreenView offers the screen view on ms as an MCP resource.
@@ -45,14 +49,7 @@ func (s *Server) AddScreenView(ms *mcp.Server) {
 // viewPage returns the view with the app's tools and pictures as they are
 // now.
 func (s *Server) viewPage() []byte {
-	cfg := view.Config{Version: assent.Version, Confirm: map[string]bool{}, Pictures: map[string]string{}}
-	for _, n := range s.screenTools.Names() {
-		t, _ := s.screenTools.Lookup(n)
-		cfg.Tools = append(cfg.Tools, n)
-		if !t.Confirm.IsZero() {
-			cfg.Confirm[n] = true
-		}
-	}
+	cfg := view.Config{Version: assent.Version, Tools: s.screenTools.Names(), Pictures: map[string]string{}}
 	s.scrMu.Lock()
 	for name, p := range s.pictures {
 		cfg.Pictures[name] = "data:" + p.contentType + ";base64," + base64.StdEncoding.EncodeToString(p.data)
@@ -84,7 +81,7 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var params map[string]any
 			if err := json.Unmarshal(c.Args, &params); err != nil || params == nil {
-				return viewRefusal(&apiError{Code: "invalid_request", Message: "the params must be a JSON object"}), nil
+				return viewRefusal(apiErr(wire.InvalidRequest, "the params must be a JSON object")), nil
 			}
 			key, present := c.Meta[metaIdempotencyKey]
 			if !present {
@@ -92,7 +89,7 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 			}
 			k, _ := key.(string)
 			if !validIdemKey(k) {
-				return viewRefusal(&apiError{Code: "invalid_request", Message: "_meta[\"" + metaIdempotencyKey + "\"] must be 1 to 200 letters, digits or _-:."}), nil
+				return viewRefusal(apiErr(wire.InvalidRequest, "_meta[\""+metaIdempotencyKey+"\"] must be 1 to 200 letters, digits or _-:.")), nil
 			}
 			entry, state := s.idem.begin("mcp:"+c.Principal.ID+"\x00"+k, fingerprint(t.Name, params), s.now())
 			switch state {
@@ -102,9 +99,9 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 					return &res, nil
 				}
 			case idemConflict:
-				return viewRefusal(&apiError{Code: "idempotency_conflict", Message: "this idempotency key was used for other params; use a new key for a new press"}), nil
+				return viewRefusal(apiErr(wire.IdempotencyConflict, "this idempotency key was used for other params; use a new key for a new press")), nil
 			case idemInProgress:
-				return viewRefusal(&apiError{Code: "idempotency_in_progress", Message: "a call with this idempotency key is still running; retry shortly", Retryable: true}), nil
+				return viewRefusal(apiErr(wire.IdempotencyInProgress, "a call with this idempotency key is still running; retry shortly")), nil
 			}
 			res := s.runViewTool(ctx, c, t.Name, params)
 			body, _ := json.Marshal(res)
@@ -118,6 +115,11 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 // runViewTool runs the tool and shapes its answer for the view.
 func (s *Server) runViewTool(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
 	out, aerr := s.runTool(ctx, c.Principal, name, params)
+	if aerr != nil && aerr.Code == wire.ConfirmationRequired {
+		if res := s.fileViewPress(ctx, c, name, params); res != nil {
+			return res
+		}
+	}
 	if aerr != nil {
 		aerr.Retryable = aerr.Retryable || aerr.Status >= 500
 		return viewRefusal(aerr)
@@ -138,6 +140,48 @@ func (s *Server) runViewTool(ctx context.Context, c tool.Call, name string, para
 	return &tool.Result{Text: string(b), Structured: res}
 }
 
+// fileViewPress files a press from a view for a tool that asks for a
+// person's confirmation. Nothing a view sends proves a person pressed, so
+// the tool does not run: the press waits on the screen assent keeps for
+// the view's tool call, and the refusal carries the app's sentence and the
+// page where a person confirms it. It returns nil when the call names no
+// screen of the caller's with that button and tool.
+func (s *Server) fileViewPress(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
+	screenID, _ := c.Meta[metaScreen].(string)
+	button, _ := c.Meta[metaButton].(string)
+	sc, ok := s.screenFor(c.Principal, screenID)
+	if !ok || button == "" {
+		return nil
+	}
+	sc.mu.Lock()
+	m := sc.doc.Mutation(button)
+	closed := sc.closed
+	var display map[string]string
+	if m != nil {
+		display = shownParams(sc.doc, m.Params, params)
+	}
+	sc.mu.Unlock()
+	if m == nil || m.Tool != name || closed {
+		return nil
+	}
+	pend, err := s.screenTools.Prepare(confirm.WithDisplay(ctx, display), name, params, nil)
+	if err != nil || !pend.NeedsConfirmation() {
+		if err == nil {
+			pend.Cancel()
+		}
+		return nil
+	}
+	id := s.addPress(sc, button, pend)
+	url := strings.TrimRight(s.cfg.BaseURL, "/") + "/screens/" + sc.id + "?press=" + id
+	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent: " + url, Structured: map[string]any{
+		"code":      wire.ConfirmationRequired,
+		"message":   "a person confirms this in assent, where the app says what it will do; open the url",
+		"retryable": false,
+		"sentence":  pend.Sentence(),
+		"url":       url,
+	}}
+}
+
 // viewRefusal is a refusal as SPEC 10.28 shapes it: an error result whose
 // structuredContent is {"code", "message"}.
 func viewRefusal(e *apiError) *tool.Result {
@@ -145,7 +189,7 @@ func viewRefusal(e *apiError) *tool.Result {
 	if is, ok := e.Data["issues"]; ok {
 		body["issues"] = is
 	}
-	return &tool.Result{IsError: true, Text: e.Code + ": " + e.Message, Structured: body}
+	return &tool.Result{IsError: true, Text: e.Error(), Structured: body}
 }
 
 // showScreenMeta links show_screen to the view (SPEC 10.25).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestScreenViewResource(t *testing.T) {
 		t.Fatalf("read: %+v", res.Contents)
 	}
 	page := res.Contents[0].Text
-	for _, want := range []string{"<!doctype html>", `"pay.now"`, `"confirm":{"pay.confirmed":true}`, ".o-screen"} {
+	for _, want := range []string{"<!doctype html>", `"pay.now"`, `"pay.confirmed"`, ".o-screen"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the view lacks %q", want)
 		}
@@ -111,5 +112,53 @@ func TestViewToolIdempotencyKey(t *testing.T) {
 	// A new key is a new press.
 	if res := call("press-2", 1); res.IsError || recs["pay.now"].count() != 2 {
 		t.Fatalf("a new key: %v", res.StructuredContent)
+	}
+}
+
+// TestViewPressOfAConfirmedTool: a view's press of a tool that asks for a
+// confirmation runs nothing; it is filed on the caller's own screen, for
+// that screen's button of that tool only, and the page a person opens asks
+// them with the app's sentence.
+func TestViewPressOfAConfirmedTool(t *testing.T) {
+	f, recs := screenFixture(t)
+	cs, err := f.appsSession(f.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	stream := "root = Stack([a, b])\n$amt = 5\na = Button(\"Pay\", action=\"pay\")\naIt = McpMutation(a, tool=\"pay.confirmed\", params={amount: $amt})\nb = Button(\"Now\", action=\"now\")\nbIt = McpMutation(b, tool=\"pay.now\", params={amount: $amt})\n"
+	out, _ := callTool(t, cs, "show_screen", map[string]any{"screen": stream})
+	id := out["screen"].(string)
+	press := func(screenID, button string) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "pay.confirmed", Arguments: map[string]any{"amount": 5},
+			Meta: mcp.Meta{metaScreen: screenID, metaButton: button, metaIdempotencyKey: "k-" + screenID + button}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, _ := res.StructuredContent.(map[string]any)
+		if !res.IsError || sc["code"] != "confirmation_required" {
+			t.Fatalf("press %s/%s: %+v", screenID, button, res.StructuredContent)
+		}
+		return sc
+	}
+	for _, tc := range []struct{ screen, button string }{{"scr_nope", "a"}, {id, "b"}, {id, "nope"}} {
+		if sc := press(tc.screen, tc.button); sc["url"] != nil {
+			t.Errorf("a press on %s/%s was filed: %v", tc.screen, tc.button, sc)
+		}
+	}
+	sc := press(id, "a")
+	url, _ := sc["url"].(string)
+	if sc["sentence"] != "Pay 5?" || !strings.Contains(url, "/screens/"+id+"?press=") {
+		t.Fatalf("filed press: %v", sc)
+	}
+	if n := recs["pay.confirmed"].count(); n != 0 {
+		t.Fatalf("the confirmed tool ran %d times", n)
+	}
+	cookie, _ := f.signIn()
+	resp := f.get(url[strings.Index(url, "/screens/"):], cookie)
+	page, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(page), `data-press-sentence="Pay 5?"`) {
+		t.Fatalf("the page does not ask about the press:\n%s", page)
 	}
 }

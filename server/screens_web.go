@@ -17,13 +17,14 @@ import (
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server/wire"
 )
 
 // wordFailed is what a person sees when a press fails: plain text, never
 // the stream's.
 const wordFailed = "The action failed. Nothing was changed that you can see; try again."
 
-func (s *Server) routesScreensWeb(mux *http.ServeMux) {
+func (s *Server) routesScreensWeb(mux *routeMux) {
 	mux.Handle("GET /screens", s.webPage(s.handleScreensPage))
 	mux.Handle("GET /screens/{id}", s.webPage(s.handleScreenPage))
 	mux.Handle("POST /screens/{id}/state", s.webPage(s.handleScreenState))
@@ -75,6 +76,15 @@ func (s *Server) handleScreenPage(w http.ResponseWriter, r *http.Request, pg pag
 		return
 	}
 	view := s.buildScreenView(r.Context(), sc, pg.CSRF)
+	if id := r.URL.Query().Get("press"); id != "" {
+		// A press filed from a view in an agent's host: the page opens the
+		// runtime's dialog for it.
+		sc.mu.Lock()
+		if pp, ok := sc.presses[id]; ok {
+			view.Press, view.PressSentence = id, pp.pending.Sentence()
+		}
+		sc.mu.Unlock()
+	}
 	pg.Title = view.Title
 	pg.Data = view
 	if r.URL.Query().Get("partial") == "1" {
@@ -97,6 +107,9 @@ type screenView struct {
 	// Marks is a JSON object mapping the element id of each field an
 	// agent highlighted to the milliseconds its highlight has left.
 	Marks string
+	// Press and PressSentence name a press waiting for the person's
+	// confirmation, which the page asks about when it opens.
+	Press, PressSentence string
 }
 
 // buildScreenView draws the document into views: under the screen's lock,
@@ -158,7 +171,7 @@ func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf strin
 func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg page) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such screen is open for you")
+		writeError(w, wire.NotFound, "no such screen is open for you")
 		return
 	}
 	var req struct {
@@ -179,12 +192,12 @@ func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg pa
 	}
 	if f == nil || sc.closed {
 		sc.mu.Unlock()
-		writeError(w, http.StatusNotFound, "not_found", "the screen has no such field")
+		writeError(w, wire.NotFound, "the screen has no such field")
 		return
 	}
 	if err := checkFieldValue(f.typ, req.Value); err != nil {
 		sc.mu.Unlock()
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		writeError(w, wire.InvalidRequest, err.Error())
 		return
 	}
 	err := sc.doc.SetState(f.key, req.Value)
@@ -201,7 +214,7 @@ func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg pa
 	v := sc.version
 	sc.mu.Unlock()
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		writeError(w, wire.InvalidRequest, err.Error())
 		return
 	}
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "version": v})
@@ -232,7 +245,7 @@ func shownElsewhereLocked(d *screen.Document, fieldID, key string) bool {
 func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg page) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such screen is open for you")
+		writeError(w, wire.NotFound, "no such screen is open for you")
 		return
 	}
 	var req struct {
@@ -301,8 +314,16 @@ func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg pa
 		s.finishPress(r.Context(), w, sc, req.Button, pend)
 		return
 	}
+	id := s.addPress(sc, req.Button, pend)
+	writeJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": pend.Sentence()})
+}
+
+// addPress keeps a press that waits for a person's confirmation and
+// returns its id; past the bound, the oldest waiting press is cancelled.
+func (s *Server) addPress(sc *liveScreen, button string, pend *confirm.Pending) string {
 	id := newPressID()
 	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	if len(sc.presses) >= maxPendingPresses {
 		for k, old := range sc.presses {
 			old.pending.Cancel()
@@ -310,9 +331,8 @@ func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg pa
 			break
 		}
 	}
-	sc.presses[id] = &pendingPress{button: req.Button, pending: pend}
-	sc.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": pend.Sentence()})
+	sc.presses[id] = &pendingPress{button: button, pending: pend}
+	return id
 }
 
 func newPressID() string {
@@ -352,7 +372,7 @@ func (s *Server) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg p
 func (s *Server) pressOf(w http.ResponseWriter, r *http.Request, pg page) (*liveScreen, *pendingPress) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such screen is open for you")
+		writeError(w, wire.NotFound, "no such screen is open for you")
 		return nil, nil
 	}
 	var req struct {
@@ -363,7 +383,7 @@ func (s *Server) pressOf(w http.ResponseWriter, r *http.Request, pg page) (*live
 	}
 	pp := sc.takePress(req.Press)
 	if pp == nil {
-		writeError(w, http.StatusNotFound, "not_found", "that press is no longer waiting; press the button again")
+		writeError(w, wire.NotFound, "that press is no longer waiting; press the button again")
 		return nil, nil
 	}
 	return sc, pp

@@ -23,6 +23,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -107,6 +108,9 @@ type Server struct {
 	cancelStream context.CancelFunc
 
 	counters []openCounter
+
+	// patterns are the route patterns of handler, in registration order.
+	patterns []string
 
 	runsState
 	controlsState
@@ -229,8 +233,28 @@ func (s *Server) Bus() *event.Bus { return s.bus }
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// routeMux is the server's ServeMux, remembering the patterns registered
+// on it so that the routes can be listed.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+
+// Handle registers handler for pattern.
+func (m *routeMux) Handle(pattern string, handler http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, handler)
+}
+
+// HandleFunc registers handler for pattern.
+func (m *routeMux) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(handler))
+}
+
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := newRouteMux()
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.Handle("GET /v1/whoami", s.authed(http.HandlerFunc(s.handleWhoami)))
 	mux.Handle("GET /v1/events", s.authed(http.HandlerFunc(s.handleEvents)))
@@ -240,7 +264,8 @@ func (s *Server) routes() http.Handler {
 	s.routesScreens(mux)
 	s.routesRuns(mux)
 	s.routesFlows(mux)
-	return s.recoverer(securityHeaders(s.bodyDeadline(s.scopeGate(mux))))
+	s.patterns = mux.patterns
+	return s.recoverer(securityHeaders(s.bodyDeadline(s.scopeGate(mux.ServeMux))))
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: it stops
@@ -333,7 +358,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
-				writeError(w, http.StatusInternalServerError, "internal", "the request failed inside the server; try again, and report it if it persists")
+				writeError(w, wire.Internal, "the request failed inside the server; try again, and report it if it persists")
 			}
 		}()
 		next.ServeHTTP(w, r)

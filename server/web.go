@@ -16,6 +16,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -71,12 +72,12 @@ type page struct {
 func (ui *webUI) render(w http.ResponseWriter, status int, name string, p page) {
 	t, ok := ui.pages[name]
 	if !ok {
-		http.Error(w, "no such page", http.StatusInternalServerError)
+		writeError(w, wire.Internal, "the page is missing from this build; report it")
 		return
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
-		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
+		writeError(w, wire.Internal, "the page could not be drawn; reload it, and report it if it persists")
 		return
 	}
 	h := w.Header()
@@ -132,7 +133,7 @@ func (s *Server) webPage(h func(w http.ResponseWriter, r *http.Request, pg page)
 	})
 }
 
-func (s *Server) routesWeb(mux *http.ServeMux) {
+func (s *Server) routesWeb(mux *routeMux) {
 	static, _ := fs.Sub(staticFS, "web/static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +147,7 @@ func (s *Server) routesWeb(mux *http.ServeMux) {
 	mux.HandleFunc("POST /signin", s.handleSignIn)
 	mux.Handle("POST /signout", s.webPage(s.handleSignOut))
 	mux.Handle("GET /inbox", s.webPage(s.handleInbox))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.handleNotFound(w, r, mux) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.handleNotFound(w, r, mux.ServeMux) })
 }
 
 // handleNotFound answers requests no other route matches. A path that
@@ -167,11 +168,11 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request, mux *htt
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this path does not take "+r.Method+"; use "+strings.Join(allow, " or "))
+		writeError(w, wire.MethodNotAllowed, "this path does not take "+r.Method+"; use "+strings.Join(allow, " or "))
 		return
 	}
 	if p := r.URL.Path; strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/mcp") || strings.HasPrefix(p, "/static/") {
-		writeError(w, http.StatusNotFound, "not_found", "no such path; see docs/http.md for the API's paths")
+		writeError(w, wire.NotFound, "no such path; see docs/http.md for the API's paths")
 		return
 	}
 	pg := page{Title: "Not found"}
@@ -196,12 +197,12 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	if s.signInLimits != nil {
 		if d := s.signInLimits.reserve(clientIP(r), s.now()); d > 0 {
 			retryAfter(w, d)
-			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many sign-in attempts from this address; wait a minute and open the link again")
+			writeError(w, wire.RateLimited, "too many sign-in attempts from this address; wait a minute and open the link again")
 			return
 		}
 	}
 	if !s.sameOrigin(r) {
-		writeError(w, http.StatusForbidden, "bad_origin", "sign in from the link's own page")
+		writeError(w, wire.BadOrigin, "sign in from the link's own page")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
@@ -218,7 +219,7 @@ func (s *Server) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	sess := store.Session{PrincipalID: id, CSRF: auth.NewSecret(""), ExpiresAt: s.now().Add(sessionTTL)}
 	if err := s.store.CreateSession(r.Context(), auth.Hash(cookie), sess); err != nil {
 		s.log.Error("create session failed", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the session could not be stored; try the link again")
+		writeError(w, wire.Unavailable, "the session could not be stored; try the link again")
 		return
 	}
 	s.log.Info("signed in", "principal", id)
@@ -307,12 +308,12 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg page) {
 func (ui *webUI) renderPartial(w http.ResponseWriter, name, block string, p page) {
 	t, ok := ui.pages[name]
 	if !ok {
-		http.Error(w, "no such page", http.StatusInternalServerError)
+		writeError(w, wire.Internal, "the page is missing from this build; report it")
 		return
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, block, p); err != nil {
-		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
+		writeError(w, wire.Internal, "the page could not be drawn; reload it, and report it if it persists")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

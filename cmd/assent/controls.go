@@ -249,21 +249,26 @@ that looks like JSON, quote it: --value '"42"'.`,
 			if err != nil {
 				return err
 			}
-			if e := asAPIError(status, raw); e != nil {
-				return failAPI(e)
-			}
 			var res struct {
-				OK      bool   `json:"ok"`
+				OK      *bool  `json:"ok"`
 				Reason  string `json:"reason"`
 				Message string `json:"message"`
 			}
 			json.Unmarshal(raw, &res)
+			if e := asAPIError(status, raw); e != nil && res.OK == nil {
+				// An error that is not a registry result (a refused
+				// command is one, with the error beside its fields).
+				return failAPI(e)
+			}
+			if res.OK == nil {
+				res.OK = new(bool)
+			}
 			if asJSON {
 				printRaw(c.out, raw)
-			} else if res.OK {
+			} else if *res.OK {
 				fmt.Fprintf(c.out, "%s %s: ok\n", args[0], args[1])
 			}
-			if !res.OK {
+			if !*res.OK {
 				return refused("%s: %s", res.Reason, res.Message)
 			}
 			return nil

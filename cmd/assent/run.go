@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/run/service"
+	"github.com/assent-run/assent/store"
 )
 
 func newRunCmd(c *cli) *cobra.Command {
@@ -45,14 +48,77 @@ func ctxOf(cmd *cobra.Command) context.Context {
 // runIDArg accepts "id" or "run:id".
 func runIDArg(s string) string { return strings.TrimPrefix(strings.TrimSpace(s), "run:") }
 
-// printResult prints v as one line of JSON with --json, otherwise for
-// people: scalar fields as "key: value" lines, nested objects indented and
-// lists of objects (Trace items, Runs, Controls) as tables.
-func printResult(w io.Writer, asJSON bool, v map[string]any) error {
+// callRuns sends a request to the Runs API and decodes the answer into
+// typed, the run or store type the command reads. It returns the answer as
+// the server sent it, for printResult.
+func callRuns(ctx context.Context, o clientOpts, method, path string, body, typed any) (json.RawMessage, error) {
+	cl, err := newAPIClient(o)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := cl.do(ctx, method, path, body, &raw); err != nil {
+		return nil, failAPI(err)
+	}
+	if err := json.Unmarshal(raw, typed); err != nil {
+		return nil, refused("bad_response: the server's answer to %s %s does not decode (%v); use an assent of the server's version", method, path, err)
+	}
+	return raw, nil
+}
+
+// printResult prints an answer as one line of JSON with --json, otherwise
+// for people: scalar fields as "key: value" lines, nested objects indented
+// and lists of objects (Trace items, Runs, Controls) as tables. Both show
+// every field the server sent, keys sorted.
+func printResult(w io.Writer, asJSON bool, raw json.RawMessage) error {
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return refused("bad_response: the server's answer is not a JSON object (%v)", err)
+	}
 	if asJSON {
 		return printCompact(w, v)
 	}
 	return printHuman(w, v)
+}
+
+// spawnBody is the request of POST /v1/runs.
+type spawnBody struct {
+	RunID    string                     `json:"run_id"`
+	Recipe   string                     `json:"recipe,omitempty"`
+	Template json.RawMessage            `json:"template,omitempty"`
+	Values   map[string]json.RawMessage `json:"values,omitempty"`
+}
+
+// controlBody is the request of POST /v1/runs/{id}/controls.
+type controlBody struct {
+	Action string          `json:"action"`
+	Input  json.RawMessage `json:"input,omitempty"`
+}
+
+// settleBody is the request of a Run's service claiming or settling a
+// Control.
+type settleBody struct {
+	InstanceID string  `json:"run_instance_id"`
+	ID         *string `json:"id,omitempty"`
+	Error      *string `json:"error,omitempty"`
+}
+
+// spawnAnswer is the answer to a spawn: a Run, or a proposal waiting for a
+// person (status pending_approval).
+type spawnAnswer struct {
+	run.Run
+	pending *run.PendingApproval
+}
+
+func (a *spawnAnswer) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &a.Run); err != nil {
+		return err
+	}
+	if a.Status != run.StatusPendingApproval {
+		return nil
+	}
+	a.pending = new(run.PendingApproval)
+	return json.Unmarshal(b, a.pending)
 }
 
 func newRunSpawnCmd(c *cli) *cobra.Command {
@@ -78,10 +144,8 @@ pending_approval).`,
 			if (recipe == "") == (template == "") {
 				return usageErr("pass exactly one of --recipe or --template")
 			}
-			body := map[string]any{"run_id": runIDArg(id)}
-			if recipe != "" {
-				body["recipe"] = recipe
-			} else {
+			body := spawnBody{RunID: runIDArg(id), Recipe: recipe}
+			if recipe == "" {
 				var tpl json.RawMessage
 				if t := strings.TrimSpace(template); strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{") {
 					if !json.Valid([]byte(t)) {
@@ -91,7 +155,7 @@ pending_approval).`,
 				} else {
 					tpl, _ = json.Marshal(template)
 				}
-				body["template"] = tpl
+				body.Template = tpl
 			}
 			vals := map[string]json.RawMessage{}
 			if values != "" {
@@ -107,31 +171,25 @@ pending_approval).`,
 				vals[k], _ = json.Marshal(v)
 			}
 			if len(vals) > 0 {
-				body["values"] = vals
+				body.Values = vals
 			}
-			cl, err := newAPIClient(o)
+			var v spawnAnswer
+			raw, err := callRuns(ctxOf(cmd), o, "POST", "/v1/runs", body, &v)
 			if err != nil {
 				return err
 			}
-			var v map[string]any
-			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs", body, &v); err != nil {
-				return failAPI(err)
-			}
-			if asJSON {
-				if err := printCompact(c.out, v); err != nil {
+			switch {
+			case asJSON:
+				if err := printResult(c.out, true, raw); err != nil {
 					return err
 				}
-			} else {
-				switch v["status"] {
-				case "pending_approval":
-					fmt.Fprintf(c.out, "run=%v status=pending_approval proposal=%v\n%v\n", v["run"], v["proposal"], v["message"])
-				default:
-					fmt.Fprintf(c.out, "run=%v status=%v generation=%v pid=%v\n", v["run"], v["status"], v["generation"], v["pid"])
-				}
+			case v.pending != nil:
+				fmt.Fprintf(c.out, "run=%s status=%s proposal=%s\n%s\n", v.pending.Run, v.pending.Status, v.pending.Proposal, v.pending.Message)
+			default:
+				fmt.Fprintf(c.out, "run=%s status=%s generation=%d pid=%d\n", v.ID, v.Status, v.Generation, v.PID)
 			}
-			if v["status"] == "failed" {
-				head, _ := v["stderr_head"].(string)
-				return refused("start_failed: Run %v failed at once: %s", v["run"], firstNonEmpty(strings.TrimSpace(head), "it wrote nothing to stderr; see assent run logs "+fmt.Sprint(v["run"])+" --stream stderr"))
+			if v.Status == run.StatusFailed {
+				return refused("start_failed: Run %s failed at once: %s", v.ID, cmp.Or(strings.TrimSpace(v.StderrHead), "it wrote nothing to stderr; see assent run logs "+v.ID+" --stream stderr"))
 			}
 			return nil
 		},
@@ -176,16 +234,12 @@ recipes: summary. Only your own Runs are visible.`,
 					view = "status"
 				}
 			}
-			cl, err := newAPIClient(o)
+			req := run.InspectRequest{Target: target, View: view, Lines: lines, Status: status, Source: source}
+			raw, err := callRuns(ctxOf(cmd), o, "POST", "/v1/runs/inspect", req, inspectView(target, view))
 			if err != nil {
 				return err
 			}
-			var v map[string]any
-			req := map[string]any{"target": target, "view": view, "lines": lines, "status": status, "source": source}
-			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/inspect", req, &v); err != nil {
-				return failAPI(err)
-			}
-			return printResult(c.out, asJSON, v)
+			return printResult(c.out, asJSON, raw)
 		},
 	}
 	f := cmd.Flags()
@@ -215,22 +269,18 @@ the Run's own service, which uses its run-scoped token.`,
   assent run control handled 6f1c…      # inside the Run`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"action": args[1]}
+			body := controlBody{Action: args[1]}
 			if input != "" {
 				if !json.Valid([]byte(input)) {
 					return usageErr("--input must be JSON (a string, object or array)")
 				}
-				body["input"] = json.RawMessage(input)
+				body.Input = json.RawMessage(input)
 			}
-			cl, err := newAPIClient(o)
+			raw, err := callRuns(ctxOf(cmd), o, "POST", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/controls", body, controlAnswer(body.Action))
 			if err != nil {
 				return err
 			}
-			var v map[string]any
-			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/controls", body, &v); err != nil {
-				return failAPI(err)
-			}
-			return printResult(c.out, asJSON, v)
+			return printResult(c.out, asJSON, raw)
 		},
 	}
 	cmd.Flags().StringVar(&input, "input", "", "Control input as JSON (at most 380 bytes)")
@@ -262,30 +312,27 @@ func newRunSettleCmd(c *cli, verb string) *cobra.Command {
 			if runID == "" {
 				return usageErr("no Run: pass --run or set ASSENT_RUN_ID")
 			}
-			body := map[string]any{"run_instance_id": instance}
+			body := settleBody{InstanceID: instance}
 			path := "/v1/runs/" + url.PathEscape(runIDArg(runID)) + "/controls/"
 			switch verb {
 			case "claim":
-				body["id"] = id
+				body.ID = &id
 				path += "claim"
 			case "failed":
-				body["error"] = msg
+				body.Error = &msg
 				path += url.PathEscape(args[0]) + "/failed"
 			default:
 				path += url.PathEscape(args[0]) + "/handled"
 			}
-			cl, err := newAPIClient(o)
+			var v store.Control
+			raw, err := callRuns(ctxOf(cmd), o, "POST", path, body, &v)
 			if err != nil {
 				return err
 			}
-			var v map[string]any
-			if err := cl.do(ctxOf(cmd), "POST", path, body, &v); err != nil {
-				return failAPI(err)
-			}
 			if asJSON {
-				return printCompact(c.out, v)
+				return printResult(c.out, true, raw)
 			}
-			fmt.Fprintf(c.out, "control=%v action=%v status=%v\n", v["id"], v["action"], v["status"])
+			fmt.Fprintf(c.out, "control=%s action=%s status=%s\n", v.ID, v.Action, v.Status)
 			return nil
 		},
 	}
@@ -319,22 +366,21 @@ func newRunRetainCmd(c *cli, action string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: action + " RUN", Short: short, Example: example, Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := newAPIClient(o)
+			var body any
+			if action == "prune" {
+				body = struct {
+					Preserve bool `json:"preserve_artifacts"`
+				}{preserve}
+			}
+			answer := controlAnswer(action)
+			raw, err := callRuns(ctxOf(cmd), o, "POST", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/"+action, body, answer)
 			if err != nil {
 				return err
 			}
-			var body any
-			if action == "prune" {
-				body = map[string]bool{"preserve_artifacts": preserve}
-			}
-			var v map[string]any
-			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/"+action, body, &v); err != nil {
-				return failAPI(err)
-			}
-			if err := printResult(c.out, asJSON, v); err != nil {
+			if err := printResult(c.out, asJSON, raw); err != nil {
 				return err
 			}
-			if action == "kill" && v["killed"] == false {
+			if k, ok := answer.(*run.KillResult); ok && !k.Killed {
 				return silentExit(exitRefused)
 			}
 			return nil
@@ -375,6 +421,47 @@ func newRunLogsCmd(c *cli) *cobra.Command {
 	cmd.Flags().IntVar(&lines, "lines", 0, "last lines only (default all, up to 1 MiB)")
 	addClientFlags(cmd, &o)
 	return cmd
+}
+
+// inspectView returns the view type that inspect answers for target and
+// view, to decode the answer into.
+func inspectView(target, view string) run.View {
+	switch target {
+	case "runtime":
+		switch view {
+		case "runs":
+			return new(run.RunList)
+		case "triage":
+			return new(run.Triage)
+		}
+		return new(run.RuntimeStatus)
+	case "recipes":
+		return new(run.RecipesSummary)
+	}
+	switch view {
+	case "recipe":
+		return new(run.RecipeView)
+	case "trace":
+		return new(run.TraceView)
+	case "control":
+		return new(run.ControlView)
+	}
+	return new(run.Run)
+}
+
+// controlAnswer returns the result type of a Control action, to decode
+// the answer into: the runtime's kill, archive and prune answer with their
+// results; a declared action with its delivery.
+func controlAnswer(action string) any {
+	switch action {
+	case "kill":
+		return new(run.KillResult)
+	case "archive":
+		return new(run.ArchiveResult)
+	case "prune":
+		return new(run.PruneResult)
+	}
+	return new(run.ControlDelivery)
 }
 
 // newRunDemoServiceCmd is the service of the demo Recipe: it ticks, and

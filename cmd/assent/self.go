@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/assent-run/assent/run/recipe"
 )
 
 // modulePath is the import path of the module this binary is built from.
@@ -141,5 +143,5 @@ func shellWord(s string) string {
 	}) < 0 {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return recipe.ShellQuote(s)
 }

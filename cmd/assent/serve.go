@@ -15,6 +15,8 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/postgres"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
@@ -51,15 +53,48 @@ func openStore(ctx context.Context, dir string, create bool) (*sqlite.DB, error)
 	return db, nil
 }
 
+// storeURL resolves --store, then $ASSENT_STORE: the PostgreSQL URL the
+// server keeps its state in, or "" for SQLite in the data directory.
+func storeURL(flag string) string {
+	return firstNonEmpty(flag, os.Getenv("ASSENT_STORE"))
+}
+
+// openServeStore opens the server's store: PostgreSQL when rawURL is set,
+// otherwise SQLite in dir. dir is created either way: Runs keep their
+// files there. Errors carry a stable code and never show the password.
+func openServeStore(ctx context.Context, dir, rawURL string) (store.Store, error) {
+	if rawURL == "" {
+		return openStore(ctx, dir, true)
+	}
+	if !postgres.IsURL(rawURL) {
+		return nil, refused("%s: --store (or ASSENT_STORE) takes a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE, not %q; leave it unset for SQLite in the data directory",
+			postgres.CodeURLInvalid, postgres.Redact(rawURL))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, refused("cannot create data directory %s: %v", dir, err)
+	}
+	db, err := postgres.Open(ctx, rawURL)
+	if err != nil {
+		return nil, refused("%v", err)
+	}
+	return db, nil
+}
+
 func newServeCmd(c *cli) *cobra.Command {
 	var (
-		data, addr, baseURL, logFormat, runUser string
-		demo                                    bool
+		data, addr, baseURL, logFormat, runUser, storeFlag string
+		demo                                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the assent server (HTTP API, MCP endpoint and web UI)",
-		Long: `Run the assent server on the embedded SQLite store.
+		Long: `Run the assent server.
+
+State is kept in SQLite in the data directory (assent.db) by default. With
+--store postgres://USER:PASSWORD@HOST:PORT/DATABASE (or ASSENT_STORE; the
+flag wins) it is kept in PostgreSQL instead: the schema is created or
+brought up to date at start. The data directory is still used for Run
+files.
 
 The first start creates the data directory and the store, a person ("owner")
 and an agent, and prints the agent's token. Every start prints a new one-time
@@ -75,7 +110,8 @@ command that runs the scripted "assent demo agent". SIGINT or SIGTERM shuts
 down gracefully.`,
 		Example: `  assent serve --demo
   assent serve --data /var/lib/assent --addr 127.0.0.1:7410
-  ASSENT_DATA=./data assent serve`,
+  ASSENT_DATA=./data assent serve
+  assent serve --store postgres://assent:secret@127.0.0.1:5432/assent`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -84,7 +120,7 @@ down gracefully.`,
 				return err
 			}
 			log := newLogger(c.err, logFormat)
-			db, err := openStore(ctx, dir, true)
+			db, err := openServeStore(ctx, dir, storeURL(storeFlag))
 			if err != nil {
 				return err
 			}
@@ -117,13 +153,13 @@ down gracefully.`,
 					seed = &sd
 				}
 			}
-			link, err := server.NewSignInLink(ctx, db, boot.Owner.ID, base, time.Now())
+			link, err := server.NewSignInLink(ctx, db.Sessions(), boot.Owner.ID, base, time.Now())
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
 			}
 			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: demo, seed: seed, self: currentInvocation()})
-			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "demo", demo)
+			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "demo", demo)
 			if err := srv.Serve(ctx, ln); err != nil {
 				return refused("%v", err)
 			}
@@ -133,6 +169,7 @@ down gracefully.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	f.StringVar(&storeFlag, "store", "", "PostgreSQL URL to keep state in, postgres://USER:PASSWORD@HOST:PORT/DATABASE (default $ASSENT_STORE, else SQLite in the data directory)")
 	f.StringVar(&addr, "addr", "127.0.0.1:7410", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&baseURL, "base-url", "", "public URL of this server, when behind a proxy (default http://ADDR)")
 	f.BoolVar(&demo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")

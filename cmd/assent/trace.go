@@ -7,6 +7,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
 )
 
 func newTraceCmd(c *cli) *cobra.Command {
@@ -43,34 +46,22 @@ followup or steer.`,
 			if kind == "" {
 				return usageErr("--kind is required")
 			}
-			ev := map[string]any{"kind": kind}
-			if summary != "" {
-				ev["summary"] = summary
-			}
+			ev := run.TraceInput{Kind: kind, Summary: summary, Level: level, Attention: attention}
 			if data != "" {
 				if !json.Valid([]byte(data)) {
 					return usageErr("--data must be JSON")
 				}
-				ev["data"] = json.RawMessage(data)
+				ev.Data = json.RawMessage(data)
 			}
-			if level != "" {
-				ev["level"] = level
-			}
-			if attention != "" {
-				ev["attention"] = attention
-			}
-			cl, err := newAPIClient(o)
+			var v store.TraceEvent
+			raw, err := callRuns(ctxOf(cmd), o, "POST", "/v1/runs/"+url.PathEscape(runIDArg(runID))+"/trace", ev, &v)
 			if err != nil {
 				return err
 			}
-			var v map[string]any
-			if err := cl.do(ctxOf(cmd), "POST", "/v1/runs/"+url.PathEscape(runIDArg(runID))+"/trace", ev, &v); err != nil {
-				return failAPI(err)
-			}
 			if asJSON {
-				return printCompact(c.out, v)
+				return printResult(c.out, true, raw)
 			}
-			fmt.Fprintf(c.out, "trace=%v kind=%v ts=%v\n", v["id"], v["kind"], v["ts"])
+			fmt.Fprintf(c.out, "trace=%s kind=%s ts=%s\n", v.ID, v.Kind, store.FormatTime(v.TS))
 			return nil
 		},
 	}

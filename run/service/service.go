@@ -117,7 +117,13 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// errNilContext refuses a call made with a nil context.
+var errNilContext = &Error{Code: "invalid_request", Message: "a nil context.Context was passed; pass the caller's context or context.Background()"}
+
 func (s *Service) call(ctx context.Context, path string, body, out any) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -189,6 +195,9 @@ type Handler func(ctx context.Context, c Control) error
 // generation's, or never journaled) is skipped with a warning Trace event
 // and never handled.
 func (s *Service) Serve(ctx context.Context, h Handler) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if s.FIFO == "" {
 		return errors.New("service: no control FIFO (ASSENT_CONTROL_FIFO is empty)")
 	}

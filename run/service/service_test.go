@@ -115,3 +115,22 @@ func TestServeClaimsByIDAndNeverRunsStaleControls(t *testing.T) {
 		t.Fatalf("calls %v, want %s", fake.calls, want)
 	}
 }
+
+// A nil context is refused with invalid_request, never a panic.
+func TestNilContextRefused(t *testing.T) {
+	svc := &Service{URL: "http://127.0.0.1:1", RunID: "r", InstanceID: "i", FIFO: filepath.Join(t.TempDir(), "f"), HTTP: http.DefaultClient}
+	var ctx context.Context // nil
+	calls := map[string]func() error{
+		"Claim":   func() error { _, err := svc.Claim(ctx, "c"); return err },
+		"Handled": func() error { return svc.Handled(ctx, "c") },
+		"Failed":  func() error { return svc.Failed(ctx, "c", "x") },
+		"Emit":    func() error { return svc.Emit(ctx, Event{Kind: "a"}) },
+		"Serve":   func() error { return svc.Serve(ctx, func(context.Context, Control) error { return nil }) },
+	}
+	for name, call := range calls {
+		var e *Error
+		if err := call(); !errors.As(err, &e) || e.Code != "invalid_request" {
+			t.Errorf("%s(nil ctx) = %v, want code invalid_request", name, err)
+		}
+	}
+}

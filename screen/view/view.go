@@ -46,9 +46,6 @@ var (
 type Config struct {
 	// Tools are the names of the tools screens' buttons may call.
 	Tools []string `json:"tools"`
-	// Confirm names the tools that need a person's confirmation: the view
-	// sends the person to assent's web UI for those.
-	Confirm map[string]bool `json:"confirm,omitempty"`
 	// Pictures maps the app's picture names to data: URIs.
 	Pictures map[string]string `json:"pictures,omitempty"`
 	// Version is the serving runtime's version.

@@ -64,7 +64,8 @@
   let written = "";  // the text written to the parser, whole lines only until the end
   let ended = false; // one view shows one tool call
   let queued = null; // input that came before the engine was ready
-  let screenURL = "";
+  let screenURL = ""; // the screen's page in assent, from the tool's result
+  let screenID = "";  // the screen assent keeps for this tool call
 
   function input(args, complete) {
     if (ended) return;
@@ -99,6 +100,7 @@
   function result(r) {
     const sc = r && r.structuredContent;
     if (sc && typeof sc.url === "string" && /^https?:\/\//.test(sc.url)) screenURL = sc.url;
+    if (sc && typeof sc.screen === "string") screenID = sc.screen;
   }
 
   // --- drawing ---------------------------------------------------------------
@@ -208,22 +210,27 @@
       return;
     }
     if (r.refused) { showAlert(WORD_BLOCKED); return; }
-    if (cfg.confirm && cfg.confirm[r.tool]) { confirmElsewhere(); return; }
     call(btn, id, r.tool, r.params);
   }
 
   // A tool that asks for a person's confirmation runs only after the person
   // confirms it in assent itself: nothing in a host's frame can prove a
-  // person pressed, since a model can call the same tool.
-  function confirmElsewhere() {
-    const open = document.getElementById("confirm-open");
-    open.hidden = !screenURL;
+  // person pressed, since a model can call the same tool. The server files
+  // the press and answers with the app's sentence and the page where the
+  // person confirms it; the dialog shows both.
+  let confirmURL = "";
+  function confirmElsewhere(sc) {
+    const said = document.getElementById("confirm-sentence");
+    const what = sc && typeof sc.sentence === "string" ? sc.sentence : "";
+    said.textContent = (what ? what + " " : "") + "You confirm it in assent, where the app shows exactly what it will do.";
+    confirmURL = sc && typeof sc.url === "string" && /^https?:\/\//.test(sc.url) ? sc.url : screenURL;
+    document.getElementById("confirm-open").hidden = !confirmURL;
     dialog.showModal();
   }
   document.getElementById("confirm-cancel").addEventListener("click", function () { dialog.close(); });
   document.getElementById("confirm-open").addEventListener("click", function () {
     dialog.close();
-    if (screenURL) request("ui/open-link", { url: screenURL }).catch(function () { /* the host may not open links */ });
+    if (confirmURL) request("ui/open-link", { url: confirmURL }).catch(function () { /* the host may not open links */ });
   });
 
   async function call(btn, button, tool, params) {
@@ -233,8 +240,13 @@
       const res = await request("tools/call", {
         name: tool,
         arguments: params,
-        _meta: { "io.omni-ir/idempotency-key": newKey(), "io.omni-ir/button": button },
+        _meta: { "io.omni-ir/idempotency-key": newKey(), "io.omni-ir/button": button, "io.assent/screen": screenID },
       });
+      const sc = res && res.structuredContent;
+      if (res && res.isError && sc && sc.code === "confirmation_required") {
+        confirmElsewhere(sc);
+        return;
+      }
       if (!res || res.isError) {
         showAlert(WORD_FAILED);
         return;

@@ -577,8 +577,9 @@ func BenchmarkAdmitControlsBatched(b *testing.B) {
 		b.StopTimer()
 		run := newRun(b, db, fmt.Sprintf("r%d", i))
 		b.StartTimer()
+		now := time.Now()
 		for k := range items {
-			items[k] = store.ControlAdmission{RunID: run.ID, Control: store.Control{ID: uuid.NewString(), InstanceID: run.InstanceID, Action: "pause"}}
+			items[k] = store.ControlAdmission{RunID: run.ID, Control: store.Control{ID: uuid.NewString(), InstanceID: run.InstanceID, Action: "pause", QueuedAt: &now}}
 		}
 		errs, err := db.AdmitControls(ctx, items)
 		if err != nil || errs[len(errs)-1] != nil {

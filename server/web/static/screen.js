@@ -313,6 +313,14 @@
       showAlert(e.message);
     }
   }
+  // A press filed from the screen's view in an agent's host waits here for
+  // the person: ask at once.
+  if (region.dataset.pressWaiting) {
+    press = region.dataset.pressWaiting;
+    sentence.textContent = region.dataset.pressSentence || "";
+    dialog.showModal();
+    document.getElementById("confirm-cancel").focus();
+  }
   document.getElementById("confirm-cancel").addEventListener("click", function () { answer("/cancel"); });
   document.getElementById("confirm-ok").addEventListener("click", function () { answer("/confirm"); });
   dialog.addEventListener("cancel", function (ev) { ev.preventDefault(); answer("/cancel"); });

@@ -1,16 +1,14 @@
-package run
+package recipe
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestParseArg(t *testing.T) {
 	tests := []struct {
@@ -78,7 +76,7 @@ func TestDecodeRecipeRefusals(t *testing.T) {
 		{`{"template":"x","artifacts":{"r":{"path":""}}}`, "artifact path is required"},
 	}
 	for _, tc := range tests {
-		_, err := DecodeRecipe([]byte(tc.json))
+		_, err := Parse([]byte(tc.json))
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -86,11 +84,14 @@ func TestDecodeRecipeRefusals(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.json, got, tc.want)
 		}
+		if tc.want != "" && codeOf(err) != CodeInvalidRecipe {
+			t.Errorf("%s: code %q, want %s", tc.json, codeOf(err), CodeInvalidRecipe)
+		}
 	}
 }
 
 func TestResolveValues(t *testing.T) {
-	r, err := DecodeRecipe([]byte(`{"args":["file:path","n:int=3","mode:enum(fast,slow)","tags:array=[]"],"defaults":{"mode":"fast"},"template":"echo {file} {n} {mode} {tags}"}`))
+	r, err := Parse([]byte(`{"args":["file:path","n:int=3","mode:enum(fast,slow)","tags:array=[]"],"defaults":{"mode":"fast"},"template":"echo {file} {n} {mode} {tags}"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,8 @@ func TestResolveValues(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 	for _, bad := range []string{`{}`, `{"file":"a","n":"x"}`, `{"file":"a","mode":"medium"}`, `{"file":"a","state_dir":"/"}`, `{"file":"a","other":1}`} {
-		if _, err := r.Resolve(v(bad)); err == nil {
-			t.Errorf("%s accepted", bad)
+		if _, err := r.Resolve(v(bad)); codeOf(err) != CodeInvalidRequest {
+			t.Errorf("%s: %v, want code %s", bad, err, CodeInvalidRequest)
 		}
 	}
 }
@@ -142,7 +143,7 @@ func TestScript(t *testing.T) {
 		{`{"args":["n:int"],"template":"exit {n}"}`, `{"n":"7"}`, "", 7},
 	}
 	for _, tc := range tests {
-		r, err := DecodeRecipe([]byte(tc.recipe))
+		r, err := Parse([]byte(tc.recipe))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.recipe, err)
 		}
@@ -169,18 +170,18 @@ func TestNestedTimeoutsBounded(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		tpl = `{"timeout":1,"template":` + tpl + `}`
 	}
-	if _, err := DecodeRecipe([]byte(`{"template":` + tpl + `}`)); err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
+	if _, err := Parse([]byte(`{"template":` + tpl + `}`)); err == nil || !strings.Contains(err.Error(), "over 1 MiB") {
 		t.Fatalf("nested timeouts: %v", err)
 	}
 }
 
-func FuzzDecodeRecipe(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"description":"d","args":["file:path","n:int=3","mode:enum(a,b)"],"defaults":{"mode":"a"},"template":"echo {file}","control":["pause","resume"],"artifacts":{"r":"{state_dir}/r.md"}}`))
 	f.Add([]byte(`{"template":[{"parallel":true,"template":["a","b"]},{"retry":2,"timeout":3,"template":"c"}]}`))
 	f.Add([]byte(`{"template":"x","mailbox":1}`))
 	f.Add([]byte(`{"template":{"template":{"template":"x"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRecipe(b)
+		r, err := Parse(b)
 		if err != nil {
 			return
 		}
@@ -192,7 +193,7 @@ func FuzzDecodeRecipe(f *testing.F) {
 			t.Fatalf("script of %d bytes", len(script))
 		}
 		for _, a := range r.Control {
-			if ValidateAction(a) != nil || a == "kill" || a == "archive" || a == "prune" {
+			if CheckAction(a) != nil || a == "kill" || a == "archive" || a == "prune" {
 				t.Fatalf("accepted control action %q", a)
 			}
 		}
@@ -201,7 +202,7 @@ func FuzzDecodeRecipe(f *testing.F) {
 
 // TestExampleRecipes keeps the shipped example Recipes valid.
 func TestExampleRecipes(t *testing.T) {
-	files, _ := filepath.Glob("../examples/runs/recipes/*.json")
+	files, _ := filepath.Glob("../../examples/runs/recipes/*.json")
 	if len(files) == 0 {
 		t.Fatal("no example recipes")
 	}
@@ -210,15 +211,15 @@ func TestExampleRecipes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := DecodeRecipe(b); err != nil {
+		if _, err := Parse(b); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
 }
 
 func TestExampleReportRecipeRuns(t *testing.T) {
-	b, _ := os.ReadFile("../examples/runs/recipes/report.json")
-	r, err := DecodeRecipe(b)
+	b, _ := os.ReadFile("../../examples/runs/recipes/report.json")
+	r, err := Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,4 +237,135 @@ func TestExampleReportRecipeRuns(t *testing.T) {
 	if code != 0 || out != "parallel-step\n" || !strings.HasPrefix(string(report), "# Report on disk usage\n") {
 		t.Fatalf("code %d out %q report %q", code, out, report)
 	}
+}
+
+func TestRecipeEnvValidation(t *testing.T) {
+	tests := []struct {
+		env  string
+		want string // "" = accepted
+	}{
+		{`{"TOKEN_FILE": "{state_dir}/t", "_X1": "v"}`, ""},
+		{`{"lower": "v"}`, CodeInvalidRecipe},
+		{`{"1ABC": "v"}`, CodeInvalidRecipe},
+		{`{"ASSENT_RUN_TOKEN": "forged"}`, CodeInvalidRecipe},
+		{`{"A-B": "v"}`, CodeInvalidRecipe},
+		{`{"A": "` + strings.Repeat("x", envMaxValueBytes+1) + `"}`, CodeInvalidRecipe},
+	}
+	for _, tc := range tests {
+		_, err := Parse([]byte(`{"template": "true", "env": ` + tc.env + `}`))
+		if codeOf(err) != tc.want {
+			t.Errorf("env %.40s: error %v, want code %q", tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestConfinePath(t *testing.T) {
+	dir := "/data/runs/r1"
+	tests := []struct {
+		p, want string
+	}{
+		{"out.txt", "/data/runs/r1/out.txt"},
+		{"a/../b.txt", "/data/runs/r1/b.txt"},
+		{"/data/runs/r1/x", "/data/runs/r1/x"},
+		{"..", ""},
+		{".", ""},
+		{"../r1x/a", ""},
+		{"/data/runs/r1x/a", ""},
+		{"/etc/passwd", ""},
+		{"", ""},
+		{"a\x00b", ""},
+	}
+	for _, tc := range tests {
+		got, err := ConfinePath(dir, tc.p)
+		if tc.want == "" && err == nil || tc.want != "" && got != tc.want {
+			t.Errorf("ConfinePath(%q) = %q, %v; want %q", tc.p, got, err, tc.want)
+		}
+	}
+}
+
+func FuzzConfinePath(f *testing.F) {
+	for _, s := range []string{"out.txt", "../../etc/passwd", "/etc/passwd", "a/./b/../../..", "", "\x00", "//x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := ConfinePath("/data/runs/r1", p)
+		if err == nil && !strings.HasPrefix(got, "/data/runs/r1/") {
+			t.Fatalf("ConfinePath(%q) = %q escapes the Run directory", p, got)
+		}
+	})
+}
+
+func TestParseArgSecret(t *testing.T) {
+	tests := []struct {
+		decl, name, typ string
+		secret          bool
+		def             string
+	}{
+		{"pin!secret", "pin", "string", true, ""},
+		{"pin:int!secret=1234", "pin", "int", true, "1234"},
+		{"mode:enum(a,b)!secret", "mode", "enum", true, ""},
+		{"note=x!secret", "note", "string", false, "x!secret"},
+		{"plain:string", "plain", "string", false, ""},
+	}
+	for _, tc := range tests {
+		a, err := ParseArg(tc.decl)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.decl, err)
+		}
+		d := ""
+		if a.Default != nil {
+			d = *a.Default
+		}
+		if a.Name != tc.name || a.Type != tc.typ || a.Secret != tc.secret || d != tc.def {
+			t.Errorf("ParseArg(%q) = %+v, want %s %s secret=%v default=%q", tc.decl, a, tc.name, tc.typ, tc.secret, tc.def)
+		}
+	}
+	if _, err := ParseArg("pin:secret"); err == nil {
+		t.Errorf("ParseArg(pin:secret) accepted an unknown type")
+	}
+}
+
+func FuzzParseArg(f *testing.F) {
+	for _, s := range []string{"pin!secret", "pin:int!secret=1", "mode:enum(a,b)!secret", "x=!secret", "!secret", ":!secret="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, decl string) {
+		a, err := ParseArg(decl)
+		if err == nil && !argNamePattern.MatchString(a.Name) {
+			t.Fatalf("ParseArg(%q) accepted name %q", decl, a.Name)
+		}
+	})
+}
+
+func FuzzParseEnv(f *testing.F) {
+	for _, s := range []string{
+		`{"template": "true", "env": {"A": "{x}"}}`,
+		`{"template": "true", "env": {"ASSENT_X": "1"}}`,
+		`{"template": "true", "env": {"a": "1"}}`,
+		`{"template": "true", "env": {"A": 1}}`,
+		`{"template": "true", "env": null}`,
+		`{"template": "true", "args": ["x!secret"], "env": {"X": "{x}\u0000"}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b string) {
+		r, err := Parse([]byte(b))
+		if err != nil {
+			return
+		}
+		for _, kv := range r.Environment(map[string]string{"x": "v\x00w"}) {
+			name, _, _ := strings.Cut(kv, "=")
+			if !envNamePattern.MatchString(name) || strings.HasPrefix(name, "ASSENT_") || strings.ContainsRune(kv, 0) {
+				t.Fatalf("Environment gave %q", kv)
+			}
+		}
+	})
+}
+
+// codeOf returns the code of a refusal, or "" for nil or another error.
+func codeOf(err error) string {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return ""
 }

@@ -1,0 +1,200 @@
+package recipe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Arg is one declared Recipe argument.
+type Arg struct {
+	Name       string   `json:"name"`
+	Type       string   `json:"type"` // string, path, int, number, bool, array or enum
+	Enum       []string `json:"enum,omitempty"`
+	Default    *string  `json:"default,omitempty"`
+	HasDefault bool     `json:"-"`
+	// Secret marks a value masked in every view and stored document; only
+	// the process receives it.
+	Secret bool `json:"secret,omitempty"`
+}
+
+// secretMarker, after an argument's type, marks it secret.
+const secretMarker = "!secret"
+
+var (
+	argNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	enumPattern    = regexp.MustCompile(`^enum\(([^()]*)\)$`)
+)
+
+// ParseArg parses one argument declaration: "name", "name:type",
+// "name:type=default", "mode:enum(a,b)", with "!secret" after the type to
+// mark a secret. A default must be a valid value of the type.
+func ParseArg(decl string) (Arg, error) {
+	decl = strings.TrimSpace(decl)
+	var a Arg
+	rest := decl
+	if i := strings.IndexByte(rest, '='); i >= 0 {
+		d := rest[i+1:]
+		a.Default, a.HasDefault = &d, true
+		rest = rest[:i]
+	}
+	if s, ok := strings.CutSuffix(rest, secretMarker); ok {
+		a.Secret, rest = true, s
+	}
+	a.Name, a.Type = rest, "string"
+	if name, typ, ok := strings.Cut(rest, ":"); ok {
+		a.Name, a.Type = name, typ
+	}
+	if !argNamePattern.MatchString(a.Name) {
+		return a, fmt.Errorf("invalid Recipe argument name in %q", decl)
+	}
+	if m := enumPattern.FindStringSubmatch(a.Type); m != nil {
+		for v := range strings.SplitSeq(m[1], ",") {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				return a, fmt.Errorf("empty enum value in %q", decl)
+			}
+			a.Enum = append(a.Enum, v)
+		}
+		a.Type = "enum"
+	}
+	switch a.Type {
+	case "string", "path", "int", "number", "bool", "array", "enum":
+	default:
+		return a, fmt.Errorf("unsupported Recipe argument type %q in %q; use string, path, int, number, bool, array or enum(a,b)", a.Type, decl)
+	}
+	if a.HasDefault {
+		if _, err := a.coerce(json.RawMessage(strconv.Quote(*a.Default))); err != nil {
+			return a, fmt.Errorf("default of %s: %v", a.Name, err)
+		}
+	}
+	return a, nil
+}
+
+// coerce checks v against the argument's type and returns its shell text
+// (already quoted for arrays).
+func (a Arg) coerce(v json.RawMessage) (string, error) {
+	var s string
+	isString := json.Unmarshal(v, &s) == nil
+	if !isString && a.Type != "string" && a.Type != "path" && a.Type != "array" {
+		s = string(bytes.TrimSpace(v))
+	}
+	switch a.Type {
+	case "string", "path":
+		if isString {
+			return s, nil
+		}
+		var n json.Number
+		if json.Unmarshal(v, &n) == nil {
+			return n.String(), nil
+		}
+		return "", fmt.Errorf("expected a string")
+	case "int":
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+			return "", fmt.Errorf("expected an integer")
+		}
+		return s, nil
+	case "number":
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return "", fmt.Errorf("expected a number")
+		}
+		return s, nil
+	case "bool":
+		if s != "true" && s != "false" {
+			return "", fmt.Errorf("expected true or false")
+		}
+		return s, nil
+	case "enum":
+		if isString && slices.Contains(a.Enum, s) {
+			return s, nil
+		}
+		return "", fmt.Errorf("expected one of %s", strings.Join(a.Enum, ", "))
+	case "array":
+		var items []json.RawMessage
+		if isString {
+			v = json.RawMessage(s)
+		}
+		if err := json.Unmarshal(v, &items); err != nil {
+			return "", fmt.Errorf("expected an array")
+		}
+		parts := make([]string, len(items))
+		for i, it := range items {
+			t, err := Arg{Type: "string"}.coerce(it)
+			if err != nil {
+				return "", fmt.Errorf("array items must be strings or numbers")
+			}
+			parts[i] = ShellQuote(t)
+		}
+		return strings.Join(parts, " "), nil
+	}
+	return "", fmt.Errorf("unsupported type %s", a.Type)
+}
+
+// Resolve merges values (caller values over Recipe values over defaults
+// over inline defaults), checks each against its declared type, and
+// returns the shell-ready value of every placeholder. Runtime values
+// (run_id, state_dir) are added by the caller after this.
+func (r *Recipe) Resolve(values map[string]json.RawMessage) (map[string]string, error) {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if RuntimeOwned(k) {
+			return nil, errorf(CodeInvalidRequest, "value %s is runtime-owned and cannot be supplied", k)
+		}
+	}
+	out := map[string]string{}
+	if len(r.args) == 0 {
+		// Without declarations every value is a string (or a bool).
+		for _, m := range []map[string]json.RawMessage{r.Defaults, r.Values, values} {
+			for k, v := range m {
+				s, err := Arg{Name: k, Type: "string"}.coerce(v)
+				if err != nil {
+					var b bool
+					if json.Unmarshal(v, &b) != nil {
+						return nil, errorf(CodeInvalidRequest, "value %s: %v", k, err)
+					}
+					s = strconv.FormatBool(b)
+				}
+				out[k] = s
+			}
+		}
+		return out, nil
+	}
+	declared := map[string]bool{}
+	for _, a := range r.args {
+		declared[a.Name] = true
+		v, ok := pick(a.Name, values, r.Values, r.Defaults)
+		if !ok && a.HasDefault {
+			v, ok = json.RawMessage(strconv.Quote(*a.Default)), true
+		}
+		if !ok {
+			return nil, errorf(CodeInvalidRequest, "missing value for Recipe argument %s", a.Name)
+		}
+		s, err := a.coerce(v)
+		if err != nil {
+			return nil, errorf(CodeInvalidRequest, "value %s: %v", a.Name, err)
+		}
+		out[a.Name] = s
+	}
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if !declared[k] && k != "run_id" {
+			return nil, errorf(CodeInvalidRequest, "unknown Recipe argument: %s; declared: %s", k, strings.Join(slices.Sorted(maps.Keys(declared)), ", "))
+		}
+	}
+	return out, nil
+}
+
+// pick returns the value of name from the first layer that has one.
+func pick(name string, layers ...map[string]json.RawMessage) (json.RawMessage, bool) {
+	for _, m := range layers {
+		if v, ok := m[name]; ok {
+			return v, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,223 @@
+package recipe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// node is one step of a command template.
+type node struct {
+	cmd      string // a leaf command (template string) when children is nil
+	children []node
+	parallel bool
+	timeout  float64
+	retry    int
+	label    string
+}
+
+// Bounds of a template.
+const (
+	maxTemplateDepth = 32
+	maxRetry         = 100
+	// MaxScriptBytes bounds a compiled script. Nested timeouts quote their
+	// inner script again at every level, so the bound is checked as it
+	// grows.
+	MaxScriptBytes = 1 << 20
+)
+
+var placeholderPattern = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+var errScriptTooLarge = errorf(CodeInvalidRecipe, "Recipe template compiles to a script over 1 MiB; flatten nested timeouts or shorten values")
+
+func parseNode(raw json.RawMessage, depth int) (node, error) {
+	if depth > maxTemplateDepth {
+		return node{}, errorf(CodeInvalidRecipe, "Recipe template is nested deeper than %d", maxTemplateDepth)
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return node{}, errorf(CodeInvalidRecipe, "empty Recipe template node")
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return node{}, errorf(CodeInvalidRecipe, "invalid Recipe template string")
+		}
+		if strings.TrimSpace(s) == "" {
+			return node{}, errorf(CodeInvalidRecipe, "Recipe template command is empty")
+		}
+		return node{cmd: s}, nil
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return node{}, errorf(CodeInvalidRecipe, "invalid Recipe template sequence")
+		}
+		if len(items) == 0 {
+			return node{}, errorf(CodeInvalidRecipe, "Recipe template sequence is empty")
+		}
+		n := node{children: make([]node, 0, len(items))}
+		for _, it := range items {
+			c, err := parseNode(it, depth+1)
+			if err != nil {
+				return node{}, err
+			}
+			n.children = append(n.children, c)
+		}
+		return n, nil
+	case '{':
+		var o struct {
+			Template json.RawMessage `json:"template"`
+			Parallel bool            `json:"parallel"`
+			Timeout  float64         `json:"timeout"`
+			Retry    int             `json:"retry"`
+			Label    string          `json:"label"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			return node{}, errorf(CodeInvalidRecipe, "invalid Recipe template node (keys: template, parallel, timeout, retry, label): %v", err)
+		}
+		if o.Timeout < 0 || o.Retry < 0 || o.Retry > maxRetry {
+			return node{}, errorf(CodeInvalidRecipe, "Recipe timeout must be ≥ 0 seconds and retry between 0 and 100")
+		}
+		inner, err := parseNode(o.Template, depth+1)
+		if err != nil {
+			return node{}, err
+		}
+		if inner.children == nil || inner.parallel || inner.timeout > 0 || inner.retry > 0 || inner.label != "" {
+			// Keep the inner node's own flags: wrap it.
+			inner = node{children: []node{inner}}
+		}
+		inner.parallel, inner.timeout, inner.retry, inner.label = o.Parallel, o.Timeout, o.Retry, o.Label
+		return inner, nil
+	}
+	return node{}, errorf(CodeInvalidRecipe, "Recipe template must be a string, a list or an object")
+}
+
+// ShellQuote quotes s for a POSIX shell as one word.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Script compiles the Recipe's template into one POSIX shell script with
+// every {placeholder} replaced by its shell-quoted value. Placeholders
+// without a value are left as written, so shell constructs such as ${HOME}
+// pass through. A script over MaxScriptBytes is refused invalid_recipe.
+func (r *Recipe) Script(values map[string]string) (string, error) {
+	return compile(r.root, values)
+}
+
+// Placeholders lists the placeholder names the template uses, sorted.
+func (r *Recipe) Placeholders() []string {
+	seen := map[string]bool{}
+	var walk func(n node)
+	walk = func(n node) {
+		for _, m := range placeholderPattern.FindAllStringSubmatch(n.cmd, -1) {
+			seen[m[1]] = true
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(r.root)
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// Expand replaces every {placeholder} of s that has a value with that
+// value, unquoted; the others stay as written.
+func Expand(s string, values map[string]string) string {
+	return expand(s, values, false)
+}
+
+func expand(s string, values map[string]string, quote bool) string {
+	return placeholderPattern.ReplaceAllStringFunc(s, func(m string) string {
+		v, ok := values[m[1:len(m)-1]]
+		switch {
+		case !ok:
+			return m
+		case quote:
+			return ShellQuote(v)
+		}
+		return v
+	})
+}
+
+// expandShell substitutes shell-quoted placeholders outside ${…}
+// parameter expansions.
+func expandShell(s string, values map[string]string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(expand(s, values, true))
+			return b.String()
+		}
+		b.WriteString(expand(s[:i], values, true))
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s[i:])
+			return b.String()
+		}
+		b.WriteString(s[i : i+j+1])
+		s = s[i+j+1:]
+	}
+}
+
+func compile(n node, values map[string]string) (string, error) {
+	var body string
+	switch {
+	case n.children == nil:
+		body = expandShell(n.cmd, values)
+	case n.parallel:
+		var b strings.Builder
+		for i, c := range n.children {
+			sub, err := compile(c, values)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "( %s\n) & __p%d=$!\n", sub, i)
+		}
+		b.WriteString("__rc=0\n")
+		for i := range n.children {
+			fmt.Fprintf(&b, "wait $__p%d || __rc=$?\n", i)
+		}
+		b.WriteString("exit $__rc")
+		body = b.String()
+	case len(n.children) == 1:
+		sub, err := compile(n.children[0], values)
+		if err != nil {
+			return "", err
+		}
+		body = sub
+	default:
+		parts := make([]string, len(n.children))
+		for i, c := range n.children {
+			sub, err := compile(c, values)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = "( " + sub + "\n)"
+		}
+		body = strings.Join(parts, " &&\n")
+	}
+	if len(body) > MaxScriptBytes {
+		return "", errScriptTooLarge
+	}
+	if n.timeout > 0 {
+		secs := strconv.FormatFloat(n.timeout, 'f', -1, 64)
+		body = "timeout --foreground -k 5 " + secs + " /bin/sh -c " + ShellQuote(body)
+	}
+	if n.retry > 0 {
+		body = fmt.Sprintf("( __n=0\nuntil ( %s\n); do __rc=$?; __n=$((__n+1)); [ $__n -gt %d ] && exit $__rc; done\n:\n)", body, n.retry)
+	}
+	if len(body) > MaxScriptBytes {
+		return "", errScriptTooLarge
+	}
+	return body, nil
+}

@@ -1,0 +1,351 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/assent-run/assent/flow"
+)
+
+// flowMigrations holds the schema of Control Programs and their instances.
+// Records are kept as JSON documents keyed by their identifiers; the columns
+// beside them are what queries and compare-and-swap need. Approvals are
+// numbered by an identity column, in the order they were first filed.
+var flowMigrations = []migration{{1, `
+CREATE TABLE flow_programs (
+	fingerprint TEXT COLLATE "C" PRIMARY KEY,
+	source BYTEA NOT NULL
+);
+CREATE TABLE flow_instances (
+	id TEXT COLLATE "C" PRIMARY KEY,
+	revision BIGINT NOT NULL,
+	pending TEXT NOT NULL DEFAULT '',
+	body TEXT NOT NULL
+);
+CREATE TABLE flow_prescriptions (
+	id TEXT PRIMARY KEY,
+	body TEXT NOT NULL
+);
+CREATE TABLE flow_approvals (
+	id TEXT PRIMARY KEY,
+	pending BOOLEAN NOT NULL,
+	seq BIGINT GENERATED ALWAYS AS IDENTITY,
+	body TEXT NOT NULL
+);
+CREATE TABLE flow_journal (
+	seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	instance TEXT NOT NULL,
+	body TEXT NOT NULL
+);
+CREATE INDEX flow_journal_instance ON flow_journal(instance, seq);
+CREATE TABLE flow_receipts (
+	prescription TEXT PRIMARY KEY,
+	body TEXT NOT NULL
+);
+`}, {2, `
+CREATE TABLE flow_program_loads (
+	fingerprint TEXT COLLATE "C" PRIMARY KEY,
+	body TEXT NOT NULL
+);
+ALTER TABLE flow_approvals ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+CREATE INDEX flow_approvals_instance ON flow_approvals(instance, seq);
+CREATE INDEX flow_approvals_pending ON flow_approvals(seq) WHERE pending;
+`}}
+
+// flowStore is the flow.Store of a DB. Each Update is one SERIALIZABLE
+// transaction, so the kernel's read-check-write sequences behave as if run
+// one at a time, across every node sharing the database; an Update that
+// fails to serialize runs again (see the package documentation). Each View
+// is one read-only REPEATABLE READ transaction: a consistent snapshot.
+type flowStore struct{ s *DB }
+
+var _ flow.Store = flowStore{}
+
+// Update implements flow.Store: fn runs in one serializable transaction,
+// again from the start when the transaction fails to serialize.
+func (f flowStore) Update(ctx context.Context, fn func(flow.Tx) error) error {
+	return f.s.inTx(ctx, "flow store", pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+		// A statement that failed to serialize aborts the transaction,
+		// whatever fn makes of its error: run it again.
+		var failed error
+		if err := fn(flowTx{ctx: ctx, tx: tx, failed: &failed}); err != nil {
+			if failed != nil {
+				return failed
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+// View implements flow.Store.
+func (f flowStore) View(ctx context.Context, fn func(flow.Tx) error) error {
+	return f.s.inTx(ctx, "flow store", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var failed error
+		if err := fn(flowTx{ctx: ctx, tx: tx, ro: true, failed: &failed}); err != nil {
+			if failed != nil {
+				return failed
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+type flowTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+	ro  bool
+	// failed keeps the first serialization failure or deadlock a
+	// statement met.
+	failed *error
+}
+
+// note records err in t.failed when the transaction may be run again
+// after it, and returns err.
+func (t flowTx) note(err error) error {
+	if *t.failed == nil && retryable(err) {
+		*t.failed = err
+	}
+	return err
+}
+
+var errFlowReadOnly = &flow.Error{Code: flow.CodeStateInvalid, Message: "write in a read-only transaction"}
+
+// get reads one JSON body into v.
+func (t flowTx) get(query string, v any, args ...any) error {
+	var body string
+	if err := t.note(t.tx.QueryRow(t.ctx, query, args...).Scan(&body)); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return flow.ErrNotFound
+		}
+		return err
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		return fmt.Errorf("flow store: corrupt record: %w", err)
+	}
+	return nil
+}
+
+func (t flowTx) exec(query string, args ...any) error {
+	_, err := t.write(query, args...)
+	return err
+}
+
+// write runs a statement that changes data, refusing in a View.
+func (t flowTx) write(query string, args ...any) (pgconn.CommandTag, error) {
+	if t.ro {
+		return pgconn.CommandTag{}, errFlowReadOnly
+	}
+	tag, err := t.tx.Exec(t.ctx, query, args...)
+	return tag, t.note(err)
+}
+
+// bodies reads the JSON bodies a query returns, decoding each with decode.
+func bodies[T any](t flowTx, decode func([]byte) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := t.tx.Query(t.ctx, query, args...)
+	if err != nil {
+		return nil, t.note(err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		v, err := decode([]byte(body))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, t.note(rows.Err())
+}
+
+// decoder returns a decode function for bodies of type T; what names the
+// record in errors.
+func decoder[T any](what string) func([]byte) (T, error) {
+	return func(b []byte) (T, error) {
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
+			return v, fmt.Errorf("flow store: corrupt %s: %w", what, err)
+		}
+		return v, nil
+	}
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+func (t flowTx) Program(fp string) ([]byte, error) {
+	var src []byte
+	err := t.note(t.tx.QueryRow(t.ctx, `SELECT source FROM flow_programs WHERE fingerprint = $1`, fp).Scan(&src))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, flow.ErrNotFound
+	}
+	return src, err
+}
+
+func (t flowTx) PutProgram(fp string, source []byte) error {
+	return t.exec(`INSERT INTO flow_programs (fingerprint, source) VALUES ($1, $2) ON CONFLICT DO NOTHING`, fp, source)
+}
+
+func (t flowTx) Programs() ([]string, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT fingerprint FROM flow_programs ORDER BY fingerprint`)
+	if err != nil {
+		return nil, t.note(err)
+	}
+	fps, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return fps, t.note(err)
+}
+
+func (t flowTx) ProgramLoad(fp string) (flow.ProgramLoad, error) {
+	var l flow.ProgramLoad
+	err := t.get(`SELECT body FROM flow_program_loads WHERE fingerprint = $1`, &l, fp)
+	return l, err
+}
+
+func (t flowTx) PutProgramLoad(l flow.ProgramLoad) error {
+	body, err := jsonText(l)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_program_loads (fingerprint, body) VALUES ($1, $2)
+		ON CONFLICT (fingerprint) DO UPDATE SET body = excluded.body`, l.Fingerprint, body)
+}
+
+func (t flowTx) ProgramLoads() ([]flow.ProgramLoad, error) {
+	return bodies(t, decoder[flow.ProgramLoad]("program load"), `SELECT body FROM flow_program_loads ORDER BY fingerprint`)
+}
+
+func (t flowTx) Instance(id string) (flow.Instance, error) {
+	var in flow.Instance
+	err := t.get(`SELECT body FROM flow_instances WHERE id = $1`, &in, id)
+	return in, err
+}
+
+func (t flowTx) CreateInstance(in flow.Instance) error {
+	body, err := jsonText(in)
+	if err != nil {
+		return err
+	}
+	tag, err := t.write(`INSERT INTO flow_instances (id, revision, pending, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		in.ID, in.Revision, in.Pending, body)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return &flow.Error{Code: flow.CodeStateInvalid, Path: "instance_id", Message: "an instance with id " + in.ID + " already exists"}
+	}
+	return nil
+}
+
+func (t flowTx) UpdateInstance(in flow.Instance, rev int64, pending string) error {
+	body, err := jsonText(in)
+	if err != nil {
+		return err
+	}
+	tag, err := t.write(`UPDATE flow_instances SET revision = $1, pending = $2, body = $3 WHERE id = $4 AND revision = $5 AND pending = $6`,
+		in.Revision, in.Pending, body, in.ID, rev, pending)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return flow.ErrConflict
+	}
+	return nil
+}
+
+func (t flowTx) Instances() ([]flow.Instance, error) {
+	return bodies(t, decoder[flow.Instance]("instance"), `SELECT body FROM flow_instances ORDER BY id`)
+}
+
+func (t flowTx) Prescription(id string) (flow.PrescriptionRecord, error) {
+	var rec flow.PrescriptionRecord
+	err := t.get(`SELECT body FROM flow_prescriptions WHERE id = $1`, &rec, id)
+	return rec, err
+}
+
+func (t flowTx) PutPrescription(rec flow.PrescriptionRecord) error {
+	body, err := jsonText(rec)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_prescriptions (id, body) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = excluded.body`, rec.Prescription.ID, body)
+}
+
+func (t flowTx) Approval(id string) (flow.ApprovalRecord, error) {
+	var body string
+	if err := t.note(t.tx.QueryRow(t.ctx, `SELECT body FROM flow_approvals WHERE id = $1`, id).Scan(&body)); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return flow.ApprovalRecord{}, flow.ErrNotFound
+		}
+		return flow.ApprovalRecord{}, err
+	}
+	rec, err := flow.DecodeApprovalRecord([]byte(body))
+	if err != nil {
+		return flow.ApprovalRecord{}, fmt.Errorf("flow store: corrupt approval %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func (t flowTx) PutApproval(rec flow.ApprovalRecord) error {
+	body, err := jsonText(rec)
+	if err != nil {
+		return err
+	}
+	pending := rec.Approval.Status == flow.ApprovalPending
+	return t.exec(`INSERT INTO flow_approvals (id, pending, instance, body) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET pending = excluded.pending, body = excluded.body`, rec.Approval.ID, pending, rec.Approval.Instance, body)
+}
+
+func decodeApproval(b []byte) (flow.ApprovalRecord, error) {
+	rec, err := flow.DecodeApprovalRecord(b)
+	if err != nil {
+		return rec, fmt.Errorf("flow store: corrupt approval: %w", err)
+	}
+	return rec, nil
+}
+
+func (t flowTx) PendingApprovals() ([]flow.ApprovalRecord, error) {
+	return bodies(t, decodeApproval, `SELECT body FROM flow_approvals WHERE pending ORDER BY seq`)
+}
+
+func (t flowTx) InstanceApprovals(instance string) ([]flow.ApprovalRecord, error) {
+	return bodies(t, decodeApproval, `SELECT body FROM flow_approvals WHERE instance = $1 ORDER BY seq`, instance)
+}
+
+func (t flowTx) AppendJournal(e flow.JournalEntry) error {
+	body, err := jsonText(e)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_journal (instance, body) VALUES ($1, $2)`, e.Instance, body)
+}
+
+func (t flowTx) Journal(instance string) ([]flow.JournalEntry, error) {
+	return bodies(t, decoder[flow.JournalEntry]("journal entry"), `SELECT body FROM flow_journal WHERE instance = $1 ORDER BY seq`, instance)
+}
+
+func (t flowTx) Receipt(prescription string) (flow.Receipt, error) {
+	var r flow.Receipt
+	err := t.get(`SELECT body FROM flow_receipts WHERE prescription = $1`, &r, prescription)
+	return r, err
+}
+
+func (t flowTx) PutReceipt(r flow.Receipt) error {
+	body, err := jsonText(r)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_receipts (prescription, body) VALUES ($1, $2)
+		ON CONFLICT (prescription) DO UPDATE SET body = excluded.body`, r.Prescription, body)
+}
