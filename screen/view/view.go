@@ -17,8 +17,10 @@ package view
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"sync"
 )
 
 //go:generate go run gen.go
@@ -89,7 +91,7 @@ func Page(cfg Config) []byte {
 	b.Write(conf)
 	b.WriteString(`</script>
 <script type="application/octet-stream" id="view-engine">`)
-	b.WriteString(base64Std(engineGz))
+	b.WriteString(engineText())
 	b.WriteString("</script>\n<script>\n")
 	b.WriteString(noClose(wasmExec, "</script"))
 	b.WriteString("\n</script>\n<script>\n")
@@ -97,6 +99,9 @@ func Page(cfg Config) []byte {
 	b.WriteString("\n</script>\n</body>\n</html>\n")
 	return b.Bytes()
 }
+
+// engineText is the engine as the page carries it, encoded once.
+var engineText = sync.OnceValue(func() string { return base64.StdEncoding.EncodeToString(engineGz) })
 
 // EngineVersion is the Go toolchain that compiled the embedded engine.
 func EngineVersion() string { return strings.TrimSpace(engineVersion) }

@@ -1,5 +1,0 @@
-package view
-
-import "encoding/base64"
-
-func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
