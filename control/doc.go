@@ -38,7 +38,21 @@
 // control changed after staging is stale and cannot be applied
 // (staged_value_stale), and an apply naming an older revision is refused
 // (stale_revision). Undo refuses to overwrite an edit made after the change
-// it would reverse. Each control keeps a bounded undo history in memory.
+// it would reverse. Each control keeps a bounded undo history.
+//
+// # Hosted forms and persistence
+//
+// [Registry.Host] registers the controls of a form whose values the
+// registry holds itself, for an application written in another language;
+// [Registry.SetHostedValue] records the person's own edits to them.
+//
+// By default everything lives in memory. With a [Persister] as
+// [Config.Store], every change — a proposal staged or closed, an undo entry
+// pushed or popped, a hosted form or value — is written through before it
+// takes effect, and a command whose change cannot be saved is refused with
+// store_unavailable with nothing changed. [Registry.Restore] rebuilds a new
+// registry from what was saved: the same proposals (revisions, provenance,
+// staleness), undo histories and hosted forms.
 //
 // # Events
 //
@@ -48,7 +62,7 @@
 // changes its result. Events are live notifications, not an audit log; an
 // application that needs one stores the command events itself.
 //
-// The registry performs no I/O, authenticates no one and persists nothing:
-// the application owns authentication, authorization, persistence and any
-// rollback outside the control.
+// The registry performs no I/O of its own beyond its Persister and
+// authenticates no one: the application owns authentication, authorization
+// and any rollback outside the control.
 package control

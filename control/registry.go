@@ -67,16 +67,23 @@ type Config struct {
 	// EventQueue is the number of events each subscriber may have waiting
 	// before newer ones are dropped. 0 means DefaultEventQueue.
 	EventQueue int
+	// Store, when set, keeps proposals, undo histories and hosted forms
+	// across restarts: every change is written through to it before it
+	// takes effect, and [Registry.Restore] reads it back. Without it the
+	// registry keeps everything in memory only.
+	Store Persister
 }
 
 // Registry holds the registered controls of an application and runs
 // commands on them. It is safe for concurrent use and performs no I/O of its
-// own; only the controls' handles and the subscribers do anything outside
-// it.
+// own; only the controls' handles, the subscribers and the optional
+// [Persister] do anything outside it.
 type Registry struct {
 	policy Policy
 	now    func() time.Time
 	depth  int
+	store  Persister
+	closed atomic.Bool
 
 	events hub
 
@@ -96,6 +103,14 @@ type Registry struct {
 	all       orderedSlots
 	forms     map[string]*orderedSlots
 	nextOrder uint64
+	// hosted maps the id of a hosted form to its declaration; restored
+	// holds the saved state of controls that have not registered since
+	// Restore.
+	hosted   map[string]*hostedForm
+	restored map[Key]*restoredSlot
+
+	// hostMu serializes Host, Unhost and Restore.
+	hostMu sync.Mutex
 }
 
 const shardCount = 32
@@ -127,8 +142,13 @@ func New(cfg Config) *Registry {
 		policy: cfg.Policy,
 		now:    cfg.Now,
 		depth:  cfg.HistoryDepth,
+		store:  cfg.Store,
 		seed:   maphash.MakeSeed(),
 		forms:  make(map[string]*orderedSlots),
+		hosted: make(map[string]*hostedForm),
+	}
+	if r.store != nil {
+		r.restored = make(map[Key]*restoredSlot)
 	}
 	for i := range r.shards {
 		r.shards[i].m = make(map[Key]*slot)
@@ -161,6 +181,8 @@ type registration struct {
 	writable bool
 	// values checks proposed and explicitly applied values against md.
 	values *valueChecker
+	// hosted holds the value of a control of a hosted form.
+	hosted *Value
 }
 
 // slot is the registry's place for one identity. It outlives a replacing
@@ -305,28 +327,18 @@ func deriveCapabilities(md *Metadata, h *Handles) []Capability {
 // nothing if the identity has since been registered again or removed. The
 // error, always an [*Error], reports an invalid identity or metadata.
 func (r *Registry) Register(reg Registration) (unregister func(), err error) {
-	if err := reg.Identity.Validate(); err != nil {
+	rg, err := prepare(reg)
+	if err != nil {
 		return nil, err
 	}
-	if err := reg.Metadata.validate(); err != nil {
-		return nil, err
-	}
-	rg := &registration{id: reg.Identity.clone(), md: reg.Metadata.clone(), h: reg.Handles}
-	if rg.md.Sensitivity == "" {
-		rg.md.Sensitivity = Public
-	}
-	if rg.values, err = newValueChecker(&rg.md); err != nil {
-		return nil, err
-	}
-	rg.md.Capabilities = slices.Clip(deriveCapabilities(&rg.md, &rg.h))
-	for _, c := range rg.md.Capabilities {
-		rg.caps |= capBit(c)
-	}
-	rg.redacted = rg.md.Redacted()
-	rg.secret = rg.md.IsSecret()
-	rg.writable = rg.md.IsWritable()
-	key := rg.id.Key()
+	s := r.install(rg)
+	return func() { r.remove(s, rg, true) }, nil
+}
 
+// install registers rg, creating its slot (with any restored state) or
+// replacing the registration of an existing one, and returns the slot.
+func (r *Registry) install(rg *registration) *slot {
+	key := rg.id.Key()
 	r.mu.Lock()
 	sh := r.shard(key)
 	s := r.lookup(key)
@@ -344,6 +356,10 @@ func (r *Registry) Register(reg Registration) (unregister func(), err error) {
 			r.forms[key.FormID] = f
 		}
 		f.add(s)
+		if rs := r.restored[key]; rs != nil {
+			delete(r.restored, key)
+			r.adopt(s, rs)
+		}
 	}
 	s.reg.Store(rg)
 	if rg.secret {
@@ -351,28 +367,41 @@ func (r *Registry) Register(reg Registration) (unregister func(), err error) {
 	}
 	r.events.emit(Event{Type: EventRegistered, Identity: rg.id.clone()})
 	r.mu.Unlock()
-
-	return func() { r.remove(s, rg) }, nil
+	return s
 }
 
 // Unregister removes the control registered under id, with its staged
 // proposal and undo history, and emits an unregistered event. It reports
 // whether a control was removed; an unknown identity emits nothing.
+//
+// With a [Persister] the saved proposal and history are erased too, unless
+// the registry is closed. If the store cannot be reached the control is
+// removed all the same and what was saved stays: it comes back when a
+// control registers under the same identity after a restart.
 func (r *Registry) Unregister(id Identity) bool {
 	s := r.lookup(id.Key())
 	if s == nil {
 		return false
 	}
-	return r.remove(s, nil)
+	return r.remove(s, nil, true)
 }
 
 // remove deletes s when it is still registered and, if only is not nil,
-// still holds that registration.
-func (r *Registry) remove(s *slot, only *registration) bool {
+// still holds that registration. forget erases its saved state too, after
+// any mutation under way has finished, so none saves state afterwards.
+func (r *Registry) remove(s *slot, only *registration, forget bool) bool {
+	forget = forget && r.persisting() && !r.closed.Load()
+	if forget {
+		s.sem <- struct{}{}
+		defer func() { <-s.sem }()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s.removed.Load() || (only != nil && s.reg.Load() != only) {
 		return false
+	}
+	if forget {
+		_ = r.store.ForgetControl(context.Background(), s.key)
 	}
 	sh := r.shard(s.key)
 	sh.mu.Lock()
@@ -850,6 +879,15 @@ func (x *execution) stage() Result {
 		Provenance: x.provenance(),
 		StagedAt:   x.r.now(),
 	}}
+	if x.r.persisting() {
+		p, err := savedProposal(sv)
+		if err != nil {
+			return x.refuse(ReasonInvalidValue, fmt.Sprintf("%s cannot be staged: %v", x.reg.id, err))
+		}
+		if res, ok := x.persist(Update{Key: x.s.key, Stage: p}, nil); !ok {
+			return res
+		}
+	}
 	x.s.staged.Store(sv)
 	if x.r.events.active() {
 		e := x.eventParts()
@@ -907,10 +945,13 @@ func (x *execution) apply() Result {
 	if err := call(func() error { return h.SetValue(x.ctx, value) }); err != nil {
 		return x.failed(err)
 	}
-	applied := x.readBack(value)
+	e := undoEntry{action: Apply, previous: prev, applied: x.readBack(value), prov: x.provenance(), at: x.r.now()}
+	if res, ok := x.saveChange(&e); !ok {
+		return res
+	}
 	x.s.staged.Store(nil)
 	x.s.mu.Lock()
-	x.s.hist.push(undoEntry{action: Apply, previous: prev, applied: applied, prov: x.provenance(), at: x.r.now()}, x.r.depth)
+	x.s.hist.push(e, x.r.depth)
 	x.s.mu.Unlock()
 	return x.succeed()
 }
@@ -947,12 +988,36 @@ func (x *execution) clear() Result {
 	if err != nil {
 		return x.failed(err)
 	}
-	applied := x.readBack(written)
+	e := undoEntry{action: Clear, previous: prev, applied: x.readBack(written), prov: x.provenance(), at: x.r.now()}
+	if res, ok := x.saveChange(&e); !ok {
+		return res
+	}
 	x.s.staged.Store(nil)
 	x.s.mu.Lock()
-	x.s.hist.push(undoEntry{action: Clear, previous: prev, applied: applied, prov: x.provenance(), at: x.r.now()}, x.r.depth)
+	x.s.hist.push(e, x.r.depth)
 	x.s.mu.Unlock()
 	return x.succeed()
+}
+
+// saveChange writes through an apply or clear that wrote e to the control:
+// the proposal closes and e joins the undo history. When that fails the
+// control's previous value is written back.
+func (x *execution) saveChange(e *undoEntry) (Result, bool) {
+	if !x.r.persisting() {
+		return Result{}, true
+	}
+	u := Update{Key: x.s.key, Unstage: true}
+	if x.r.depth > 0 {
+		c, err := savedChange(e)
+		if err != nil {
+			if revert := x.restoreWrite(e.previous); revert != nil {
+				revert()
+			}
+			return x.failed(err), false
+		}
+		u.Push, u.Depth = c, x.r.depth
+	}
+	return x.persist(u, x.restoreWrite(e.previous))
 }
 
 func (x *execution) undo() Result {
@@ -978,6 +1043,11 @@ func (x *execution) undo() Result {
 	if err := call(func() error { return h.SetValue(x.ctx, e.previous) }); err != nil {
 		return x.failed(err)
 	}
+	if x.r.persisting() {
+		if res, ok := x.persist(Update{Key: x.s.key, Pop: true}, x.restoreWrite(e.applied)); !ok {
+			return res
+		}
+	}
 	x.s.mu.Lock()
 	x.s.hist.pop()
 	x.s.mu.Unlock()
@@ -991,6 +1061,11 @@ func (x *execution) discard() Result {
 	}
 	if sv == nil {
 		return x.refuse(ReasonNoStagedValue, fmt.Sprintf("nothing is staged for %s, so there is nothing to discard", x.reg.id))
+	}
+	if x.r.persisting() {
+		if res, ok := x.persist(Update{Key: x.s.key, Unstage: true}, nil); !ok {
+			return res
+		}
 	}
 	x.s.staged.CompareAndSwap(sv, nil)
 	return x.succeed()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -24,6 +25,8 @@ type Bus struct {
 	subs   []*Subscription
 	closed bool
 	now    func() time.Time
+	// relay, when set, links the bus to a shared Log (see Open).
+	relay *relay
 }
 
 // Options configure a Bus.
@@ -33,6 +36,13 @@ type Options struct {
 	Replay int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Backlog bounds, on a bus opened on a Log, how many published events
+	// may wait to be appended to it (default 65536). Past it, Publish
+	// drops the event and reports it to Logger.
+	Backlog int
+	// Logger receives the problems of a bus opened on a Log (appends that
+	// fail and are retried, dropped events); slog.Default when nil.
+	Logger *slog.Logger
 }
 
 // New returns a bus.
@@ -48,19 +58,36 @@ func New(opts Options) *Bus {
 
 // Publish assigns e its sequence number and time and delivers it. It never
 // blocks.
+//
+// On a bus opened on a Log, Publish sets the time and queues e to be
+// appended to the log, which assigns its sequence number; e is delivered,
+// with that number, once the log has it. The returned event's Seq is then
+// zero.
 func (b *Bus) Publish(e Event) Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return e
 	}
-	b.seq++
-	e.Seq = b.seq
 	if e.Time.IsZero() {
 		e.Time = b.now()
 	}
+	if b.relay != nil {
+		b.relay.enqueue(e)
+		return e
+	}
+	b.seq++
+	e.Seq = b.seq
 	p := new(Event)
 	*p = e
+	b.acceptLocked(p)
+	return e
+}
+
+// acceptLocked makes p, whose sequence number follows b.seq, the newest
+// event: it enters the replay buffer and every subscriber's queue.
+func (b *Bus) acceptLocked(p *Event) {
+	b.seq = p.Seq
 	if len(b.ring) < cap(b.ring) {
 		b.ring = append(b.ring, p)
 	} else {
@@ -73,7 +100,6 @@ func (b *Bus) Publish(e Event) Event {
 	for _, s := range b.subs {
 		s.offer(p)
 	}
-	return e
 }
 
 // Seq returns the sequence number of the newest event.
@@ -83,8 +109,13 @@ func (b *Bus) Seq() int64 {
 	return b.seq
 }
 
-// Close ends every subscription.
+// Close ends every subscription. On a bus opened on a Log it also stops
+// following the log, after appending what was published before it, for
+// at most flushTimeout, and returns once that is done.
 func (b *Bus) Close() {
+	if b.relay != nil {
+		defer b.relay.stop()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true

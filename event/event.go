@@ -10,6 +10,12 @@
 // alone and, once it catches up, it receives one "lagged" event saying how
 // many it missed and from which sequence to resynchronise. Other subscribers
 // are unaffected.
+//
+// A bus serves one process. Several processes (nodes) share their events
+// through a Log, a shared log that numbers every node's events in one
+// sequence: a bus opened on it (Open) appends what is published to the log
+// and delivers what any node appended, in the log's order, so a client
+// resumes by sequence number on any node.
 package event
 
 import (

@@ -129,11 +129,40 @@ type pathElem struct {
 	index int // used when key is ""
 }
 
-func (p *pathStack) push(key string) { p.elems = append(p.elems, pathElem{key: key}) }
-func (p *pathStack) pushIndex(i int) { p.elems = append(p.elems, pathElem{index: i}) }
-func (p *pathStack) depth() int      { return len(p.elems) }
-func (p *pathStack) pop()            { p.elems = p.elems[:len(p.elems)-1] }
-func (p *pathStack) String() string  { return renderPath(p.elems) }
+// push and pushIndex reuse the slot a pop left and write its key only
+// when it differs: the same keys recur at the same depths, and a write of
+// a string to the heap costs a write barrier while the collector runs.
+func (p *pathStack) push(key string) {
+	n := len(p.elems)
+	if n == cap(p.elems) {
+		p.elems = append(p.elems, pathElem{key: key})
+		return
+	}
+	p.elems = p.elems[:n+1]
+	e := &p.elems[n]
+	if e.key != key {
+		e.key = key
+	}
+	e.index = 0 // an empty key renders as an index, as a fresh element would
+}
+
+func (p *pathStack) pushIndex(i int) {
+	n := len(p.elems)
+	if n == cap(p.elems) {
+		p.elems = append(p.elems, pathElem{index: i})
+		return
+	}
+	p.elems = p.elems[:n+1]
+	e := &p.elems[n]
+	if e.key != "" {
+		e.key = ""
+	}
+	e.index = i
+}
+
+func (p *pathStack) depth() int     { return len(p.elems) }
+func (p *pathStack) pop()           { p.elems = p.elems[:len(p.elems)-1] }
+func (p *pathStack) String() string { return renderPath(p.elems) }
 
 // with renders the current path followed by extra elements: a string key
 // or an int index each.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Program is a loaded Control Program: validated, normalized and
@@ -97,19 +96,11 @@ func checkHeader(m *Manifest, runtime string) *Error {
 func newProgram(m *Manifest, sizeHint int) *Program {
 	// compile emits the transitions sorted by qualified id.
 	p := &Program{m: *m, byID: make(map[string]*Transition, len(m.Transitions)), contracts: make(map[string]*ObjectiveContract)}
-	p.registry = make([]*Transition, len(p.m.Transitions))
 	for i := range p.m.Transitions {
 		t := &p.m.Transitions[i]
-		p.registry[i] = t
 		p.byID[t.ID] = t
 	}
-	slices.SortStableFunc(p.registry, func(a, b *Transition) int {
-		return cmp.Or(
-			cmp.Compare(Rank(a.SelectionClass), Rank(b.SelectionClass)),
-			cmp.Compare(a.Priority, b.Priority),
-			strings.Compare(a.ID, b.ID),
-		)
-	})
+	p.registry = registryOrder(p.m.Transitions)
 	for i := range p.m.ObjectiveContracts {
 		oc := &p.m.ObjectiveContracts[i]
 		p.contracts[oc.Objective] = oc
@@ -117,6 +108,35 @@ func newProgram(m *Manifest, sizeHint int) *Program {
 	p.sizeHint = sizeHint
 	p.fingerprint = fingerprintOf(&p.m, sizeHint)
 	return p
+}
+
+// registryOrder returns the transitions, given in qualified-id order,
+// ordered by class rank, then priority, then qualified id. It ranks each
+// transition once and breaks ties by position, which is the id order.
+func registryOrder(ts []Transition) []*Transition {
+	type key struct {
+		rank     int
+		priority int64
+		pos      int
+	}
+	keys := make([]key, len(ts))
+	for i := range ts {
+		keys[i] = key{Rank(ts[i].SelectionClass), ts[i].Priority, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.rank != b.rank {
+			return cmp.Compare(a.rank, b.rank)
+		}
+		if a.priority != b.priority {
+			return cmp.Compare(a.priority, b.priority)
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	reg := make([]*Transition, len(ts))
+	for i, k := range keys {
+		reg[i] = &ts[k.pos]
+	}
+	return reg
 }
 
 // ID returns the program id.

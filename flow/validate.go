@@ -319,13 +319,11 @@ func contains(sorted []string, s string) bool {
 
 // transition validates t, whose path is on the stack, into out.
 func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[string]bool, classOf map[string]string) {
-	*out = Transition{
-		ID:             c.text.join(prog.ProgramID, "/", t.ID),
-		SelectionClass: t.SelectionClass,
-		Priority:       t.Priority,
-		Effect:         t.Effect,
-		Verifier:       t.Verifier,
-	}
+	// out is zero (a fresh slot of the normalized list): its fields are set
+	// one by one rather than by copying a whole struct into it.
+	out.ID = c.text.join(prog.ProgramID, "/", t.ID)
+	out.SelectionClass, out.Priority = t.SelectionClass, t.Priority
+	out.Effect, out.Verifier = t.Effect, t.Verifier
 	controllable := t.SelectionClass != ObservedExternal
 	if Rank(t.SelectionClass) == 0 {
 		c.add(at("selection_class"), "%q is not a selection class; use RECOVERY, OBJECTIVE_REQUIRED, PROGRESS, EXPLICIT_ONLY or OBSERVED_EXTERNAL", t.SelectionClass)

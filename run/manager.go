@@ -277,6 +277,7 @@ type runDoc struct {
 	Singleton  bool                `json:"singleton,omitempty"`
 	FIFO       string              `json:"fifo,omitempty"`
 	TokenID    string              `json:"token_id,omitempty"`
+	Lost       *Lost               `json:"lost,omitempty"`
 }
 
 func decodeDoc(rec store.RunRecord) runDoc {
@@ -733,7 +734,7 @@ func (m *Manager) status(r store.RunRecord) (Status, string) {
 		r.ExitCode = m.exitFile(r.ID)
 	}
 	switch {
-	case r.Stop == string(StatusKilled) || r.Stop == string(StatusCancelled):
+	case r.Stop == string(StatusKilled) || r.Stop == string(StatusCancelled) || r.Stop == string(StatusLost):
 		return Status(r.Stop), ident
 	case r.ExitCode == nil:
 		return StatusExited, ident
@@ -773,6 +774,9 @@ func (m *Manager) view(r store.RunRecord) *Run {
 	}
 	if r.Archived {
 		v.ArchiveDir = r.ArchiveDir
+	}
+	if status == StatusLost {
+		v.Lost = d.Lost
 	}
 	return v
 }

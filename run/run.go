@@ -13,8 +13,9 @@
 //     and run-scoped tokens of another generation are refused.
 //   - Status is derived, never trusted: done or failed from the exit code,
 //     killed or cancelled when the runtime stopped it, running while the
-//     recorded process (pid and kernel start time) is alive, exited
-//     otherwise.
+//     recorded process (pid and kernel start time) is alive, lost when
+//     another node found the lease of the node supervising it expired
+//     (see LeaseKeeper), exited otherwise.
 //   - A Control is a small declared action (at most 64 characters, input
 //     at most 380 serialized bytes, wire record at most 512 bytes). It is
 //     admitted to the journal (at most 64 pending, 1 MiB), written to the

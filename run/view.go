@@ -17,6 +17,11 @@ const (
 	StatusExited    Status = "exited"
 	StatusCancelled Status = "cancelled"
 	StatusKilled    Status = "killed"
+	// StatusLost is the status of a Run whose supervising node stopped
+	// renewing its lease (it died, or lost the store): another node
+	// marked it lost, and the Run's view says which node and when (Lost).
+	// Whatever its process still does is no longer supervised.
+	StatusLost Status = "lost"
 )
 
 // Terminal reports whether s is a terminal status.
@@ -61,6 +66,9 @@ type Run struct {
 	StderrHead string `json:"stderr_head,omitempty"`
 	Archived   bool   `json:"archived,omitempty"`
 	ArchiveDir string `json:"archive_dir,omitempty"`
+	// Lost says which node lost the Run and when; set when Status is
+	// StatusLost.
+	Lost *Lost `json:"lost,omitempty"`
 	// Reused is set when Spawn answered with a live singleton generation
 	// instead of starting a new one.
 	Reused bool `json:"reused,omitempty"`

@@ -155,6 +155,7 @@ func DeclareComponent(name string, d ComponentDecl) (*Component, error) {
 		seen[pn] = true
 	}
 	c.schema.positional = append([]string(nil), d.Positional...)
+	c.schema.indexPositional()
 	return c, nil
 }
 

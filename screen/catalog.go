@@ -76,6 +76,7 @@ func (s *schema) boxString(str string) Value {
 
 func init() {
 	box := func(cs *compSchema) {
+		cs.indexPositional()
 		for _, s := range cs.props {
 			s.enumVals = make([]Value, len(s.enum))
 			for i, e := range s.enum {
@@ -94,6 +95,16 @@ type compSchema struct {
 	positional []string
 	required   []string
 	props      map[string]*schema
+	posSchemas []*schema // the schemas of positional, in order, when indexed
+}
+
+// indexPositional looks up the schemas of the positional props once, so
+// that reading a positional argument needs no map lookup.
+func (cs *compSchema) indexPositional() {
+	cs.posSchemas = make([]*schema, len(cs.positional))
+	for i, name := range cs.positional {
+		cs.posSchemas[i] = cs.props[name]
+	}
 }
 
 // issueInfo is a row of the issue table (SPEC 7.4).

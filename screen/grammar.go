@@ -22,12 +22,18 @@ const (
 	tokPunct
 )
 
+// A token holds no pointers: its text is a range of the line being read,
+// or, for a string with escapes, an entry of the grammar's unescaped
+// strings. Tokens are written for every line, and pointer-free ones cost
+// the garbage collector nothing.
 type token struct {
 	kind tokKind
-	col  int // 1-based byte column in the line
-	text string
+	p    byte  // punctuation
+	esc  int32 // 1 + index into grammar.unesc, or 0 when the text is line[off:end]
+	col  int32 // 1-based byte column in the line
+	off  int32
+	end  int32
 	num  float64
-	p    byte // punctuation
 }
 
 // ref is a bare identifier used as a value: a reference to a component.
@@ -121,15 +127,31 @@ func isBlank(s string) bool {
 
 // grammar holds scratch space reused across lines.
 type grammar struct {
+	line     string   // the line being read
+	unesc    []string // strings of the current line that had escapes
 	toks     []token
+	idBuf    []string // the ids of a plain list being read
 	argBuf   []rawArg // the top-level call's arguments, reused
 	pos      int
 	warnings []string // unknown_escape messages of the current line
 }
 
+// text returns the text of an identifier, state key or string token.
+func (g *grammar) text(t *token) string {
+	if t.esc > 0 {
+		return g.unesc[t.esc-1]
+	}
+	return g.line[t.off:t.end]
+}
+
 // parseLine reads one non-blank line.
 func (g *grammar) parseLine(line string) (rawStmt, *lineError) {
 	g.warnings = g.warnings[:0]
+	g.line = line
+	if len(g.unesc) > 0 {
+		clear(g.unesc)
+		g.unesc = g.unesc[:0]
+	}
 	var st rawStmt
 	i := skipJSSpace(line, 0)
 	start := i
@@ -166,21 +188,23 @@ func (g *grammar) parseLine(line string) (rawStmt, *lineError) {
 		if len(g.toks) < 2 || g.toks[0].kind != tokIdent || !g.toks[1].isPunct('(') {
 			col := len(line) + 1
 			if len(g.toks) > 0 {
-				col = g.toks[0].col
+				col = int(g.toks[0].col)
 			}
 			return st, errAt("syntax", col, "expected a component call such as Text(\"…\")")
 		}
-		st.call = g.toks[0].text
+		st.call = g.text(&g.toks[0])
 		g.pos = 1
 		args, err := g.args(0, g.argBuf[:0])
 		if err != nil {
 			return st, err
 		}
 		st.args = args
-		g.argBuf = args
+		if cap(args) != cap(g.argBuf) {
+			g.argBuf = args // it grew; keep the larger buffer
+		}
 	}
 	if g.pos < len(g.toks) {
-		return st, errAt("syntax", g.toks[g.pos].col, "unexpected text after the statement; write one statement per line")
+		return st, errAt("syntax", int(g.toks[g.pos].col), "unexpected text after the statement; write one statement per line")
 	}
 	return st, nil
 }
@@ -198,11 +222,11 @@ func (g *grammar) tokenize(line string, i int) *lineError {
 		case c == '#':
 			return nil
 		case c == '"':
-			s, n, err := g.str(line, i)
+			t, n, err := g.str(line, i)
 			if err != nil {
 				return err
 			}
-			g.toks = append(g.toks, token{kind: tokString, col: i + 1, text: s})
+			g.toks = append(g.toks, t)
 			i = n
 		case c == '\'':
 			return errAt("syntax", i+1, "strings must use double quotes")
@@ -214,7 +238,7 @@ func (g *grammar) tokenize(line string, i int) *lineError {
 			for j < len(line) && isIdentChar(line[j]) {
 				j++
 			}
-			g.toks = append(g.toks, token{kind: tokState, col: i + 1, text: line[i:j]})
+			g.toks = append(g.toks, token{kind: tokState, col: int32(i + 1), off: int32(i), end: int32(j)})
 			i = j
 		case isDigit(c) || c == '.' || c == '-':
 			j := scanNumber(line, i)
@@ -228,17 +252,17 @@ func (g *grammar) tokenize(line string, i int) *lineError {
 			if f == 0 {
 				f = 0 // negative zero is zero ([4.9])
 			}
-			g.toks = append(g.toks, token{kind: tokNumber, col: i + 1, num: f})
+			g.toks = append(g.toks, token{kind: tokNumber, col: int32(i + 1), num: f})
 			i = j
 		case isIdentStart(c):
 			j := i + 1
 			for j < len(line) && isIdentChar(line[j]) {
 				j++
 			}
-			g.toks = append(g.toks, token{kind: tokIdent, col: i + 1, text: line[i:j]})
+			g.toks = append(g.toks, token{kind: tokIdent, col: int32(i + 1), off: int32(i), end: int32(j)})
 			i = j
 		case c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}' || c == ',' || c == '=' || c == ':':
-			g.toks = append(g.toks, token{kind: tokPunct, col: i + 1, p: c})
+			g.toks = append(g.toks, token{kind: tokPunct, col: int32(i + 1), p: c})
 			i++
 		default:
 			return errAt("syntax", i+1, "unexpected character %q", string(firstRune(line[i:])))
@@ -247,9 +271,9 @@ func (g *grammar) tokenize(line string, i int) *lineError {
 	return nil
 }
 
-// str reads the string starting at line[i] == '"' and returns its value and
-// the index after the closing quote.
-func (g *grammar) str(line string, i int) (string, int, *lineError) {
+// str reads the string starting at line[i] == '"' and returns its token
+// and the index after the closing quote.
+func (g *grammar) str(line string, i int) (token, int, *lineError) {
 	start := i
 	i++
 	// Fast path: no escapes.
@@ -258,7 +282,7 @@ func (g *grammar) str(line string, i int) (string, int, *lineError) {
 		j++
 	}
 	if j < len(line) && line[j] == '"' {
-		return line[i:j], j + 1, nil
+		return token{kind: tokString, col: int32(start + 1), off: int32(i), end: int32(j)}, j + 1, nil
 	}
 	buf := make([]byte, 0, j-i+16)
 	buf = append(buf, line[i:j]...)
@@ -267,10 +291,11 @@ func (g *grammar) str(line string, i int) (string, int, *lineError) {
 		c := line[i]
 		switch c {
 		case '"':
-			return string(buf), i + 1, nil
+			g.unesc = append(g.unesc, string(buf))
+			return token{kind: tokString, col: int32(start + 1), esc: int32(len(g.unesc))}, i + 1, nil
 		case '\\':
 			if i+1 >= len(line) {
-				return "", 0, errAt("unterminated_string", start+1, "the string has no closing double quote")
+				return token{}, 0, errAt("unterminated_string", start+1, "the string has no closing double quote")
 			}
 			e := line[i+1]
 			switch e {
@@ -294,7 +319,7 @@ func (g *grammar) str(line string, i int) (string, int, *lineError) {
 			i++
 		}
 	}
-	return "", 0, errAt("unterminated_string", start+1, "the string has no closing double quote")
+	return token{}, 0, errAt("unterminated_string", start+1, "the string has no closing double quote")
 }
 
 // scanNumber matches -?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)? at line[i:] and
@@ -355,13 +380,12 @@ func (g *grammar) endCol() int {
 	if len(g.toks) == 0 {
 		return 1
 	}
-	t := g.toks[len(g.toks)-1]
-	return t.col + 1
+	return int(g.toks[len(g.toks)-1].col) + 1
 }
 
 func (g *grammar) colHere() int {
 	if t := g.peek(); t != nil {
-		return t.col
+		return int(t.col)
 	}
 	return g.endCol()
 }
@@ -380,16 +404,16 @@ func (g *grammar) args(depth int, out []rawArg) ([]rawArg, *lineError) {
 			return out, nil
 		}
 		var a rawArg
-		a.col = t.col
+		a.col = int(t.col)
 		if t.kind == tokIdent && g.pos+1 < len(g.toks) && g.toks[g.pos+1].isPunct('=') {
-			a.name = t.text
+			a.name = g.text(t)
 			named = true
 			g.pos += 2
 		} else if named {
-			return nil, errAt("syntax", t.col, "positional arguments must come before named ones")
+			return nil, errAt("syntax", int(t.col), "positional arguments must come before named ones")
 		}
 		if t := g.peek(); t != nil && t.kind == tokString {
-			a.str, a.isStr = t.text, true
+			a.str, a.isStr = g.text(t), true
 			g.pos++
 		} else {
 			v, err := g.value(depth)
@@ -407,7 +431,7 @@ func (g *grammar) args(depth int, out []rawArg) ([]rawArg, *lineError) {
 			g.pos++
 		case t.isPunct(')'):
 		default:
-			return nil, errAt("syntax", t.col, "expected , or )")
+			return nil, errAt("syntax", int(t.col), "expected , or )")
 		}
 	}
 }
@@ -421,16 +445,17 @@ func (g *grammar) value(depth int) (Value, *lineError) {
 	switch t.kind {
 	case tokString:
 		g.pos++
-		return t.text, nil
+		return g.text(t), nil
 	case tokNumber:
 		g.pos++
 		return t.num, nil
 	case tokState:
 		g.pos++
-		return StateRef(t.text), nil
+		return StateRef(g.text(t)), nil
 	case tokIdent:
 		g.pos++
-		switch t.text {
+		text := g.text(t)
+		switch text {
 		case "true":
 			return true, nil
 		case "false":
@@ -440,25 +465,28 @@ func (g *grammar) value(depth int) (Value, *lineError) {
 		}
 		if n := g.peek(); n != nil && n.isPunct('(') {
 			if depth+1 > maxNesting {
-				return nil, errAt("syntax", n.col, "values may nest at most %d levels deep", maxNesting)
+				return nil, errAt("syntax", int(n.col), "values may nest at most %d levels deep", maxNesting)
 			}
 			if _, err := g.args(depth+1, nil); err != nil {
 				return nil, err
 			}
-			return callValue{name: t.text}, nil
+			return callValue{name: text}, nil
 		}
-		return ref(t.text), nil
+		return ref(text), nil
 	case tokPunct:
 		switch t.p {
 		case '[':
 			if depth+1 > maxNesting {
-				return nil, errAt("syntax", t.col, "values may nest at most %d levels deep", maxNesting)
+				return nil, errAt("syntax", int(t.col), "values may nest at most %d levels deep", maxNesting)
 			}
 			g.pos++
 			list := []Value{}
 			// A list of plain ids, such as a children list, is kept as
-			// strings rather than one boxed value per id.
-			var ids refList
+			// strings rather than one boxed value per id. They are
+			// gathered in scratch space and copied out at their final
+			// length; a nested list starts only once this list is no
+			// longer plain, so the scratch space is free by then.
+			ids := g.idBuf[:0]
 			plain := true
 			for {
 				n := g.peek()
@@ -468,20 +496,22 @@ func (g *grammar) value(depth int) (Value, *lineError) {
 				if n.isPunct(']') {
 					g.pos++
 					if plain && len(ids) > 0 {
-						return ids, nil
+						g.idBuf = ids
+						return append(refList(nil), ids...), nil
 					}
 					return list, nil
 				}
-				if plain && n.kind == tokIdent && !isLiteralWord(n.text) &&
+				if plain && n.kind == tokIdent && !isLiteralWord(g.text(n)) &&
 					!(g.pos+1 < len(g.toks) && g.toks[g.pos+1].isPunct('(')) {
 					g.pos++
-					ids = append(ids, n.text)
+					ids = append(ids, g.text(n))
 				} else {
 					if plain {
 						plain = false
 						for _, id := range ids {
 							list = append(list, ref(id))
 						}
+						g.idBuf = ids
 					}
 					v, err := g.value(depth + 1)
 					if err != nil {
@@ -497,12 +527,12 @@ func (g *grammar) value(depth int) (Value, *lineError) {
 					g.pos++
 				case n.isPunct(']'):
 				default:
-					return nil, errAt("syntax", n.col, "expected , or ]")
+					return nil, errAt("syntax", int(n.col), "expected , or ]")
 				}
 			}
 		case '{':
 			if depth+1 > maxNesting {
-				return nil, errAt("syntax", t.col, "values may nest at most %d levels deep", maxNesting)
+				return nil, errAt("syntax", int(t.col), "values may nest at most %d levels deep", maxNesting)
 			}
 			g.pos++
 			obj := &rawObject{}
@@ -516,9 +546,9 @@ func (g *grammar) value(depth int) (Value, *lineError) {
 					return obj, nil
 				}
 				if n.kind != tokIdent && n.kind != tokString {
-					return nil, errAt("syntax", n.col, "expected a key")
+					return nil, errAt("syntax", int(n.col), "expected a key")
 				}
-				key := n.text
+				key := g.text(n)
 				g.pos++
 				if c := g.peek(); c == nil || !c.isPunct(':') {
 					return nil, errAt("syntax", g.colHere(), "expected : after the key")
@@ -538,12 +568,12 @@ func (g *grammar) value(depth int) (Value, *lineError) {
 					g.pos++
 				case n.isPunct('}'):
 				default:
-					return nil, errAt("syntax", n.col, "expected , or }")
+					return nil, errAt("syntax", int(n.col), "expected , or }")
 				}
 			}
 		}
 	}
-	return nil, errAt("syntax", t.col, "expected a value")
+	return nil, errAt("syntax", int(t.col), "expected a value")
 }
 
 // hasCall reports whether v contains a call.

@@ -7,21 +7,23 @@ import "fmt"
 // which component lists each id as a child, which fields edit each $key,
 // which McpMutation governs each Button.
 type index struct {
-	ids         map[string]*entry  // component and McpMutation ids, defined or pending
+	ids         idTable            // component and McpMutation ids, defined or pending
 	state       map[string]*stmt   // $key declarations
 	order       []*stmt            // statements in document order
 	editors     map[string][]*stmt // $key -> fields editing it
 	users       map[string]int     // $key -> statements reading it
 	mutByTarget map[string]*stmt
-	seen        map[string]struct{} // scratch space for firstDuplicate
-	entries     []entry             // the current chunk entries are carved from
-	undefined   int                 // entries whose id has no definition yet
+	kidHashes   []uint64 // hashes of the children of the statement checked last
+	dupSlots    []int32  // scratch space for firstDuplicate
+	entries     []entry  // the current chunk entries are carved from
+	undefined   int      // entries whose id has no definition yet
 
 	// What check looked up for the statement it last passed, so that add
 	// need not look it up again: its entry (nil when new) and those of its
 	// children, in order (nil for the new ones).
 	checked     *stmt
 	checkedSelf *entry
+	checkedHash uint64 // the hash of its id
 	checkedKids []*entry
 	nComponents int
 	nState      int
@@ -31,7 +33,6 @@ type index struct {
 
 func newIndex(maxComp, maxState int) *index {
 	return &index{
-		ids:         map[string]*entry{},
 		state:       map[string]*stmt{},
 		editors:     map[string][]*stmt{},
 		users:       map[string]int{},
@@ -52,7 +53,7 @@ type entry struct {
 
 // get returns the statement defining id, or nil.
 func (x *index) get(id string) *stmt {
-	if e := x.ids[id]; e != nil {
+	if e := x.ids.get(id); e != nil {
 		return e.def
 	}
 	return nil
@@ -60,7 +61,7 @@ func (x *index) get(id string) *stmt {
 
 // parentOf returns the id of the component listing id as a child, or "".
 func (x *index) parentOf(id string) string {
-	if e := x.ids[id]; e != nil && e.parent != nil {
+	if e := x.ids.get(id); e != nil && e.parent != nil {
 		return e.parent.id
 	}
 	return ""
@@ -72,20 +73,20 @@ const maxEntryChunk = 256
 
 // entry returns the entry for id, making it if needed.
 func (x *index) entry(id string) *entry {
-	if e := x.ids[id]; e != nil {
+	if e := x.ids.get(id); e != nil {
 		return e
 	}
-	return x.newEntry(id)
+	return x.newEntry(id, x.ids.hash(id))
 }
 
-// newEntry makes the entry for id, which has none.
-func (x *index) newEntry(id string) *entry {
+// newEntry makes the entry for id, which has none and hashes to h.
+func (x *index) newEntry(id string, h uint64) *entry {
 	if len(x.entries) == cap(x.entries) {
 		x.entries = make([]entry, 0, min(max(8, 2*cap(x.entries)), maxEntryChunk))
 	}
 	x.entries = append(x.entries, entry{id: id})
 	e := &x.entries[len(x.entries)-1]
-	x.ids[id] = e
+	x.ids.add(e, h)
 	x.undefined++
 	return e
 }
@@ -125,7 +126,8 @@ func (x *index) check(s *stmt) *docIssue {
 		return nil
 	}
 	id := s.id()
-	e := x.ids[id]
+	h := x.ids.hash(id)
+	e := x.ids.lookup(id, h)
 	if e != nil && e.def != nil {
 		return &docIssue{"duplicate_id", fmt.Sprintf("%q is already defined on line %d; an id is assigned once and keeps its first definition", id, e.def.line)}
 	}
@@ -142,15 +144,29 @@ func (x *index) check(s *stmt) *docIssue {
 		return nil
 	}
 	n := s.node
-	if c, dup := x.firstDuplicate(n.Children); dup {
+	// Each child is hashed once, for the checks here and for add.
+	hashes := x.kidHashes[:0]
+	for _, c := range n.Children {
+		hashes = append(hashes, x.ids.hash(c))
+	}
+	// The scratch buffers are stored back only when they grew: a pointer
+	// written to the heap costs a write barrier while the collector runs.
+	if cap(hashes) != cap(x.kidHashes) {
+		x.kidHashes = hashes[:0]
+	}
+	c, dup, slots := firstDuplicate(n.Children, hashes, x.dupSlots)
+	if cap(slots) != cap(x.dupSlots) {
+		x.dupSlots = slots
+	}
+	if dup {
 		return &docIssue{"duplicate_child", fmt.Sprintf("%q is listed twice", c)}
 	}
 	kids := x.checkedKids[:0]
-	for _, c := range n.Children {
+	for i, c := range n.Children {
 		if c == rootID {
 			return &docIssue{"root_as_child", "root is the top of the screen and can't be a child"}
 		}
-		ce := x.ids[c]
+		ce := x.ids.lookup(c, hashes[i])
 		kids = append(kids, ce)
 		if ce == nil {
 			if c == id {
@@ -183,34 +199,8 @@ func (x *index) check(s *stmt) *docIssue {
 			return &docIssue{"input_state_type", fmt.Sprintf("%s edits %s, which must hold %s (it is declared on line %d)", n.Type, s.edits, s.holds, st.line)}
 		}
 	}
-	x.checked, x.checkedSelf, x.checkedKids = s, e, kids
+	x.checked, x.checkedSelf, x.checkedHash, x.checkedKids = s, e, h, kids
 	return nil
-}
-
-// firstDuplicate returns the first id listed twice in ids.
-func (x *index) firstDuplicate(ids []string) (string, bool) {
-	if len(ids) <= 16 {
-		for i, c := range ids {
-			for _, d := range ids[:i] {
-				if d == c {
-					return c, true
-				}
-			}
-		}
-		return "", false
-	}
-	if x.seen == nil {
-		x.seen = make(map[string]struct{}, len(ids))
-	}
-	seen := x.seen
-	defer clear(seen)
-	for _, c := range ids {
-		if _, ok := seen[c]; ok {
-			return c, true
-		}
-		seen[c] = struct{}{}
-	}
-	return "", false
 }
 
 // isAncestor reports whether a contains b through children lists. Only a
@@ -333,10 +323,12 @@ func (x *index) link(s *stmt) {
 	// twice fails the check), so they are made without looking again.
 	var e *entry
 	var kids []*entry
+	var hashes []uint64
 	if x.checked == s {
 		e, kids = x.checkedSelf, x.checkedKids
+		hashes = x.kidHashes[:len(kids)]
 		if e == nil {
-			e = x.newEntry(s.node.ID)
+			e = x.newEntry(s.node.ID, x.checkedHash)
 		}
 		x.checked, x.checkedSelf = nil, nil
 		defer clear(kids)
@@ -358,7 +350,7 @@ func (x *index) link(s *stmt) {
 		case kids[i] != nil:
 			ce = kids[i]
 		default:
-			ce = x.newEntry(c)
+			ce = x.newEntry(c, hashes[i])
 		}
 		if ce.parent != nil || ce == e || isAncestor(ce, e) {
 			continue

@@ -90,6 +90,7 @@ func builtinHold(component string) holdKind {
 // stmt is an accepted (or, for an update, candidate) statement.
 type stmt struct {
 	kind      stmtKind
+	holds     holdKind // beside kind, so that the two share a word
 	line      int
 	node      *Node     // component
 	mut       *Mutation // McpMutation
@@ -98,7 +99,6 @@ type stmt struct {
 	app       *Component
 	stateRefs []string // $keys the statement reads, in order, unique
 	edits     string   // $key a field edits
-	holds     holdKind
 }
 
 // stmtNode allocates a component's statement and node together.
@@ -136,6 +136,11 @@ type registry struct {
 	maxComp    int
 	maxState   int
 	nodes      []stmtNode // the chunk new component statements are carved from
+
+	// The component the last line called (see component).
+	lastCall   string
+	lastSchema *compSchema
+	lastApp    *Component
 }
 
 // maxNodeChunk is the most component statements one allocation holds;
@@ -232,20 +237,11 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 	if raw.call == "McpMutation" {
 		return r.mutationStmt(raw, id, line)
 	}
-	cs := builtinComponents[raw.call]
-	var app *Component
-	if cs == nil {
-		app = r.components[raw.call]
-		if app == nil {
-			msg := fmt.Sprintf("%q is not a component of this app's catalog", clip(raw.call))
-			if alt := r.similarComponent(raw.call); alt != "" {
-				msg += fmt.Sprintf("; did you mean %s?", alt)
-			}
-			return nil, &lineError{code: "unknown_component", msg: msg}
-		}
-		cs = app.schema
+	cs, app, err := r.component(raw.call)
+	if err != nil {
+		return nil, err
 	}
-	props, refs, err := collectProps(raw, cs)
+	props, kids, refs, err := collectProps(raw, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -285,23 +281,28 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 			return nil, &lineError{code: "unknown_asset", msg: fmt.Sprintf("%s: no picture named %q is in the app's asset registry", p, name)}
 		}
 	}
+	// The chunk's memory is zero: setting the fields one by one spares
+	// copying a whole struct into it.
 	sn := r.newNode()
 	n := &sn.n
-	*n = Node{ID: id, Type: raw.call, App: app != nil, Props: props, Line: line}
-	switch kids := props["children"].(type) {
+	n.ID, n.Type, n.App, n.Props, n.Line = id, raw.call, app != nil, props, line
+	switch kids := kids.(type) {
 	case refList:
 		n.Children = kids
-		delete(props, "children")
 	case []Value: // an empty list
 		n.Children = make([]string, len(kids))
 		for i, k := range kids {
 			n.Children[i] = string(k.(ref))
 		}
-		delete(props, "children")
 	}
 	s := &sn.s
-	*s = stmt{kind: stmtComponent, line: line, node: n, app: app}
-	s.stateRefs = refs
+	s.kind, s.line, s.node = stmtComponent, line, n
+	if app != nil {
+		s.app = app
+	}
+	if refs != nil {
+		s.stateRefs = refs
+	}
 	if app != nil {
 		s.holds = app.holds
 	} else {
@@ -315,6 +316,30 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 		}
 	}
 	return s, nil
+}
+
+// component returns the schema of the component named call, and the app
+// component when it is one of the app's. Lines in a row often call the
+// same component, so the last one found is kept.
+func (r *registry) component(call string) (*compSchema, *Component, *lineError) {
+	if r.lastSchema != nil && call == r.lastCall {
+		return r.lastSchema, r.lastApp, nil
+	}
+	cs := builtinComponents[call]
+	var app *Component
+	if cs == nil {
+		app = r.components[call]
+		if app == nil {
+			msg := fmt.Sprintf("%q is not a component of this app's catalog", clip(call))
+			if alt := r.similarComponent(call); alt != "" {
+				msg += fmt.Sprintf("; did you mean %s?", alt)
+			}
+			return nil, nil, &lineError{code: "unknown_component", msg: msg}
+		}
+		cs = app.schema
+	}
+	r.lastCall, r.lastSchema, r.lastApp = call, cs, app
+	return cs, app, nil
 }
 
 func (r *registry) stateStmt(raw *rawStmt, line int) (*stmt, *lineError) {
@@ -342,7 +367,7 @@ func (r *registry) stateStmt(raw *rawStmt, line int) (*stmt, *lineError) {
 }
 
 func (r *registry) mutationStmt(raw *rawStmt, id string, line int) (*stmt, *lineError) {
-	props, _, err := collectProps(raw, mutationSchema)
+	props, _, _, err := collectProps(raw, mutationSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -373,10 +398,11 @@ func (r *registry) mutationStmt(raw *rawStmt, id string, line int) (*stmt, *line
 // collectProps assigns positional arguments to the component's positional
 // props, converts values and checks each against the catalog ([5.8],
 // [5.9]).
-// It also returns the $keys the props read, in argument order.
-func collectProps(raw *rawStmt, cs *compSchema) (map[string]Value, []string, *lineError) {
-	props := make(map[string]Value, len(raw.args))
-	var refs []string
+// The children list is returned on its own rather than in the props, with
+// the $keys the props read, in argument order.
+func collectProps(raw *rawStmt, cs *compSchema) (props map[string]Value, kids Value, refs []string, err *lineError) {
+	props = make(map[string]Value, len(raw.args))
+	hasKids := false
 	pos := 0
 	// The names given so far, to find one given twice without a map
 	// lookup; calls rarely have more arguments than fit.
@@ -385,7 +411,7 @@ func collectProps(raw *rawStmt, cs *compSchema) (map[string]Value, []string, *li
 		name := a.name
 		if name == "" {
 			if pos >= len(cs.positional) {
-				return nil, nil, invalid("%s takes %d positional argument%s; give the others by name", raw.call, len(cs.positional), plural(len(cs.positional)))
+				return nil, nil, nil, invalid("%s takes %d positional argument%s; give the others by name", raw.call, len(cs.positional), plural(len(cs.positional)))
 			}
 			name = cs.positional[pos]
 			pos++
@@ -393,39 +419,47 @@ func collectProps(raw *rawStmt, cs *compSchema) (map[string]Value, []string, *li
 		if i < len(given) {
 			for _, g := range given[:i] {
 				if g == name {
-					return nil, nil, invalid("%s is given twice", name)
+					return nil, nil, nil, invalid("%s is given twice", name)
 				}
 			}
 			given[i] = name
-		} else if _, dup := props[name]; dup {
-			return nil, nil, invalid("%s is given twice", name)
+		} else if _, dup := props[name]; dup || name == "children" && hasKids {
+			return nil, nil, nil, invalid("%s is given twice", name)
 		}
 		var v Value
 		if !a.isStr {
-			var err *lineError
 			if v, err = convertValue(a.val); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
-		sch := cs.props[name]
+		var sch *schema
+		if a.name == "" && pos <= len(cs.posSchemas) {
+			sch = cs.posSchemas[pos-1]
+		} else {
+			sch = cs.props[name]
+		}
 		if sch == nil {
-			return nil, nil, invalid("%s has no prop %q; its props are %s", raw.call, clip(name), propList(cs))
+			return nil, nil, nil, invalid("%s has no prop %q; its props are %s", raw.call, clip(name), propList(cs))
 		}
 		if a.isStr {
 			v = sch.boxString(a.str)
 		}
 		if !sch.check(v) {
-			return nil, nil, invalid("%s's %s must be %s", raw.call, name, sch.describe())
+			return nil, nil, nil, invalid("%s's %s must be %s", raw.call, name, sch.describe())
 		}
-		props[name] = v
+		if name == "children" {
+			kids, hasKids = v, true
+		} else {
+			props[name] = v
+		}
 		refs = appendRefs(refs, v)
 	}
 	for _, name := range cs.required {
-		if _, ok := props[name]; !ok {
-			return nil, nil, invalid("%s needs %s", raw.call, name)
+		if _, ok := props[name]; !ok && !(name == "children" && hasKids) {
+			return nil, nil, nil, invalid("%s needs %s", raw.call, name)
 		}
 	}
-	return props, refs, nil
+	return props, kids, refs, nil
 }
 
 // appendRefs appends the $keys in v (a value or a list of values) that refs

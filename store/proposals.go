@@ -136,3 +136,35 @@ type Proposals interface {
 	// d that fails Check gives ErrInvalid and changes nothing.
 	DecideProposal(ctx context.Context, d ProposalDecision) error
 }
+
+// proposalDoc is the recorded request of a proposal as backends store it:
+// one JSON document, written once when the proposal is filed.
+type proposalDoc struct {
+	Recipe   json.RawMessage            `json:"recipe"`
+	Script   string                     `json:"script"`
+	WorkDir  string                     `json:"work_dir"`
+	EnvNames []string                   `json:"env_names"`
+	Controls []string                   `json:"controls"`
+	Values   map[string]json.RawMessage `json:"values,omitempty"`
+	Request  json.RawMessage            `json:"request,omitempty"`
+}
+
+// Document returns the JSON document in which a backend stores p's
+// recorded request: its recipe, script, working directory, environment
+// names, Control actions, values and request.
+func (p Proposal) Document() ([]byte, error) {
+	return json.Marshal(proposalDoc{Recipe: p.Recipe, Script: p.Script, WorkDir: p.WorkDir, EnvNames: p.EnvNames,
+		Controls: p.Controls, Values: p.Values, Request: p.Request})
+}
+
+// SetDocument fills p's recorded request from doc, a document Document
+// wrote. A document that does not decode is reported as a damaged record.
+func (p *Proposal) SetDocument(doc []byte) error {
+	var d proposalDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return fmt.Errorf("proposal %s: damaged record: %w", p.ID, err)
+	}
+	p.Recipe, p.Script, p.WorkDir, p.EnvNames, p.Controls, p.Values, p.Request =
+		d.Recipe, d.Script, d.WorkDir, d.EnvNames, d.Controls, d.Values, d.Request
+	return nil
+}

@@ -66,7 +66,8 @@ type RunRecord struct {
 	StartTime string
 	// ExitCode is set once the process has exited and its code is known.
 	ExitCode *int
-	// Stop is "killed" or "cancelled" once the runtime stopped the Run.
+	// Stop is "killed" or "cancelled" once the runtime stopped the Run,
+	// "lost" once another node found its supervising node's lease expired.
 	Stop      string
 	CreatedAt time.Time
 	StartedAt time.Time

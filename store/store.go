@@ -6,8 +6,8 @@
 // store/storetest is the conformance suite a backend must pass.
 //
 // A Store hands out one store per part (Principals, Sessions, Settings,
-// Audit, Proposals, Runs, Flows). A backend may implement them on one type
-// or on several.
+// Audit, Proposals, Runs, Flows, ControlRegistry, Screens). A backend may
+// implement them on one type or on several.
 //
 // Secrets never reach the store in clear: tokens, sign-in links and session
 // cookies are stored as SHA-256 hashes, so a copy of the database cannot be
@@ -195,6 +195,13 @@ type Store interface {
 	Runs() Runs
 	// Flows returns the store of the Flow kernel.
 	Flows() flow.Store
+	// ControlRegistry returns the store of the control registry's
+	// proposals, undo histories and hosted forms.
+	ControlRegistry() Controls
+	// Screens returns the store of the screens shown to people.
+	Screens() Screens
+	// Cluster returns what nodes sharing the store coordinate through.
+	Cluster() Cluster
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Close releases the backend; the parts must not be used after it.

@@ -28,6 +28,9 @@ func components() []component {
 		{"runs", runMigrations},
 		{"flows", flowMigrations},
 		{"proposals", proposalMigrations},
+		{"controls", controlMigrations},
+		{"screens", screenMigrations},
+		{"cluster", clusterMigrations},
 	}
 }
 

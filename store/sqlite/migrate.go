@@ -25,6 +25,9 @@ func components() []struct {
 		{"runs", runMigrations},
 		{"flows", flowMigrations},
 		{"proposals", proposalMigrations},
+		{"controls", controlMigrations},
+		{"screens", screenMigrations},
+		{"cluster", clusterMigrations},
 	}
 }
 

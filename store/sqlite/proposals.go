@@ -33,17 +33,6 @@ CREATE INDEX command_proposals_status ON command_proposals(status, created_at);
 CREATE INDEX command_proposals_proposer ON command_proposals(proposer_id, created_at);
 `}}
 
-// proposalDoc is the recorded request of a proposal.
-type proposalDoc struct {
-	Recipe   json.RawMessage            `json:"recipe"`
-	Script   string                     `json:"script"`
-	WorkDir  string                     `json:"work_dir"`
-	EnvNames []string                   `json:"env_names"`
-	Controls []string                   `json:"controls"`
-	Values   map[string]json.RawMessage `json:"values,omitempty"`
-	Request  json.RawMessage            `json:"request,omitempty"`
-}
-
 const proposalColumns = `id, kind, proposer_id, supervisor_id, target, doc, created_at, status, decided_by, decided_at, reason, result`
 
 // CreateProposal implements store.Proposals.
@@ -51,8 +40,7 @@ func (s *DB) CreateProposal(ctx context.Context, p store.Proposal) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
-	doc, err := json.Marshal(proposalDoc{Recipe: p.Recipe, Script: p.Script, WorkDir: p.WorkDir, EnvNames: p.EnvNames,
-		Controls: p.Controls, Values: p.Values, Request: p.Request})
+	doc, err := p.Document()
 	if err != nil {
 		return fmt.Errorf("create proposal: %w", err)
 	}
@@ -80,12 +68,9 @@ func scanProposal(sc scanner) (store.Proposal, error) {
 		&p.DecidedBy, &decided, &p.Reason, &result); err != nil {
 		return p, err
 	}
-	var d proposalDoc
-	if err := json.Unmarshal([]byte(doc), &d); err != nil {
-		return p, fmt.Errorf("proposal %s: damaged record: %w", p.ID, err)
+	if err := p.SetDocument([]byte(doc)); err != nil {
+		return p, err
 	}
-	p.Recipe, p.Script, p.WorkDir, p.EnvNames, p.Controls, p.Values, p.Request =
-		d.Recipe, d.Script, d.WorkDir, d.EnvNames, d.Controls, d.Values, d.Request
 	p.CreatedAt = fromMS(created)
 	if decided != 0 {
 		p.DecidedAt = fromMS(decided)

@@ -29,7 +29,8 @@ import (
 
 // DB is a store.Store backed by SQLite. It is safe for concurrent use.
 type DB struct {
-	db *sql.DB
+	db     *sql.DB
+	events eventSignal // wakes followers of the event log
 }
 
 var _ store.Store = (*DB)(nil)

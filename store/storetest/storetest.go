@@ -15,9 +15,11 @@
 //
 // and every part is exercised through the Store's accessors only:
 // principals and their tokens, sign-in links, web sessions, settings, the
-// audit log, command proposals, the Flow kernel's store, and Runs. Cases
-// that race several writers run them in goroutines, so running the suite
-// with -race also checks the backend's own synchronization.
+// audit log, command proposals, the Flow kernel's store, Runs, the control
+// registry's proposals, undo histories and hosted forms, screens, and the
+// Run leases and event log that nodes share. Cases that race several writers
+// run them in goroutines, so running the suite with -race also checks the
+// backend's own synchronization.
 //
 // Times given to a store carry whole milliseconds: a backend must keep at
 // least that precision.
@@ -49,6 +51,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Proposals", testProposals},
 		{"Flows", testFlows},
 		{"Runs", Runs},
+		{"Controls", testControls},
+		{"Screens", testScreens},
+		{"Cluster", Cluster},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })

@@ -1,0 +1,661 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ReasonStoreUnavailable: the registry's [Persister] could not save the
+// change, so nothing changed. It is also the reason of every mutation after
+// [Registry.Close].
+const ReasonStoreUnavailable Reason = "store_unavailable"
+
+// Persister keeps, outside the process, what a registry must not lose when
+// the process restarts: the open proposal and the undo history of every
+// control, the hosted forms with their values, and the highest proposal
+// revision handed out. Set it as [Config.Store]; [Registry.Restore] rebuilds
+// a new registry from what it saved.
+//
+// The registry writes through: a command changes the registry only after
+// its write has succeeded, and each call describes everything one command
+// changes, which the Persister applies atomically — all of it or nothing.
+// Values arrive encoded as JSON, so a Persister stores them as given. A
+// Persister must be safe for concurrent use; the registry never calls it
+// twice at once for the same control.
+type Persister interface {
+	// SaveControl applies u to the saved state of the control u.Key.
+	SaveControl(ctx context.Context, u Update) error
+	// ForgetControl erases the saved proposal and undo history of the
+	// control k, as when it is unregistered. Its hosted declaration, if
+	// any, stays.
+	ForgetControl(ctx context.Context, k Key) error
+	// SaveForm records a hosted form, replacing any earlier declaration of
+	// the same form id. Controls the earlier declaration had and f leaves
+	// out lose their saved state (declaration, value, proposal, history);
+	// the others keep their proposals and histories and take f's values.
+	SaveForm(ctx context.Context, f SavedForm) error
+	// DeleteForm erases the hosted form formID with the saved state of
+	// its controls. An unknown form id is not an error.
+	DeleteForm(ctx context.Context, formID string) error
+	// LoadControls returns everything saved.
+	LoadControls(ctx context.Context) (Saved, error)
+}
+
+// Update is the change one command makes to the saved state of one
+// control. Fields left zero leave that part unchanged.
+type Update struct {
+	Key Key
+	// Stage, when not nil, replaces the open proposal. Its revision is
+	// also the registry's new highest revision, when higher.
+	Stage *SavedProposal
+	// Unstage closes the open proposal, if any. Stage and Unstage are
+	// never both set.
+	Unstage bool
+	// Pop removes the newest entry of the undo history; it is never set
+	// together with Push.
+	Pop bool
+	// Push adds an entry on top of the undo history; the oldest entries
+	// beyond Depth are dropped, so at most Depth remain.
+	Push  *SavedChange
+	Depth int
+	// Value, when not nil, is the new value of a hosted control. A
+	// Persister ignores it for a control of no saved form.
+	Value json.RawMessage
+}
+
+// SavedProposal is an open proposal as a [Persister] keeps it.
+type SavedProposal struct {
+	Revision   int64
+	Provenance Provenance
+	StagedAt   time.Time
+	// Value is the proposed value; Base is the live value when it was
+	// staged, against which staleness is decided.
+	Value json.RawMessage
+	Base  json.RawMessage
+}
+
+// SavedChange is an entry of an undo history as a [Persister] keeps it.
+type SavedChange struct {
+	// Action is apply or clear.
+	Action     Action
+	Previous   json.RawMessage
+	Applied    json.RawMessage
+	Provenance Provenance
+	At         time.Time
+}
+
+// SavedControl is the saved state of one control.
+type SavedControl struct {
+	Key      Key
+	Proposal *SavedProposal
+	// History is the undo history, oldest first.
+	History []SavedChange
+}
+
+// SavedForm is a hosted form as a [Persister] keeps it.
+type SavedForm struct {
+	FormID  string
+	Owner   string
+	Private bool
+	// Controls are in declaration order.
+	Controls []SavedHosted
+}
+
+// SavedHosted is one control of a [SavedForm].
+type SavedHosted struct {
+	Key Key
+	// Spec is the declaration (identity, metadata and state) as JSON;
+	// the Persister keeps it as given.
+	Spec json.RawMessage
+	// Value is the current value; it is JSON null for a secret control,
+	// whose value is never saved.
+	Value json.RawMessage
+}
+
+// Saved is everything a [Persister] holds for a registry.
+type Saved struct {
+	// Revision is the highest proposal revision ever saved.
+	Revision int64
+	// Forms are the hosted forms, in the order they were first saved.
+	Forms []SavedForm
+	// Controls are the controls with an open proposal or an undo history.
+	Controls []SavedControl
+}
+
+// HostedForm is a form whose controls the registry holds itself, for an
+// application that is not written in Go: it declares the controls with
+// their metadata and initial values, and the registry keeps each value in a
+// [Value].
+type HostedForm struct {
+	FormID string `json:"formId"`
+	// Owner and Private are recorded for the application serving the
+	// registry (who declared the form, and whether others may see it);
+	// the registry itself does not interpret them.
+	Owner    string          `json:"owner,omitempty"`
+	Private  bool            `json:"private,omitempty"`
+	Controls []HostedControl `json:"controls"`
+}
+
+// HostedControl is one control of a [HostedForm]. Its identity's form id
+// is the form's; it may be left empty.
+type HostedControl struct {
+	Identity Identity `json:"identity"`
+	Metadata Metadata `json:"metadata"`
+	Value    any      `json:"value"`
+	State    *State   `json:"state,omitempty"`
+}
+
+// hostedForm is a hosted form as the registry tracks it.
+type hostedForm struct {
+	owner   string
+	private bool
+	keys    []Key
+}
+
+// restoredSlot is the decoded saved state of a control not registered yet.
+type restoredSlot struct {
+	staged *staged
+	hist   []undoEntry
+}
+
+// hostedSpec is the JSON form of a hosted control's declaration.
+type hostedSpec struct {
+	Identity Identity `json:"identity"`
+	Metadata Metadata `json:"metadata"`
+	State    *State   `json:"state,omitempty"`
+}
+
+func storeError(what string, err error) *Error {
+	return &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("%s could not be saved, so nothing changed: %v; try again when the store is reachable", what, err)}
+}
+
+var errClosed = fmt.Errorf("the registry is closed")
+
+// encode returns the JSON form of a control value.
+func encode(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("the value has no JSON form: %w", err)
+	}
+	return b, nil
+}
+
+// decode returns the value of a saved JSON form; an absent one is nil.
+func decode(b json.RawMessage) (any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Close stops the registry from writing to its [Persister]: from then on
+// every mutation, Host, Unhost and SetHostedValue is refused with
+// store_unavailable, and unregistering a control — as an application does
+// while it shuts down — no longer erases what was saved for it, so a new
+// registry restores it. Close does nothing to a registry without a
+// Persister.
+func (r *Registry) Close() { r.closed.Store(true) }
+
+// persisting reports whether the registry writes through.
+func (r *Registry) persisting() bool { return r.store != nil }
+
+// save writes u through, refusing once the registry is closed.
+func (r *Registry) save(ctx context.Context, u Update) error {
+	if r.closed.Load() {
+		return errClosed
+	}
+	return r.store.SaveControl(ctx, u)
+}
+
+// savedProposal encodes sv.
+func savedProposal(sv *staged) (*SavedProposal, error) {
+	v, err := encode(sv.value)
+	if err != nil {
+		return nil, err
+	}
+	b, err := encode(sv.base)
+	if err != nil {
+		return nil, err
+	}
+	return &SavedProposal{Revision: sv.prop.Revision, Provenance: sv.prop.Provenance, StagedAt: sv.prop.StagedAt, Value: v, Base: b}, nil
+}
+
+// savedChange encodes e.
+func savedChange(e *undoEntry) (*SavedChange, error) {
+	p, err := encode(e.previous)
+	if err != nil {
+		return nil, err
+	}
+	a, err := encode(e.applied)
+	if err != nil {
+		return nil, err
+	}
+	return &SavedChange{Action: e.action, Previous: p, Applied: a, Provenance: e.prov, At: e.at}, nil
+}
+
+// hostedValue returns the JSON form of a hosted control's value for an
+// update, or nil when reg is not hosted. A secret value is never saved.
+func hostedValue(reg *registration) (json.RawMessage, error) {
+	switch {
+	case reg.hosted == nil:
+		return nil, nil
+	case reg.secret:
+		return json.RawMessage("null"), nil
+	}
+	return encode(reg.hosted.Load())
+}
+
+// persist writes u through for the command under way. On failure it calls
+// revert, if not nil, and returns the refusal to report.
+func (x *execution) persist(u Update, revert func()) (Result, bool) {
+	if v, err := hostedValue(x.reg); err != nil {
+		if revert != nil {
+			revert()
+		}
+		return x.failed(err), false
+	} else if v != nil {
+		u.Value = v
+	}
+	if err := x.r.save(x.ctx, u); err != nil {
+		if revert != nil {
+			revert()
+		}
+		return x.refuse(ReasonStoreUnavailable, storeError("the "+string(x.cmd.Action)+" of "+x.reg.id.String(), err).Message), false
+	}
+	return Result{}, true
+}
+
+// restoreWrite undoes a write to the control after its change could not be
+// saved, when the value it replaced is known.
+func (x *execution) restoreWrite(prev any) func() {
+	h := &x.reg.h
+	if h.SetValue == nil || h.GetValue == nil {
+		return nil
+	}
+	ctx := context.WithoutCancel(x.ctx)
+	return func() { _ = call(func() error { return h.SetValue(ctx, prev) }) }
+}
+
+// prepare checks reg and returns the registration the registry keeps.
+func prepare(reg Registration) (*registration, error) {
+	if err := reg.Identity.Validate(); err != nil {
+		return nil, err
+	}
+	if err := reg.Metadata.validate(); err != nil {
+		return nil, err
+	}
+	rg := &registration{id: reg.Identity.clone(), md: reg.Metadata.clone(), h: reg.Handles}
+	if rg.md.Sensitivity == "" {
+		rg.md.Sensitivity = Public
+	}
+	var err error
+	if rg.values, err = newValueChecker(&rg.md); err != nil {
+		return nil, err
+	}
+	rg.md.Capabilities = slices.Clip(deriveCapabilities(&rg.md, &rg.h))
+	for _, c := range rg.md.Capabilities {
+		rg.caps |= capBit(c)
+	}
+	rg.redacted = rg.md.Redacted()
+	rg.secret = rg.md.IsSecret()
+	rg.writable = rg.md.IsWritable()
+	return rg, nil
+}
+
+// Host registers the controls of f, each holding its value in a [Value]
+// created from its declared value and state, and replaces an earlier
+// declaration of the same form: its controls that f leaves out are
+// unregistered, the others keep their proposals and undo histories and take
+// f's values. With a [Persister], the declaration is saved first and
+// nothing changes when that fails (store_unavailable).
+//
+// The error, always an [*Error], reports an invalid form id, identity or
+// metadata, a control declared twice, or the store's failure.
+func (r *Registry) Host(ctx context.Context, f HostedForm) error {
+	ctx = orBackground(ctx)
+	r.hostMu.Lock()
+	defer r.hostMu.Unlock()
+	regs, err := r.hostedRegistrations(f)
+	if err != nil {
+		return err
+	}
+	if r.persisting() {
+		sf := SavedForm{FormID: f.FormID, Owner: f.Owner, Private: f.Private, Controls: make([]SavedHosted, len(regs))}
+		for i, rg := range regs {
+			spec, err := json.Marshal(hostedSpec{Identity: rg.id, Metadata: f.Controls[i].Metadata, State: f.Controls[i].State})
+			if err != nil {
+				return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("%s: the declaration has no JSON form: %v", rg.id, err)}
+			}
+			v, err := hostedValue(rg)
+			if err != nil {
+				return &Error{Reason: ReasonInvalidValue, Message: fmt.Sprintf("%s: %v", rg.id, err)}
+			}
+			sf.Controls[i] = SavedHosted{Key: rg.id.Key(), Spec: spec, Value: v}
+		}
+		if r.closed.Load() {
+			return storeError("form "+f.FormID, errClosed)
+		}
+		if err := r.store.SaveForm(ctx, sf); err != nil {
+			return storeError("form "+f.FormID, err)
+		}
+	}
+	r.installHosted(f, regs)
+	return nil
+}
+
+// hostedRegistrations checks f and returns its controls' registrations,
+// each with its Value.
+func (r *Registry) hostedRegistrations(f HostedForm) ([]*registration, error) {
+	if err := checkIdentifier("formId", f.FormID, false); err != nil {
+		return nil, err
+	}
+	regs := make([]*registration, 0, len(f.Controls))
+	seen := make(map[Key]bool, len(f.Controls))
+	for i, c := range f.Controls {
+		id := c.Identity
+		switch id.FormID {
+		case "":
+			id.FormID = f.FormID
+		case f.FormID:
+		default:
+			return nil, &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("controls[%d] names form %q inside form %q; leave its formId empty", i, id.FormID, f.FormID)}
+		}
+		v := NewValue(c.Value)
+		if c.State != nil {
+			v.SetState(*c.State)
+		}
+		rg, err := prepare(Registration{Identity: id, Metadata: c.Metadata, Handles: v.Handles()})
+		if err != nil {
+			e := err.(*Error)
+			return nil, &Error{Reason: e.Reason, Message: fmt.Sprintf("controls[%d]: %s", i, e.Message)}
+		}
+		k := id.Key()
+		if seen[k] {
+			return nil, &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("controls[%d]: %s is declared twice", i, id)}
+		}
+		seen[k] = true
+		rg.hosted = v
+		regs = append(regs, rg)
+	}
+	return regs, nil
+}
+
+// installHosted registers regs as the hosted form f, unregistering the
+// controls an earlier declaration had and f leaves out. Their saved state
+// is already gone, so nothing is written.
+func (r *Registry) installHosted(f HostedForm, regs []*registration) {
+	keys := make([]Key, len(regs))
+	for i, rg := range regs {
+		keys[i] = rg.id.Key()
+		r.install(rg)
+	}
+	r.mu.Lock()
+	old := r.hosted[f.FormID]
+	r.hosted[f.FormID] = &hostedForm{owner: f.Owner, private: f.Private, keys: keys}
+	r.mu.Unlock()
+	if old != nil {
+		for _, k := range old.keys {
+			if !slices.Contains(keys, k) {
+				if s := r.lookup(k); s != nil {
+					r.remove(s, nil, false)
+				}
+			}
+		}
+	}
+}
+
+// Unhost unregisters the hosted form formID and, with a [Persister],
+// erases what was saved for it (first; nothing changes when that fails).
+// It reports whether the form was hosted.
+func (r *Registry) Unhost(ctx context.Context, formID string) (bool, error) {
+	ctx = orBackground(ctx)
+	r.hostMu.Lock()
+	defer r.hostMu.Unlock()
+	r.mu.Lock()
+	hf := r.hosted[formID]
+	r.mu.Unlock()
+	if hf == nil {
+		return false, nil
+	}
+	if r.persisting() {
+		if r.closed.Load() {
+			return false, storeError("the removal of form "+formID, errClosed)
+		}
+		if err := r.store.DeleteForm(ctx, formID); err != nil {
+			return false, storeError("the removal of form "+formID, err)
+		}
+	}
+	r.mu.Lock()
+	delete(r.hosted, formID)
+	r.mu.Unlock()
+	for _, k := range hf.keys {
+		if s := r.lookup(k); s != nil && s.reg.Load().hosted != nil {
+			r.remove(s, nil, false)
+		}
+	}
+	return true, nil
+}
+
+// HostedForms returns the hosted forms with their controls' current values,
+// in the order they were first hosted.
+func (r *Registry) HostedForms() []HostedForm {
+	r.mu.Lock()
+	type entry struct {
+		id    string
+		order uint64
+		hf    *hostedForm
+	}
+	var forms []entry
+	for id, hf := range r.hosted {
+		var order uint64
+		if len(hf.keys) > 0 {
+			if s := r.lookup(hf.keys[0]); s != nil {
+				order = s.order
+			}
+		}
+		forms = append(forms, entry{id, order, hf})
+	}
+	r.mu.Unlock()
+	slices.SortFunc(forms, func(a, b entry) int {
+		if a.order != b.order {
+			if a.order < b.order {
+				return -1
+			}
+			return 1
+		}
+		if a.id < b.id {
+			return -1
+		}
+		return 1
+	})
+	out := make([]HostedForm, 0, len(forms))
+	for _, e := range forms {
+		f := HostedForm{FormID: e.id, Owner: e.hf.owner, Private: e.hf.private}
+		for _, k := range e.hf.keys {
+			s := r.lookup(k)
+			if s == nil {
+				continue
+			}
+			rg := s.reg.Load()
+			if rg.hosted == nil {
+				continue
+			}
+			st, _ := rg.hosted.State(context.Background())
+			hc := HostedControl{Identity: rg.id.clone(), Metadata: rg.md.clone(), Value: rg.hosted.Load()}
+			if st != (State{}) {
+				hc.State = &st
+			}
+			f.Controls = append(f.Controls, hc)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// SetHostedValue records an edit a person made to a hosted control in the
+// application itself. It is not a command: it changes the live value, so a
+// proposal staged before it becomes stale and undo will not overwrite it.
+// With a [Persister] the value is saved first (a secret control's never
+// is). It waits for a mutation of the control under way; the error, an
+// [*Error], is not_found when id is not a hosted control, command_failed
+// when ctx ends first, store_unavailable when the value cannot be saved.
+func (r *Registry) SetHostedValue(ctx context.Context, id Identity, v any) error {
+	ctx = orBackground(ctx)
+	s := r.lookup(id.Key())
+	if s == nil || s.reg.Load().hosted == nil {
+		return &Error{Reason: ReasonNotFound, Message: fmt.Sprintf("no hosted control is registered as %s", id)}
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return &Error{Reason: ReasonCommandFailed, Message: "the edit of " + id.String() + " was cancelled while it waited for another change: " + ctx.Err().Error()}
+	}
+	defer func() { <-s.sem }()
+	rg := s.reg.Load()
+	if s.removed.Load() || rg.hosted == nil {
+		return &Error{Reason: ReasonNotFound, Message: fmt.Sprintf("%s was unregistered before the edit could be recorded", id)}
+	}
+	if r.persisting() {
+		raw := json.RawMessage("null")
+		if !rg.secret {
+			var err error
+			if raw, err = encode(v); err != nil {
+				return &Error{Reason: ReasonInvalidValue, Message: fmt.Sprintf("%s: %v", id, err)}
+			}
+		}
+		if err := r.save(ctx, Update{Key: s.key, Value: raw}); err != nil {
+			return storeError("the edit of "+id.String(), err)
+		}
+	}
+	rg.hosted.Store(v)
+	return nil
+}
+
+// Restore rebuilds the registry's durable state from its [Persister]: the
+// highest revision handed out (so revisions are never reused), the hosted
+// forms with their last values, and the open proposals and undo histories
+// of controls. A control registered later — a screen's field, a Go
+// application's control — finds its proposal and history when it
+// registers; one registered already gets them now unless it has its own.
+// It returns the hosted forms it registered.
+//
+// Call Restore once, on a new registry, before commands run. Without a
+// Persister it does nothing. The error, an [*Error], is store_unavailable
+// when the store cannot be read, invalid_request when what it holds is
+// damaged; the registry is then unchanged.
+func (r *Registry) Restore(ctx context.Context) ([]HostedForm, error) {
+	if !r.persisting() {
+		return nil, nil
+	}
+	ctx = orBackground(ctx)
+	r.hostMu.Lock()
+	defer r.hostMu.Unlock()
+	saved, err := r.store.LoadControls(ctx)
+	if err != nil {
+		return nil, &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("the saved controls could not be read: %v; check the store and start again", err)}
+	}
+	damaged := func(what string, err error) *Error {
+		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved state of %s is damaged: %v", what, err)}
+	}
+	slots := make(map[Key]*restoredSlot, len(saved.Controls))
+	for _, c := range saved.Controls {
+		rs := &restoredSlot{}
+		if p := c.Proposal; p != nil {
+			v, err := decode(p.Value)
+			if err != nil {
+				return nil, damaged(keyIdentity(c.Key).String(), err)
+			}
+			b, err := decode(p.Base)
+			if err != nil {
+				return nil, damaged(keyIdentity(c.Key).String(), err)
+			}
+			rs.staged = &staged{value: v, base: b, prop: Proposal{Revision: p.Revision, Provenance: p.Provenance, StagedAt: p.StagedAt}}
+		}
+		for _, h := range c.History {
+			p, err := decode(h.Previous)
+			if err != nil {
+				return nil, damaged(keyIdentity(c.Key).String(), err)
+			}
+			a, err := decode(h.Applied)
+			if err != nil {
+				return nil, damaged(keyIdentity(c.Key).String(), err)
+			}
+			rs.hist = append(rs.hist, undoEntry{action: h.Action, previous: p, applied: a, prov: h.Provenance, at: h.At})
+		}
+		slots[c.Key] = rs
+	}
+	forms := make([]HostedForm, 0, len(saved.Forms))
+	for _, sf := range saved.Forms {
+		f := HostedForm{FormID: sf.FormID, Owner: sf.Owner, Private: sf.Private}
+		for _, sh := range sf.Controls {
+			var spec hostedSpec
+			if err := json.Unmarshal(sh.Spec, &spec); err != nil {
+				return nil, damaged("form "+sf.FormID, err)
+			}
+			v, err := decode(sh.Value)
+			if err != nil {
+				return nil, damaged("form "+sf.FormID, err)
+			}
+			f.Controls = append(f.Controls, HostedControl{Identity: spec.Identity, Metadata: spec.Metadata, Value: v, State: spec.State})
+		}
+		forms = append(forms, f)
+	}
+	regs := make([][]*registration, len(forms))
+	for i, f := range forms {
+		if regs[i], err = r.hostedRegistrations(f); err != nil {
+			return nil, damaged("form "+f.FormID, err)
+		}
+	}
+
+	for {
+		cur := r.revision.Load()
+		if saved.Revision <= cur || r.revision.CompareAndSwap(cur, saved.Revision) {
+			break
+		}
+	}
+	r.mu.Lock()
+	for k, rs := range slots {
+		if s := r.lookup(k); s != nil {
+			r.adopt(s, rs)
+			continue
+		}
+		r.restored[k] = rs
+	}
+	r.mu.Unlock()
+	for i, f := range forms {
+		r.installHosted(f, regs[i])
+	}
+	return forms, nil
+}
+
+// adopt gives s the restored state rs unless s has a proposal or history
+// of its own. It runs with r.mu held.
+func (r *Registry) adopt(s *slot, rs *restoredSlot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.staged.Load() != nil || s.hist.n > 0 {
+		return
+	}
+	if rs.staged != nil && !s.reg.Load().secret {
+		s.staged.Store(rs.staged)
+	}
+	for _, e := range rs.hist {
+		s.hist.push(e, r.depth)
+	}
+}
+
+// keyIdentity returns the identity k stands for, without a subject label.
+func keyIdentity(k Key) Identity {
+	id := Identity{FormID: k.FormID, ControlID: k.ControlID}
+	if k.HasSubject {
+		id.Subject = &Subject{Type: k.SubjectType, ID: k.SubjectID}
+	}
+	return id
+}

@@ -1,0 +1,402 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/store"
+)
+
+// controlMigrations holds the schema of the control registry's durable
+// state, column for column that of store/sqlite: the highest revision
+// handed out, hosted forms and their controls, open proposals and undo
+// histories. A control is keyed by form id, control id and subject type and
+// id (” without a subject). Values and declarations are JSON kept as text,
+// so they read back byte for byte.
+var controlMigrations = []migration{{1, `
+CREATE TABLE control_registry (
+	id INTEGER PRIMARY KEY CHECK (id = 1),
+	revision BIGINT NOT NULL
+);
+INSERT INTO control_registry (id, revision) VALUES (1, 0);
+CREATE TABLE control_forms (
+	form_id TEXT COLLATE "C" PRIMARY KEY,
+	seq BIGSERIAL NOT NULL,
+	owner TEXT NOT NULL,
+	private BOOLEAN NOT NULL
+);
+CREATE TABLE control_hosted (
+	form_id TEXT COLLATE "C" NOT NULL,
+	control_id TEXT COLLATE "C" NOT NULL,
+	subject_type TEXT COLLATE "C" NOT NULL,
+	subject_id TEXT COLLATE "C" NOT NULL,
+	position INTEGER NOT NULL,
+	spec TEXT NOT NULL,
+	value TEXT NOT NULL,
+	PRIMARY KEY (form_id, control_id, subject_type, subject_id)
+);
+CREATE TABLE control_proposals (
+	form_id TEXT COLLATE "C" NOT NULL,
+	control_id TEXT COLLATE "C" NOT NULL,
+	subject_type TEXT COLLATE "C" NOT NULL,
+	subject_id TEXT COLLATE "C" NOT NULL,
+	revision BIGINT NOT NULL,
+	source TEXT NOT NULL,
+	principal_id TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	staged_at TIMESTAMPTZ NOT NULL,
+	value TEXT NOT NULL,
+	base TEXT NOT NULL,
+	PRIMARY KEY (form_id, control_id, subject_type, subject_id)
+);
+CREATE TABLE control_undo (
+	form_id TEXT COLLATE "C" NOT NULL,
+	control_id TEXT COLLATE "C" NOT NULL,
+	subject_type TEXT COLLATE "C" NOT NULL,
+	subject_id TEXT COLLATE "C" NOT NULL,
+	seq BIGINT NOT NULL,
+	action TEXT NOT NULL,
+	previous TEXT NOT NULL,
+	applied TEXT NOT NULL,
+	source TEXT NOT NULL,
+	principal_id TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	at TIMESTAMPTZ NOT NULL,
+	PRIMARY KEY (form_id, control_id, subject_type, subject_id, seq)
+);
+`}}
+
+// lockSpace is the first key of the two-key advisory locks this package
+// takes on one item (a control, a form, an owner's screens); that key space
+// is apart from the one-key locks of lockMigrate and lockAudit.
+const lockSpace int32 = 0x6173_7374 // "asst"
+
+// lockItem takes a transaction-scoped advisory lock on the item named by
+// kind and parts, serializing writers of that item on every node.
+func lockItem(ctx context.Context, tx pgx.Tx, kind string, parts ...string) error {
+	name := kind
+	for _, p := range parts {
+		name += "\x1f" + p
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockSpace, name)
+	return err
+}
+
+// controlStore implements store.Controls on the database.
+type controlStore struct{ s *DB }
+
+var _ store.Controls = controlStore{}
+
+// ControlRegistry returns the store of the control registry.
+func (s *DB) ControlRegistry() store.Controls { return controlStore{s} }
+
+const keyWhere = `form_id = $1 AND control_id = $2 AND subject_type = $3 AND subject_id = $4`
+
+func keyArgs(k control.Key, more ...any) []any {
+	st, sid := store.SubjectColumns(k)
+	return append([]any{k.FormID, k.ControlID, st, sid}, more...)
+}
+
+func lockControl(ctx context.Context, tx pgx.Tx, k control.Key) error {
+	st, sid := store.SubjectColumns(k)
+	return lockItem(ctx, tx, "control", k.FormID, k.ControlID, st, sid)
+}
+
+// rawJSON returns the text of a JSON value, "null" for an absent one.
+func rawJSON(b []byte) string {
+	if len(b) == 0 {
+		return "null"
+	}
+	return string(b)
+}
+
+// SaveControl implements control.Persister. Writers of one control are
+// serialized by an advisory lock, so concurrent pushes keep the bound.
+func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
+	if err := store.CheckControlUpdate(u); err != nil {
+		return err
+	}
+	return c.s.write(ctx, "save control", func(tx pgx.Tx) error {
+		if err := saveControl(ctx, tx, u); err != nil {
+			return fmt.Errorf("save control: %w", err)
+		}
+		return nil
+	})
+}
+
+func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {
+	k := u.Key
+	if err := lockControl(ctx, tx, k); err != nil {
+		return err
+	}
+	switch {
+	case u.Stage != nil:
+		p := u.Stage
+		if _, err := tx.Exec(ctx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
+			revision, source, principal_id, session_id, staged_at, value, base) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
+			source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
+			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
+			keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
+				p.StagedAt, rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE control_registry SET revision = GREATEST(revision, $1) WHERE id = 1`, p.Revision); err != nil {
+			return err
+		}
+	case u.Unstage:
+		if _, err := tx.Exec(ctx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
+			return err
+		}
+	}
+	switch {
+	case u.Pop:
+		if _, err := tx.Exec(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
+			keyArgs(k)...); err != nil {
+			return err
+		}
+	case u.Push != nil:
+		var seq int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM control_undo WHERE `+keyWhere, keyArgs(k)...).Scan(&seq); err != nil {
+			return err
+		}
+		e := u.Push
+		if _, err := tx.Exec(ctx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
+			seq, action, previous, applied, source, principal_id, session_id, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			keyArgs(k, seq, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
+				e.Provenance.PrincipalID, e.Provenance.SessionID, e.At)...); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= $5`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
+			return err
+		}
+	}
+	if u.Value != nil {
+		if _, err := tx.Exec(ctx, `UPDATE control_hosted SET value = $5 WHERE `+keyWhere, keyArgs(k, string(u.Value))...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForgetControl implements control.Persister.
+func (c controlStore) ForgetControl(ctx context.Context, k control.Key) error {
+	return c.s.write(ctx, "forget control", func(tx pgx.Tx) error {
+		if err := lockControl(ctx, tx, k); err != nil {
+			return fmt.Errorf("forget control: %w", err)
+		}
+		if err := forget(ctx, tx, k); err != nil {
+			return fmt.Errorf("forget control: %w", err)
+		}
+		return nil
+	})
+}
+
+func forget(ctx context.Context, tx pgx.Tx, k control.Key) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM control_undo WHERE `+keyWhere, keyArgs(k)...)
+	return err
+}
+
+// hostedKeys returns the keys of the controls of hosted form formID.
+func hostedKeys(ctx context.Context, tx pgx.Tx, formID string) ([]control.Key, error) {
+	rows, err := tx.Query(ctx, `SELECT control_id, subject_type, subject_id FROM control_hosted WHERE form_id = $1`, formID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []control.Key
+	for rows.Next() {
+		var cid, st, sid string
+		if err := rows.Scan(&cid, &st, &sid); err != nil {
+			return nil, err
+		}
+		keys = append(keys, store.ControlKey(formID, cid, st, sid))
+	}
+	return keys, rows.Err()
+}
+
+// SaveForm implements control.Persister. Writers of one form are
+// serialized by an advisory lock.
+func (c controlStore) SaveForm(ctx context.Context, f control.SavedForm) error {
+	if err := store.CheckSavedForm(f); err != nil {
+		return err
+	}
+	return c.s.write(ctx, "save form", func(tx pgx.Tx) error {
+		if err := saveForm(ctx, tx, f); err != nil {
+			return fmt.Errorf("save form %s: %w", f.FormID, err)
+		}
+		return nil
+	})
+}
+
+func saveForm(ctx context.Context, tx pgx.Tx, f control.SavedForm) error {
+	if err := lockItem(ctx, tx, "form", f.FormID); err != nil {
+		return err
+	}
+	old, err := hostedKeys(ctx, tx, f.FormID)
+	if err != nil {
+		return err
+	}
+	keep := make(map[control.Key]bool, len(f.Controls))
+	for _, h := range f.Controls {
+		keep[h.Key] = true
+	}
+	for _, k := range old {
+		if !keep[k] {
+			if err := forget(ctx, tx, k); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO control_forms (form_id, owner, private) VALUES ($1, $2, $3)
+		ON CONFLICT (form_id) DO UPDATE SET owner = excluded.owner, private = excluded.private`,
+		f.FormID, f.Owner, f.Private); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM control_hosted WHERE form_id = $1`, f.FormID); err != nil {
+		return err
+	}
+	for i, h := range f.Controls {
+		if _, err := tx.Exec(ctx, `INSERT INTO control_hosted (form_id, control_id, subject_type, subject_id, position, spec, value)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, keyArgs(h.Key, i, rawJSON(h.Spec), rawJSON(h.Value))...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteForm implements control.Persister.
+func (c controlStore) DeleteForm(ctx context.Context, formID string) error {
+	return c.s.write(ctx, "delete form", func(tx pgx.Tx) error {
+		if err := deleteForm(ctx, tx, formID); err != nil {
+			return fmt.Errorf("delete form %s: %w", formID, err)
+		}
+		return nil
+	})
+}
+
+func deleteForm(ctx context.Context, tx pgx.Tx, formID string) error {
+	if err := lockItem(ctx, tx, "form", formID); err != nil {
+		return err
+	}
+	keys, err := hostedKeys(ctx, tx, formID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := forget(ctx, tx, k); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM control_hosted WHERE form_id = $1`, formID); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM control_forms WHERE form_id = $1`, formID)
+	return err
+}
+
+// LoadControls implements control.Persister. It reads in one REPEATABLE
+// READ transaction, so it sees one consistent state.
+func (c controlStore) LoadControls(ctx context.Context) (control.Saved, error) {
+	var saved control.Saved
+	err := c.s.inTx(ctx, "load controls", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		saved = control.Saved{}
+		if err := tx.QueryRow(ctx, `SELECT revision FROM control_registry WHERE id = 1`).Scan(&saved.Revision); err != nil {
+			return fmt.Errorf("load controls: %w", err)
+		}
+		var err error
+		if saved.Forms, err = loadForms(ctx, tx); err != nil {
+			return fmt.Errorf("load controls: %w", err)
+		}
+		if saved.Controls, err = loadControlStates(ctx, tx); err != nil {
+			return fmt.Errorf("load controls: %w", err)
+		}
+		return nil
+	})
+	return saved, err
+}
+
+func loadForms(ctx context.Context, tx pgx.Tx) ([]control.SavedForm, error) {
+	rows, err := tx.Query(ctx, `SELECT f.form_id, f.owner, f.private, h.control_id, h.subject_type, h.subject_id, h.spec, h.value
+		FROM control_forms f LEFT JOIN control_hosted h ON h.form_id = f.form_id ORDER BY f.seq, h.position`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var b store.SavedFormsBuilder
+	for rows.Next() {
+		var (
+			formID, owner           string
+			private                 bool
+			cid, st, sid, spec, val *string
+		)
+		if err := rows.Scan(&formID, &owner, &private, &cid, &st, &sid, &spec, &val); err != nil {
+			return nil, err
+		}
+		var h *control.SavedHosted
+		if cid != nil {
+			h = &control.SavedHosted{Key: store.ControlKey(formID, *cid, *st, *sid), Spec: []byte(*spec), Value: []byte(*val)}
+		}
+		b.Row(formID, owner, private, h)
+	}
+	return b.Forms(), rows.Err()
+}
+
+func loadControlStates(ctx context.Context, tx pgx.Tx) ([]control.SavedControl, error) {
+	var b store.SavedControlsBuilder
+	rows, err := tx.Query(ctx, `SELECT form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id,
+		staged_at, value, base FROM control_proposals`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var (
+			fid, cid, st, sid   string
+			p                   control.SavedProposal
+			source, value, base string
+			stagedAt            time.Time
+		)
+		if err := rows.Scan(&fid, &cid, &st, &sid, &p.Revision, &source, &p.Provenance.PrincipalID, &p.Provenance.SessionID,
+			&stagedAt, &value, &base); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		p.Provenance.Source, p.StagedAt, p.Value, p.Base = control.Source(source), utc(stagedAt), []byte(value), []byte(base)
+		b.Proposal(store.ControlKey(fid, cid, st, sid), p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT form_id, control_id, subject_type, subject_id, action, previous, applied,
+		source, principal_id, session_id, at FROM control_undo ORDER BY form_id, control_id, subject_type, subject_id, seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			fid, cid, st, sid          string
+			e                          control.SavedChange
+			action, source, prev, appl string
+			when                       time.Time
+		)
+		if err := rows.Scan(&fid, &cid, &st, &sid, &action, &prev, &appl, &source, &e.Provenance.PrincipalID,
+			&e.Provenance.SessionID, &when); err != nil {
+			return nil, err
+		}
+		e.Action, e.Provenance.Source, e.At, e.Previous, e.Applied = control.Action(action), control.Source(source), utc(when), []byte(prev), []byte(appl)
+		b.Change(store.ControlKey(fid, cid, st, sid), e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return b.Controls(), nil
+}

@@ -1,0 +1,355 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/store"
+)
+
+// controlMigrations holds the schema of the control registry's durable
+// state: the highest revision handed out, hosted forms and their controls,
+// open proposals and undo histories. A control is keyed by form id,
+// control id and subject type and id (” without a subject). Values and
+// declarations are JSON text kept as given.
+var controlMigrations = []migration{{1, `
+CREATE TABLE control_registry (
+	id INTEGER PRIMARY KEY CHECK (id = 1),
+	revision INTEGER NOT NULL
+);
+INSERT INTO control_registry (id, revision) VALUES (1, 0);
+CREATE TABLE control_forms (
+	form_id TEXT PRIMARY KEY,
+	seq INTEGER NOT NULL,
+	owner TEXT NOT NULL,
+	private INTEGER NOT NULL
+);
+CREATE TABLE control_hosted (
+	form_id TEXT NOT NULL,
+	control_id TEXT NOT NULL,
+	subject_type TEXT NOT NULL,
+	subject_id TEXT NOT NULL,
+	position INTEGER NOT NULL,
+	spec TEXT NOT NULL,
+	value TEXT NOT NULL,
+	PRIMARY KEY (form_id, control_id, subject_type, subject_id)
+);
+CREATE TABLE control_proposals (
+	form_id TEXT NOT NULL,
+	control_id TEXT NOT NULL,
+	subject_type TEXT NOT NULL,
+	subject_id TEXT NOT NULL,
+	revision INTEGER NOT NULL,
+	source TEXT NOT NULL,
+	principal_id TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	staged_at INTEGER NOT NULL,
+	value TEXT NOT NULL,
+	base TEXT NOT NULL,
+	PRIMARY KEY (form_id, control_id, subject_type, subject_id)
+);
+CREATE TABLE control_undo (
+	form_id TEXT NOT NULL,
+	control_id TEXT NOT NULL,
+	subject_type TEXT NOT NULL,
+	subject_id TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	action TEXT NOT NULL,
+	previous TEXT NOT NULL,
+	applied TEXT NOT NULL,
+	source TEXT NOT NULL,
+	principal_id TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	at INTEGER NOT NULL,
+	PRIMARY KEY (form_id, control_id, subject_type, subject_id, seq)
+);
+`}}
+
+// controlStore implements store.Controls on the database.
+type controlStore struct{ db *sql.DB }
+
+var _ store.Controls = controlStore{}
+
+// ControlRegistry returns the store of the control registry.
+func (s *DB) ControlRegistry() store.Controls { return controlStore{s.db} }
+
+const keyWhere = `form_id = ? AND control_id = ? AND subject_type = ? AND subject_id = ?`
+
+func keyArgs(k control.Key, more ...any) []any {
+	st, sid := store.SubjectColumns(k)
+	return append([]any{k.FormID, k.ControlID, st, sid}, more...)
+}
+
+// rawJSON returns the text of a JSON value, "null" for an absent one.
+func rawJSON(b []byte) string {
+	if len(b) == 0 {
+		return "null"
+	}
+	return string(b)
+}
+
+// SaveControl implements control.Persister.
+func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
+	if err := store.CheckControlUpdate(u); err != nil {
+		return err
+	}
+	return c.tx(ctx, "save control", func(tx *sql.Tx) error {
+		k := u.Key
+		switch {
+		case u.Stage != nil:
+			p := u.Stage
+			if _, err := tx.ExecContext(ctx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
+				revision, source, principal_id, session_id, staged_at, value, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
+				source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
+				staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
+				keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
+					ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE control_registry SET revision = max(revision, ?) WHERE id = 1`, p.Revision); err != nil {
+				return err
+			}
+		case u.Unstage:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
+				return err
+			}
+		}
+		switch {
+		case u.Pop:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
+				append(keyArgs(k), keyArgs(k)...)...); err != nil {
+				return err
+			}
+		case u.Push != nil:
+			var seq int64
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM control_undo WHERE `+keyWhere, keyArgs(k)...).Scan(&seq); err != nil {
+				return err
+			}
+			e := u.Push
+			if _, err := tx.ExecContext(ctx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
+				seq, action, previous, applied, source, principal_id, session_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				keyArgs(k, seq, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
+					e.Provenance.PrincipalID, e.Provenance.SessionID, ms(e.At))...); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= ?`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
+				return err
+			}
+		}
+		if u.Value != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE control_hosted SET value = ? WHERE `+keyWhere, append([]any{string(u.Value)}, keyArgs(k)...)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ForgetControl implements control.Persister.
+func (c controlStore) ForgetControl(ctx context.Context, k control.Key) error {
+	return c.tx(ctx, "forget control", func(tx *sql.Tx) error { return forget(ctx, tx, k) })
+}
+
+func forget(ctx context.Context, tx *sql.Tx, k control.Key) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM control_undo WHERE `+keyWhere, keyArgs(k)...)
+	return err
+}
+
+// hostedKeys returns the keys of the controls of hosted form formID.
+func hostedKeys(ctx context.Context, tx *sql.Tx, formID string) ([]control.Key, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT control_id, subject_type, subject_id FROM control_hosted WHERE form_id = ?`, formID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []control.Key
+	for rows.Next() {
+		var cid, st, sid string
+		if err := rows.Scan(&cid, &st, &sid); err != nil {
+			return nil, err
+		}
+		keys = append(keys, store.ControlKey(formID, cid, st, sid))
+	}
+	return keys, rows.Err()
+}
+
+// SaveForm implements control.Persister.
+func (c controlStore) SaveForm(ctx context.Context, f control.SavedForm) error {
+	if err := store.CheckSavedForm(f); err != nil {
+		return err
+	}
+	return c.tx(ctx, "save form", func(tx *sql.Tx) error {
+		old, err := hostedKeys(ctx, tx, f.FormID)
+		if err != nil {
+			return err
+		}
+		keep := make(map[control.Key]bool, len(f.Controls))
+		for _, h := range f.Controls {
+			keep[h.Key] = true
+		}
+		for _, k := range old {
+			if !keep[k] {
+				if err := forget(ctx, tx, k); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO control_forms (form_id, seq, owner, private)
+			VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM control_forms), ?, ?)
+			ON CONFLICT (form_id) DO UPDATE SET owner = excluded.owner, private = excluded.private`,
+			f.FormID, f.Owner, boolInt(f.Private)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM control_hosted WHERE form_id = ?`, f.FormID); err != nil {
+			return err
+		}
+		for i, h := range f.Controls {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO control_hosted (form_id, control_id, subject_type, subject_id, position, spec, value)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, keyArgs(h.Key, i, rawJSON(h.Spec), rawJSON(h.Value))...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteForm implements control.Persister.
+func (c controlStore) DeleteForm(ctx context.Context, formID string) error {
+	return c.tx(ctx, "delete form", func(tx *sql.Tx) error {
+		keys, err := hostedKeys(ctx, tx, formID)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := forget(ctx, tx, k); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM control_hosted WHERE form_id = ?`, formID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM control_forms WHERE form_id = ?`, formID)
+		return err
+	})
+}
+
+// LoadControls implements control.Persister. It reads in one transaction,
+// so it sees one consistent state.
+func (c controlStore) LoadControls(ctx context.Context) (control.Saved, error) {
+	var saved control.Saved
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return saved, fmt.Errorf("load controls: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `SELECT revision FROM control_registry WHERE id = 1`).Scan(&saved.Revision); err != nil {
+		return saved, fmt.Errorf("load controls: %w", err)
+	}
+	if saved.Forms, err = loadForms(ctx, tx); err != nil {
+		return saved, fmt.Errorf("load controls: %w", err)
+	}
+	if saved.Controls, err = loadControlStates(ctx, tx); err != nil {
+		return saved, fmt.Errorf("load controls: %w", err)
+	}
+	return saved, nil
+}
+
+func loadForms(ctx context.Context, tx *sql.Tx) ([]control.SavedForm, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT f.form_id, f.owner, f.private, h.control_id, h.subject_type, h.subject_id, h.spec, h.value
+		FROM control_forms f LEFT JOIN control_hosted h ON h.form_id = f.form_id ORDER BY f.seq, h.position`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var b store.SavedFormsBuilder
+	for rows.Next() {
+		var (
+			formID, owner           string
+			private                 int
+			cid, st, sid, spec, val sql.NullString
+		)
+		if err := rows.Scan(&formID, &owner, &private, &cid, &st, &sid, &spec, &val); err != nil {
+			return nil, err
+		}
+		var h *control.SavedHosted
+		if cid.Valid {
+			h = &control.SavedHosted{Key: store.ControlKey(formID, cid.String, st.String, sid.String), Spec: []byte(spec.String), Value: []byte(val.String)}
+		}
+		b.Row(formID, owner, private != 0, h)
+	}
+	return b.Forms(), rows.Err()
+}
+
+func loadControlStates(ctx context.Context, tx *sql.Tx) ([]control.SavedControl, error) {
+	var b store.SavedControlsBuilder
+	rows, err := tx.QueryContext(ctx, `SELECT form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id,
+		staged_at, value, base FROM control_proposals`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			fid, cid, st, sid string
+			p                 control.SavedProposal
+			source            string
+			at                int64
+			value, base       string
+		)
+		if err := rows.Scan(&fid, &cid, &st, &sid, &p.Revision, &source, &p.Provenance.PrincipalID, &p.Provenance.SessionID,
+			&at, &value, &base); err != nil {
+			return nil, err
+		}
+		p.Provenance.Source, p.StagedAt, p.Value, p.Base = control.Source(source), fromMS(at), []byte(value), []byte(base)
+		b.Proposal(store.ControlKey(fid, cid, st, sid), p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT form_id, control_id, subject_type, subject_id, action, previous, applied,
+		source, principal_id, session_id, at FROM control_undo ORDER BY form_id, control_id, subject_type, subject_id, seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			fid, cid, st, sid          string
+			e                          control.SavedChange
+			action, source, prev, appl string
+			at                         int64
+		)
+		if err := rows.Scan(&fid, &cid, &st, &sid, &action, &prev, &appl, &source, &e.Provenance.PrincipalID,
+			&e.Provenance.SessionID, &at); err != nil {
+			return nil, err
+		}
+		e.Action, e.Provenance.Source, e.At, e.Previous, e.Applied = control.Action(action), control.Source(source), fromMS(at), []byte(prev), []byte(appl)
+		b.Change(store.ControlKey(fid, cid, st, sid), e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return b.Controls(), nil
+}
+
+// tx runs fn in a write transaction and commits it.
+func (c controlStore) tx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
