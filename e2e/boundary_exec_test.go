@@ -17,7 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 )
 
@@ -29,7 +29,7 @@ import (
 // token issues a bearer token for a new principal of kind with grants.
 func (a *app) execToken(kind, name string, grants ...string) string {
 	a.t.Helper()
-	tok, _, err := server.IssueToken(context.Background(), a.db, kind, name, grants, time.Now())
+	tok, _, err := auth.IssueToken(context.Background(), a.db, kind, name, grants, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -70,7 +72,7 @@ func flowField(m any, keys ...string) any {
 // person issues a person with grants and returns their token.
 func (a *app) person(name string, grants ...string) (string, store.Principal) {
 	a.t.Helper()
-	tok, p, err := server.IssueToken(context.Background(), a.db, store.KindHuman, name, grants, time.Now())
+	tok, p, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, name, grants, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func (a *app) person(name string, grants ...string) (string, store.Principal) {
 // cookie and the page's CSRF token.
 func (a *app) personWeb(p store.Principal) (*http.Cookie, string) {
 	a.t.Helper()
-	link, err := server.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
+	link, err := auth.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -265,13 +267,13 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 func TestAttackUncertainPaymentReapplied(t *testing.T) {
 	a := newApp(t, true)
 	var sent atomic.Int32
-	err := a.srv.RegisterEffectOnlyTool(tool.Tool{
+	err := a.srv.Flows().RegisterEffectOnlyTool(tool.Tool{
 		Name: "bank_send", Description: "test bank", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			sent.Add(1)
 			return nil, tool.Errorf("tool_failed", "the bank answered 500")
 		},
-	}, server.EffectCaller{Program: "bank", Transition: "pay"})
+	}, flows.EffectCaller{Program: "bank", Transition: "pay"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +283,7 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 	if code, _, raw := a.flowsAPI("POST", "/v1/flows/programs", personTok, []byte(prog)); code != 201 {
 		t.Fatalf("a person loads the program: %d %s", code, raw)
 	}
-	agentTok, _, err := server.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	agentTok, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +310,7 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 // (keyed on unknown) applies, and pay cannot be applied again.
 func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	a := newApp(t, true)
-	agentTok, _, err := server.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	agentTok, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,19 +349,19 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	in, err := srv.Flows().Instance(context.Background(), "x-1")
+	in, err := srv.Flows().Kernel().Instance(context.Background(), "x-1")
 	if err != nil || in.Recovery == nil || in.Facts["payment.status"].Status != flow.StatusUnknown {
 		t.Fatalf("after the restart: %+v %v", in, err)
 	}
 	agent := flow.Principal{ID: in.Owner, Kind: flow.AuthorityAgent, Grants: []string{"tool.invoke"}}
-	if _, err := srv.Flows().Apply(context.Background(), prx, agent); flow.ErrorCode(err) != flow.CodeRecoveryRequired {
+	if _, err := srv.Flows().Kernel().Apply(context.Background(), prx, agent); flow.ErrorCode(err) != flow.CodeRecoveryRequired {
 		t.Fatalf("re-applying pay after the crash: %v", err)
 	}
-	d, err := srv.Flows().Prescribe(context.Background(), "x-1", agent, flow.Request{})
+	d, err := srv.Flows().Kernel().Prescribe(context.Background(), "x-1", agent, flow.Request{})
 	if err != nil || d.Kind != flow.Prescribed || d.Transition != "expense-approval/reconcile-payment" {
 		t.Fatalf("after the restart the decision is %+v, %v", d, err)
 	}
-	r, err := srv.Flows().Apply(context.Background(), d.Prescription.ID, agent)
+	r, err := srv.Flows().Kernel().Apply(context.Background(), d.Prescription.ID, agent)
 	if err != nil || r.Phase != "approved" {
 		t.Fatalf("reconcile-payment: %+v %v", r, err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
-	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 )
 
@@ -39,7 +39,7 @@ const supervisedScreen = "root = Card([title, note])\ntitle = Heading(\"Travel p
 // supervisor and connects it over MCP.
 func (a *app) newSupervisedAgent(name, supervisor string) *supervisedAgent {
 	a.t.Helper()
-	tok, _, err := server.IssueTokenFor(context.Background(), a.db, store.KindAgent, name,
+	tok, _, err := auth.IssueTokenFor(context.Background(), a.db, store.KindAgent, name,
 		[]string{"state.write", "tool.invoke", "command.execute"}, []string{supervisor}, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
@@ -91,7 +91,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 	agentB := a.newSupervisedAgent("agent-b", q.ID)
 	a.act(agentA, "a")
 	a.act(agentB, "b")
-	a.srv.Bus().Publish(event.Event{Type: "test.marker"})
+	a.srv.Bus.Publish(event.Event{Type: "test.marker"})
 
 	// P's browser: every page names A's items and shows none of B's.
 	ctx := browser(t)

@@ -21,8 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -267,7 +269,7 @@ func TestAttackUnboundedMCPSessions(t *testing.T) {
 		t.Error("the newest session was closed")
 	}
 	// Another principal is not affected by this token's sessions.
-	other, _, err := server.IssueToken(context.Background(), a.db, store.KindAgent, "other", []string{"tool.invoke"}, time.Now())
+	other, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "other", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +463,7 @@ func sseEnded(body io.ReadCloser, giveUp time.Duration) bool {
 func TestAttackRevokedTokenKeepsStreaming(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	ctx := context.Background()
-	tok, p, err := server.IssueToken(ctx, a.db, store.KindAgent, "leaked", []string{"state.write", "tool.invoke"}, time.Now())
+	tok, p, err := auth.IssueToken(ctx, a.db, store.KindAgent, "leaked", []string{"state.write", "tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +520,7 @@ func TestAttackRevokedTokenKeepsStreaming(t *testing.T) {
 func TestAttackSecretScreenValueInHTML(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	noop := func(context.Context, confirm.Request) (confirm.Result, error) { return confirm.Result{}, nil }
-	if err := a.srv.RegisterScreenTool(server.ScreenTool{Tool: confirm.Tool{Name: "bank.login", Secret: []string{"pin"}, Handler: noop}}); err != nil {
+	if err := a.srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "bank.login", Secret: []string{"pin"}, Handler: noop}}); err != nil {
 		t.Fatal(err)
 	}
 	stream := "root = Card([pin, go])\n$pin = \"\"\npin = Input($pin, label=\"PIN\")\ngo = Button(\"Go\", action=\"go\")\ngoIt = McpMutation(go, tool=\"bank.login\", params={pin: $pin})\n"
@@ -569,7 +571,7 @@ func TestAttackSecretScreenValueInHTML(t *testing.T) {
 func TestAttackDatabaseFilesReadable(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	// Make sure the write-ahead log exists.
-	if _, _, err := server.IssueToken(context.Background(), a.db, store.KindAgent, "x", nil, time.Now()); err != nil {
+	if _, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "x", nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"assent.db", "assent.db-wal", "assent.db-shm"} {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // link.
 func (a *app) signInAs(ctx context.Context, p store.Principal) {
 	a.t.Helper()
-	link, err := server.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
+	link, err := auth.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 	a := newApp(t, true)
 	// A person whose token grants what the approve transition needs besides
 	// human.approve, which approving adds for this one admission.
-	_, person, err := server.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	_, person, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 // and takes a decline with a reason.
 func TestExpenseCardReadsLikeTheDecision(t *testing.T) {
 	a := newApp(t, true)
-	_, person, err := server.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	_, person, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/browsertest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
@@ -22,7 +23,7 @@ type app struct {
 	srv  *server.Server
 	db   *sqlite.DB
 	http *httptest.Server
-	boot server.Bootstrap
+	boot auth.Bootstrap
 	// dir is the data directory, as the server was given it.
 	dir string
 }
@@ -44,7 +45,7 @@ func newAppIn(t *testing.T, dir string, mod func(*server.Config)) *app {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func newAppIn(t *testing.T, dir string, mod func(*server.Config)) *app {
 // issue makes a token for a new principal on a's store.
 func (a *app) issue(kind, name string, grants ...string) string {
 	a.t.Helper()
-	tok, _, err := server.IssueToken(context.Background(), a.db, kind, name, grants, time.Now())
+	tok, _, err := auth.IssueToken(context.Background(), a.db, kind, name, grants, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func (a *app) issue(kind, name string, grants ...string) string {
 // signInLink returns a fresh one-time link for the owner.
 func (a *app) signInLink() string {
 	a.t.Helper()
-	link, err := server.NewSignInLink(context.Background(), a.db, a.boot.Owner.ID, a.http.URL, time.Now())
+	link, err := auth.NewSignInLink(context.Background(), a.db, a.boot.Owner.ID, a.http.URL, time.Now())
 	if err != nil {
 		a.t.Fatal(err)
 	}

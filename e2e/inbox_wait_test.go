@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 )
 
@@ -22,7 +22,7 @@ import (
 // request in front of the person.
 func TestDeclineReasonReachesWaitingAgent(t *testing.T) {
 	a := newApp(t, true)
-	_, person, err := server.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	_, person, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

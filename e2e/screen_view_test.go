@@ -22,7 +22,7 @@ import (
 	"github.com/assent-run/assent/internal/browsertest"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/view"
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 )
 
 // appBridge bundles the official MCP Apps host bridge (e2e/apphost, set up
@@ -128,7 +128,7 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	pays := a.payTool()
 	var noteMu sync.Mutex
 	var notes []map[string]any
-	err := a.srv.RegisterScreenTool(server.ScreenTool{Tool: confirm.Tool{
+	err := a.srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
 		Name:   "orders.note",
 		Params: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","minLength":1,"maxLength":40}},"required":["note"],"additionalProperties":false}`),
 		Handler: func(ctx context.Context, req confirm.Request) (confirm.Result, error) {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 )
 
 // calls records a screen tool's handler calls.
@@ -45,7 +45,7 @@ func (c *calls) list() []map[string]any {
 func (a *app) payTool() *calls {
 	a.t.Helper()
 	c := &calls{}
-	err := a.srv.RegisterScreenTool(server.ScreenTool{Tool: confirm.Tool{
+	err := a.srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
 		Name:    "billing.pay",
 		Params:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","exclusiveMinimum":0},"note":{"type":"string","minLength":1,"maxLength":200}},"required":["amount","note"],"additionalProperties":false}`),
 		Confirm: confirm.Template("Pay {amount}?"),
@@ -73,7 +73,7 @@ payIt = McpMutation(pay, tool="billing.pay", params={amount: $amount, note: $not
 // show shows stream as a screen of the first agent and opens it.
 func (a *app) show(ctx context.Context, stream string) string {
 	a.t.Helper()
-	id, err := a.srv.ShowScreen(context.Background(), a.boot.Agent, stream, server.ScreenOptions{})
+	id, err := a.srv.Screens().Show(context.Background(), a.boot.Agent, stream, screens.Options{})
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/assent-run/assent/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -15,15 +16,15 @@ import (
 // statelessly).
 func benchmarkMCP(b *testing.B, version, name string, args map[string]any) {
 	t := &testing.T{}
-	f := newFixture(t, func(c *Config) { c.Demo, c.RateLimit = true, -1 })
-	f.t = t
+	f := newFixture(t, func(c *server.Config) { c.Demo, c.RateLimit = true, -1 })
+	f.T = t
 	defer func() {
-		f.http.CloseClientConnections()
-		f.srv.Close()
-		f.http.Close()
-		f.db.Close()
+		f.HTTP.CloseClientConnections()
+		f.Srv.Close()
+		f.HTTP.Close()
+		f.DB.Close()
 	}()
-	callLoop(b, func() (*mcp.ClientSession, error) { return f.mcpSession(f.token, version) }, name, args)
+	callLoop(b, func() (*mcp.ClientSession, error) { return f.MCPSession(f.Token, version) }, name, args)
 }
 
 // callLoop calls tool name with args over sessions made by connect: one
@@ -89,7 +90,7 @@ func benchmarkMCPFloor(b *testing.B, version string, args map[string]any) {
 	stateful := mcp.NewStreamableHTTPHandler(get, nil)
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Protocol-Version") >= StatelessRevision {
+		if r.Header.Get("Mcp-Protocol-Version") >= server.StatelessRevision {
 			stateless.ServeHTTP(w, r)
 			return
 		}

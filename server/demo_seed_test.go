@@ -1,19 +1,23 @@
-package server
+package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/assent-run/assent/flow"
-	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/flows"
+	"github.com/assent-run/assent/server/screens"
 )
 
 // pendingFor counts the pending approvals of instance.
-func pendingFor(t *testing.T, s *Server, instance string) int {
+func pendingFor(t *testing.T, s *server.Server, instance string) int {
 	t.Helper()
-	list, err := s.flows.PendingApprovals(context.Background())
+	list, err := s.Flows().Kernel().PendingApprovals(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,17 +30,25 @@ func pendingFor(t *testing.T, s *Server, instance string) int {
 	return n
 }
 
-// paymentScreens counts the open screens titled like the payment screen.
-func paymentScreens(s *Server) int {
-	s.scrMu.Lock()
-	defer s.scrMu.Unlock()
+// paymentScreens counts the open screens the owner sees whose outline
+// shows the payment screen's heading.
+func paymentScreens(t *testing.T, f *fixture) int {
+	t.Helper()
+	cookie, _ := f.SignIn()
+	getJSON := func(path string) map[string]any {
+		var out map[string]any
+		if err := json.NewDecoder(f.Get(path, cookie).Body).Decode(&out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return out
+	}
+	list, _ := getJSON("/v1/screens")["screens"].([]any)
 	n := 0
-	for _, sc := range s.screens {
-		sc.mu.Lock()
-		if render.Title(sc.doc) == demoPaymentTitle {
+	for _, sc := range list {
+		id, _ := assenttest.Dig(sc, "id").(string)
+		if outline, _ := getJSON("/v1/screens/" + id)["outline"].(string); strings.Contains(outline, screens.DemoPaymentTitle) {
 			n++
 		}
-		sc.mu.Unlock()
 	}
 	return n
 }
@@ -46,15 +58,15 @@ func paymentScreens(s *Server) int {
 func TestSeedDemoFillsTheInbox(t *testing.T) {
 	f := demoFixture(t)
 	ctx := context.Background()
-	seed, err := f.srv.SeedDemo(ctx)
+	seed, err := f.Srv.SeedDemo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if seed.Proposal != "profile/plan" || seed.Screen == "" || !strings.HasPrefix(seed.Approval, "apr-") || seed.ApprovalStatus != "pending" {
 		t.Fatalf("seed = %+v", seed)
 	}
-	cookie, _ := f.signIn()
-	page, _ := io.ReadAll(f.get("/inbox", cookie).Body)
+	cookie, _ := f.SignIn()
+	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
 	for _, want := range []string{"Plan", "pro", "agent (agent)", "expense-approval/approve", seed.Approval} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("inbox lacks %q", want)
@@ -63,25 +75,25 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 	if strings.Contains(string(page), "Nothing needs you") {
 		t.Error("the seeded inbox says it is empty")
 	}
-	screens, _ := io.ReadAll(f.get("/screens", cookie).Body)
-	if !strings.Contains(string(screens), demoPaymentTitle) {
+	list, _ := io.ReadAll(f.Get("/screens", cookie).Body)
+	if !strings.Contains(string(list), screens.DemoPaymentTitle) {
 		t.Error("the screens page lacks the payment screen")
 	}
 
-	again, err := f.srv.SeedDemo(ctx)
+	again, err := f.Srv.SeedDemo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again != seed {
 		t.Fatalf("second seed %+v, first %+v", again, seed)
 	}
-	if n := len(f.srv.visibleProposals(ctx, f.boot.Owner)); n != 1 {
+	if n := len(f.Srv.Controls().VisibleProposals(ctx, f.Boot.Owner)); n != 1 {
 		t.Errorf("%d proposals after seeding twice, want 1", n)
 	}
-	if n := pendingFor(t, f.srv, demoSeedExpenseID); n != 1 {
+	if n := pendingFor(t, f.Srv, flows.DemoSeedExpenseID); n != 1 {
 		t.Errorf("%d pending approvals after seeding twice, want 1", n)
 	}
-	if n := paymentScreens(f.srv); n != 1 {
+	if n := paymentScreens(t, f); n != 1 {
 		t.Errorf("%d payment screens after seeding twice, want 1", n)
 	}
 }
@@ -91,13 +103,13 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 func TestSeedDemoAfterRestart(t *testing.T) {
 	f := demoFixture(t)
 	ctx := context.Background()
-	first, err := f.srv.SeedDemo(ctx)
+	first, err := f.Srv.SeedDemo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restart := func() *Server {
+	restart := func() *server.Server {
 		t.Helper()
-		srv, err := New(ctx, Config{DataDir: t.TempDir(), Store: f.db, Demo: true})
+		srv, err := server.New(ctx, server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,15 +124,15 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	if second.Approval != first.Approval || second.ApprovalStatus != "pending" {
 		t.Fatalf("after restart the approval is %s (%s), was %s", second.Approval, second.ApprovalStatus, first.Approval)
 	}
-	if n := len(srv.visibleProposals(ctx, f.boot.Owner)); n != 1 {
+	if n := len(srv.Controls().VisibleProposals(ctx, f.Boot.Owner)); n != 1 {
 		t.Fatalf("%d proposals after restart, want 1", n)
 	}
-	if n := pendingFor(t, srv, demoSeedExpenseID); n != 1 {
+	if n := pendingFor(t, srv, flows.DemoSeedExpenseID); n != 1 {
 		t.Fatalf("%d pending approvals after restart, want 1", n)
 	}
 
 	// The person declines it; the next start does not ask again.
-	if _, _, err := srv.flowDecide(ctx, f.boot.Owner, first.Approval, "decline", "not this month"); err != nil {
+	if _, _, err := srv.Flows().Decide(ctx, f.Boot.Owner, first.Approval, "decline", "not this month"); err != nil {
 		t.Fatal(err)
 	}
 	third, err := restart().SeedDemo(ctx)
@@ -130,14 +142,14 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	if third.Approval != first.Approval || third.ApprovalStatus != string(flow.ApprovalDeclined) {
 		t.Fatalf("after a decline the seed reports %+v", third)
 	}
-	if n := pendingFor(t, srv, demoSeedExpenseID); n != 0 {
+	if n := pendingFor(t, srv, flows.DemoSeedExpenseID); n != 0 {
 		t.Fatalf("%d pending approvals after a decline and a restart, want 0", n)
 	}
 }
 
 func TestSeedDemoNeedsTheDemo(t *testing.T) {
 	f := newFixture(t, nil)
-	if _, err := f.srv.SeedDemo(context.Background()); err == nil || !strings.Contains(err.Error(), "Config.Demo") {
+	if _, err := f.Srv.SeedDemo(context.Background()); err == nil || !strings.Contains(err.Error(), "Config.Demo") {
 		t.Fatalf("seeding without the demo: %v", err)
 	}
 }

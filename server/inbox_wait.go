@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
@@ -69,7 +67,7 @@ func (o waitOutcome) decided() bool { return o.Status != outcomePending }
 
 // initInboxWait registers the inbox_wait tool.
 func (s *Server) initInboxWait(context.Context) error {
-	return s.tools.Register(s.inboxWaitTool())
+	return s.Tools.Register(s.inboxWaitTool())
 }
 
 // inboxWaitTool lets an agent wait for people's decisions instead of
@@ -134,36 +132,6 @@ func (s *Server) inboxWaitTool() tool.Tool {
 	}
 }
 
-// checkWaitItems refuses a list that is empty, too long, or has an item
-// that does not name exactly one thing.
-func checkWaitItems(items []waitItem) error {
-	if len(items) == 0 || len(items) > waitMaxItems {
-		return tool.Errorf("invalid_request", "items must list 1 to %d things to wait for", waitMaxItems)
-	}
-	for i, it := range items {
-		n := 0
-		if it.Proposal != nil {
-			n++
-			if err := it.Proposal.Validate(); err != nil {
-				return tool.Errorf("invalid_request", "items[%d].proposal: %v", i, err)
-			}
-		}
-		if it.Approval != "" {
-			n++
-		}
-		if it.CommandProposal != "" {
-			n++
-		}
-		if n != 1 {
-			return tool.Errorf("invalid_request", "items[%d] must name exactly one of proposal, approval or command_proposal", i)
-		}
-		if it.Revision < 0 || it.Revision != 0 && it.Proposal == nil {
-			return tool.Errorf("invalid_request", "items[%d]: revision is a positive number and goes with a proposal", i)
-		}
-	}
-	return nil
-}
-
 // inboxWait evaluates items for p until every one is decided or timeout
 // passes, waking on the event bus. It reports whether the timeout passed.
 // The caller's cancellation is an error; the server shutting down ends the
@@ -172,11 +140,11 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 	// wctx bounds the waiting; ctx, the caller's, the reading of state.
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stop := context.AfterFunc(s.streams, cancel)
+	stop := context.AfterFunc(s.Streams, cancel)
 	defer stop()
 
 	hist := newProposalHistory()
-	after := s.bus.Seq()
+	after := s.Bus.Seq()
 	proposals, commands := false, false
 	for _, it := range items {
 		proposals = proposals || it.Proposal != nil
@@ -188,7 +156,7 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 		// before the wait started reports its outcome.
 		replayTo, after = after, max(0, after-waitReplay)
 	}
-	sub := s.bus.Subscribe(after, waitReplay+256, nil)
+	sub := s.Bus.Subscribe(after, waitReplay+256, nil)
 	defer sub.Close()
 	for replayTo > 0 {
 		e, err := sub.Next(wctx)
@@ -292,7 +260,7 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 	o := waitOutcome{Kind: "proposal", ID: id.String(), Revision: rev, Status: outcomeNotFound,
 		Next: "stage a value with controls_execute and pass the revision of its result; only your own proposals are reported"}
 	var cur *control.Proposal
-	if snap, ok := s.controls.Get(ctx, id); ok && s.formVisible(p, id.FormID) {
+	if snap, ok := s.controls.Registry().Get(ctx, id); ok && s.controls.FormVisible(p, id.FormID) {
 		cur = snap.State.Staged
 	}
 	if rev == 0 {
@@ -346,7 +314,7 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 	if len(id) > 80 {
 		return o, nil
 	}
-	a, err := s.visibleApproval(ctx, p, id)
+	a, err := s.flows.VisibleApproval(ctx, p, id)
 	if err != nil {
 		var te *tool.Error
 		if errors.As(err, &te) && te.Code == "not_found" {
@@ -358,7 +326,7 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 	switch a.Status {
 	case flow.ApprovalPending:
 		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
-		if inst, err := s.flows.Instance(ctx, a.Instance); err == nil && inst.Revision != a.Revision {
+		if inst, err := s.flows.Kernel().Instance(ctx, a.Instance); err == nil && inst.Revision != a.Revision {
 			o.Status = outcomeStale
 			o.Changed = []string{fmt.Sprintf("instance %s: was at revision %d, now at %d", inst.ID, a.Revision, inst.Revision)}
 			o.Next = "prescribe again: the instance moved on, so this approval can no longer be given"
@@ -379,10 +347,10 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 // proposer (and to the people who may decide it).
 func (s *Server) commandProposalOutcome(ctx context.Context, p store.Principal, id string) (waitOutcome, error) {
 	o := waitOutcome{Kind: "command_proposal", ID: id, Status: outcomeNotFound, Next: "pass a proposal id that a spawn or tool registration gave you"}
-	if s.runTools == nil {
+	if s.runs.ToolSet() == nil {
 		return o, nil
 	}
-	pr, err := s.runTools.Proposal(ctx, p, id)
+	pr, err := s.runs.ToolSet().Proposal(ctx, p, id)
 	if err != nil {
 		var re *run.Error
 		if errors.As(err, &re) && re.Code == run.CodeNotFound {
@@ -393,120 +361,11 @@ func (s *Server) commandProposalOutcome(ctx context.Context, p store.Principal, 
 	o.DecidedBy, o.Reason, o.Next = pr.DecidedBy, pr.Reason, ""
 	switch pr.Status {
 	case store.ProposalPending:
-		o.Status, o.Next = outcomePending, "a person decides at "+s.runTools.ProposalURL(pr.ID)
+		o.Status, o.Next = outcomePending, "a person decides at "+s.runs.ToolSet().ProposalURL(pr.ID)
 	case store.ProposalApproved:
 		o.Status = outcomeApproved
 	case store.ProposalDeclined:
 		o.Status = outcomeDeclined
 	}
 	return o, nil
-}
-
-// proposalHistory follows control proposals through the command events on
-// the bus: who staged each revision and what became of it.
-type proposalHistory struct {
-	// staged is the open revision of each control.
-	staged map[control.Key]int64
-	revs   map[int64]*revHistory
-}
-
-type revHistory struct {
-	key    control.Key
-	stager string
-	status string
-	by     string
-}
-
-func newProposalHistory() *proposalHistory {
-	return &proposalHistory{staged: map[control.Key]int64{}, revs: map[int64]*revHistory{}}
-}
-
-// commandEvent is the part of a "control.command" event the history reads.
-type commandEvent struct {
-	Action      control.Action   `json:"action"`
-	Identity    control.Identity `json:"identity"`
-	OK          bool             `json:"ok"`
-	PrincipalID string           `json:"principalId"`
-	Snapshot    struct {
-		State struct {
-			Staged *control.Proposal `json:"staged"`
-		} `json:"state"`
-	} `json:"snapshot"`
-}
-
-// observe records what a successful command event visible to p did to
-// proposals.
-func (h *proposalHistory) observe(p store.Principal, e event.Event) {
-	if e.Type != "control.command" || !e.VisibleTo(p.ID, p.Kind == store.KindHuman) {
-		return
-	}
-	var c commandEvent
-	if json.Unmarshal(e.Data, &c) != nil || !c.OK {
-		return
-	}
-	k := c.Identity.Key()
-	settle := func(status string) {
-		if rev, ok := h.staged[k]; ok {
-			if r := h.revs[rev]; r != nil && r.status == outcomePending {
-				r.status, r.by = status, c.PrincipalID
-			}
-			delete(h.staged, k)
-		}
-	}
-	switch c.Action {
-	case control.Stage:
-		st := c.Snapshot.State.Staged
-		if st == nil {
-			return
-		}
-		settle(outcomeStale)
-		h.staged[k] = st.Revision
-		if len(h.revs) < 4*waitReplay {
-			h.revs[st.Revision] = &revHistory{key: k, stager: st.Provenance.PrincipalID, status: outcomePending}
-		}
-	case control.Apply:
-		settle(outcomeApplied)
-	case control.Discard, control.Clear:
-		settle(outcomeDiscarded)
-	}
-}
-
-// newest returns the newest revision principal staged on k, or 0.
-func (h *proposalHistory) newest(k control.Key, principal string) int64 {
-	var best int64
-	for rev, r := range h.revs {
-		if r.key == k && r.stager == principal && rev > best {
-			best = rev
-		}
-	}
-	return best
-}
-
-// progressFunc reports that done of total items are decided.
-type progressFunc func(ctx context.Context, done, total int)
-
-type progressKey struct{}
-
-// withProgress returns ctx carrying a progressFunc that sends MCP progress
-// notifications for req, when its client asked for them with a progress
-// token.
-func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context {
-	if req == nil || req.Session == nil || req.Params == nil {
-		return ctx
-	}
-	token := req.Params.GetProgressToken()
-	if token == nil {
-		return ctx
-	}
-	session := req.Session
-	return context.WithValue(ctx, progressKey{}, progressFunc(func(ctx context.Context, done, total int) {
-		_ = session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-			Progress: float64(done), Total: float64(total), Message: fmt.Sprintf("%d of %d decided", done, total)})
-	}))
-}
-
-// progressOf returns the progressFunc of ctx, or nil.
-func progressOf(ctx context.Context) progressFunc {
-	f, _ := ctx.Value(progressKey{}).(progressFunc)
-	return f
 }

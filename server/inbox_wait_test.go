@@ -1,9 +1,8 @@
-package server
+package server_test
 
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,8 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/tool"
 )
 
 // waitResult is one inbox_wait answer: its structured content, its text
@@ -75,13 +76,13 @@ func (w waitResult) item(i int) map[string]any {
 // when asked to.
 func TestInboxWaitDeclinedApproval(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, isErr := callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
-	aprID, _ := dig(out, "approval", "id").(string)
+	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	if isErr || aprID == "" || !strings.Contains(out["next"].(string), "inbox_wait") {
 		t.Fatalf("prescribe: %v", out)
 	}
@@ -94,9 +95,9 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 
 	waiting := startWait(cs, map[string]any{"items": items, "timeout_ms": 300000})
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
-	f.decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"not a business trip"}}, cookie)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	f.Decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"not a business trip"}}, cookie)
 	w = <-waiting
 	if w.err != nil || w.isErr {
 		t.Fatalf("wait: %v %v", w.err, w.out)
@@ -107,35 +108,35 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 	// The text content carries the same data.
 	var text map[string]any
-	if json.Unmarshal([]byte(w.text), &text) != nil || dig(text, "items") == nil || !strings.Contains(w.text, "not a business trip") {
+	if json.Unmarshal([]byte(w.text), &text) != nil || assenttest.Dig(text, "items") == nil || !strings.Contains(w.text, "not a business trip") {
 		t.Fatalf("text content: %q", w.text)
 	}
 
 	// Asking for the next step reports the decline with its reason, not
 	// "a person must approve".
-	out, isErr = callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
+	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
 	next, _ := out["next"].(string)
-	if isErr || dig(out, "approval", "status") != "declined" || !strings.Contains(next, "declined") || !strings.Contains(next, "not a business trip") ||
+	if isErr || assenttest.Dig(out, "approval", "status") != "declined" || !strings.Contains(next, "declined") || !strings.Contains(next, "not a business trip") ||
 		!strings.Contains(next, "ask_again") || strings.Contains(next, "must approve") {
 		t.Fatalf("prescribe after the decline: %v", out)
 	}
 	// Over HTTP too.
-	code, hv, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, map[string]any{})
+	code, hv, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{})
 	if next, _ := hv["next"].(string); code != 200 || !strings.Contains(next, "not a business trip") || strings.Contains(next, "must approve") {
 		t.Fatalf("HTTP prescribe after the decline: %d %v", code, hv)
 	}
 	// Asking again files a new approval request, which the person sees.
-	out, isErr = callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID, "ask_again": true})
-	again, _ := dig(out, "approval", "id").(string)
-	if isErr || again == "" || again == aprID || dig(out, "approval", "status") != "pending" {
+	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID, "ask_again": true})
+	again, _ := assenttest.Dig(out, "approval", "id").(string)
+	if isErr || again == "" || again == aprID || assenttest.Dig(out, "approval", "status") != "pending" {
 		t.Fatalf("ask again: %v", out)
 	}
-	if inbox := readAll(f.get("/inbox", cookie)); !strings.Contains(inbox, again) {
+	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, again) {
 		t.Fatal("the new approval request is not in the inbox")
 	}
 	// From now on, prescribing returns the new request, not the decline.
-	out, _ = callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
-	if dig(out, "approval", "id") != again {
+	out, _ = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	if assenttest.Dig(out, "approval", "id") != again {
 		t.Fatalf("prescribe after asking again: %v", out)
 	}
 	// The declined request still reports its decline.
@@ -148,17 +149,17 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 // A person approves: the wait returns approved with the receipt.
 func TestInboxWaitApprovedApproval(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
-	aprID, _ := dig(out, "approval", "id").(string)
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"approval": aprID}}})
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
-	f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
 	w := <-waiting
 	got := w.item(0)
 	if w.err != nil || got["status"] != "approved" || !strings.HasPrefix(got["receipt"].(string), "rcp-") || got["decided_by"] != person.ID {
@@ -170,8 +171,8 @@ func TestInboxWaitApprovedApproval(t *testing.T) {
 // revision.
 func stage(t *testing.T, cs *mcp.ClientSession, value string) int64 {
 	t.Helper()
-	out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": value})
-	rev, ok := dig(out, "snapshot", "state", "staged", "revision").(float64)
+	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": value})
+	rev, ok := assenttest.Dig(out, "snapshot", "state", "staged", "revision").(float64)
 	if isErr || !ok {
 		t.Fatalf("stage: %v", out)
 	}
@@ -182,13 +183,13 @@ func stage(t *testing.T, cs *mcp.ClientSession, value string) int64 {
 // waits, decided before the wait started, replaced by a newer proposal.
 func TestInboxWaitControlProposal(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, person := f.issue(store.KindHuman, "person")
-	cookie, csrf := f.signInAs(person.ID)
+	_, person := f.Issue(store.KindHuman, "person")
+	cookie, csrf := f.SignInAs(person.ID)
 	plan := map[string]any{"formId": "profile", "controlId": "plan"}
 	form := func(rev int64) url.Values {
 		return url.Values{"csrf": {csrf}, "formId": {"profile"}, "controlId": {"plan"}, "revision": {strconv.FormatInt(rev, 10)}}
@@ -200,7 +201,7 @@ func TestInboxWaitControlProposal(t *testing.T) {
 		t.Fatalf("pending proposal: %v", w.out)
 	}
 	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"proposal": plan, "revision": rev}}})
-	f.decide("/web/controls/apply", form(rev), cookie)
+	f.Decide("/web/controls/apply", form(rev), cookie)
 	if w := <-waiting; w.err != nil || w.item(0)["status"] != "applied" || w.item(0)["decided_by"] != person.ID {
 		t.Fatalf("applied: %v %v", w.err, w.out)
 	}
@@ -208,7 +209,7 @@ func TestInboxWaitControlProposal(t *testing.T) {
 	// Discarded while the agent waits.
 	rev2 := stage(t, cs, "team")
 	waiting = startWait(cs, map[string]any{"items": []any{map[string]any{"proposal": plan, "revision": rev2}}})
-	f.decide("/web/controls/discard", form(rev2), cookie)
+	f.Decide("/web/controls/discard", form(rev2), cookie)
 	if w := <-waiting; w.err != nil || w.item(0)["status"] != "discarded" {
 		t.Fatalf("discarded: %v %v", w.err, w.out)
 	}
@@ -234,26 +235,26 @@ func TestInboxWaitControlProposal(t *testing.T) {
 // the reason.
 func TestInboxWaitCommandProposal(t *testing.T) {
 	f := newFixture(t, nil)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	code, v, _ := f.api("POST", "/v1/runs", f.token, map[string]any{"template": "echo hi", "run_id": "wait-me"})
+	code, v, _ := f.API("POST", "/v1/runs", f.Token, map[string]any{"template": "echo hi", "run_id": "wait-me"})
 	id, _ := v["proposal"].(string)
 	if code != 202 || id == "" {
 		t.Fatalf("spawn: %d %v", code, v)
 	}
 	// The decision is an event the proposer can see, so a waiting agent
 	// learns it at once rather than at its next look.
-	sub := f.srv.Bus().Subscribe(f.srv.Bus().Seq(), 64, func(e event.Event) bool {
-		return e.Type == "run.proposal" && e.VisibleTo(f.boot.Agent.ID, false)
+	sub := f.Srv.Bus.Subscribe(f.Srv.Bus.Seq(), 64, func(e event.Event) bool {
+		return e.Type == "run.proposal" && e.VisibleTo(f.Boot.Agent.ID, false)
 	})
 	defer sub.Close()
 	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"command_proposal": id}}})
-	_, person := f.issue(store.KindHuman, "person")
-	cookie, csrf := f.signInAs(person.ID)
-	f.decide("/runs/proposals/"+id+"/decline", url.Values{"csrf": {csrf}, "reason": {"no shell commands today"}}, cookie)
+	_, person := f.Issue(store.KindHuman, "person")
+	cookie, csrf := f.SignInAs(person.ID)
+	f.Decide("/runs/proposals/"+id+"/decline", url.Values{"csrf": {csrf}, "reason": {"no shell commands today"}}, cookie)
 	w := <-waiting
 	if w.err != nil || w.item(0)["status"] != "declined" || w.item(0)["reason"] != "no shell commands today" {
 		t.Fatalf("declined: %v %v", w.err, w.out)
@@ -271,22 +272,22 @@ func TestInboxWaitCommandProposal(t *testing.T) {
 // not_found, exactly as for an id that does not exist.
 func TestInboxWaitOtherAgentsItemsAreNotFound(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
-	aprID, _ := dig(out, "approval", "id").(string)
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	rev := stage(t, cs, "pro")
-	_, v, _ := f.api("POST", "/v1/runs", f.token, map[string]any{"template": "echo hi", "run_id": "not-yours"})
+	_, v, _ := f.API("POST", "/v1/runs", f.Token, map[string]any{"template": "echo hi", "run_id": "not-yours"})
 	propID, _ := v["proposal"].(string)
 	if aprID == "" || propID == "" {
 		t.Fatalf("setup: %v %v", out, v)
 	}
 
-	tokB, _ := f.issue(store.KindAgent, "other")
-	csB, err := f.mcpSession(tokB, "")
+	tokB, _ := f.Issue(store.KindAgent, "other")
+	csB, err := f.MCPSession(tokB, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestInboxWaitOtherAgentsItemsAreNotFound(t *testing.T) {
 
 func TestInboxWaitArguments(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func TestInboxWaitArguments(t *testing.T) {
 		if err != nil {
 			continue // refused by the schema
 		}
-		if !res.IsError || !strings.Contains(string(mustJSON(res.StructuredContent)), "invalid_request") {
+		if !res.IsError || !strings.Contains(string(assenttest.MustJSON(res.StructuredContent)), "invalid_request") {
 			t.Errorf("%s: %+v", name, res.StructuredContent)
 		}
 	}
@@ -368,42 +369,16 @@ func TestInboxWaitArguments(t *testing.T) {
 // The wait ends when the server shuts down, with the outcomes so far.
 func TestInboxWaitEndsOnShutdown(t *testing.T) {
 	f := demoFixture(t)
-	p := store.Principal{ID: f.boot.Agent.ID, Kind: store.KindAgent}
-	done := make(chan []waitOutcome, 1)
+	p := store.Principal{ID: f.Boot.Agent.ID, Kind: store.KindAgent}
+	done := make(chan []server.WaitOutcome, 1)
 	go func() {
-		out, _, _ := f.srv.inboxWait(context.Background(), p, []waitItem{{Approval: "apr-none"}, {CommandProposal: "x"}}, waitMax)
+		out, _, _ := server.InboxWait(f.Srv, context.Background(), p, []server.WaitItem{{Approval: "apr-none"}, {CommandProposal: "x"}}, server.WaitMax)
 		done <- out
 	}()
-	f.srv.cancelStream()
-	if out := <-done; len(out) != 2 || out[0].Status != outcomeNotFound {
+	f.Srv.EndStreams()
+	if out := <-done; len(out) != 2 || out[0].Status != server.OutcomeNotFound {
 		t.Fatalf("outcomes: %v", out)
 	}
-}
-
-func FuzzInboxWaitArgs(f *testing.F) {
-	f.Add([]byte(`{"items":[{"approval":"apr-1"}],"timeout_ms":10}`), []byte(`{"action":"stage","identity":{"formId":"a","controlId":"b"},"ok":true,"snapshot":{"state":{"staged":{"revision":3,"provenance":{"principalId":"p"}}}}}`))
-	f.Add([]byte(`{"items":[{"proposal":{"formId":"f","controlId":"c","subject":{"type":"t","id":"1"}},"revision":2}]}`), []byte(`{"action":"apply","identity":{"formId":"a","controlId":"b"},"ok":true}`))
-	f.Add([]byte(`{"items":[{"command_proposal":"x","revision":-1}]}`), []byte(`null`))
-	f.Add([]byte(`{"items":[{}]}`), []byte(`{"action":"discard"}`))
-	f.Fuzz(func(t *testing.T, args, data []byte) {
-		var a struct {
-			Items     []waitItem `json:"items"`
-			TimeoutMs *int64     `json:"timeout_ms"`
-		}
-		if tool.DecodeArgs(args, &a) == nil {
-			_ = checkWaitItems(a.Items)
-		}
-		p := store.Principal{ID: "p", Kind: store.KindAgent}
-		h := newProposalHistory()
-		h.observe(p, event.Event{Type: "control.command", Data: data})
-		h.observe(p, event.Event{Type: "control.command", Data: data})
-		// A pending revision is the one open on its control.
-		for rev, r := range h.revs {
-			if r.status == outcomePending && h.staged[r.key] != rev {
-				t.Fatalf("revision %d is pending but not open", rev)
-			}
-		}
-	})
 }
 
 // A client that sent a progress token hears each decision as it is made,
@@ -419,18 +394,14 @@ func TestInboxWaitProgress(t *testing.T) {
 			}
 		},
 	})
-	hc := &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+f.token)
-		return http.DefaultTransport.RoundTrip(r)
-	})}
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.http.URL + "/mcp", HTTPClient: hc}, nil)
+	hc := assenttest.Client(f.Token)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.HTTP.URL + "/mcp", HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
-	aprID, _ := dig(out, "approval", "id").(string)
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	rev := stage(t, cs, "pro")
 
 	waiting := make(chan waitResult, 1)
@@ -448,9 +419,9 @@ func TestInboxWaitProgress(t *testing.T) {
 		}
 		waiting <- w
 	}()
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
-	f.decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"no"}}, cookie)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	f.Decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"no"}}, cookie)
 	var p *mcp.ProgressNotificationParams
 	select {
 	case p = <-progress:
@@ -460,7 +431,7 @@ func TestInboxWaitProgress(t *testing.T) {
 	if p.ProgressToken != "wait-1" || p.Progress != 1 || p.Total != 2 {
 		t.Fatalf("progress: %+v", p)
 	}
-	f.decide("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"profile"}, "controlId": {"plan"}, "revision": {strconv.FormatInt(rev, 10)}}, cookie)
+	f.Decide("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"profile"}, "controlId": {"plan"}, "revision": {strconv.FormatInt(rev, 10)}}, cookie)
 	w := <-waiting
 	if w.err != nil || w.item(0)["status"] != "declined" || w.item(1)["status"] != "applied" {
 		t.Fatalf("wait: %v %v", w.err, w.out)

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -39,8 +37,8 @@ type mcpEndpoint struct {
 }
 
 func newMCPEndpoint(s *Server) *mcpEndpoint {
-	srv, stop := NewMCPServer(s.tools, s.log, principalFromTokenInfo)
-	s.AddScreenView(srv)
+	srv, stop := NewMCPServer(s.Tools, s.Log, principalFromTokenInfo)
+	s.screens.AddView(srv)
 	verify := func(ctx context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
 		// The bearer token was already checked by bearerOnly; hand the
 		// principal on to the tool handlers.
@@ -48,17 +46,17 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		if !ok {
 			return nil, mcpauth.ErrInvalidToken
 		}
-		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p}}, nil
+		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.Now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p}}, nil
 	}
 	requireToken := mcpauth.RequireBearerToken(verify, nil)
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	return &mcpEndpoint{
-		streams:  s.streams,
+		streams:  s.Streams,
 		server:   srv,
 		stop:     stop,
-		sessions: newMCPSessions(srv, s.cfg.MaxSessions, s.live, s.now),
+		sessions: newMCPSessions(srv, s.Config.MaxSessions, s.Hold, s.Now),
 		stateful: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			SessionTimeout:      s.cfg.SessionTimeout,
+			SessionTimeout:      s.Config.SessionTimeout,
 			MaxRequestBodyBytes: 4 << 20,
 		})),
 		stateless: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -101,7 +99,7 @@ func (m *mcpEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// A POST without a session opens one.
 	if !m.sessions.reserve(p.ID) {
-		writeError(w, wire.TooManySessions,
+		host.WriteError(w, wire.TooManySessions,
 			fmt.Sprintf("this token already holds %d MCP sessions, all of them busy; end one (DELETE /mcp with its Mcp-Session-Id) or wait for one to finish", m.sessions.limit))
 		return
 	}
@@ -110,144 +108,6 @@ func (m *mcpEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	if id := w.Header().Get(mcpSessionHeader); id != "" {
 		m.sessions.add(p.ID, id)
 	}
-}
-
-// mcpSessionHeader names an MCP session on the streamable transport.
-const mcpSessionHeader = "Mcp-Session-Id"
-
-// mcpSessions caps the live MCP sessions of each principal. A session is
-// idle while none of its requests (including its notification stream) is
-// in progress. Opening a session beyond the cap closes the principal's
-// least recently used idle session; when every one is busy the new session
-// is refused. Each session is also held in the server's liveSet, so
-// revoking its principal closes it.
-type mcpSessions struct {
-	server *mcp.Server
-	limit  int // ≤ 0: no cap
-	live   *liveSet
-	now    func() time.Time
-
-	mu      sync.Mutex
-	byOwner map[string]map[string]*mcpSession
-	pending map[string]int // sessions being opened, per principal
-}
-
-type mcpSession struct {
-	session  *mcp.ServerSession
-	lastUsed time.Time
-	inFlight int
-	release  func()
-}
-
-func newMCPSessions(srv *mcp.Server, limit int, live *liveSet, now func() time.Time) *mcpSessions {
-	return &mcpSessions{server: srv, limit: limit, live: live, now: now,
-		byOwner: map[string]map[string]*mcpSession{}, pending: map[string]int{}}
-}
-
-// reserve makes room for one more session of principal, closing its least
-// recently used idle session if it is at the cap. It reports false when
-// every session is busy.
-func (t *mcpSessions) reserve(principal string) bool {
-	var evict []*mcpSession
-	defer func() {
-		for _, e := range evict {
-			e.release()
-			e.session.Close()
-		}
-	}()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	own := t.byOwner[principal]
-	for t.limit > 0 && len(own)+t.pending[principal] >= t.limit {
-		var oldestID string
-		var oldest *mcpSession
-		for id, e := range own {
-			if e.inFlight == 0 && (oldest == nil || e.lastUsed.Before(oldest.lastUsed)) {
-				oldestID, oldest = id, e
-			}
-		}
-		if oldest == nil {
-			return false
-		}
-		delete(own, oldestID)
-		evict = append(evict, oldest)
-	}
-	t.pending[principal]++
-	return true
-}
-
-func (t *mcpSessions) unreserve(principal string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.pending[principal]--; t.pending[principal] <= 0 {
-		delete(t.pending, principal)
-	}
-}
-
-// add records the session id that principal has just opened.
-func (t *mcpSessions) add(principal, id string) {
-	var ss *mcp.ServerSession
-	for s := range t.server.Sessions() {
-		if s.ID() == id {
-			ss = s
-			break
-		}
-	}
-	if ss == nil {
-		return // already gone
-	}
-	e := &mcpSession{session: ss, lastUsed: t.now()}
-	e.release = t.live.hold(principal, func() { ss.Close() })
-	t.mu.Lock()
-	own := t.byOwner[principal]
-	if own == nil {
-		own = map[string]*mcpSession{}
-		t.byOwner[principal] = own
-	}
-	own[id] = e
-	t.mu.Unlock()
-	go func() {
-		_ = ss.Wait()
-		t.forget(principal, id, e)
-	}()
-}
-
-// forget drops a session that has ended.
-func (t *mcpSessions) forget(principal, id string, e *mcpSession) {
-	e.release()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if own := t.byOwner[principal]; own != nil && own[id] == e {
-		delete(own, id)
-		if len(own) == 0 {
-			delete(t.byOwner, principal)
-		}
-	}
-}
-
-// use marks session id of principal busy until done is called.
-func (t *mcpSessions) use(principal, id string) (done func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.byOwner[principal][id]
-	if e == nil {
-		return func() {}
-	}
-	e.inFlight++
-	e.lastUsed = t.now()
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		e.inFlight--
-		e.lastUsed = t.now()
-	}
-}
-
-// count reports principal's live sessions.
-func (t *mcpSessions) count(principal string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byOwner[principal])
 }
 
 // close ends every MCP session.
@@ -492,112 +352,7 @@ func toolResult(res *tool.Result) *mcp.CallToolResult {
 // wire shape, {"error": {code, message, retryable, data?}}, as the
 // structured content and, as JSON, the text.
 func toolErrorResult(te *tool.Error) *mcp.CallToolResult {
-	body := wire.Body{Error: fromToolError(te)}
+	body := wire.Body{Error: host.FromToolError(te)}
 	b, _ := json.Marshal(body)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
-}
-
-// openMemoTTL bounds how long runtime_status trusts remembered counts of
-// open items; any event on the bus makes them stale at once.
-const openMemoTTL = time.Second
-
-// openMemoSize bounds how many principals' counts are remembered.
-const openMemoSize = 1024
-
-// openMemo remembers each principal's counts of open items, so that
-// runtime_status does not count them again (listing Runs from the store)
-// on every call. Every change that alters a count publishes an event, so
-// counts are reused only while the bus's sequence number is the one they
-// were computed at, and for at most openMemoTTL, which also covers what no
-// event announces (a Run's process dying before its supervisor notices).
-type openMemo struct {
-	now func() time.Time // monotonic clock; nil means time.Now
-
-	mu sync.Mutex
-	m  map[string]openCounts
-}
-
-type openCounts struct {
-	seq    int64
-	at     time.Time
-	counts map[string]int
-}
-
-// get returns p's counts, from memory when still valid, otherwise counted
-// by count. The returned map is shared: callers must not change it.
-func (o *openMemo) get(bus *event.Bus, p store.Principal, count func() map[string]int) map[string]int {
-	clock := o.now
-	if clock == nil {
-		clock = time.Now
-	}
-	seq, now := bus.Seq(), clock()
-	o.mu.Lock()
-	c, ok := o.m[p.ID]
-	o.mu.Unlock()
-	if ok && c.seq == seq && now.Sub(c.at) < openMemoTTL {
-		return c.counts
-	}
-	// The sequence is read before counting: an event published while
-	// counting makes the result stale at the next call.
-	counts := count()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil || len(o.m) >= openMemoSize {
-		o.m = map[string]openCounts{}
-	}
-	o.m[p.ID] = openCounts{seq: seq, at: now, counts: counts}
-	return counts
-}
-
-// runtimeStatus is runtime_status's answer.
-type runtimeStatus struct {
-	Version   string          `json:"version"`
-	Principal statusPrincipal `json:"principal"`
-	Uptime    int64           `json:"uptimeSeconds"`
-	Open      map[string]int  `json:"open"`
-}
-
-type statusPrincipal struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind"`
-}
-
-// emptyObject reports whether args is absent or the empty JSON object.
-func emptyObject(args json.RawMessage) bool {
-	a := bytes.TrimSpace(args)
-	if len(a) == 0 || string(a) == "null" {
-		return true
-	}
-	if a[0] != '{' || a[len(a)-1] != '}' {
-		return false
-	}
-	return len(bytes.TrimSpace(a[1:len(a)-1])) == 0
-}
-
-// runtimeStatusTool reports the runtime's state to the caller.
-func (s *Server) runtimeStatusTool() tool.Tool {
-	memo := &openMemo{}
-	return tool.Tool{
-		Name:        "runtime_status",
-		Title:       "Runtime status",
-		Description: "Report the assent runtime's version, who you are (principal id and kind), how long it has been up, and how many items are open for you.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			if !emptyObject(c.Args) {
-				var none struct{}
-				if err := tool.DecodeArgs(c.Args, &none); err != nil {
-					return nil, err
-				}
-			}
-			return &tool.Result{Structured: runtimeStatus{
-				Version:   assent.Version,
-				Principal: statusPrincipal{ID: c.Principal.ID, Kind: c.Principal.Kind},
-				Uptime:    int64(s.now().Sub(s.started).Seconds()),
-				Open: memo.get(s.bus, c.Principal, func() map[string]int {
-					return s.openItems(ctx, c.Principal)
-				}),
-			}}, nil
-		},
-	}
 }

@@ -87,7 +87,7 @@ func mcpTransportError(status int) (wire.Code, string) {
 	case http.StatusBadRequest:
 		return wire.InvalidRequest, "send a JSON-RPC message as MCP's streamable HTTP transport describes (POST, Content-Type application/json, Accept application/json and text/event-stream)"
 	case http.StatusUnauthorized:
-		return wire.SignInRequired, "send 'Authorization: Bearer <token>' with a valid token"
+		return wire.SignInRequired, "send 'Authorization: host.Bearer <token>' with a valid token"
 	case http.StatusForbidden:
 		return wire.Forbidden, "this token may not use this MCP session or endpoint"
 	case http.StatusNotFound:

@@ -1,7 +1,6 @@
-package server
+package server_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -11,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -41,13 +43,13 @@ func newTeam(t *testing.T) *team {
 	tm := &team{f: f}
 	ctx := context.Background()
 	var err error
-	tm.pTok, tm.p = f.issue(store.KindHuman, "pat")
-	tm.qTok, tm.q = f.issue(store.KindHuman, "quinn")
+	tm.pTok, tm.p = f.Issue(store.KindHuman, "pat")
+	tm.qTok, tm.q = f.Issue(store.KindHuman, "quinn")
 	grants := []string{"state.write", "tool.invoke"}
-	if tm.aTok, tm.a, err = IssueTokenFor(ctx, f.db, store.KindAgent, "agent-a", grants, []string{tm.p.ID}, time.Now()); err != nil {
+	if tm.aTok, tm.a, err = auth.IssueTokenFor(ctx, f.DB, store.KindAgent, "agent-a", grants, []string{tm.p.ID}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if tm.bTok, tm.b, err = IssueTokenFor(ctx, f.db, store.KindAgent, "agent-b", grants, []string{tm.q.ID}, time.Now()); err != nil {
+	if tm.bTok, tm.b, err = auth.IssueTokenFor(ctx, f.DB, store.KindAgent, "agent-b", grants, []string{tm.q.ID}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tm.aScreen = tm.showScreen(tm.aTok)
@@ -57,11 +59,11 @@ func newTeam(t *testing.T) *team {
 		{tm.bTok, tm.bScreen, "from-b", "trip-b"},
 	} {
 		body := map[string]any{"action": "stage", "identity": map[string]any{"formId": c.screen, "controlId": "note"}, "value": c.value}
-		if code, _, raw := f.api("POST", "/v1/controls/execute", c.tok, body); code != http.StatusOK {
+		if code, _, raw := f.API("POST", "/v1/controls/execute", c.tok, body); code != http.StatusOK {
 			t.Fatalf("stage %s: %d %s", c.value, code, raw)
 		}
 		start := map[string]any{"program": "expense-approval", "id": c.inst, "phase": "approved"}
-		if code, _, raw := f.api("POST", "/v1/flows/instances", c.tok, start); code != http.StatusCreated {
+		if code, _, raw := f.API("POST", "/v1/flows/instances", c.tok, start); code != http.StatusCreated {
 			t.Fatalf("start %s: %d %s", c.inst, code, raw)
 		}
 	}
@@ -69,13 +71,13 @@ func newTeam(t *testing.T) *team {
 }
 
 func (tm *team) showScreen(tok string) string {
-	tm.f.t.Helper()
-	resp := tm.f.req("POST", "/v1/screens", tok, strings.NewReader(teamScreen), nil)
+	tm.f.T.Helper()
+	resp := tm.f.Req("POST", "/v1/screens", tok, strings.NewReader(teamScreen), nil)
 	var out struct {
 		ID string `json:"id"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated || out.ID == "" {
-		tm.f.t.Fatalf("show screen: %d %v", resp.StatusCode, err)
+		tm.f.T.Fatalf("show screen: %d %v", resp.StatusCode, err)
 	}
 	return out.ID
 }
@@ -104,17 +106,17 @@ func TestSupervisorSeesOnlyTheirAgentsItems(t *testing.T) {
 	for _, v := range views {
 		t.Run(v.who, func(t *testing.T) {
 			// HTTP API.
-			_, _, raw := f.api("GET", "/v1/screens", v.tok, nil)
+			_, _, raw := f.API("GET", "/v1/screens", v.tok, nil)
 			if !strings.Contains(raw, v.mine.screen) || strings.Contains(raw, v.not.screen) {
 				t.Errorf("screen list: %s", raw)
 			}
-			if code, _, raw := f.api("GET", "/v1/screens/"+v.not.screen, v.tok, nil); code != http.StatusNotFound {
+			if code, _, raw := f.API("GET", "/v1/screens/"+v.not.screen, v.tok, nil); code != http.StatusNotFound {
 				t.Errorf("other agent's screen: %d %s", code, raw)
 			}
-			if code, _, raw := f.api("GET", "/v1/screens/"+v.mine.screen, v.tok, nil); code != http.StatusOK {
+			if code, _, raw := f.API("GET", "/v1/screens/"+v.mine.screen, v.tok, nil); code != http.StatusOK {
 				t.Errorf("own agent's screen: %d %s", code, raw)
 			}
-			_, res, raw := f.api("GET", "/v1/flows/instances", v.tok, nil)
+			_, res, raw := f.API("GET", "/v1/flows/instances", v.tok, nil)
 			if !strings.Contains(raw, `"`+v.mine.inst+`"`) || strings.Contains(raw, `"`+v.not.inst+`"`) {
 				t.Errorf("instance list: %s", raw)
 			}
@@ -124,40 +126,40 @@ func TestSupervisorSeesOnlyTheirAgentsItems(t *testing.T) {
 					t.Errorf("instance names its owner %v, want %s", m["owner_name"], v.own)
 				}
 			}
-			if code, _, raw := f.api("GET", "/v1/flows/instances/"+v.not.inst, v.tok, nil); code != http.StatusNotFound {
+			if code, _, raw := f.API("GET", "/v1/flows/instances/"+v.not.inst, v.tok, nil); code != http.StatusNotFound {
 				t.Errorf("other agent's instance: %d %s", code, raw)
 			}
-			if code, _, raw := f.api("GET", "/v1/flows/instances/"+v.mine.inst, v.tok, nil); code != http.StatusOK {
+			if code, _, raw := f.API("GET", "/v1/flows/instances/"+v.mine.inst, v.tok, nil); code != http.StatusOK {
 				t.Errorf("own agent's instance: %d %s", code, raw)
 			}
-			_, _, raw = f.api("GET", "/v1/controls?formId="+url.QueryEscape(v.not.screen), v.tok, nil)
+			_, _, raw = f.API("GET", "/v1/controls?formId="+url.QueryEscape(v.not.screen), v.tok, nil)
 			if strings.Contains(raw, v.not.value) {
 				t.Errorf("other agent's controls: %s", raw)
 			}
-			_, _, raw = f.api("GET", "/v1/audit", v.tok, nil)
+			_, _, raw = f.API("GET", "/v1/audit", v.tok, nil)
 			if !strings.Contains(raw, v.mine.screen) || strings.Contains(raw, v.not.screen) || strings.Contains(raw, v.not.value) {
 				t.Errorf("audit: %s", raw)
 			}
 
 			// Web UI.
-			cookie, _ := f.signInAs(v.id)
+			cookie, _ := f.SignInAs(v.id)
 			for _, pg := range []struct{ path, want, not string }{
 				{"/inbox", v.mine.value, v.not.value},
 				{"/screens", v.mine.screen, v.not.screen},
 				{"/flows", v.mine.inst, v.not.inst},
 				{"/audit", v.mine.value, v.not.value},
 			} {
-				body := readAll(f.get(pg.path, cookie))
+				body := assenttest.ReadAll(f.Get(pg.path, cookie))
 				if !strings.Contains(body, pg.want) || strings.Contains(body, pg.not) || !strings.Contains(body, v.own) || strings.Contains(body, v.other) {
 					t.Errorf("%s: want %q and %q, not %q or %q:\n%s", pg.path, pg.want, v.own, pg.not, v.other, body)
 				}
 			}
 			for _, path := range []string{"/screens/" + v.not.screen, "/flows/instances/" + v.not.inst} {
-				if resp := f.get(path, cookie); resp.StatusCode != http.StatusNotFound {
+				if resp := f.Get(path, cookie); resp.StatusCode != http.StatusNotFound {
 					t.Errorf("%s: %d", path, resp.StatusCode)
 				}
 			}
-			if resp := f.get("/flows/instances/"+v.mine.inst, cookie); resp.StatusCode != http.StatusOK {
+			if resp := f.Get("/flows/instances/"+v.mine.inst, cookie); resp.StatusCode != http.StatusOK {
 				t.Errorf("own agent's instance page: %d", resp.StatusCode)
 			}
 		})
@@ -176,21 +178,21 @@ func TestAgentsStayIsolated(t *testing.T) {
 		{"instance", "/v1/flows/instances/trip-b", "/v1/flows/instances/trip-zz"},
 		{"control", "/v1/controls/" + tm.bScreen + "/note", "/v1/controls/scr_00000000000000000000000000000000/note"},
 	} {
-		c1, _, raw1 := f.api("GET", tc.path, tm.aTok, nil)
-		c2, _, _ := f.api("GET", tc.missing, tm.aTok, nil)
+		c1, _, raw1 := f.API("GET", tc.path, tm.aTok, nil)
+		c2, _, _ := f.API("GET", tc.missing, tm.aTok, nil)
 		if c1 != http.StatusNotFound || c1 != c2 {
 			t.Errorf("%s: %d %s; missing: %d", tc.name, c1, raw1, c2)
 		}
 	}
 	for _, path := range []string{"/v1/screens", "/v1/flows/instances", "/v1/audit", "/v1/controls"} {
-		_, _, raw := f.api("GET", path, tm.aTok, nil)
+		_, _, raw := f.API("GET", path, tm.aTok, nil)
 		if strings.Contains(raw, tm.bScreen) || strings.Contains(raw, "trip-b") || strings.Contains(raw, "from-b") {
 			t.Errorf("%s shows agent B's items: %s", path, raw)
 		}
 	}
 	// Nor can it act on them: a stage on B's field is not_found.
 	body := map[string]any{"action": "stage", "identity": map[string]any{"formId": tm.bScreen, "controlId": "note"}, "value": "hijack"}
-	if code, res, raw := f.api("POST", "/v1/controls/execute", tm.aTok, body); code != http.StatusNotFound || res["reason"] != "not_found" {
+	if code, res, raw := f.API("POST", "/v1/controls/execute", tm.aTok, body); code != http.StatusNotFound || res["reason"] != "not_found" {
 		t.Errorf("stage on B's field: %d %s", code, raw)
 	}
 }
@@ -200,7 +202,7 @@ func TestAgentsStayIsolated(t *testing.T) {
 func TestAuditRecordsOutliveThePrivateForm(t *testing.T) {
 	tm := newTeam(t)
 	f := tm.f
-	if code, _, raw := f.api("DELETE", "/v1/screens/"+tm.bScreen, tm.bTok, nil); code >= 300 {
+	if code, _, raw := f.API("DELETE", "/v1/screens/"+tm.bScreen, tm.bTok, nil); code >= 300 {
 		t.Fatalf("close B's screen: %d %s", code, raw)
 	}
 	for _, tc := range []struct {
@@ -208,7 +210,7 @@ func TestAuditRecordsOutliveThePrivateForm(t *testing.T) {
 		tok  string
 		want bool
 	}{{"Q", tm.qTok, true}, {"B", tm.bTok, true}, {"P", tm.pTok, false}, {"A", tm.aTok, false}} {
-		_, _, raw := f.api("GET", "/v1/audit", tc.tok, nil)
+		_, _, raw := f.API("GET", "/v1/audit", tc.tok, nil)
 		if got := strings.Contains(raw, tm.bScreen); got != tc.want {
 			t.Errorf("%s sees B's records after the screen closed: %v, want %v: %s", tc.who, got, tc.want, raw)
 		}
@@ -220,23 +222,23 @@ func TestAuditRecordsOutliveThePrivateForm(t *testing.T) {
 // narrow the list.
 func TestAuditPageShowsUndoAndHidesSecrets(t *testing.T) {
 	f := demoFixture(t)
-	cookie, csrf := f.signIn()
+	cookie, csrf := f.SignIn()
 	stage := func(id string, v any) {
 		body := map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": id}, "value": v}
-		f.api("POST", "/v1/controls/execute", f.token, body)
+		f.API("POST", "/v1/controls/execute", f.Token, body)
 	}
 	stage("plan", "team")
 	stage("apiKey", "sk-live-should-never-show")
 	web := func(action string, form url.Values) {
 		form.Set("csrf", csrf)
-		if resp := f.postForm("/web/controls/"+action, form, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+		if resp := f.PostForm("/web/controls/"+action, form, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("%s: %d", action, resp.StatusCode)
 		}
 	}
 	web("apply", url.Values{"formId": {"profile"}, "controlId": {"plan"}})
 	web("undo", url.Values{"formId": {"profile"}, "controlId": {"plan"}})
 
-	page := readAll(f.get("/audit", cookie))
+	page := assenttest.ReadAll(f.Get("/audit", cookie))
 	if strings.Contains(page, "sk-live") {
 		t.Fatal("the audit page shows a secret value")
 	}
@@ -254,12 +256,12 @@ func TestAuditPageShowsUndoAndHidesSecrets(t *testing.T) {
 		want, not  string
 		wantStatus int
 	}{
-		{"?who=" + f.boot.Owner.ID, `data-command="undo"`, `data-command="stage"`, http.StatusOK},
-		{"?who=" + f.boot.Agent.ID, `data-command="stage"`, `data-command="undo"`, http.StatusOK},
+		{"?who=" + f.Boot.Owner.ID, `data-command="undo"`, `data-command="stage"`, http.StatusOK},
+		{"?who=" + f.Boot.Agent.ID, `data-command="stage"`, `data-command="undo"`, http.StatusOK},
 		{"?form=nothing-here", `id="audit-empty"`, `data-command=`, http.StatusOK},
 	} {
-		resp := f.get("/audit"+tc.query, cookie)
-		body := readAll(resp)
+		resp := f.Get("/audit"+tc.query, cookie)
+		body := assenttest.ReadAll(resp)
 		if resp.StatusCode != tc.wantStatus || !strings.Contains(body, tc.want) || strings.Contains(body, tc.not) {
 			t.Errorf("/audit%s: %d, want %q and not %q", tc.query, resp.StatusCode, tc.want, tc.not)
 		}
@@ -272,27 +274,27 @@ func TestAuditPageShowsUndoAndHidesSecrets(t *testing.T) {
 func TestEventsReachOnlyOwnerAndSupervisors(t *testing.T) {
 	tm := newTeam(t)
 	f := tm.f
-	streams := map[string]*sse{}
+	streams := map[string]*assenttest.SSE{}
 	for who, tok := range map[string]string{"P": tm.pTok, "Q": tm.qTok, "A": tm.aTok, "B": tm.bTok} {
-		resp := f.req("GET", "/v1/events", tok, nil, nil)
+		resp := f.Req("GET", "/v1/events", tok, nil, nil)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("events for %s: %d", who, resp.StatusCode)
 		}
-		streams[who] = &sse{resp: resp, rd: bufio.NewReader(resp.Body)}
+		streams[who] = assenttest.NewSSE(resp)
 	}
 	// A's screen changes and A stages again; then a public marker event
 	// that everyone receives ends each reader's wait.
 	body := map[string]any{"action": "stage", "identity": map[string]any{"formId": tm.aScreen, "controlId": "note"}, "value": "again"}
-	f.api("POST", "/v1/controls/execute", tm.aTok, body)
-	f.srv.Bus().Publish(markerEvent)
+	f.API("POST", "/v1/controls/execute", tm.aTok, body)
+	f.Srv.Bus.Publish(markerEvent)
 	for who, want := range map[string]bool{"P": true, "Q": false, "A": true, "B": false} {
 		got := false
 		for {
-			e := streams[who].next(t)
-			if e.typ == markerEvent.Type {
+			e := streams[who].Next(t)
+			if e.Type == markerEvent.Type {
 				break
 			}
-			if strings.Contains(e.data, tm.aScreen) {
+			if strings.Contains(e.Data, tm.aScreen) {
 				got = true
 			}
 		}
@@ -312,18 +314,18 @@ func BenchmarkOversees(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	boot, err := EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(ctx, Config{DataDir: dir, Store: db})
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		if !srv.oversees(ctx, boot.Owner, boot.Agent.ID) {
+		if !srv.Oversees(ctx, boot.Owner, boot.Agent.ID) {
 			b.Fatal("the owner does not oversee the first agent")
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 // only as a Flow transition's effect.
 func TestEffectOnlyToolsAreNotListed(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}

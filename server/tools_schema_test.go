@@ -1,31 +1,22 @@
-package server
+package server_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/flows"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
-
-// appsSession opens an MCP session whose client declares MCP Apps support.
-func (f *fixture) appsSession(token string) (*mcp.ClientSession, error) {
-	caps := &mcp.ClientCapabilities{}
-	caps.AddExtension(appsExtension, map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}})
-	client := mcp.NewClient(&mcp.Implementation{Name: "apps", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
-	hc := &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+token)
-		return http.DefaultTransport.RoundTrip(r)
-	})}
-	return client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.http.URL + "/mcp", HTTPClient: hc}, nil)
-}
 
 func compileOutputSchema(t *testing.T, tl *mcp.Tool) *jsonschema.Schema {
 	t.Helper()
@@ -51,8 +42,18 @@ func compileOutputSchema(t *testing.T, tl *mcp.Tool) *jsonschema.Schema {
 // Every listed tool states the shape of its structured result, and an
 // ordinary client is not offered tools meant for an MCP App view only.
 func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
-	f, _ := screenFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	f := newFixture(t, nil)
+	pay := screens.Tool{Tool: confirm.Tool{
+		Name:   "pay.now",
+		Params: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
+		Handler: func(context.Context, confirm.Request) (confirm.Result, error) {
+			return confirm.Result{}, nil
+		},
+	}}
+	if err := f.Srv.Screens().RegisterTool(pay); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
 			continue
 		}
 		compileOutputSchema(t, tl)
-		if appOnly(tl) {
+		if server.AppOnly(tl) {
 			t.Errorf("app-only tool %s is listed to a client without MCP Apps support", tl.Name)
 		}
 		if tl.Name == "pay.now" {
@@ -75,7 +76,7 @@ func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
 		}
 	}
 
-	apps, err := f.appsSession(f.token)
+	apps, err := f.AppsSession(f.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
 			view = tl
 		}
 	}
-	if view == nil || !appOnly(view) {
+	if view == nil || !server.AppOnly(view) {
 		t.Fatalf("a client with MCP Apps support does not see pay.now with its _meta: %+v", view)
 	}
 }
@@ -100,7 +101,7 @@ func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
 // carries data.
 func TestToolResultsConformToOutputSchema(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,17 +145,17 @@ func TestToolResultsConformToOutputSchema(t *testing.T) {
 // absolute URL on the server's BaseURL, and conform to the tool's schema.
 func TestToolResultsCarryURLs(t *testing.T) {
 	const base = "http://assent.test:8080"
-	f := newFixture(t, func(c *Config) { c.Demo = true; c.BaseURL = base + "/" })
-	builder, _, err := IssueToken(context.Background(), f.db, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
+	f := newFixture(t, func(c *server.Config) { c.Demo = true; c.BaseURL = base + "/" })
+	builder, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	trusted, err := f.mcpSession(builder, "")
+	trusted, err := f.MCPSession(builder, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trusted.Close()
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestToolResultsCarryURLs(t *testing.T) {
 	}{
 		{"controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}, base + "/inbox", cs},
 		{"show_screen", map[string]any{"screen": "root = Heading(\"Hello\")\n"}, base + "/screens/", cs},
-		{"flows_prescribe", map[string]any{"instance": demoExpenseID}, base + "/flows/instances/" + demoExpenseID, cs},
+		{"flows_prescribe", map[string]any{"instance": flows.DemoExpenseID}, base + "/flows/instances/" + flows.DemoExpenseID, cs},
 		{"actors_run_spawn", map[string]any{"template": "true", "as": "run:u1"}, base + "/runs/u1", trusted},
 		{"actors_run_spawn", map[string]any{"template": "true", "as": "run:u2"}, base + "/runs/proposals/", cs},
 	}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
@@ -116,17 +118,17 @@ func checkErrorAnswer(t *testing.T, what string, resp *http.Response, body []byt
 }
 
 func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.RateLimit, c.SignInRate = -1, -1 })
-	if len(f.srv.patterns) < 40 {
-		t.Fatalf("only %d routes registered: %v", len(f.srv.patterns), f.srv.patterns)
+	f := newFixture(t, func(c *server.Config) { c.RateLimit, c.SignInRate = -1, -1 })
+	if len(f.Srv.Patterns()) < 40 {
+		t.Fatalf("only %d routes registered: %v", len(f.Srv.Patterns()), f.Srv.Patterns())
 	}
-	patterns := slices.Clone(f.srv.patterns)
+	patterns := slices.Clone(f.Srv.Patterns())
 	// Signing out ends the session the other requests use: it goes last.
 	slices.SortStableFunc(patterns, func(a, b string) int {
 		return boolInt(strings.Contains(a, "signout")) - boolInt(strings.Contains(b, "signout"))
 	})
-	cookie, csrf := f.signIn()
-	client := f.noRedirect()
+	cookie, csrf := f.SignIn()
+	client := f.NoRedirect()
 	errorsSeen := 0
 	for _, pattern := range patterns {
 		method, path := concrete(pattern)
@@ -137,7 +139,7 @@ func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
 				body = bytes.NewReader(br.body)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
-			req, err := http.NewRequestWithContext(ctx, method, f.http.URL+path, body)
+			req, err := http.NewRequestWithContext(ctx, method, f.HTTP.URL+path, body)
 			if err != nil {
 				cancel()
 				t.Fatal(err)
@@ -152,13 +154,13 @@ func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
 			case "wrong":
 				req.Header.Set("Authorization", "Bearer asnt_wrong")
 			case "token":
-				req.Header.Set("Authorization", "Bearer "+f.token)
+				req.Header.Set("Authorization", "Bearer "+f.Token)
 			case "cookie":
 				req.AddCookie(cookie)
 			case "cookie+csrf":
 				req.AddCookie(cookie)
-				req.Header.Set("Origin", f.http.URL)
-				req.Header.Set(csrfHeader, csrf)
+				req.Header.Set("Origin", f.HTTP.URL)
+				req.Header.Set(host.CSRFHeader, csrf)
 			}
 			resp, err := client.Do(req)
 			if err != nil {
@@ -229,16 +231,16 @@ func unknownArgs(schema json.RawMessage) map[string]any {
 }
 
 func TestEveryToolErrorHasTheWireShape(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.RateLimit = -1 })
-	cs, err := f.mcpSession(f.token, "")
+	f := newFixture(t, func(c *server.Config) { c.RateLimit = -1 })
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	ctx := context.Background()
 	refusals := 0
-	for _, tl := range f.srv.Tools().List() {
-		if appOnly(mcpTool(tl)) {
+	for _, tl := range f.Srv.Tools.List() {
+		if server.AppOnly(server.MCPTool(tl)) {
 			// SPEC 10.28 fixes a view tool's refusal as {code, message};
 			// TestScreenViewRefusalShape covers it.
 			continue
@@ -272,15 +274,15 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d tools, %d refusals checked", len(f.srv.Tools().List()), refusals)
-	if refusals < len(f.srv.Tools().List()) {
-		t.Errorf("only %d refusals over %d tools; the bad arguments no longer reach the tools", refusals, len(f.srv.Tools().List()))
+	t.Logf("%d tools, %d refusals checked", len(f.Srv.Tools.List()), refusals)
+	if refusals < len(f.Srv.Tools.List()) {
+		t.Errorf("only %d refusals over %d tools; the bad arguments no longer reach the tools", refusals, len(f.Srv.Tools.List()))
 	}
 }
 
 func TestToolErrorCarriesRetryable(t *testing.T) {
 	f := newFixture(t, nil)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,14 +311,14 @@ func TestMCPTransportErrorsAreJSON(t *testing.T) {
 	}{
 		{"no token", "", `{}`, mcpHeaders, 401, wire.SignInRequired},
 		{"wrong token", "asnt_wrong", `{}`, mcpHeaders, 401, wire.SignInRequired},
-		{"bad JSON", f.token, `{"jsonrpc":`, mcpHeaders, 400, wire.InvalidRequest},
-		{"no Accept", f.token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Content-Type": "application/json"}, 400, wire.InvalidRequest},
-		{"wrong content type", f.token, `{}`, map[string]string{"Content-Type": "text/plain", "Accept": "application/json, text/event-stream"}, 415, wire.UnsupportedMediaType},
-		{"unknown session", f.token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "nope"}, 404, wire.NotFound},
-		{"too large", f.token, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", 4<<20) + `"}}`, mcpHeaders, 413, wire.TooLarge},
+		{"bad JSON", f.Token, `{"jsonrpc":`, mcpHeaders, 400, wire.InvalidRequest},
+		{"no Accept", f.Token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Content-Type": "application/json"}, 400, wire.InvalidRequest},
+		{"wrong content type", f.Token, `{}`, map[string]string{"Content-Type": "text/plain", "Accept": "application/json, text/event-stream"}, 415, wire.UnsupportedMediaType},
+		{"unknown session", f.Token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "nope"}, 404, wire.NotFound},
+		{"too large", f.Token, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", 4<<20) + `"}}`, mcpHeaders, 413, wire.TooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := f.req("POST", "/mcp", tc.token, strings.NewReader(tc.body), tc.hdr)
+			resp := f.Req("POST", "/mcp", tc.token, strings.NewReader(tc.body), tc.hdr)
 			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
@@ -361,7 +363,7 @@ func TestDomainCodesHaveAStatus(t *testing.T) {
 func TestControlRefusalCarriesTheWireError(t *testing.T) {
 	f := newFixture(t, nil)
 	body := `{"action":"apply","identity":{"formId":"nope","controlId":"nope"},"value":"x"}`
-	resp := f.req("POST", "/v1/controls/execute", f.token, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
+	resp := f.Req("POST", "/v1/controls/execute", f.Token, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("status %d: %s", resp.StatusCode, raw)

@@ -23,9 +23,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -195,7 +197,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		return nil, err
 	}
 	defer db.Close()
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +209,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	noop := func(context.Context, confirm.Request) (confirm.Result, error) {
 		return confirm.Result{Value: map[string]any{}}, nil
 	}
-	if err := srv.RegisterScreenTool(server.ScreenTool{Access: server.AccessPublic, Tool: confirm.Tool{Name: benchScreenTool, Description: "Do nothing.", Handler: noop}}); err != nil {
+	if err := srv.Screens().RegisterTool(screens.Tool{Access: screens.AccessPublic, Tool: confirm.Tool{Name: benchScreenTool, Description: "Do nothing.", Handler: noop}}); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -277,7 +279,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 // setUpFlow loads the toggle program as a person and starts an instance
 // of it owned by the agent.
 func (e *benchEnv) setUpFlow(ctx context.Context, db *sqlite.DB) error {
-	personTok, _, err := server.IssueToken(ctx, db, store.KindHuman, "bench-person", []string{"state.write"}, time.Now())
+	personTok, _, err := auth.IssueToken(ctx, db, store.KindHuman, "bench-person", []string{"state.write"}, time.Now())
 	if err != nil {
 		return err
 	}
@@ -634,7 +636,7 @@ func (e *benchEnv) fanOutRow(ctx context.Context, name string, subs int) (benchR
 			var err error
 			if isA {
 				s, err = e.fanOut(ctx, subs, e.base+"/v1/events", e.token, func(data []byte) {
-					e.srv.Bus().Publish(event.Event{Type: "bench.tick", Data: data})
+					e.srv.Bus.Publish(event.Event{Type: "bench.tick", Data: data})
 				})
 				as = append(as, s)
 			} else {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 )
@@ -148,7 +149,7 @@ func TestSelfInvocation(t *testing.T) {
 // a token.
 func TestWelcomeSecondStart(t *testing.T) {
 	var b bytes.Buffer
-	boot := server.Bootstrap{Owner: store.Principal{Name: "owner"}, Agent: store.Principal{Name: "agent"}}
+	boot := auth.Bootstrap{Owner: store.Principal{Name: "owner"}, Agent: store.Principal{Name: "agent"}}
 	printWelcome(&b, welcome{base: "http://127.0.0.1:7410", dir: "/srv/assent", storeKind: "sqlite", link: "http://127.0.0.1:7410/signin/x",
 		boot: boot, demo: true, self: invocation{name: "/opt/assent", short: "/opt/assent"}})
 	out := b.String()

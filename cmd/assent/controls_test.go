@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
 // startServer starts a server (with the demo workspace when demo is set) on
 // a fresh data directory and returns its URL, bootstrap and store.
-func startServer(t *testing.T, demo bool) (string, server.Bootstrap, *sqlite.DB) {
+func startServer(t *testing.T, demo bool) (string, auth.Bootstrap, *sqlite.DB) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -23,7 +24,7 @@ func startServer(t *testing.T, demo bool) (string, server.Bootstrap, *sqlite.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent"
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 )
 
 // Names the demo agent works with: the demo workspace's form, Recipe and
@@ -318,7 +318,7 @@ func (d *demoAgent) propose(ctx context.Context) error {
 // showScreen shows the demo payment screen.
 func (d *demoAgent) showScreen(ctx context.Context) error {
 	const what = "show the payment screen"
-	text, _ := server.DemoScreen("payment")
+	text, _ := screens.DemoScreen("payment")
 	out, err := d.call(ctx, what, "show_screen", map[string]any{"screen": text})
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/auth"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
@@ -352,7 +352,7 @@ func TestDemoAgentInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	db.Close()
 	if err != nil {
 		t.Fatal(err)

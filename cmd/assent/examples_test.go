@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
-	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 )
 
@@ -162,7 +162,7 @@ func TestHelpExamplesRun(t *testing.T) {
 		},
 		"p_0123456789abcdef0123": func() string {
 			db := openTestStore(t, s.dir)
-			_, p, err := server.IssueToken(context.Background(), db, store.KindAgent, "old-planner", nil, time.Now())
+			_, p, err := auth.IssueToken(context.Background(), db, store.KindAgent, "old-planner", nil, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 )
 
@@ -19,7 +19,7 @@ import (
 func flowServer(t *testing.T) (url, first, payer string) {
 	t.Helper()
 	url, boot, db := startServer(t, true)
-	payer, _, err := server.IssueToken(context.Background(), db, store.KindAgent, "payer", []string{"state.write", "tool.invoke"}, time.Now())
+	payer, _, err := auth.IssueToken(context.Background(), db, store.KindAgent, "payer", []string{"state.write", "tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

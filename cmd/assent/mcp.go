@@ -102,7 +102,7 @@ type inProcess struct {
 // signInLink returns a one-time sign-in link to this process's web UI for
 // the workspace's owner.
 func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
-	return server.NewSignInLink(ctx, rt.db, rt.owner, rt.base, time.Now())
+	return auth.NewSignInLink(ctx, rt.db, rt.owner, rt.base, time.Now())
 }
 
 // startInProcess opens the data directory, builds the runtime, serves its
@@ -122,7 +122,7 @@ func startInProcess(ctx context.Context, c *cli, data, token string, demo bool) 
 		db.Close()
 		return nil, err
 	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		return fail(refused("%v", err))
 	}
@@ -156,7 +156,7 @@ func startInProcess(ctx context.Context, c *cli, data, token string, demo bool) 
 			log.Warn("in-process HTTP API stopped", "err", err)
 		}
 	}()
-	ms, stop := server.NewMCPServer(srv.Tools(), log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
+	ms, stop := server.NewMCPServer(srv.Tools, log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
 	srv.AddScreenView(ms)
 	return &inProcess{mcp: ms, base: base, db: db, owner: boot.Owner.ID, close: func() {
 		stop()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -88,7 +89,7 @@ func TestMCPStdioRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	boot, _ := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, _ := auth.EnsureBootstrap(ctx, db, time.Now())
 	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db})
 	if err != nil {
 		t.Fatal(err)

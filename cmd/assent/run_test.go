@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/run/service"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -46,7 +47,7 @@ func newRunServer(t *testing.T) runServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func newRunServer(t *testing.T) runServer {
 	_ = boot
 	// The operator's own program (a service) may run commands of its own
 	// making; an agent's inline template would wait for a person.
-	token, _, err := server.IssueToken(ctx, db, store.KindService, "operator", nil, time.Now())
+	token, _, err := auth.IssueToken(ctx, db, store.KindService, "operator", nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -107,7 +108,7 @@ func waitTrace(t *testing.T, base, token, id, kind string) {
 func TestDemoPlayerFromRelativeDataDir(t *testing.T) {
 	t.Chdir(t.TempDir())
 	base, db, stop := relativeServer(t)
-	boot, err := server.EnsureBootstrap(context.Background(), db, time.Now())
+	boot, err := auth.EnsureBootstrap(context.Background(), db, time.Now())
 	if err != nil || boot.AgentToken == "" {
 		t.Fatalf("bootstrap: %v (first=%v)", err, boot.First)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/postgres"
@@ -133,7 +134,7 @@ down gracefully.`,
 			if base == "" {
 				base = "http://" + ln.Addr().String()
 			}
-			boot, err := server.EnsureBootstrap(ctx, db, time.Now())
+			boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
@@ -153,7 +154,7 @@ down gracefully.`,
 					seed = &sd
 				}
 			}
-			link, err := server.NewSignInLink(ctx, db.Sessions(), boot.Owner.ID, base, time.Now())
+			link, err := auth.NewSignInLink(ctx, db.Sessions(), boot.Owner.ID, base, time.Now())
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
@@ -188,7 +189,7 @@ func newLogger(w io.Writer, format string) *slog.Logger {
 // welcome is what serve prints once it listens.
 type welcome struct {
 	base, dir, storeKind, link string
-	boot                       server.Bootstrap
+	boot                       auth.Bootstrap
 	demo                       bool
 	// seed is what the demo put in the inbox, when it did.
 	seed *server.DemoSeed

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 )
 
@@ -63,13 +63,13 @@ one-time sign-in link for the web UI is printed too.`,
 			if err != nil {
 				return err
 			}
-			tok, p, err := server.IssueTokenFor(ctx, db, kind, name, splitList(grants), sup, time.Now())
+			tok, p, err := auth.IssueTokenFor(ctx, db, kind, name, splitList(grants), sup, time.Now())
 			if err != nil {
 				return refused("%v", err)
 			}
 			var link string
 			if kind == store.KindHuman {
-				if link, err = server.NewSignInLink(ctx, db, p.ID, firstNonEmpty(base, defaultURL), time.Now()); err != nil {
+				if link, err = auth.NewSignInLink(ctx, db, p.ID, firstNonEmpty(base, defaultURL), time.Now()); err != nil {
 					return refused("%v", err)
 				}
 			}

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/spf13/cobra"
-
-	"github.com/assent-run/assent/server"
 )
 
 // newTokenLinkCmd prints a fresh one-time sign-in link for a person. It
@@ -34,7 +33,7 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 			if !ok {
 				return refused("not_found: no active person named %q (assent token list shows them; assent token create --kind human --name %s adds one)", args[0], args[0])
 			}
-			link, err := server.NewSignInLink(ctx, db, found.ID, firstNonEmpty(base, defaultURL), time.Now())
+			link, err := auth.NewSignInLink(ctx, db, found.ID, firstNonEmpty(base, defaultURL), time.Now())
 			if err != nil {
 				return refused("%v", err)
 			}

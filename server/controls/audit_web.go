@@ -1,4 +1,4 @@
-package server
+package controls
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -28,7 +29,7 @@ const auditScanBatch = store.AuditListMax
 // of the form when the form is private, so who may read the record is
 // known after the form is gone. Values are never kept for a control the
 // registry could not describe.
-func (s *Server) auditDetail(cmd control.Command, res control.Result) string {
+func (s *Part) auditDetail(cmd control.Command, res control.Result) string {
 	d := map[string]any{}
 	if cmd.Value != nil && !res.Snapshot.IsZero() && !res.Snapshot.State.ValueRedacted {
 		d["value"] = cmd.Value
@@ -69,14 +70,14 @@ func parseAuditDetail(detail string) (auditFacts, bool) {
 // private form, one whose owner p oversees; on any other form, always.
 // Records about no control (for example a person's decision on a Run
 // proposal) are visible to their actor's overseers only.
-func (s *Server) auditVisible(ctx context.Context, p store.Principal, rec store.AuditRecord, seen map[string]bool) bool {
+func (s *Part) auditVisible(ctx context.Context, p store.Principal, rec store.AuditRecord, seen map[string]bool) bool {
 	if seen[rec.PrincipalID] {
 		return true
 	}
 	if f, ok := parseAuditDetail(rec.Detail); ok && f.FormOwner != nil {
-		return seen[*f.FormOwner] || s.oversees(ctx, p, *f.FormOwner)
+		return seen[*f.FormOwner] || s.Oversees(ctx, p, *f.FormOwner)
 	}
-	return rec.FormID != "" && s.formVisible(p, rec.FormID)
+	return rec.FormID != "" && s.FormVisible(p, rec.FormID)
 }
 
 // auditRow is one line of the audit page.
@@ -112,23 +113,23 @@ type auditPage struct {
 
 // handleAuditPage serves GET /audit, filtered by ?form= and ?who= (a
 // principal id).
-func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleAuditPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	ctx := r.Context()
 	p := *pg.Principal
 	q := r.URL.Query()
 	data := auditPage{Form: q.Get("form"), Actor: q.Get("who")}
 	data.Filtered = data.Form != "" || data.Actor != ""
 	pg.Title = "Audit"
-	seen, names, err := s.overseenBy(ctx, p)
+	seen, names, err := s.OverseenBy(ctx, p)
 	if err != nil {
-		s.log.Error("audit page", "err", err)
+		s.Log.Error("audit page", "err", err)
 		pg.Data = data
-		s.web.render(w, http.StatusServiceUnavailable, "audit", pg)
+		s.Web.Render(w, http.StatusServiceUnavailable, "audit", pg)
 		return
 	}
 	recs, forms, actors, more, err := s.newestAudit(ctx, p, seen, data.Form, data.Actor)
 	if err != nil {
-		s.log.Error("audit page", "err", err)
+		s.Log.Error("audit page", "err", err)
 	}
 	data.More = more
 	for i := len(recs) - 1; i >= 0; i-- {
@@ -140,10 +141,10 @@ func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, pg page
 	}
 	data.Actors = append(data.Actors, auditOption{Value: "", Label: "Anyone", Selected: data.Actor == ""})
 	ids := slices.SortedFunc(maps.Keys(actors), func(a, b string) int {
-		return strings.Compare(nameOr(names, a)+"\x00"+a, nameOr(names, b)+"\x00"+b)
+		return strings.Compare(host.NameOr(names, a)+"\x00"+a, host.NameOr(names, b)+"\x00"+b)
 	})
 	for _, id := range ids {
-		label := nameOr(names, id)
+		label := host.NameOr(names, id)
 		if id == p.ID {
 			label += " (you)"
 		}
@@ -151,21 +152,21 @@ func (s *Server) handleAuditPage(w http.ResponseWriter, r *http.Request, pg page
 	}
 	pg.Data = data
 	if q.Get("partial") == "1" {
-		s.web.renderPartial(w, "audit", "audit-list", pg)
+		s.Web.RenderPartial(w, "audit", "audit-list", pg)
 		return
 	}
-	s.web.render(w, http.StatusOK, "audit", pg)
+	s.Web.Render(w, http.StatusOK, "audit", pg)
 }
 
 // newestAudit reads the audit log and returns the newest auditPageSize
 // records p may see that match the filters, oldest first, with the forms
 // and actors of every visible record (for the filter choices) and whether
 // older matching records were left out.
-func (s *Server) newestAudit(ctx context.Context, p store.Principal, seen map[string]bool, form, actor string) (recs []store.AuditRecord, forms, actors map[string]bool, more bool, err error) {
+func (s *Part) newestAudit(ctx context.Context, p store.Principal, seen map[string]bool, form, actor string) (recs []store.AuditRecord, forms, actors map[string]bool, more bool, err error) {
 	forms, actors = map[string]bool{}, map[string]bool{}
 	var after int64
 	for {
-		batch, err := s.store.ListAudit(ctx, store.AuditFilter{AfterSeq: after, Limit: auditScanBatch})
+		batch, err := s.Store.ListAudit(ctx, store.AuditFilter{AfterSeq: after, Limit: auditScanBatch})
 		if err != nil {
 			return recs, forms, actors, more, err
 		}
@@ -197,7 +198,7 @@ func (s *Server) newestAudit(ctx context.Context, p store.Principal, seen map[st
 func auditRowOf(rec store.AuditRecord, names map[string]string) auditRow {
 	row := auditRow{
 		Seq: rec.Seq, Time: rec.Time.UTC().Format(time.RFC3339),
-		Who: nameOr(names, rec.PrincipalID), Source: rec.Source,
+		Who: host.NameOr(names, rec.PrincipalID), Source: rec.Source,
 		Form: rec.FormID, Control: rec.ControlID, Object: rec.Subject,
 		Command: rec.Action, OK: rec.OK, Undo: rec.Action == string(control.Undo),
 	}
@@ -218,7 +219,7 @@ func auditRowOf(rec store.AuditRecord, names map[string]string) auditRow {
 		row.Outcome = "refused"
 	}
 	if f, ok := parseAuditDetail(rec.Detail); ok && f.Value != nil {
-		row.Value = displayValue(f.Value, false)
+		row.Value = host.DisplayValue(f.Value, false)
 	}
 	return row
 }

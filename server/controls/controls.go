@@ -1,7 +1,8 @@
-package server
+package controls
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -21,9 +23,12 @@ import (
 // (for example an application relaying a person's own edit).
 const grantSpeakForUser = "control.speak_for_user"
 
-// controlsState is the server's control registry, the forms hosted for
-// applications that are not written in Go, and who may see which form.
-type controlsState struct {
+// Part is the controls part of the server: the control registry, the
+// forms hosted for applications that are not written in Go, and who may
+// see which form. It serves /v1/controls, /v1/forms, /v1/audit, the
+// controls_* tools, the control and audit pages and the inbox's proposals.
+type Part struct {
+	*host.Host
 	controls *control.Registry
 
 	formsMu sync.Mutex
@@ -31,9 +36,6 @@ type controlsState struct {
 	// (for example those registered in process by a Go application) are
 	// visible to every principal.
 	forms map[string]*formDecl
-
-	// supervision caches who supervises whom (see supervision.go).
-	supervision supervisionCache
 }
 
 // formDecl is a form whose controls assent holds.
@@ -47,48 +49,61 @@ type formDecl struct {
 	remove  []func()
 }
 
-func (s *Server) initControls(ctx context.Context) error {
-	s.controls = control.New(control.Config{Now: s.now})
-	s.forms = map[string]*formDecl{}
+// New builds the controls part on h and registers its tools.
+func New(ctx context.Context, h *host.Host) (*Part, error) {
+	s := &Part{
+		Host:     h,
+		controls: control.New(control.Config{Now: h.Now}),
+		forms:    map[string]*formDecl{},
+	}
 	for _, t := range s.controlTools() {
-		if err := s.tools.Register(t); err != nil {
-			return err
+		if err := s.Tools.Register(t); err != nil {
+			return nil, err
 		}
 	}
-	s.counters = append(s.counters, openCounter{name: "proposals", count: func(ctx context.Context, p store.Principal) int {
-		if p.Kind != store.KindHuman {
-			return 0
-		}
-		return len(s.visibleProposals(ctx, p))
-	}})
-	if s.cfg.Demo {
+	if s.Config.Demo {
 		if err := s.declareDemoProfile(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-func (s *Server) closeControls() {}
+//go:embed templates/*.html
+var templateFS embed.FS
 
-// Controls returns the control registry, so an embedding Go application can
+// Name names the part.
+func (s *Part) Name() string { return "controls" }
+
+// CountOpen counts the proposals waiting for p's decision.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
+	if p.Kind != store.KindHuman {
+		return "proposals", 0
+	}
+	return "proposals", len(s.VisibleProposals(ctx, p))
+}
+
+// Registry returns the control registry, so an embedding Go application can
 // register its own controls.
-func (s *Server) Controls() *control.Registry { return s.controls }
+func (s *Part) Registry() *control.Registry { return s.controls }
 
 // formVisible reports whether p may see the controls of formID.
-func (s *Server) formVisible(p store.Principal, formID string) bool {
+func (s *Part) FormVisible(p store.Principal, formID string) bool {
 	s.formsMu.Lock()
 	f, ok := s.forms[formID]
 	s.formsMu.Unlock()
 	if !ok || !f.private || f.owner == p.ID {
 		return true
 	}
-	return s.oversees(context.Background(), p, f.owner)
+	return s.Oversees(context.Background(), p, f.owner)
 }
 
 // execControl runs a command for principal p with the source the transport
 // decided, records it in the audit log and publishes it as an event.
-func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
+func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
 	// Malformed identities are refused before any lookup, on every surface.
 	if err := cmd.Identity.Validate(); err != nil {
 		var ce *control.Error
@@ -96,7 +111,7 @@ func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control
 			return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: ce.Reason, Message: ce.Message}
 		}
 	}
-	if !s.formVisible(p, cmd.Identity.FormID) {
+	if !s.FormVisible(p, cmd.Identity.FormID) {
 		return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: control.ReasonNotFound,
 			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
 	}
@@ -108,13 +123,13 @@ func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control
 		return res
 	}
 	rec := store.AuditRecord{
-		Time: s.now(), PrincipalID: p.ID, Source: string(cc.Source),
+		Time: s.Now(), PrincipalID: p.ID, Source: string(cc.Source),
 		FormID: cmd.Identity.FormID, ControlID: cmd.Identity.ControlID, Subject: subjectString(cmd.Identity),
 		Action: string(cmd.Action), OK: res.OK, Reason: string(res.Reason),
 	}
 	rec.Detail = s.auditDetail(cmd, res)
-	if _, err := s.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
-		s.log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
+	if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+		s.Log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", map[string]any{
 		"action": cmd.Action, "identity": cmd.Identity, "ok": res.OK, "reason": res.Reason,
@@ -124,7 +139,7 @@ func (s *Server) execControl(ctx context.Context, p store.Principal, cmd control
 }
 
 // publishControl publishes an event about a form to those who may see it.
-func (s *Server) publishControl(formID, typ string, data any) {
+func (s *Part) publishControl(formID, typ string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return
@@ -138,10 +153,10 @@ func (s *Server) publishControl(formID, typ string, data any) {
 	s.formsMu.Unlock()
 	if private {
 		// Visible to the owner and to the people who oversee it.
-		s.bus.Publish(s.ownedEvent(typ, owner, b))
+		s.Bus.Publish(s.OwnedEvent(typ, owner, b))
 		return
 	}
-	s.bus.Publish(event.Event{Type: typ, Data: b})
+	s.Bus.Publish(event.Event{Type: typ, Data: b})
 }
 
 func subjectString(id control.Identity) string {
@@ -155,10 +170,10 @@ func subjectString(id control.Identity) string {
 // transport and the principal, never from the request body. A service may
 // declare voice, tutorial or test, and user only with the speak-for-user
 // grant.
-func sourceFor(r *http.Request, p store.Principal, declared string) (control.CommandContext, *apiError) {
-	if fromWeb(r) {
+func sourceFor(r *http.Request, p store.Principal, declared string) (control.CommandContext, *wire.Error) {
+	if host.FromWeb(r) {
 		if declared != "" {
-			return control.CommandContext{}, apiErr(wire.InvalidRequest, "the web UI decides the source of a command; remove \"source\"")
+			return control.CommandContext{}, wire.New(wire.InvalidRequest, "the web UI decides the source of a command; remove \"source\"")
 		}
 		return control.CommandContext{Source: control.SourceUser, Confirmed: true}, nil
 	}
@@ -173,18 +188,18 @@ func sourceFor(r *http.Request, p store.Principal, declared string) (control.Com
 			if p.Has(grantSpeakForUser) {
 				return control.CommandContext{Source: control.SourceUser}, nil
 			}
-			return control.CommandContext{}, apiErr(wire.Forbidden, "this service may not speak for the user; it needs the grant "+grantSpeakForUser)
+			return control.CommandContext{}, wire.New(wire.Forbidden, "this service may not speak for the user; it needs the grant "+grantSpeakForUser)
 		}
-		return control.CommandContext{}, apiErr(wire.InvalidRequest, "source must be voice, tutorial, test or user")
+		return control.CommandContext{}, wire.New(wire.InvalidRequest, "source must be voice, tutorial, test or user")
 	case store.KindHuman:
 		if declared != "" {
-			return control.CommandContext{}, apiErr(wire.InvalidRequest, "the transport decides the source of a command; remove \"source\"")
+			return control.CommandContext{}, wire.New(wire.InvalidRequest, "the transport decides the source of a command; remove \"source\"")
 		}
 		// A person's token is not a confirmation: only the web UI gives one.
 		return control.CommandContext{Source: control.SourceUser}, nil
 	default:
 		if declared != "" {
-			return control.CommandContext{}, apiErr(wire.InvalidRequest, "an agent's commands always have source agent; remove \"source\"")
+			return control.CommandContext{}, wire.New(wire.InvalidRequest, "an agent's commands always have source agent; remove \"source\"")
 		}
 		return control.CommandContext{Source: control.SourceAgent}, nil
 	}
@@ -227,23 +242,23 @@ func (r executeRequest) command() (control.Command, *control.Error) {
 	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value.v, DurationMs: r.DurationMs, Revision: r.Revision}, nil
 }
 
-func (s *Server) routesControls(mux *routeMux) {
-	mux.Handle("GET /v1/controls", s.authed(http.HandlerFunc(s.handleControlsList)))
-	mux.Handle("GET /v1/controls/{formId}/{controlId}", s.authed(http.HandlerFunc(s.handleControlInspect)))
-	mux.Handle("POST /v1/controls/execute", s.authed(http.HandlerFunc(s.handleControlExecute)))
-	mux.Handle("POST /v1/forms/{formId}/controls", s.authed(http.HandlerFunc(s.handleFormDeclare)))
-	mux.Handle("DELETE /v1/forms/{formId}/controls", s.authed(http.HandlerFunc(s.handleFormRemove)))
-	mux.Handle("PUT /v1/forms/{formId}/controls/{controlId}/value", s.authed(http.HandlerFunc(s.handleFormSetValue)))
-	mux.Handle("GET /v1/audit", s.authed(http.HandlerFunc(s.handleAudit)))
-	mux.Handle("GET /audit", s.webPage(s.handleAuditPage))
-	mux.Handle("POST /web/controls/{action}", s.webPage(s.handleWebControl))
+func (s *Part) Routes(mux *host.Mux) {
+	mux.Handle("GET /v1/controls", s.Authed(http.HandlerFunc(s.handleControlsList)))
+	mux.Handle("GET /v1/controls/{formId}/{controlId}", s.Authed(http.HandlerFunc(s.handleControlInspect)))
+	mux.Handle("POST /v1/controls/execute", s.Authed(http.HandlerFunc(s.handleControlExecute)))
+	mux.Handle("POST /v1/forms/{formId}/controls", s.Authed(http.HandlerFunc(s.handleFormDeclare)))
+	mux.Handle("DELETE /v1/forms/{formId}/controls", s.Authed(http.HandlerFunc(s.handleFormRemove)))
+	mux.Handle("PUT /v1/forms/{formId}/controls/{controlId}/value", s.Authed(http.HandlerFunc(s.handleFormSetValue)))
+	mux.Handle("GET /v1/audit", s.Authed(http.HandlerFunc(s.handleAudit)))
+	mux.Handle("GET /audit", s.WebPage(s.handleAuditPage))
+	mux.Handle("POST /web/controls/{action}", s.WebPage(s.handleWebControl))
 }
 
-func (s *Server) listControls(ctx context.Context, p store.Principal, formID string) []control.Snapshot {
+func (s *Part) List(ctx context.Context, p store.Principal, formID string) []control.Snapshot {
 	all := s.controls.List(ctx, formID)
 	out := all[:0:0]
 	for _, snap := range all {
-		if s.formVisible(p, snap.Identity.FormID) {
+		if s.FormVisible(p, snap.Identity.FormID) {
 			out = append(out, snap)
 		}
 	}
@@ -253,8 +268,8 @@ func (s *Server) listControls(ctx context.Context, p store.Principal, formID str
 	return out
 }
 
-func (s *Server) handleControlsList(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"controls": s.listControls(r.Context(), principalOf(r), r.URL.Query().Get("formId"))})
+func (s *Part) handleControlsList(w http.ResponseWriter, r *http.Request) {
+	host.WriteJSON(w, http.StatusOK, map[string]any{"controls": s.List(r.Context(), host.PrincipalOf(r), r.URL.Query().Get("formId"))})
 }
 
 // identityFromRequest reads the control identity from the path and the
@@ -268,7 +283,7 @@ func identityFromRequest(r *http.Request) control.Identity {
 	return id
 }
 
-func (s *Server) inspectControl(ctx context.Context, p store.Principal, id control.Identity) (control.Snapshot, *tool.Error) {
+func (s *Part) Inspect(ctx context.Context, p store.Principal, id control.Identity) (control.Snapshot, *tool.Error) {
 	if err := id.Validate(); err != nil {
 		var ce *control.Error
 		if errors.As(err, &ce) {
@@ -277,38 +292,38 @@ func (s *Server) inspectControl(ctx context.Context, p store.Principal, id contr
 		return control.Snapshot{}, tool.Errorf("invalid_request", "%v", err)
 	}
 	snap, ok := s.controls.Get(ctx, id)
-	if !ok || !s.formVisible(p, id.FormID) {
+	if !ok || !s.FormVisible(p, id.FormID) {
 		return control.Snapshot{}, tool.Errorf("not_found", "no control %s is registered; list the controls to see what exists", id)
 	}
 	return snap, nil
 }
 
-func (s *Server) handleControlInspect(w http.ResponseWriter, r *http.Request) {
-	snap, terr := s.inspectControl(r.Context(), principalOf(r), identityFromRequest(r))
+func (s *Part) handleControlInspect(w http.ResponseWriter, r *http.Request) {
+	snap, terr := s.Inspect(r.Context(), host.PrincipalOf(r), identityFromRequest(r))
 	if terr != nil {
-		writeToolError(w, terr)
+		host.WriteToolError(w, terr)
 		return
 	}
-	writeJSON(w, http.StatusOK, snap)
+	host.WriteJSON(w, http.StatusOK, snap)
 }
 
-func (s *Server) handleControlExecute(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 	var req executeRequest
-	if !decodeJSON(w, r, 256<<10, &req) {
+	if !host.DecodeJSON(w, r, 256<<10, &req) {
 		return
 	}
-	p := principalOf(r)
+	p := host.PrincipalOf(r)
 	declared := ""
 	if req.Source != nil {
 		declared = *req.Source
 	}
 	if req.Confirmed != nil {
-		writeError(w, wire.InvalidRequest, "only a person's gesture in the web UI confirms a command; remove \"confirmed\"")
+		host.WriteError(w, wire.InvalidRequest, "only a person's gesture in the web UI confirms a command; remove \"confirmed\"")
 		return
 	}
 	cc, aerr := sourceFor(r, p, declared)
 	if aerr != nil {
-		writeAPIError(w, aerr)
+		host.WriteAPIError(w, aerr)
 		return
 	}
 	cmd, cerr := req.command()
@@ -316,7 +331,7 @@ func (s *Server) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		writeCommandResult(w, control.Result{Reason: cerr.Reason, Message: cerr.Message})
 		return
 	}
-	writeCommandResult(w, s.execControl(r.Context(), p, cmd, cc))
+	writeCommandResult(w, s.Exec(r.Context(), p, cmd, cc))
 }
 
 // resultStatus maps a registry result to an HTTP status: the wire table's
@@ -339,7 +354,7 @@ func resultStatus(res control.Result) int {
 // beside them, whose code is the reason.
 type commandAnswer struct {
 	control.Result
-	Error *apiError `json:"error,omitempty"`
+	Error *wire.Error `json:"error,omitempty"`
 }
 
 // answerOf returns res as it is sent.
@@ -351,7 +366,7 @@ func answerOf(res control.Result) commandAnswer {
 		if msg == "" {
 			msg = "the command was refused (" + string(res.Reason) + "); see docs/controls.md for what to do"
 		}
-		a.Error = &apiError{Status: resultStatus(res), Code: code, Message: msg,
+		a.Error = &wire.Error{Status: resultStatus(res), Code: code, Message: msg,
 			Retryable: wire.Retryable(code), Data: map[string]any{"reason": res.Reason}}
 	}
 	return a
@@ -359,7 +374,7 @@ func answerOf(res control.Result) commandAnswer {
 
 // writeCommandResult answers with a registry result and its status.
 func writeCommandResult(w http.ResponseWriter, res control.Result) {
-	writeJSON(w, resultStatus(res), answerOf(res))
+	host.WriteJSON(w, resultStatus(res), answerOf(res))
 }
 
 // hostedControl is one control in a form declaration.
@@ -373,7 +388,7 @@ type hostedControl struct {
 
 // declareForm registers (or replaces) the hosted controls of formID for
 // owner.
-func (s *Server) declareForm(owner, formID string, private bool, ctrls []hostedControl) error {
+func (s *Part) declareForm(owner, formID string, private bool, ctrls []hostedControl) error {
 	s.formsMu.Lock()
 	defer s.formsMu.Unlock()
 	if old, ok := s.forms[formID]; ok && old.owner != owner {
@@ -443,7 +458,7 @@ func keyIdentity(k control.Key) control.Identity {
 }
 
 // removeForm unregisters the hosted form formID.
-func (s *Server) removeForm(owner, formID string) error {
+func (s *Part) removeForm(owner, formID string) error {
 	s.formsMu.Lock()
 	f, ok := s.forms[formID]
 	if !ok || f.owner != owner {
@@ -458,31 +473,31 @@ func (s *Server) removeForm(owner, formID string) error {
 	return nil
 }
 
-func (s *Server) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
+func (s *Part) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
 	if p.Kind != store.KindService {
-		writeError(w, wire.Forbidden, "only a service principal declares hosted forms (assent token create --kind service)")
+		host.WriteError(w, wire.Forbidden, "only a service principal declares hosted forms (assent token create --kind service)")
 		return
 	}
 	var req struct {
 		Controls []hostedControl `json:"controls"`
 	}
-	if !decodeJSON(w, r, 1<<20, &req) {
+	if !host.DecodeJSON(w, r, 1<<20, &req) {
 		return
 	}
 	formID := r.PathValue("formId")
 	if err := s.declareForm(p.ID, formID, false, req.Controls); err != nil {
-		writeToolError(w, err)
+		host.WriteToolError(w, err)
 		return
 	}
 	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "declared": len(req.Controls)})
-	writeJSON(w, http.StatusOK, map[string]any{"controls": s.listControls(r.Context(), p, formID)})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"controls": s.List(r.Context(), p, formID)})
 }
 
-func (s *Server) handleFormRemove(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFormRemove(w http.ResponseWriter, r *http.Request) {
 	formID := r.PathValue("formId")
-	if err := s.removeForm(principalOf(r).ID, formID); err != nil {
-		writeToolError(w, err)
+	if err := s.removeForm(host.PrincipalOf(r).ID, formID); err != nil {
+		host.WriteToolError(w, err)
 		return
 	}
 	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "removed": true})
@@ -492,16 +507,16 @@ func (s *Server) handleFormRemove(w http.ResponseWriter, r *http.Request) {
 // handleFormSetValue records an edit the person made in the application
 // itself. It is not a registry command: it changes the live value, so a
 // proposal staged before it becomes stale.
-func (s *Server) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Value   any              `json:"value"`
 		Subject *control.Subject `json:"subject,omitempty"`
 	}
-	if !decodeJSON(w, r, 256<<10, &req) {
+	if !host.DecodeJSON(w, r, 256<<10, &req) {
 		return
 	}
 	id := control.Identity{FormID: r.PathValue("formId"), ControlID: r.PathValue("controlId"), Subject: req.Subject}
-	p := principalOf(r)
+	p := host.PrincipalOf(r)
 	s.formsMu.Lock()
 	f, ok := s.forms[id.FormID]
 	var v *control.Value
@@ -510,24 +525,24 @@ func (s *Server) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
 	}
 	s.formsMu.Unlock()
 	if v == nil {
-		writeError(w, wire.NotFound, fmt.Sprintf("you host no control %s", id))
+		host.WriteError(w, wire.NotFound, fmt.Sprintf("you host no control %s", id))
 		return
 	}
 	v.Store(req.Value)
 	snap, _ := s.controls.Get(r.Context(), id)
 	s.publishControl(id.FormID, "control.value", map[string]any{"identity": id, "snapshot": snap})
-	writeJSON(w, http.StatusOK, snap)
+	host.WriteJSON(w, http.StatusOK, snap)
 }
 
 // handleAudit serves GET /v1/audit: the audit records the principal may
 // see (see auditVisible), oldest first, after a sequence number.
-func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.AuditFilter{FormID: q.Get("formId"), PrincipalID: q.Get("principalId")}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, wire.InvalidRequest, "after must be a non-negative sequence number")
+			host.WriteError(w, wire.InvalidRequest, "after must be a non-negative sequence number")
 			return
 		}
 		f.AfterSeq = n
@@ -535,20 +550,20 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			writeError(w, wire.InvalidRequest, "limit must be 1 to 1000")
+			host.WriteError(w, wire.InvalidRequest, "limit must be 1 to 1000")
 			return
 		}
 		f.Limit = n
 	}
-	p := principalOf(r)
-	seen, _, err := s.overseenBy(r.Context(), p)
+	p := host.PrincipalOf(r)
+	seen, _, err := s.OverseenBy(r.Context(), p)
 	var recs []store.AuditRecord
 	if err == nil {
-		recs, err = s.store.ListAudit(r.Context(), f)
+		recs, err = s.Store.ListAudit(r.Context(), f)
 	}
 	if err != nil {
-		s.log.Error("audit list failed", "err", err)
-		writeError(w, wire.Unavailable, "the audit log could not be read; try again")
+		s.Log.Error("audit list failed", "err", err)
+		host.WriteError(w, wire.Unavailable, "the audit log could not be read; try again")
 		return
 	}
 	out := []store.AuditRecord{}
@@ -557,17 +572,17 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 			out = append(out, rec)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": out})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"records": out})
 }
 
 // handleWebControl is a person's Apply, Discard or Undo in the inbox or on
 // a screen: source user, confirmed.
-func (s *Server) handleWebControl(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	action := control.Action(r.PathValue("action"))
 	switch action {
 	case control.Apply, control.Discard, control.Undo:
 	default:
-		writeError(w, wire.NotFound, "the inbox offers apply, discard and undo")
+		host.WriteError(w, wire.NotFound, "the inbox offers apply, discard and undo")
 		return
 	}
 	id := control.Identity{FormID: r.PostFormValue("formId"), ControlID: r.PostFormValue("controlId")}
@@ -578,27 +593,27 @@ func (s *Server) handleWebControl(w http.ResponseWriter, r *http.Request, pg pag
 	if v := r.PostFormValue("revision"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			writeError(w, wire.InvalidRequest, "revision must be a number")
+			host.WriteError(w, wire.InvalidRequest, "revision must be a number")
 			return
 		}
 		cmd.Revision = n
 	}
-	res := s.execControl(r.Context(), *pg.Principal, cmd, control.CommandContext{Source: control.SourceUser, Confirmed: true})
+	res := s.Exec(r.Context(), *pg.Principal, cmd, control.CommandContext{Source: control.SourceUser, Confirmed: true})
 	if r.Header.Get("Accept") == "application/json" {
 		writeCommandResult(w, res)
 		return
 	}
 	if !res.OK {
-		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", action, res.Message))
+		s.SetNotice(w, r, fmt.Sprintf("%s refused: %s", action, res.Message))
 	}
-	http.Redirect(w, r, safeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
+	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
 }
 
 // visibleProposals lists the open proposals p may act on.
-func (s *Server) visibleProposals(ctx context.Context, p store.Principal) []control.Snapshot {
+func (s *Part) VisibleProposals(ctx context.Context, p store.Principal) []control.Snapshot {
 	var out []control.Snapshot
 	for _, snap := range s.controls.Proposals(ctx, "") {
-		if s.formVisible(p, snap.Identity.FormID) {
+		if s.FormVisible(p, snap.Identity.FormID) {
 			out = append(out, snap)
 		}
 	}
@@ -607,34 +622,34 @@ func (s *Server) visibleProposals(ctx context.Context, p store.Principal) []cont
 
 // inboxControls lists open proposals with Apply and Discard, and recent
 // changes with Undo.
-func (s *Server) inboxControls(ctx context.Context, p store.Principal) ([]inboxSection, error) {
-	props := s.visibleProposals(ctx, p)
+func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSection, error) {
+	props := s.VisibleProposals(ctx, p)
 	var changes []control.Change
 	for _, c := range s.controls.Changes(ctx, "") {
-		if s.formVisible(p, c.Identity.FormID) {
+		if s.FormVisible(p, c.Identity.FormID) {
 			changes = append(changes, c)
 		}
 	}
 	if len(props) == 0 && len(changes) == 0 {
 		return nil, nil
 	}
-	names := s.principalNames(ctx)
-	var secs []inboxSection
-	sec := inboxSection{ID: "proposals", Title: "Proposed changes", Empty: "No open proposals."}
+	names := s.PrincipalNames(ctx)
+	var secs []host.InboxSection
+	sec := host.InboxSection{ID: "proposals", Title: "Proposed changes", Empty: "No open proposals."}
 	for _, snap := range props {
 		st := snap.State
 		idv := identityValues(snap.Identity)
 		idv["revision"] = strconv.FormatInt(st.Staged.Revision, 10)
-		item := inboxItem{
+		item := host.InboxItem{
 			Title: labelOf(snap.Metadata.Label, snap.Identity.ControlID),
-			Fields: []inboxField{
-				{"Form", snap.Identity.FormID},
-				{"Current value", displayValue(st.Value, st.ValueRedacted)},
-				{"Proposed value", displayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
-				{"Proposed by", fmt.Sprintf("%s (%s)", nameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source)},
-				{"When", st.Staged.StagedAt.UTC().Format(time.RFC3339)},
+			Fields: []host.InboxField{
+				{Label: "Form", Value: snap.Identity.FormID},
+				{Label: "Current value", Value: host.DisplayValue(st.Value, st.ValueRedacted)},
+				{Label: "Proposed value", Value: host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
+				{Label: "Proposed by", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source)},
+				{Label: "When", Value: st.Staged.StagedAt.UTC().Format(time.RFC3339)},
 			},
-			Actions: []inboxAction{
+			Actions: []host.InboxAction{
 				{Label: "Apply", URL: "/web/controls/apply", Values: idv, Primary: true},
 				{Label: "Discard", URL: "/web/controls/discard", Values: identityValues(snap.Identity)},
 			},
@@ -647,22 +662,22 @@ func (s *Server) inboxControls(ctx context.Context, p store.Principal) ([]inboxS
 	if len(sec.Items) > 0 {
 		secs = append(secs, sec)
 	}
-	sec = inboxSection{ID: "changes", Title: "Recent changes", Empty: "No recent changes."}
+	sec = host.InboxSection{ID: "changes", Title: "Recent changes", Empty: "No recent changes."}
 	const recent = 20
 	for i, c := range changes {
 		if i == recent {
 			break
 		}
-		item := inboxItem{
+		item := host.InboxItem{
 			Title: "Changed: " + labelOf(c.Label, c.Identity.ControlID),
-			Fields: []inboxField{
-				{"Form", c.Identity.FormID},
-				{"Was", displayValue(c.Previous, c.ValueRedacted)},
-				{"Now", displayValue(c.Applied, c.ValueRedacted)},
-				{"By", fmt.Sprintf("%s (%s)", nameOr(names, c.Provenance.PrincipalID), c.Provenance.Source)},
-				{"When", c.At.UTC().Format(time.RFC3339)},
+			Fields: []host.InboxField{
+				{Label: "Form", Value: c.Identity.FormID},
+				{Label: "Was", Value: host.DisplayValue(c.Previous, c.ValueRedacted)},
+				{Label: "Now", Value: host.DisplayValue(c.Applied, c.ValueRedacted)},
+				{Label: "By", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, c.Provenance.PrincipalID), c.Provenance.Source)},
+				{Label: "When", Value: c.At.UTC().Format(time.RFC3339)},
 			},
-			Actions: []inboxAction{{Label: "Undo", URL: "/web/controls/undo", Values: identityValues(c.Identity)}},
+			Actions: []host.InboxAction{{Label: "Undo", URL: "/web/controls/undo", Values: identityValues(c.Identity)}},
 		}
 		if c.Stale {
 			item.Warn = "Edited since: undo would overwrite a newer edit, so it is refused."
@@ -690,51 +705,8 @@ func labelOf(label, fallback string) string {
 	return fallback
 }
 
-// displayValue renders a value for people as plain text.
-func displayValue(v any, redacted bool) string {
-	if redacted {
-		return "(hidden)"
-	}
-	switch x := v.(type) {
-	case nil:
-		return "(empty)"
-	case string:
-		if x == "" {
-			return "(empty)"
-		}
-		return x
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-func (s *Server) principalNames(ctx context.Context) map[string]string {
-	ps, err := s.store.ListPrincipals(ctx)
-	names := map[string]string{}
-	if err != nil {
-		return names
-	}
-	for _, p := range ps {
-		names[p.ID] = p.Name
-	}
-	return names
-}
-
-func nameOr(names map[string]string, id string) string {
-	if n, ok := names[id]; ok {
-		return n
-	}
-	if id == "" {
-		return "someone"
-	}
-	return id
-}
-
 // declareDemoProfile hosts the demo "profile" form.
-func (s *Server) declareDemoProfile() error {
+func (s *Part) declareDemoProfile() error {
 	return s.declareForm("", "profile", false, []hostedControl{
 		{ControlID: "displayName", Metadata: control.Metadata{Kind: control.KindText, Label: "Display name", Sensitivity: control.Personal}, Value: "Ada Lovelace"},
 		{ControlID: "email", Metadata: control.Metadata{Kind: control.KindEmail, Label: "Email", Sensitivity: control.Personal}, Value: "ada@example.com"},
@@ -750,7 +722,7 @@ func (s *Server) declareDemoProfile() error {
 // visible only to owner and to the people who oversee it. It replaces an earlier registration
 // of the same form by the same owner. The returned function unregisters
 // them.
-func (s *Server) registerPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {
+func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {
 	s.formsMu.Lock()
 	if old, ok := s.forms[formID]; ok && old.owner != owner {
 		s.formsMu.Unlock()

@@ -1,4 +1,4 @@
-package server
+package controls_test
 
 import (
 	"context"
@@ -11,41 +11,25 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
 
-func demoFixture(t *testing.T) *fixture {
-	return newFixture(t, func(c *Config) { c.Demo = true })
-}
-
-// callTool calls an MCP tool and returns its structured result and whether
-// it was an error.
-func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool) {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var out map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(b, &out)
-	return out, res.IsError
-}
-
 func TestAgentStagesPersonApplies(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	plan := map[string]any{"formId": "profile", "controlId": "plan"}
 
-	out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "pro"})
+	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "pro"})
 	if isErr || out["ok"] != true {
 		t.Fatalf("stage: %v", out)
 	}
-	out, isErr = callTool(t, cs, "controls_execute", map[string]any{"action": "apply", "identity": plan})
+	out, isErr = assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "apply", "identity": plan})
 	if !isErr || out["reason"] != "human_confirmation_required" {
 		t.Fatalf("agent apply: %v", out)
 	}
@@ -54,13 +38,13 @@ func TestAgentStagesPersonApplies(t *testing.T) {
 		for k, v := range extra {
 			args[k] = v
 		}
-		out, isErr = callTool(t, cs, "controls_execute", args)
-		if !isErr || !strings.Contains(string(mustJSON(out)), "invalid_request") {
+		out, isErr = assenttest.CallTool(t, cs, "controls_execute", args)
+		if !isErr || !strings.Contains(string(assenttest.MustJSON(out)), "invalid_request") {
 			t.Fatalf("forged %v: %v", extra, out)
 		}
 	}
 	// The forged stages ran nothing: the proposal is still "pro".
-	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
 	state := snap["state"].(map[string]any)
 	if state["value"] != "free" || state["stagedValue"] != "pro" {
 		t.Fatalf("after forged commands: %v", state)
@@ -68,18 +52,18 @@ func TestAgentStagesPersonApplies(t *testing.T) {
 	rev := int64(state["staged"].(map[string]any)["revision"].(float64))
 
 	// The person sees it in the inbox and applies it.
-	cookie, csrf := f.signIn()
-	page, _ := io.ReadAll(f.get("/inbox", cookie).Body)
+	cookie, csrf := f.SignIn()
+	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
 	for _, want := range []string{"Plan", "pro", "agent (agent)", "Apply", "Discard"} {
 		if !strings.Contains(string(page), want) {
 			t.Fatalf("inbox lacks %q", want)
 		}
 	}
-	resp := f.postForm("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"profile"}, "controlId": {"plan"}, "revision": {itoa(rev)}}, cookie, f.http.URL)
+	resp := f.PostForm("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"profile"}, "controlId": {"plan"}, "revision": {itoa(rev)}}, cookie, f.HTTP.URL)
 	if resp.StatusCode != 303 || strings.Contains(resp.Header.Get("Location"), "notice") {
 		t.Fatalf("person apply: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	snap, _ = callTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
+	snap, _ = assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
 	if v := snap["state"].(map[string]any)["value"]; v != "pro" {
 		t.Fatalf("value after apply = %v", v)
 	}
@@ -88,7 +72,7 @@ func TestAgentStagesPersonApplies(t *testing.T) {
 	var audit struct {
 		Records []store.AuditRecord `json:"records"`
 	}
-	json.NewDecoder(f.req("GET", "/v1/audit?formId=profile", f.token, nil, nil).Body).Decode(&audit)
+	json.NewDecoder(f.Req("GET", "/v1/audit?formId=profile", f.Token, nil, nil).Body).Decode(&audit)
 	var got []string
 	for _, r := range audit.Records {
 		got = append(got, r.Source+":"+r.Action+":"+r.Reason)
@@ -101,7 +85,7 @@ func TestAgentStagesPersonApplies(t *testing.T) {
 
 func TestSecretControlNeverLeaks(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,16 +99,16 @@ func TestSecretControlNeverLeaks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw := string(mustJSON(res))
+		raw := string(assenttest.MustJSON(res))
 		if strings.Contains(raw, "sk-demo") || strings.Contains(raw, "sk-new") {
 			t.Fatalf("secret leaked: %s", raw)
 		}
 	}
-	list, _ := callTool(t, cs, "controls_list", map[string]any{"formId": "profile"})
-	if strings.Contains(string(mustJSON(list)), "sk-demo") {
+	list, _ := assenttest.CallTool(t, cs, "controls_list", map[string]any{"formId": "profile"})
+	if strings.Contains(string(assenttest.MustJSON(list)), "sk-demo") {
 		t.Fatal("secret in controls_list")
 	}
-	body, _ := io.ReadAll(f.req("GET", "/v1/audit", f.token, nil, nil).Body)
+	body, _ := io.ReadAll(f.Req("GET", "/v1/audit", f.Token, nil, nil).Body)
 	if strings.Contains(string(body), "sk-") {
 		t.Fatalf("secret in audit: %s", body)
 	}
@@ -132,7 +116,7 @@ func TestSecretControlNeverLeaks(t *testing.T) {
 
 func TestIdentityLimits(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +130,12 @@ func TestIdentityLimits(t *testing.T) {
 		{map[string]any{"formId": "a\x01b", "controlId": "x"}, "invalid_request"},
 		{map[string]any{"formId": "profile", "controlId": "nope"}, "not_found"},
 	} {
-		out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "explain", "identity": tc.id})
+		out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "explain", "identity": tc.id})
 		if !isErr || out["reason"] != tc.want {
 			t.Errorf("identity %v: %v, want %s", tc.id, out, tc.want)
 		}
 	}
-	out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "durationMs": 60001})
+	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "durationMs": 60001})
 	if !isErr || out["reason"] != "invalid_request" {
 		t.Errorf("durationMs over limit: %v", out)
 	}
@@ -159,57 +143,52 @@ func TestIdentityLimits(t *testing.T) {
 
 func TestHostedForm(t *testing.T) {
 	f := newFixture(t, nil)
-	svc, _, err := IssueToken(context.Background(), f.db, "service", "crm", nil, time.Now())
+	svc, _, err := auth.IssueToken(context.Background(), f.DB, "service", "crm", nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	decl := `{"controls":[{"controlId":"status","subject":{"type":"order","id":"42"},"metadata":{"kind":"select","label":"Status","options":[{"value":"open","label":"Open"},{"value":"shipped","label":"Shipped"}]},"value":"open"}]}`
 	// Agents cannot declare forms.
-	if resp := f.req("POST", "/v1/forms/orders/controls", f.token, strings.NewReader(decl), nil); resp.StatusCode != 403 {
+	if resp := f.Req("POST", "/v1/forms/orders/controls", f.Token, strings.NewReader(decl), nil); resp.StatusCode != 403 {
 		t.Fatalf("agent declare: %d", resp.StatusCode)
 	}
-	if resp := f.req("POST", "/v1/forms/orders/controls", svc, strings.NewReader(decl), nil); resp.StatusCode != 200 {
+	if resp := f.Req("POST", "/v1/forms/orders/controls", svc, strings.NewReader(decl), nil); resp.StatusCode != 200 {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("declare: %d %s", resp.StatusCode, b)
 	}
-	ev := f.events("")
+	ev := f.Events("")
 	stage := `{"action":"stage","identity":{"formId":"orders","controlId":"status","subject":{"type":"order","id":"42"}},"value":"shipped"}`
-	if resp := f.req("POST", "/v1/controls/execute", f.token, strings.NewReader(stage), nil); resp.StatusCode != 200 {
+	if resp := f.Req("POST", "/v1/controls/execute", f.Token, strings.NewReader(stage), nil); resp.StatusCode != 200 {
 		t.Fatalf("agent stage: %d", resp.StatusCode)
 	}
-	if e := ev.next(t); e.typ != "control.command" || !strings.Contains(e.data, `"shipped"`) {
+	if e := ev.Next(t); e.Type != "control.command" || !strings.Contains(e.Data, `"shipped"`) {
 		t.Fatalf("event %+v", e)
 	}
 	// The application records a person's own edit: the proposal goes stale.
-	if resp := f.req("PUT", "/v1/forms/orders/controls/status/value", svc, strings.NewReader(`{"value":"open ","subject":{"type":"order","id":"42"}}`), nil); resp.StatusCode != 200 {
+	if resp := f.Req("PUT", "/v1/forms/orders/controls/status/value", svc, strings.NewReader(`{"value":"open ","subject":{"type":"order","id":"42"}}`), nil); resp.StatusCode != 200 {
 		t.Fatalf("set value: %d", resp.StatusCode)
 	}
-	cookie, csrf := f.signIn()
-	resp := f.postForm("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"orders"}, "controlId": {"status"}, "subjectType": {"order"}, "subjectId": {"42"}}, cookie, f.http.URL)
-	if loc := resp.Header.Get("Location"); loc != "/inbox" || !strings.Contains(readAll(f.get(loc, cookie)), "apply refused") {
+	cookie, csrf := f.SignIn()
+	resp := f.PostForm("/web/controls/apply", url.Values{"csrf": {csrf}, "formId": {"orders"}, "controlId": {"status"}, "subjectType": {"order"}, "subjectId": {"42"}}, cookie, f.HTTP.URL)
+	if loc := resp.Header.Get("Location"); loc != "/inbox" || !strings.Contains(assenttest.ReadAll(f.Get(loc, cookie)), "apply refused") {
 		t.Fatalf("apply of a stale proposal was not refused: %s", loc)
 	}
 	// A human's bearer token is not a confirmation.
-	human, _, _ := IssueToken(context.Background(), f.db, "human", "pat", nil, time.Now())
+	human, _, _ := auth.IssueToken(context.Background(), f.DB, "human", "pat", nil, time.Now())
 	apply := `{"action":"apply","identity":{"formId":"orders","controlId":"status","subject":{"type":"order","id":"42"}},"value":"shipped"}`
-	resp = f.req("POST", "/v1/controls/execute", human, strings.NewReader(apply), nil)
+	resp = f.Req("POST", "/v1/controls/execute", human, strings.NewReader(apply), nil)
 	var res map[string]any
 	json.NewDecoder(resp.Body).Decode(&res)
 	if res["reason"] != "consent_required" {
 		t.Fatalf("human bearer apply: %v", res)
 	}
 	// Only the owner removes the form.
-	if resp := f.req("DELETE", "/v1/forms/orders/controls", f.token, nil, nil); resp.StatusCode != 404 {
+	if resp := f.Req("DELETE", "/v1/forms/orders/controls", f.Token, nil, nil); resp.StatusCode != 404 {
 		t.Fatalf("delete by another: %d", resp.StatusCode)
 	}
-	if resp := f.req("DELETE", "/v1/forms/orders/controls", svc, nil, nil); resp.StatusCode != 204 {
+	if resp := f.Req("DELETE", "/v1/forms/orders/controls", svc, nil, nil); resp.StatusCode != 204 {
 		t.Fatalf("delete: %d", resp.StatusCode)
 	}
 }
 
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
-func itoa(n int64) string { return strings.TrimSpace(string(mustJSON(n))) }
+func itoa(n int64) string { return strings.TrimSpace(string(assenttest.MustJSON(n))) }

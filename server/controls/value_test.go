@@ -1,10 +1,12 @@
-package server
+package controls_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/assent-run/assent/internal/assenttest"
 )
 
 // An agent's proposal that does not fit the control is refused before a
@@ -12,7 +14,7 @@ import (
 // malformed request, not a proposal of null.
 func TestAgentProposalsAreCheckedAgainstTheControl(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestAgentProposalsAreCheckedAgainstTheControl(t *testing.T) {
 			for k, v := range tc.args {
 				args[k] = v
 			}
-			out, isErr := callTool(t, cs, "controls_execute", args)
+			out, isErr := assenttest.CallTool(t, cs, "controls_execute", args)
 			if tc.reason == "" {
 				if isErr || out["ok"] != true {
 					t.Fatalf("stage %v: %v", tc.args, out)
@@ -51,7 +53,7 @@ func TestAgentProposalsAreCheckedAgainstTheControl(t *testing.T) {
 		})
 	}
 	// Only the valid proposals wait for the person.
-	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": id("plan")})
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": id("plan")})
 	if v := snap["state"].(map[string]any)["stagedValue"]; v != "team" {
 		t.Fatalf("plan proposal = %v, want team", v)
 	}
@@ -61,7 +63,7 @@ func TestAgentProposalsAreCheckedAgainstTheControl(t *testing.T) {
 		`{"action":"stage","identity":{"formId":"profile","controlId":"plan"},"value":"enterprise"}`: "invalid_value",
 		`{"action":"stage","identity":{"formId":"profile","controlId":"plan"}}`:                      "invalid_request",
 	} {
-		resp := f.req("POST", "/v1/controls/execute", f.token, bytes.NewReader([]byte(body)), map[string]string{"Content-Type": "application/json"})
+		resp := f.Req("POST", "/v1/controls/execute", f.Token, bytes.NewReader([]byte(body)), map[string]string{"Content-Type": "application/json"})
 		var res struct {
 			OK     bool   `json:"ok"`
 			Reason string `json:"reason"`

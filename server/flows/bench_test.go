@@ -1,4 +1,4 @@
-package server
+package flows_test
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -38,29 +41,29 @@ func BenchmarkFlowPrescribeApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	srv, err := New(ctx, Config{DataDir: b.TempDir(), Store: db})
+	srv, err := server.New(ctx, server.Config{DataDir: b.TempDir(), Store: db})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	_, agent, err := IssueToken(ctx, db, store.KindAgent, "bench", []string{"state.write"}, time.Now())
+	_, agent, err := auth.IssueToken(ctx, db, store.KindAgent, "bench", []string{"state.write"}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := srv.flows.AddProgram(ctx, []byte(toggleProgram))
+	p, err := srv.Flows().Kernel().AddProgram(ctx, []byte(toggleProgram))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := srv.flowStart(ctx, agent, startRequest{Program: p.Fingerprint(), ID: "t-1", Phase: "off"}); err != nil {
+	if _, err := flows.FlowStart(srv.Flows(), ctx, agent, flows.StartRequest{Program: p.Fingerprint(), ID: "t-1", Phase: "off"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := srv.flowPrescribe(ctx, agent, "t-1", flow.Request{})
+		res, err := flows.FlowPrescribe(srv.Flows(), ctx, agent, "t-1", flow.Request{})
 		if err != nil || res.Decision.Kind != flow.Prescribed {
 			b.Fatalf("prescribe: %v %+v", err, res.Decision)
 		}
-		if _, err := srv.flowApply(ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
+		if _, err := flows.FlowApply(srv.Flows(), ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
 			b.Fatalf("apply: %v", err)
 		}
 	}

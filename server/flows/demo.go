@@ -1,4 +1,4 @@
-package server
+package flows
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -22,11 +23,11 @@ import (
 //go:embed demo/flows/*.json
 var demoFlowsFS embed.FS
 
-// demoExpenseID is the demo expense instance.
-const demoExpenseID = "expense-1001"
+// DemoExpenseID is the demo expense instance.
+const DemoExpenseID = "expense-1001"
 
-// demoPayeeIBAN is the payee of the demo expenses.
-const demoPayeeIBAN = "PT50000201231234567891234"
+// DemoPayeeIBAN is the payee of the demo expenses.
+const DemoPayeeIBAN = "PT50000201231234567891234"
 
 // demoPayment is one payment the demo payments_send tool recorded. The
 // IBAN is kept only as its last four characters.
@@ -42,7 +43,7 @@ type demoPayment struct {
 // that the expense program's tool.call transitions name, and starts one
 // expense, over the limit and submitted, owned by the workspace's first
 // agent: its next step waits for a person's approval.
-func (s *Server) loadDemoFlows(ctx context.Context) error {
+func (s *Part) loadDemoFlows(ctx context.Context) error {
 	names, err := fs.Glob(demoFlowsFS, "demo/flows/*.json")
 	if err != nil {
 		return err
@@ -72,30 +73,30 @@ func (s *Server) loadDemoFlows(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := writeDemoDeployRecipes(s.cfg.DataDir); err != nil {
-		s.log.Warn("demo deployment recipes not written", "err", err)
+	if err := writeDemoDeployRecipes(s.Config.DataDir); err != nil {
+		s.Log.Warn("demo deployment recipes not written", "err", err)
 	}
 	if expense == nil {
 		return nil
 	}
-	owner, err := s.store.Setting(ctx, settingAgent)
+	owner, err := s.Store.Setting(ctx, auth.SettingAgent)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // no workspace yet: nobody to own the demo expense
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := s.flows.Instance(ctx, demoExpenseID); err == nil {
+	if _, err := s.flows.Instance(ctx, DemoExpenseID); err == nil {
 		return nil
 	}
 	_, err = s.flows.Start(ctx, flow.Instance{
-		ID: demoExpenseID, Program: expense.Fingerprint(), Owner: owner, Phase: "submitted",
+		ID: DemoExpenseID, Program: expense.Fingerprint(), Owner: owner, Phase: "submitted",
 		Objective: "expense-paid",
 		Facts: map[string]flow.Fact{
 			"expense.amount_band": {Status: flow.StatusKnown, Value: "over_limit"},
 			"expense.amount":      {Status: flow.StatusKnown, Value: "1250.00 EUR"},
 			"expense.description": {Status: flow.StatusKnown, Value: "Conference travel, Lisbon"},
-			"expense.payee_iban":  {Status: flow.StatusKnown, Value: demoPayeeIBAN},
+			"expense.payee_iban":  {Status: flow.StatusKnown, Value: DemoPayeeIBAN},
 			"expense.status":      {Status: flow.StatusKnown, Value: "submitted"},
 		},
 	})
@@ -109,7 +110,7 @@ func (s *Server) loadDemoFlows(ctx context.Context) error {
 // as that of reconcile-payment; an agent calling them directly, or a
 // program an agent loaded, is refused, so a payment always passes the
 // program's law and, above the limit, a person's approval.
-func (s *Server) demoPaymentTools() []tool.Tool {
+func (s *Part) demoPaymentTools() []tool.Tool {
 	return []tool.Tool{
 		{
 			Name:        "payments_send",
@@ -133,7 +134,7 @@ func (s *Server) demoPaymentTools() []tool.Tool {
 					return nil, err
 				}
 				s.paymentsMu.Lock()
-				s.payments = append(s.payments, demoPayment{Instance: fc.Instance, Reference: a.Reference, IBANLast4: a.IBAN[len(a.IBAN)-4:], By: c.Principal.ID, At: s.now().UTC()})
+				s.payments = append(s.payments, demoPayment{Instance: fc.Instance, Reference: a.Reference, IBANLast4: a.IBAN[len(a.IBAN)-4:], By: c.Principal.ID, At: s.Now().UTC()})
 				n := len(s.payments)
 				s.paymentsMu.Unlock()
 				return &tool.Result{Structured: map[string]any{
@@ -167,7 +168,7 @@ func (s *Server) demoPaymentTools() []tool.Tool {
 // instance's expense.payee_iban fact, when it has one: that fact is the
 // payee the approval card showed the person, so the agent applying pay
 // cannot send the approved amount elsewhere.
-func (s *Server) checkApprovedPayee(ctx context.Context, instance, iban string) error {
+func (s *Part) checkApprovedPayee(ctx context.Context, instance, iban string) error {
 	inst, err := s.flows.Instance(ctx, instance)
 	if err != nil {
 		return nil
@@ -336,4 +337,43 @@ func writeDemoDeployRecipes(dataDir string) error {
 		}
 	}
 	return nil
+}
+
+// DemoSeedExpenseID is the expense instance the demo workspace's agent
+// starts so that the person's first visit finds an approval waiting. The
+// instance DemoExpenseID stays free for an agent to ask about.
+const DemoSeedExpenseID = "expense-1000"
+
+// SeedDemoApproval starts the seeded expense as agent when it does not
+// exist, and while it is still submitted asks for its next step, which
+// files (or finds) the request for a person's approval.
+func (s *Part) SeedDemoApproval(ctx context.Context, agent store.Principal) (flow.Approval, error) {
+	inst, err := s.flows.Instance(ctx, DemoSeedExpenseID)
+	if flow.ErrorCode(err) == flow.CodeNotFound {
+		inst, err = s.flowStart(ctx, agent, startRequest{
+			Program: "expense-approval", ID: DemoSeedExpenseID, Phase: "submitted", Objective: "expense-paid",
+			Facts: map[string]flow.Fact{
+				"expense.amount_band": {Status: flow.StatusKnown, Value: "over_limit"},
+				"expense.amount":      {Status: flow.StatusKnown, Value: "860.00 EUR"},
+				"expense.description": {Status: flow.StatusKnown, Value: "Team dinner after the launch"},
+				"expense.payee_iban":  {Status: flow.StatusKnown, Value: DemoPayeeIBAN},
+				"expense.status":      {Status: flow.StatusKnown, Value: "submitted"},
+			},
+		})
+	}
+	if err != nil {
+		return flow.Approval{}, fmt.Errorf("flows: seeding the demo expense: %w", err)
+	}
+	if inst.Owner != agent.ID || inst.Phase != "submitted" {
+		// Someone moved it on (a person approved it): nothing to re-file.
+		return flow.Approval{}, nil
+	}
+	res, err := s.flowPrescribe(ctx, agent, inst.ID, flow.Request{})
+	if err != nil {
+		return flow.Approval{}, fmt.Errorf("flows: seeding the demo approval: %w", err)
+	}
+	if res.Approval == nil {
+		return flow.Approval{}, fmt.Errorf("flows: seeding the demo approval: the expense did not wait for a person (%s): %s", res.Decision.Kind, res.Next)
+	}
+	return *res.Approval, nil
 }

@@ -1,4 +1,4 @@
-package server
+package flows
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // through the tool registry, control.apply through the control registry,
 // and run.spawn through the Runs part when it is present. state.assign is
 // built into the kernel.
-func (s *Server) registerFlowEffects() error {
+func (s *Part) registerFlowEffects() error {
 	if err := s.flowInv.RegisterEffect(flow.EffectToolCall, flow.CapabilityToolInvoke, flow.EffectFunc(s.toolCallEffect)); err != nil {
 		return err
 	}
@@ -103,9 +103,9 @@ func toolCallName(req *flow.EffectRequest) string {
 // will call and a digest of its definition (name, title, description,
 // input schema, owner), so that a tool replaced after the approval was
 // filed makes it stale.
-func (s *Server) toolCallBind(_ context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
+func (s *Part) toolCallBind(_ context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
 	name := toolCallName(req)
-	t, ok := s.tools.Lookup(name)
+	t, ok := s.Tools.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("no tool is named %q", name)
 	}
@@ -133,7 +133,7 @@ func (s *Server) toolCallBind(_ context.Context, req *flow.EffectRequest) ([]flo
 // instance needs recovery and the facets of the transition's target
 // conditions become "unknown" so that a RECOVERY transition can reconcile
 // them; the transition is never applied again.
-func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
+func (s *Part) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
 	if err := req.Require(flow.CapabilityToolInvoke); err != nil {
 		return flow.Fail(err)
 	}
@@ -141,7 +141,7 @@ func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) fl
 	if strings.HasPrefix(tool.Normalize(name), "flows_") {
 		return flow.Fail(fmt.Errorf("tool.call cannot call the Flow tool %s; a transition cannot drive another one", name))
 	}
-	if _, ok := s.tools.Lookup(name); !ok {
+	if _, ok := s.Tools.Lookup(name); !ok {
 		return flow.Fail(fmt.Errorf("no tool is named %q; register it before applying %s", name, req.Transition.ID))
 	}
 	if err := checkBoundTool(s, req, name); err != nil {
@@ -157,7 +157,7 @@ func (s *Server) toolCallEffect(ctx context.Context, req *flow.EffectRequest) fl
 	}
 	caller := s.callerOf(ctx, req.Principal)
 	ctx = context.WithValue(ctx, flowCallKey{}, flowCall{Instance: req.Instance.ID, Program: req.Prescription.Program, Transition: req.Transition.ID})
-	res, err := s.tools.Call(ctx, name, tool.Call{Principal: caller, Args: args})
+	res, err := s.Tools.Call(ctx, name, tool.Call{Principal: caller, Args: args})
 	if err != nil {
 		var te *tool.Error
 		if errors.As(err, &te) && toolRefusals[te.Code] {
@@ -212,7 +212,7 @@ func decodeToolFacts(raw map[string]json.RawMessage) (map[string]flow.Fact, erro
 
 // checkBoundTool refuses, for a transition a person approved, a tool that is
 // not the one the approval recorded.
-func checkBoundTool(s *Server, req *flow.EffectRequest, name string) error {
+func checkBoundTool(s *Part, req *flow.EffectRequest, name string) error {
 	if req.Bindings == nil {
 		return nil
 	}
@@ -242,8 +242,8 @@ func uncertain(req *flow.EffectRequest, err error) flow.EffectResult {
 
 // callerOf returns the store principal behind a kernel principal, so that
 // a tool sees who applies the transition.
-func (s *Server) callerOf(ctx context.Context, p flow.Principal) store.Principal {
-	if sp, err := s.store.Principal(ctx, p.ID); err == nil {
+func (s *Part) callerOf(ctx context.Context, p flow.Principal) store.Principal {
+	if sp, err := s.Store.Principal(ctx, p.ID); err == nil {
 		return sp
 	}
 	return store.Principal{ID: p.ID, Kind: p.Kind, Grants: p.Grants}
@@ -253,7 +253,7 @@ func (s *Server) callerOf(ctx context.Context, p flow.Principal) store.Principal
 // transition names: "formId/controlId" for one control, or "formId" for
 // every proposal staged on the form, on forms visible to the instance's
 // owner. A stale proposal, or an argument with nothing staged, is an error.
-func (s *Server) controlProposals(ctx context.Context, req *flow.EffectRequest) ([]control.Snapshot, error) {
+func (s *Part) controlProposals(ctx context.Context, req *flow.EffectRequest) ([]control.Snapshot, error) {
 	if len(req.Arguments) == 0 {
 		return nil, fmt.Errorf("transition %s names no controls in its prescription arguments", req.Transition.ID)
 	}
@@ -262,8 +262,8 @@ func (s *Server) controlProposals(ctx context.Context, req *flow.EffectRequest) 
 	for _, arg := range req.Arguments {
 		form, ctl, one := strings.Cut(arg, "/")
 		found := false
-		for _, snap := range s.controls.Proposals(ctx, form) {
-			if one && snap.Identity.ControlID != ctl || !s.formVisible(owner, snap.Identity.FormID) {
+		for _, snap := range s.controls.Registry().Proposals(ctx, form) {
+			if one && snap.Identity.ControlID != ctl || !s.controls.FormVisible(owner, snap.Identity.FormID) {
 				continue
 			}
 			if snap.State.Staged.Stale {
@@ -283,7 +283,7 @@ func (s *Server) controlProposals(ctx context.Context, req *flow.EffectRequest) 
 // control.apply transition would apply: the control, its live value, the
 // proposed value and the proposal's revision (values of redacted controls
 // are hidden; the revision still binds them).
-func (s *Server) controlApplyBind(ctx context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
+func (s *Part) controlApplyBind(ctx context.Context, req *flow.EffectRequest) ([]flow.Binding, error) {
 	todo, err := s.controlProposals(ctx, req)
 	if err != nil {
 		return nil, err
@@ -326,7 +326,7 @@ func controlText(v any) string {
 // stale_revision and nothing is applied. Every proposal is checked before
 // any is applied; if one fails after others were applied, the outcome is
 // uncertain.
-func (s *Server) controlApplyEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
+func (s *Part) controlApplyEffect(ctx context.Context, req *flow.EffectRequest) flow.EffectResult {
 	if err := req.Require(flow.CapabilityControlWrite); err != nil {
 		return flow.Fail(err)
 	}
@@ -346,7 +346,7 @@ func (s *Server) controlApplyEffect(ctx context.Context, req *flow.EffectRequest
 		todo = bound
 	}
 	for i, snap := range todo {
-		res := s.execControl(ctx, caller, control.Command{Action: control.Apply, Identity: snap.Identity, Revision: snap.State.Staged.Revision},
+		res := s.controls.Exec(ctx, caller, control.Command{Action: control.Apply, Identity: snap.Identity, Revision: snap.State.Staged.Revision},
 			control.CommandContext{Source: control.SourceUser, Confirmed: true})
 		if res.OK {
 			continue
@@ -367,7 +367,7 @@ func (s *Server) controlApplyEffect(ctx context.Context, req *flow.EffectRequest
 // approved: the same controls, each at the revision the approval recorded
 // (which fixes the value). It returns the proposals to apply, with the
 // recorded revisions.
-func (s *Server) boundProposals(ctx context.Context, req *flow.EffectRequest, now []control.Snapshot) ([]control.Snapshot, error) {
+func (s *Part) boundProposals(ctx context.Context, req *flow.EffectRequest, now []control.Snapshot) ([]control.Snapshot, error) {
 	want := map[string]flow.Binding{}
 	for _, b := range req.Bindings {
 		if b.Kind == "control" {
@@ -397,7 +397,7 @@ type runSpawner interface {
 // started into facts "run.<transition>" of their instances: "running" at
 // start, then "succeeded" or "failed" when the Run ends.
 type flowRunWatch struct {
-	s      *Server
+	s      *Part
 	runs   runSpawner
 	sub    *event.Subscription
 	cancel context.CancelFunc
@@ -414,10 +414,10 @@ type runWatch struct {
 	facet    string
 }
 
-func newFlowRunWatch(s *Server, runs runSpawner) *flowRunWatch {
+func newFlowRunWatch(s *Part, runs runSpawner) *flowRunWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &flowRunWatch{s: s, runs: runs, cancel: cancel, done: make(chan struct{}), watched: map[string]runWatch{}}
-	w.sub = s.bus.Subscribe(s.bus.Seq(), 256, func(e event.Event) bool { return e.Type == "run.status" })
+	w.sub = s.Bus.Subscribe(s.Bus.Seq(), 256, func(e event.Event) bool { return e.Type == "run.status" })
 	go w.loop(ctx)
 	return w
 }
@@ -518,7 +518,7 @@ func (w *flowRunWatch) check(ctx context.Context, id string) {
 	})
 	if err != nil {
 		if !errors.Is(err, flow.ErrConflict) {
-			w.s.log.Warn("recording a Run's end on its flow instance failed", "run", id, "instance", rw.instance, "err", err)
+			w.s.Log.Warn("recording a Run's end on its flow instance failed", "run", id, "instance", rw.instance, "err", err)
 		}
 		return
 	}
@@ -646,7 +646,7 @@ type EffectCaller struct {
 // forbidden before the handler runs: an agent or service calling it
 // directly, a transition not listed, and a program that is not active
 // (one an agent loaded, whatever authority its transitions declare).
-func (s *Server) RegisterEffectOnlyTool(t tool.Tool, callers ...EffectCaller) error {
+func (s *Part) RegisterEffectOnlyTool(t tool.Tool, callers ...EffectCaller) error {
 	if len(callers) == 0 {
 		return fmt.Errorf("effect-only tool %s: name at least one program transition that may call it", t.Name)
 	}
@@ -660,12 +660,12 @@ func (s *Server) RegisterEffectOnlyTool(t tool.Tool, callers ...EffectCaller) er
 		}
 		return inner(ctx, c)
 	}
-	return s.tools.Register(t)
+	return s.Tools.Register(t)
 }
 
 // mayCallEffectOnly checks that the tool running in ctx was called by the
 // tool.call effect of one of callers, in an active program.
-func (s *Server) mayCallEffectOnly(ctx context.Context, name string, callers []EffectCaller) error {
+func (s *Part) mayCallEffectOnly(ctx context.Context, name string, callers []EffectCaller) error {
 	fc, ok := flowCallFrom(ctx)
 	if !ok {
 		return tool.Errorf("forbidden", "%s runs only as the effect of a Flow transition allowed to call it; ask flows_prescribe for the next step of your instance", name)
@@ -687,7 +687,7 @@ func (s *Server) mayCallEffectOnly(ctx context.Context, name string, callers []E
 }
 
 // ApprovalSummaryFunc writes the summary of an approval of one program's
-// transitions (see Server.RegisterApprovalSummary). Returning false leaves
+// transitions (see Part.RegisterApprovalSummary). Returning false leaves
 // the approval to the summary of its transition's effect.
 type ApprovalSummaryFunc func(ctx context.Context, req *flow.SummaryRequest) (flow.Summary, bool)
 
@@ -702,7 +702,7 @@ type approvalSummaries struct {
 // a person reads first on the approval card. fn sees the instance's facts
 // and the parameters with secret values hidden. Registering again for the
 // same program replaces fn.
-func (s *Server) RegisterApprovalSummary(programID string, fn ApprovalSummaryFunc) {
+func (s *Part) RegisterApprovalSummary(programID string, fn ApprovalSummaryFunc) {
 	s.flowSummaries.mu.Lock()
 	defer s.flowSummaries.mu.Unlock()
 	if s.flowSummaries.programs == nil {
@@ -713,7 +713,7 @@ func (s *Server) RegisterApprovalSummary(programID string, fn ApprovalSummaryFun
 
 // summarizeApproval is the kernel's Summarizer: the program's own summary
 // when the app registered one, otherwise that of the transition's effect.
-func (s *Server) summarizeApproval(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
+func (s *Part) summarizeApproval(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
 	s.flowSummaries.mu.RLock()
 	fn := s.flowSummaries.programs[req.Program.ID()]
 	s.flowSummaries.mu.RUnlock()
@@ -731,7 +731,7 @@ func (s *Server) summarizeApproval(ctx context.Context, req *flow.SummaryRequest
 // and its parameters, or the phase change and facts it assigns. Secret
 // values are shown as "(secret)". The step the program takes after this
 // one, when it does more than change state, is added as a line.
-func (s *Server) effectSummary(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
+func (s *Part) effectSummary(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
 	t := &req.Transition
 	var sum flow.Summary
 	switch t.Effect {
@@ -798,9 +798,9 @@ func (s *Server) effectSummary(ctx context.Context, req *flow.SummaryRequest) fl
 
 // controlLabel is a control's label for a person, "form/control" when it
 // has none or is no longer registered.
-func (s *Server) controlLabel(ctx context.Context, name string) string {
+func (s *Part) controlLabel(ctx context.Context, name string) string {
 	form, ctl, _ := strings.Cut(name, "/")
-	if snap, ok := s.controls.Get(ctx, control.Identity{FormID: form, ControlID: ctl}); ok && snap.Metadata.Label != "" {
+	if snap, ok := s.controls.Registry().Get(ctx, control.Identity{FormID: form, ControlID: ctl}); ok && snap.Metadata.Label != "" {
 		return snap.Metadata.Label
 	}
 	return name

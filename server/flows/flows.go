@@ -1,7 +1,8 @@
-package server
+package flows
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/controls"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -21,9 +25,15 @@ import (
 // authority class of Flow transitions.
 const grantPolicy = "policy"
 
-// flowsState holds the server's Flows part: the kernel, its inventory and
-// what the demo workspace records.
-type flowsState struct {
+// Part is the Flows part of the server: the kernel, its inventory, the
+// effects that reach controls and Runs, and what the demo workspace
+// records. It serves /v1/flows, the flows_* tools, the Flow pages and the
+// inbox's approvals.
+type Part struct {
+	*host.Host
+	controls *controls.Part
+	runs     *run.Manager
+
 	flows    *flow.Kernel
 	flowInv  *flow.Inventory
 	flowRuns *flowRunWatch
@@ -35,67 +45,84 @@ type flowsState struct {
 	payments   []demoPayment
 }
 
-// initFlows builds the kernel on the store's Flows part, wires the
-// effects, settles applies cut short by a crash, and registers the flows_*
-// tools and, with Config.Demo, the demo programs.
-func (s *Server) initFlows(ctx context.Context) error {
+// New builds the Flows part on h: the kernel on the store's Flows part,
+// with effects that command ctl's controls and start Runs on runs. It
+// settles applies cut short by a crash, and registers the flows_* tools
+// and, with Config.Demo, the demo programs.
+func New(ctx context.Context, h *host.Host, ctl *controls.Part, runs *run.Manager) (*Part, error) {
+	s := &Part{Host: h, controls: ctl, runs: runs}
+	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
+		return nil, err
+	}
 	s.flowInv = flow.NewInventory(assent.Version)
 	if err := s.registerFlowEffects(); err != nil {
-		return err
+		return nil, err
 	}
-	s.flows = flow.NewKernel(s.store.flows, s.flowInv, flow.WithClock(s.now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
+	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
 	n, err := s.flows.RecoverInterrupted(ctx)
 	if err != nil {
-		return fmt.Errorf("flows: recovering interrupted applies: %w", err)
+		s.Close()
+		return nil, fmt.Errorf("flows: recovering interrupted applies: %w", err)
 	}
 	if n > 0 {
-		s.log.Warn("flow instances put in recovery mode after an interrupted apply", "count", n)
+		s.Log.Warn("flow instances put in recovery mode after an interrupted apply", "count", n)
 	}
 	for _, t := range s.flowTools() {
-		if err := s.tools.Register(t); err != nil {
-			return err
+		if err := s.Tools.Register(t); err != nil {
+			s.Close()
+			return nil, err
 		}
 	}
-	s.counters = append(s.counters, openCounter{name: "flow_approvals", count: func(ctx context.Context, p store.Principal) int {
-		if p.Kind != store.KindHuman {
-			return 0
-		}
-		list, err := s.flows.PendingApprovals(ctx)
-		if err != nil {
-			return 0
-		}
-		n := len(list)
-		loads, _ := s.flows.ProgramLoads(ctx)
-		for _, l := range loads {
-			if l.Status == flow.ProgramProposed {
-				n++
-			}
-		}
-		return n
-	}})
-	if s.cfg.Demo {
+	if s.Config.Demo {
 		if err := s.loadDemoFlows(ctx); err != nil {
-			return fmt.Errorf("flows: demo: %w", err)
+			s.Close()
+			return nil, fmt.Errorf("flows: demo: %w", err)
 		}
 	}
-	return nil
+	return s, nil
 }
 
-// closeFlows stops watching the Runs that Flow transitions started.
-func (s *Server) closeFlows() {
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Name names the part.
+func (s *Part) Name() string { return "flows" }
+
+// CountOpen counts the approvals and proposed programs waiting for p.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
+	const kind = "flow_approvals"
+	if p.Kind != store.KindHuman {
+		return kind, 0
+	}
+	list, err := s.flows.PendingApprovals(ctx)
+	if err != nil {
+		return kind, 0
+	}
+	n := len(list)
+	loads, _ := s.flows.ProgramLoads(ctx)
+	for _, l := range loads {
+		if l.Status == flow.ProgramProposed {
+			n++
+		}
+	}
+	return kind, n
+}
+
+// Close stops watching the Runs that Flow transitions started.
+func (s *Part) Close() {
 	if s.flowRuns != nil {
 		s.flowRuns.close()
 	}
 }
 
-// Flows returns the Flow kernel, so an embedding Go application can load
+// Kernel returns the Flow kernel, so an embedding Go application can load
 // programs and start instances in process.
-func (s *Server) Flows() *flow.Kernel { return s.flows }
+func (s *Part) Kernel() *flow.Kernel { return s.flows }
 
-// FlowInventory returns the runtime inventory of the Flow kernel, so an
+// Inventory returns the runtime inventory of the Flow kernel, so an
 // embedding application can register its own effects, verifiers and
 // capabilities before loading programs that use them.
-func (s *Server) FlowInventory() *flow.Inventory { return s.flowInv }
+func (s *Part) Inventory() *flow.Inventory { return s.flowInv }
 
 // capabilityID is the grammar of a capability id. Token grants that are not
 // capability ids (for example run-scoped grants) are not Flow grants.
@@ -129,7 +156,7 @@ func errFlowNotFound(what, id string) *tool.Error {
 // people who supervise the owner always; any other person while it waits
 // for a person's approval or once they have acted on it. Anyone else gets
 // not_found, as for an instance that does not exist.
-func (s *Server) visibleInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
+func (s *Part) visibleInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
 	inst, err := s.flows.Instance(ctx, id)
 	if err != nil {
 		if flow.ErrorCode(err) == flow.CodeNotFound {
@@ -145,7 +172,7 @@ func (s *Server) visibleInstance(ctx context.Context, p store.Principal, id stri
 
 // ownedInstance returns the instance only to its owner: prescribing and
 // applying are the starter's.
-func (s *Server) ownedInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
+func (s *Part) ownedInstance(ctx context.Context, p store.Principal, id string) (flow.Instance, error) {
 	inst, err := s.flows.Instance(ctx, id)
 	if err != nil || inst.Owner != p.ID {
 		if err != nil && flow.ErrorCode(err) != flow.CodeNotFound {
@@ -157,8 +184,8 @@ func (s *Server) ownedInstance(ctx context.Context, p store.Principal, id string
 }
 
 // canSeeInstance reports whether p may see inst (see visibleInstance).
-func (s *Server) canSeeInstance(ctx context.Context, p store.Principal, inst flow.Instance) bool {
-	if inst.Owner != "" && s.oversees(ctx, p, inst.Owner) {
+func (s *Part) canSeeInstance(ctx context.Context, p store.Principal, inst flow.Instance) bool {
+	if inst.Owner != "" && s.Oversees(ctx, p, inst.Owner) {
 		return true
 	}
 	if p.Kind != store.KindHuman {
@@ -170,7 +197,7 @@ func (s *Server) canSeeInstance(ctx context.Context, p store.Principal, inst flo
 
 // waitingInstances returns the ids of the instances with a pending
 // approval.
-func (s *Server) waitingInstances(ctx context.Context) (map[string]bool, error) {
+func (s *Part) waitingInstances(ctx context.Context) (map[string]bool, error) {
 	pending, err := s.flows.PendingApprovals(ctx)
 	if err != nil {
 		return nil, err
@@ -185,7 +212,7 @@ func (s *Server) waitingInstances(ctx context.Context) (map[string]bool, error) 
 // personMaySee reports whether a person may see another's instance: while
 // it waits for a person, or once they have applied a transition on it or
 // decided one of its approvals.
-func (s *Server) personMaySee(ctx context.Context, p store.Principal, inst flow.Instance, waiting map[string]bool) bool {
+func (s *Part) personMaySee(ctx context.Context, p store.Principal, inst flow.Instance, waiting map[string]bool) bool {
 	if waiting[inst.ID] {
 		return true
 	}
@@ -206,7 +233,7 @@ func (s *Server) personMaySee(ctx context.Context, p store.Principal, inst flow.
 
 // instanceReceipts returns the receipts of an instance's committed
 // transitions, oldest first.
-func (s *Server) instanceReceipts(ctx context.Context, id string) ([]flow.Receipt, error) {
+func (s *Part) instanceReceipts(ctx context.Context, id string) ([]flow.Receipt, error) {
 	journal, err := s.flows.Journal(ctx, id)
 	if err != nil {
 		return nil, err
@@ -226,7 +253,7 @@ func (s *Server) instanceReceipts(ctx context.Context, id string) ([]flow.Receip
 }
 
 // visibleInstances lists the instances p may see, by id.
-func (s *Server) visibleInstances(ctx context.Context, p store.Principal) ([]flow.Instance, error) {
+func (s *Part) visibleInstances(ctx context.Context, p store.Principal) ([]flow.Instance, error) {
 	all, err := s.flows.Instances(ctx)
 	if err != nil {
 		return nil, err
@@ -239,7 +266,7 @@ func (s *Server) visibleInstances(ctx context.Context, p store.Principal) ([]flo
 	}
 	out := []flow.Instance{}
 	for _, inst := range all {
-		if inst.Owner != "" && s.oversees(ctx, p, inst.Owner) || p.Kind == store.KindHuman && s.personMaySee(ctx, p, inst, waiting) {
+		if inst.Owner != "" && s.Oversees(ctx, p, inst.Owner) || p.Kind == store.KindHuman && s.personMaySee(ctx, p, inst, waiting) {
 			out = append(out, inst)
 		}
 	}
@@ -248,7 +275,7 @@ func (s *Server) visibleInstances(ctx context.Context, p store.Principal) ([]flo
 
 // visibleApprovals lists the pending approvals p may see: every one for a
 // person, the ones it asked for otherwise.
-func (s *Server) visibleApprovals(ctx context.Context, p store.Principal, instance string) ([]flow.Approval, error) {
+func (s *Part) visibleApprovals(ctx context.Context, p store.Principal, instance string) ([]flow.Approval, error) {
 	all, err := s.flows.PendingApprovals(ctx)
 	if err != nil {
 		return nil, err
@@ -266,7 +293,7 @@ func (s *Server) visibleApprovals(ctx context.Context, p store.Principal, instan
 }
 
 // visibleApproval returns one approval to its requester or to a person.
-func (s *Server) visibleApproval(ctx context.Context, p store.Principal, id string) (flow.Approval, error) {
+func (s *Part) VisibleApproval(ctx context.Context, p store.Principal, id string) (flow.Approval, error) {
 	a, err := s.flows.Approval(ctx, id)
 	if err != nil {
 		if flow.ErrorCode(err) == flow.CodeNotFound {
@@ -315,36 +342,36 @@ func pathSuffix(path string) string {
 func writeFlowError(w http.ResponseWriter, err error) {
 	var te *tool.Error
 	if errors.As(flowError(err), &te) {
-		writeAPIError(w, fromToolError(te))
+		host.WriteAPIError(w, host.FromToolError(te))
 		return
 	}
-	writeToolError(w, err)
+	host.WriteToolError(w, err)
 }
 
 // publishFlow tells the owner of an instance and the people who oversee
 // it that the instance changed, so live views refresh. An event about an
 // approval reaches every person too, since any person may decide one.
-func (s *Server) publishFlow(typ string, owner string, data map[string]any) {
+func (s *Part) publishFlow(typ string, owner string, data map[string]any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return
 	}
-	e := s.ownedEvent(typ, owner, b)
+	e := s.OwnedEvent(typ, owner, b)
 	if typ == "flow.approval" {
 		e.People = true
 	}
-	s.bus.Publish(e)
+	s.Bus.Publish(e)
 }
 
-// inboxFlows lists what waits for a person in the Flows part: the programs
+// Inbox lists what waits for a person in the Flows part: the programs
 // agents proposed, and the approval requests with what they would apply
 // (secret values hidden), each with Approve and Decline.
-func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSection, error) {
+func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSection, error) {
 	if p.Kind != store.KindHuman {
 		return nil, nil
 	}
-	names := s.principalNames(ctx)
-	var out []inboxSection
+	names := s.PrincipalNames(ctx)
+	var out []host.InboxSection
 	if sec, err := s.inboxProgramProposals(ctx, names); err != nil {
 		return nil, err
 	} else if len(sec.Items) > 0 {
@@ -357,7 +384,7 @@ func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSect
 	if len(pending) == 0 {
 		return out, nil
 	}
-	sec := inboxSection{ID: "flow-approvals", Title: "Flow approvals", Empty: "No Flow transition waits for your approval."}
+	sec := host.InboxSection{ID: "flow-approvals", Title: "Flow approvals", Empty: "No Flow transition waits for your approval."}
 	for _, a := range pending {
 		sec.Items = append(sec.Items, s.approvalItem(ctx, a, names, p))
 	}
@@ -367,8 +394,8 @@ func (s *Server) inboxFlows(ctx context.Context, p store.Principal) ([]inboxSect
 // inboxProgramProposals lists the programs that principals other than a
 // person or the operator loaded: each waits for a person before it starts
 // anything.
-func (s *Server) inboxProgramProposals(ctx context.Context, names map[string]string) (inboxSection, error) {
-	sec := inboxSection{ID: "flow-programs", Title: "Flow programs to load", Empty: "No program waits for your approval."}
+func (s *Part) inboxProgramProposals(ctx context.Context, names map[string]string) (host.InboxSection, error) {
+	sec := host.InboxSection{ID: "flow-programs", Title: "Flow programs to load", Empty: "No program waits for your approval."}
 	loads, err := s.flows.ProgramLoads(ctx)
 	if err != nil {
 		return sec, err
@@ -381,16 +408,16 @@ func (s *Server) inboxProgramProposals(ctx context.Context, names map[string]str
 		if err != nil {
 			continue
 		}
-		item := inboxItem{
+		item := host.InboxItem{
 			Title: fmt.Sprintf("Load program %s (version %s)?", p.ID(), p.Version()),
-			Fields: []inboxField{
+			Fields: []host.InboxField{
 				{Label: "Program", Value: p.ID()},
 				{Label: "Fingerprint", Value: p.Fingerprint()},
-				{Label: "Proposed by", Value: nameOr(names, l.LoadedBy)},
+				{Label: "Proposed by", Value: host.NameOr(names, l.LoadedBy)},
 				{Label: "Transitions", Value: fmt.Sprint(p.Len())},
 			},
 			Note: "Approving makes this program the one its id names: it can start instances, and its transitions can call the tools it names. Read it on the Flows page first.",
-			Actions: []inboxAction{
+			Actions: []host.InboxAction{
 				{Label: "Approve", URL: "/web/flows/programs/" + p.Fingerprint() + "/approve", Primary: true},
 				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
 			},
@@ -401,12 +428,12 @@ func (s *Server) inboxProgramProposals(ctx context.Context, names map[string]str
 		for _, t := range p.Transitions() {
 			what := t.Effect
 			if ps := t.Prescription; ps != nil && len(ps.Arguments) > 0 {
-				what += " " + joinOr(ps.Arguments, "")
+				what += " " + host.JoinOr(ps.Arguments, "")
 			}
 			if what == "" {
 				what = "observed"
 			}
-			item.Fields = append(item.Fields, inboxField{Label: "Transition " + flow.LocalID(t.ID), Value: what + "; authority " + joinOr(t.Authority, "")})
+			item.Fields = append(item.Fields, host.InboxField{Label: "Transition " + flow.LocalID(t.ID), Value: what + "; authority " + host.JoinOr(t.Authority, "")})
 		}
 		sec.Items = append(sec.Items, item)
 	}
@@ -418,35 +445,35 @@ func (s *Server) inboxProgramProposals(ctx context.Context, names map[string]str
 // (see decorateApprovalCard), then what it will apply, as recorded when it was filed (staged values next to the
 // current ones, the tool, the Recipe, key facts), and its parameters with
 // secret values hidden.
-func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[string]string, person store.Principal) inboxItem {
+func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[string]string, person store.Principal) host.InboxItem {
 	programID := "?"
 	if p, err := s.flows.Program(ctx, a.Program); err == nil {
 		programID = p.ID()
 	}
-	item := inboxItem{
+	item := host.InboxItem{
 		Title: fmt.Sprintf("Approval needed: %s on %s", flow.LocalID(a.Transition), a.Instance),
-		Fields: []inboxField{
+		Fields: []host.InboxField{
 			{Label: "Transition", Value: a.Transition},
 			{Label: "Operation", Value: a.Operation},
 			{Label: "Expected result", Value: a.ExpectedPostcondition},
-			{Label: "Capabilities", Value: joinOr(a.RequiredCapabilities, "none")},
-			{Label: "Requested by", Value: nameOr(names, a.Requester)},
+			{Label: "Capabilities", Value: host.JoinOr(a.RequiredCapabilities, "none")},
+			{Label: "Requested by", Value: host.NameOr(names, a.Requester)},
 			{Label: "Program", Value: programID},
 			{Label: "Program fingerprint", Value: a.Program},
 			{Label: "Instance revision", Value: fmt.Sprint(a.Revision)},
 		},
 		Note: "Approving admits this transition once, with your grants plus human.approve, and applies exactly what is shown here; if any of it has changed since, nothing is applied.",
-		Actions: []inboxAction{
+		Actions: []host.InboxAction{
 			{Label: "Approve", URL: "/web/flows/approvals/" + a.ID + "/approve", Primary: true},
 			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
 		},
 	}
 	decorateApprovalCard(&item, a, person)
 	if len(a.Arguments) > 0 {
-		item.Fields = append(item.Fields, inboxField{Label: "Arguments", Value: joinOr(a.Arguments, "")})
+		item.Fields = append(item.Fields, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
 	}
 	if a.Objective != "" {
-		item.Fields = append(item.Fields, inboxField{Label: "Objective", Value: a.Objective})
+		item.Fields = append(item.Fields, host.InboxField{Label: "Objective", Value: a.Objective})
 	}
 	for _, b := range a.Bindings {
 		item.Fields = append(item.Fields, bindingField(b))
@@ -456,46 +483,35 @@ func (s *Server) approvalItem(ctx context.Context, a flow.Approval, names map[st
 		if prm.Secret {
 			v = "(secret, hidden)"
 		}
-		item.Fields = append(item.Fields, inboxField{Label: "Parameter " + prm.Name, Value: v})
+		item.Fields = append(item.Fields, host.InboxField{Label: "Parameter " + prm.Name, Value: v})
 	}
 	return item
 }
 
 // bindingField shows one binding of an approval.
-func bindingField(b flow.Binding) inboxField {
+func bindingField(b flow.Binding) host.InboxField {
 	switch b.Kind {
 	case "control":
 		if b.Secret {
-			return inboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("a hidden value (proposal revision %d)", b.Revision)}
+			return host.InboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("a hidden value (proposal revision %d)", b.Revision)}
 		}
-		return inboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("now %q → proposed %q (proposal revision %d)", b.Current, b.Value, b.Revision)}
+		return host.InboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("now %q → proposed %q (proposal revision %d)", b.Current, b.Value, b.Revision)}
 	case "tool":
-		return inboxField{Label: "Tool", Value: b.Value}
+		return host.InboxField{Label: "Tool", Value: b.Value}
 	case "recipe":
 		if b.Value == "" {
-			return inboxField{Label: "Recipe " + b.Name, Value: "(no values)"}
+			return host.InboxField{Label: "Recipe " + b.Name, Value: "(no values)"}
 		}
-		return inboxField{Label: "Recipe " + b.Name, Value: b.Value}
+		return host.InboxField{Label: "Recipe " + b.Name, Value: b.Value}
 	case flow.BindingFact:
 		if strings.HasSuffix(b.Name, "iban") && !strings.HasPrefix(b.Value, "(") {
-			return inboxField{Label: "Fact " + b.Name, Value: maskIBAN(b.Value)}
+			return host.InboxField{Label: "Fact " + b.Name, Value: maskIBAN(b.Value)}
 		}
-		return inboxField{Label: "Fact " + b.Name, Value: b.Value}
+		return host.InboxField{Label: "Fact " + b.Name, Value: b.Value}
 	}
 	v := b.Value
 	if b.Secret {
 		v = "(secret, hidden)"
 	}
-	return inboxField{Label: b.Kind + " " + b.Name, Value: v}
-}
-
-func joinOr(list []string, empty string) string {
-	if len(list) == 0 {
-		return empty
-	}
-	out := list[0]
-	for _, s := range list[1:] {
-		out += ", " + s
-	}
-	return out
+	return host.InboxField{Label: b.Kind + " " + b.Name, Value: v}
 }

@@ -1,11 +1,10 @@
-package server
+package flows_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,148 +14,62 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
 
-// issue issues a token for a new principal.
-func (f *fixture) issue(kind, name string, grants ...string) (string, store.Principal) {
-	f.t.Helper()
-	tok, p, err := IssueToken(context.Background(), f.db, kind, name, grants, time.Now())
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return tok, p
-}
-
-// signInAs signs principal id in to the web UI and returns the session
-// cookie and CSRF token.
-func (f *fixture) signInAs(id string) (*http.Cookie, string) {
-	f.t.Helper()
-	link, err := NewSignInLink(context.Background(), f.db, id, f.http.URL, time.Now())
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	resp := f.postForm("/signin", url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}, nil, f.http.URL)
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == sessionCookie {
-			cookie = c
-		}
-	}
-	if cookie == nil {
-		f.t.Fatalf("sign in: %d, no cookie", resp.StatusCode)
-	}
-	page := readAll(f.get("/inbox", cookie))
-	i := strings.Index(page, `name="csrf-token" content="`)
-	if i < 0 {
-		f.t.Fatal("inbox has no CSRF token")
-	}
-	rest := page[i+len(`name="csrf-token" content="`):]
-	return cookie, rest[:strings.IndexByte(rest, '"')]
-}
-
-// decide posts a person's decision form and returns where it redirected
-// and the page there, which shows the outcome's banner.
-func (f *fixture) decide(path string, form url.Values, cookie *http.Cookie) (string, string) {
-	f.t.Helper()
-	resp := f.postForm(path, form, cookie, f.http.URL)
-	if resp.StatusCode != http.StatusSeeOther {
-		f.t.Fatalf("%s: %d %s", path, resp.StatusCode, readAll(resp))
-	}
-	loc := resp.Header.Get("Location")
-	return loc, readAll(f.get(loc, cookie))
-}
-
-func readAll(resp *http.Response) string {
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-// api sends a JSON request with a bearer token and decodes the answer.
-func (f *fixture) api(method, path, token string, body any) (int, map[string]any, string) {
-	f.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		rd = bytes.NewReader(mustJSON(b))
-	}
-	resp := f.req(method, path, token, rd, map[string]string{"Content-Type": "application/json"})
-	raw := readAll(resp)
-	var out map[string]any
-	json.Unmarshal([]byte(raw), &out)
-	return resp.StatusCode, out, raw
-}
-
-func errCode(m map[string]any) string {
-	e, _ := m["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
-}
-
-// dig walks nested maps by keys.
-func dig(m any, keys ...string) any {
-	for _, k := range keys {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = mm[k]
-	}
-	return m
-}
-
 func TestFlowDemoApprovalByPerson(t *testing.T) {
 	f := demoFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 
-	list, isErr := callTool(t, cs, "flows_list", map[string]any{})
-	if isErr || len(list["programs"].([]any)) != 2 || !strings.Contains(string(mustJSON(list["instances"])), demoExpenseID) {
+	list, isErr := assenttest.CallTool(t, cs, "flows_list", map[string]any{})
+	if isErr || len(list["programs"].([]any)) != 2 || !strings.Contains(string(assenttest.MustJSON(list["instances"])), flows.DemoExpenseID) {
 		t.Fatalf("flows_list: %v", list)
 	}
 
 	// The agent asks for the next step: a person must approve.
-	out, isErr := callTool(t, cs, "flows_prescribe", map[string]any{"instance": demoExpenseID})
-	if isErr || dig(out, "decision", "kind") != "FRONTIER" || dig(out, "decision", "awaiting") != "human" {
+	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	if isErr || assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "human" {
 		t.Fatalf("prescribe: %v", out)
 	}
-	aprID, _ := dig(out, "approval", "id").(string)
-	if !strings.HasPrefix(aprID, "apr-") || dig(out, "decision", "transition") != "expense-approval/approve" {
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	if !strings.HasPrefix(aprID, "apr-") || assenttest.Dig(out, "decision", "transition") != "expense-approval/approve" {
 		t.Fatalf("approval: %v", out)
 	}
 
 	// No token decides an approval, not even a person's.
-	humanTok, person := f.issue(store.KindHuman, "approver", "state.write")
-	for _, tok := range []string{f.token, humanTok} {
-		if code, body, _ := f.api("POST", "/v1/flows/approvals/"+aprID+"/approve", tok, nil); code != 403 || errCode(body) != "human_confirmation_required" {
+	humanTok, person := f.Issue(store.KindHuman, "approver", "state.write")
+	for _, tok := range []string{f.Token, humanTok} {
+		if code, body, _ := f.API("POST", "/v1/flows/approvals/"+aprID+"/approve", tok, nil); code != 403 || assenttest.ErrCode(body) != "human_confirmation_required" {
 			t.Fatalf("token approve: %d %v", code, body)
 		}
 	}
 
 	// The person sees it in the inbox, with the program fingerprint.
-	cookie, csrf := f.signInAs(person.ID)
-	inbox := readAll(f.get("/inbox", cookie))
-	fp, _ := dig(out, "approval", "program_fingerprint").(string)
+	cookie, csrf := f.SignInAs(person.ID)
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
+	fp, _ := assenttest.Dig(out, "approval", "program_fingerprint").(string)
 	for _, want := range []string{"Flow approvals", "expense-approval/approve", fp, "approve_expense", "/web/flows/approvals/" + aprID + "/approve", "Decline"} {
 		if !strings.Contains(inbox, want) {
 			t.Fatalf("inbox lacks %q", want)
 		}
 	}
 	// Without the CSRF token nothing is decided.
-	if resp := f.postForm("/web/flows/approvals/"+aprID+"/approve", url.Values{}, cookie, f.http.URL); resp.StatusCode != 403 {
+	if resp := f.PostForm("/web/flows/approvals/"+aprID+"/approve", url.Values{}, cookie, f.HTTP.URL); resp.StatusCode != 403 {
 		t.Fatalf("approve without CSRF: %d", resp.StatusCode)
 	}
-	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
-	if loc != "/flows/instances/"+demoExpenseID || !strings.Contains(page, "Approved and applied") {
+	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	if loc != "/flows/instances/"+flows.DemoExpenseID || !strings.Contains(page, "Approved and applied") {
 		t.Fatalf("approve: %s\n%s", loc, page)
 	}
 	if !strings.Contains(page, "rcp-") || !strings.Contains(page, "approver") || !strings.Contains(page, `id="flow-phase">approved<`) {
@@ -164,45 +77,45 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 	}
 
 	// The agent sees the outcome and the receipt.
-	view, isErr := callTool(t, cs, "flows_inspect", map[string]any{"instance": demoExpenseID, "approval": aprID})
-	if isErr || dig(view, "approval", "status") != "approved" || dig(view, "instance", "phase") != "approved" {
+	view, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": flows.DemoExpenseID, "approval": aprID})
+	if isErr || assenttest.Dig(view, "approval", "status") != "approved" || assenttest.Dig(view, "instance", "phase") != "approved" {
 		t.Fatalf("inspect: %v", view)
 	}
 	receipts := view["receipts"].([]any)
-	if len(receipts) != 1 || dig(receipts[0], "id") != dig(view, "approval", "receipt") || dig(receipts[0], "principal") != person.ID {
+	if len(receipts) != 1 || assenttest.Dig(receipts[0], "id") != assenttest.Dig(view, "approval", "receipt") || assenttest.Dig(receipts[0], "principal") != person.ID {
 		t.Fatalf("receipts: %v", receipts)
 	}
-	if inbox := readAll(f.get("/inbox", cookie)); strings.Contains(inbox, aprID) {
+	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); strings.Contains(inbox, aprID) {
 		t.Fatal("a decided approval is still in the inbox")
 	}
 }
 
 func TestFlowDecline(t *testing.T) {
 	f := demoFixture(t)
-	code, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, map[string]any{})
-	aprID, _ := dig(out, "approval", "id").(string)
+	code, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	if code != 200 || aprID == "" {
 		t.Fatalf("prescribe: %d %v", code, out)
 	}
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
 	// The card has a field for the reason, and the reason is recorded.
-	if inbox := readAll(f.get("/inbox", cookie)); !strings.Contains(inbox, `name="reason"`) {
+	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, `name="reason"`) {
 		t.Fatalf("the approval card has no reason field:\n%s", inbox)
 	}
-	if _, page := f.decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"  not a business trip  "}}, cookie); !strings.Contains(page, "not a business trip") {
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"  not a business trip  "}}, cookie); !strings.Contains(page, "not a business trip") {
 		t.Fatalf("the instance page does not show the reason:\n%s", page)
 	}
-	code, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil)
+	code, a, _ := f.API("GET", "/v1/flows/approvals/"+aprID, f.Token, nil)
 	if code != 200 || a["status"] != "declined" || a["decider"] != person.ID || a["reason"] != "not a business trip" {
 		t.Fatalf("approval after decline: %d %v", code, a)
 	}
-	code, v, _ := f.api("GET", "/v1/flows/instances/"+demoExpenseID, f.token, nil)
-	if code != 200 || dig(v, "instance", "phase") != "submitted" || len(v["receipts"].([]any)) != 0 {
+	code, v, _ := f.API("GET", "/v1/flows/instances/"+flows.DemoExpenseID, f.Token, nil)
+	if code != 200 || assenttest.Dig(v, "instance", "phase") != "submitted" || len(v["receipts"].([]any)) != 0 {
 		t.Fatalf("instance after decline: %v", v)
 	}
 	// Deciding again is refused with the kernel's code.
-	if loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); loc != "/inbox" || !strings.Contains(page, "APPROVAL_CLOSED") {
+	if loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); loc != "/inbox" || !strings.Contains(page, "APPROVAL_CLOSED") {
 		t.Fatalf("second decision: %s\n%s", loc, page)
 	}
 }
@@ -211,50 +124,50 @@ func TestFlowDecline(t *testing.T) {
 // and approval answer exactly like ones that do not exist.
 func TestFlowOwnership(t *testing.T) {
 	f := demoFixture(t)
-	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	aprID, _ := dig(out, "approval", "id").(string)
-	other, _ := f.issue(store.KindAgent, "other", "state.write", "tool.invoke")
+	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	other, _ := f.Issue(store.KindAgent, "other", "state.write", "tool.invoke")
 
 	normalize := func(raw, real, fake string) string { return strings.ReplaceAll(raw, real, fake) }
 	cases := []struct {
 		method, path, missing string
 		real, fake            string
 	}{
-		{"GET", "/v1/flows/instances/" + demoExpenseID, "/v1/flows/instances/expense-9999", demoExpenseID, "expense-9999"},
-		{"POST", "/v1/flows/instances/" + demoExpenseID + "/prescribe", "/v1/flows/instances/expense-9999/prescribe", demoExpenseID, "expense-9999"},
+		{"GET", "/v1/flows/instances/" + flows.DemoExpenseID, "/v1/flows/instances/expense-9999", flows.DemoExpenseID, "expense-9999"},
+		{"POST", "/v1/flows/instances/" + flows.DemoExpenseID + "/prescribe", "/v1/flows/instances/expense-9999/prescribe", flows.DemoExpenseID, "expense-9999"},
 		{"GET", "/v1/flows/approvals/" + aprID, "/v1/flows/approvals/apr-0000", aprID, "apr-0000"},
 	}
 	for _, tc := range cases {
-		c1, _, raw1 := f.api(tc.method, tc.path, other, nil)
-		c2, _, raw2 := f.api(tc.method, tc.missing, other, nil)
+		c1, _, raw1 := f.API(tc.method, tc.path, other, nil)
+		c2, _, raw2 := f.API(tc.method, tc.missing, other, nil)
 		if c1 != 404 || c1 != c2 || normalize(raw1, tc.real, tc.fake) != raw2 {
 			t.Errorf("%s %s: %d %s; absent: %d %s", tc.method, tc.path, c1, raw1, c2, raw2)
 		}
 	}
 	// Nor can it apply another's prescription.
-	payer, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
-	f.api("POST", "/v1/flows/instances", payer, map[string]any{"program": "expense-approval", "id": "exp-5", "phase": "approved"})
-	_, out, _ = f.api("POST", "/v1/flows/instances/exp-5/prescribe", payer, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
-	c1, _, raw1 := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", other, nil)
-	c2, _, raw2 := f.api("POST", "/v1/flows/prescriptions/prx-0000/apply", other, nil)
+	payer, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
+	f.API("POST", "/v1/flows/instances", payer, map[string]any{"program": "expense-approval", "id": "exp-5", "phase": "approved"})
+	_, out, _ = f.API("POST", "/v1/flows/instances/exp-5/prescribe", payer, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	c1, _, raw1 := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", other, nil)
+	c2, _, raw2 := f.API("POST", "/v1/flows/prescriptions/prx-0000/apply", other, nil)
 	if prx == "" || c1 != 404 || c1 != c2 || normalize(raw1, prx, "prx-0000") != raw2 {
 		t.Errorf("apply another's prescription: %d %s; absent: %d %s", c1, raw1, c2, raw2)
 	}
 
 	// The owner's list shows the instance; the other's does not.
-	_, l, _ := f.api("GET", "/v1/flows/instances", other, nil)
+	_, l, _ := f.API("GET", "/v1/flows/instances", other, nil)
 	if len(l["instances"].([]any)) != 0 {
 		t.Fatalf("other sees %v", l)
 	}
-	cs, err := f.mcpSession(other, "")
+	cs, err := f.MCPSession(other, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	a, isErr := callTool(t, cs, "flows_inspect", map[string]any{"instance": demoExpenseID})
-	b, _ := callTool(t, cs, "flows_inspect", map[string]any{"instance": "expense-9999"})
-	if !isErr || dig(a, "error", "code") != "not_found" || normalize(string(mustJSON(a)), demoExpenseID, "expense-9999") != string(mustJSON(b)) {
+	a, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": flows.DemoExpenseID})
+	b, _ := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": "expense-9999"})
+	if !isErr || assenttest.Dig(a, "error", "code") != "not_found" || normalize(string(assenttest.MustJSON(a)), flows.DemoExpenseID, "expense-9999") != string(assenttest.MustJSON(b)) {
 		t.Fatalf("MCP inspect of another's instance: %v vs %v", a, b)
 	}
 }
@@ -263,9 +176,9 @@ func TestFlowOwnership(t *testing.T) {
 // calls payments_send with the parameters; the secret IBAN never comes back.
 func TestFlowPayThroughToolCall(t *testing.T) {
 	f := demoFixture(t)
-	tok, _ := f.issue(store.KindAgent, "payer", "state.write", "tool.invoke")
+	tok, _ := f.Issue(store.KindAgent, "payer", "state.write", "tool.invoke")
 	const iban = "DE89370400440532013000"
-	code, inst, raw := f.api("POST", "/v1/flows/instances", tok, map[string]any{
+	code, inst, raw := f.API("POST", "/v1/flows/instances", tok, map[string]any{
 		"program": "expense-approval", "id": "exp-7", "phase": "approved",
 		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}},
 	})
@@ -274,61 +187,59 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 	}
 
 	// Without the IBAN the kernel waits for parameters.
-	_, out, _ := f.api("POST", "/v1/flows/instances/exp-7/prescribe", tok, nil)
-	if dig(out, "decision", "kind") != "FRONTIER" || dig(out, "decision", "awaiting") != "parameters" {
+	_, out, _ := f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, nil)
+	if assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "parameters" {
 		t.Fatalf("prescribe without parameters: %v", out)
 	}
 	// A tool refusal changes nothing.
-	_, out, _ = f.api("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "x"}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
-	code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
-	if code != 422 || errCode(body) != "EFFECT_FAILED" {
+	_, out, _ = f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "x"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
+	if code != 422 || assenttest.ErrCode(body) != "EFFECT_FAILED" {
 		t.Fatalf("apply with a refused tool: %d %v", code, body)
 	}
 
-	_, out, raw = f.api("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
-	if dig(out, "decision", "kind") != "PRESCRIBED" || strings.Contains(raw, iban) {
+	_, out, raw = f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
+	if assenttest.Dig(out, "decision", "kind") != "PRESCRIBED" || strings.Contains(raw, iban) {
 		t.Fatalf("prescribe: %s", raw)
 	}
-	prx, _ = dig(out, "decision", "prescription", "id").(string)
+	prx, _ = assenttest.Dig(out, "decision", "prescription", "id").(string)
 	// Parameters at apply must match the binding.
-	if code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": "DE00000000000000000000", "reference": "EXP-7"}}); code != 400 || errCode(body) != "invalid_request" {
+	if code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": "DE00000000000000000000", "reference": "EXP-7"}}); code != 400 || assenttest.ErrCode(body) != "invalid_request" {
 		t.Fatalf("apply with other parameters: %d %v", code, body)
 	}
-	code, rc, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
+	code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
 	if code != 200 || rc["phase"] != "paid" || rc["revision"] != 1.0 || strings.Contains(raw, iban) {
 		t.Fatalf("apply: %d %s", code, raw)
 	}
 	// Applying again returns the same receipt.
-	if _, again, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); again["id"] != rc["id"] {
+	if _, again, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); again["id"] != rc["id"] {
 		t.Fatalf("re-apply: %v, want %v", again["id"], rc["id"])
 	}
-	_, v, raw := f.api("GET", "/v1/flows/instances/exp-7", tok, nil)
-	if dig(v, "instance", "facts", "payment.status", "value") != "sent" || strings.Contains(raw, iban) {
+	_, v, raw := f.API("GET", "/v1/flows/instances/exp-7", tok, nil)
+	if assenttest.Dig(v, "instance", "facts", "payment.status", "value") != "sent" || strings.Contains(raw, iban) {
 		t.Fatalf("inspect: %s", raw)
 	}
 	var statuses []string
 	for _, e := range v["journal"].([]any) {
-		statuses = append(statuses, dig(e, "status").(string))
+		statuses = append(statuses, assenttest.Dig(e, "status").(string))
 	}
 	if got := strings.Join(statuses, ","); got != "begun,executing,aborted,begun,executing,committed" {
 		t.Fatalf("journal = %s", got)
 	}
-	f.srv.paymentsMu.Lock()
-	pays := f.srv.payments
-	f.srv.paymentsMu.Unlock()
+	pays := flows.Payments(f.Srv.Flows())
 	if len(pays) != 1 || pays[0].IBANLast4 != "3000" || pays[0].Instance != "exp-7" {
 		t.Fatalf("payments = %+v", pays)
 	}
 
 	// An agent cannot call the payment tool directly.
-	cs, err := f.mcpSession(tok, "")
+	cs, err := f.MCPSession(tok, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	direct, isErr := callTool(t, cs, "payments_send", map[string]any{"iban": iban})
-	if !isErr || dig(direct, "error", "code") != "forbidden" {
+	direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": iban})
+	if !isErr || assenttest.Dig(direct, "error", "code") != "forbidden" {
 		t.Fatalf("direct payments_send: %v", direct)
 	}
 }
@@ -353,50 +264,50 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 	f := demoFixture(t)
 	const pin = "493817"
 	// The operator loads the program with a service token granted flow.load.
-	ops, _ := f.issue(store.KindService, "ops", "flow.load")
-	code, prog, raw := f.api("POST", "/v1/flows/programs", ops, []byte(profileProgram))
+	ops, _ := f.Issue(store.KindService, "ops", "flow.load")
+	code, prog, raw := f.API("POST", "/v1/flows/programs", ops, []byte(profileProgram))
 	if code != 201 || !strings.HasPrefix(prog["fingerprint"].(string), "sha256:") {
 		t.Fatalf("load: %d %s", code, raw)
 	}
-	if code, _, raw := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": prog["fingerprint"], "id": "plan-1", "phase": "proposed"}); code != 201 {
+	if code, _, raw := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": prog["fingerprint"], "id": "plan-1", "phase": "proposed"}); code != 201 {
 		t.Fatalf("start: %d %s", code, raw)
 	}
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "team"}); isErr {
+	if out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "team"}); isErr {
 		t.Fatalf("stage: %v", out)
 	}
-	out, isErr := callTool(t, cs, "flows_prescribe", map[string]any{"instance": "plan-1", "parameters": map[string]string{"ticket": "T-12", "pin": pin}})
-	if isErr || dig(out, "decision", "awaiting") != "human" || strings.Contains(string(mustJSON(out)), pin) {
+	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "plan-1", "parameters": map[string]string{"ticket": "T-12", "pin": pin}})
+	if isErr || assenttest.Dig(out, "decision", "awaiting") != "human" || strings.Contains(string(assenttest.MustJSON(out)), pin) {
 		t.Fatalf("prescribe: %v", out)
 	}
-	aprID := dig(out, "approval", "id").(string)
+	aprID := assenttest.Dig(out, "approval", "id").(string)
 
-	_, person := f.issue(store.KindHuman, "approver", "control.write")
-	cookie, csrf := f.signInAs(person.ID)
-	inbox := readAll(f.get("/inbox", cookie))
+	_, person := f.Issue(store.KindHuman, "approver", "control.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	if !strings.Contains(inbox, "T-12") || !strings.Contains(inbox, "(secret, hidden)") || strings.Contains(inbox, pin) {
 		t.Fatalf("inbox parameters:\n%s", inbox)
 	}
-	if inbox := readAll(f.get("/inbox", cookie)); !strings.Contains(inbox, "Control profile/plan") || !strings.Contains(inbox, "team") {
+	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, "Control profile/plan") || !strings.Contains(inbox, "team") {
 		t.Fatalf("the card does not show the staged plan:\n%s", inbox)
 	}
-	if _, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
 		t.Fatalf("approve: %s", page)
 	}
-	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
-	if v := dig(snap, "state", "value"); v != "team" {
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
+	if v := assenttest.Dig(snap, "state", "value"); v != "team" {
 		t.Fatalf("plan after approval = %v", v)
 	}
 	for _, path := range []string{"/v1/flows/instances/plan-1", "/v1/flows/approvals/" + aprID} {
-		if _, _, raw := f.api("GET", path, f.token, nil); strings.Contains(raw, pin) {
+		if _, _, raw := f.API("GET", path, f.Token, nil); strings.Contains(raw, pin) {
 			t.Fatalf("%s shows the secret: %s", path, raw)
 		}
 	}
-	if page := readAll(f.get("/flows/instances/plan-1", cookie)); strings.Contains(page, pin) || !strings.Contains(page, "rcp-") {
+	if page := assenttest.ReadAll(f.Get("/flows/instances/plan-1", cookie)); strings.Contains(page, pin) || !strings.Contains(page, "rcp-") {
 		t.Fatalf("instance page: %s", page)
 	}
 }
@@ -415,56 +326,56 @@ func TestFlowHTTPErrors(t *testing.T) {
 		{"bad phase", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "Bad Phase"}, 400, "STATE_INVALID"},
 		{"unknown objective", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "objective": "nope"}, 400, "OBJECTIVE_UNKNOWN"},
 		{"bad id", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "id": "../x"}, 400, "invalid_request"},
-		{"taken id", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "id": demoExpenseID}, 409, "already_exists"},
+		{"taken id", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "id": flows.DemoExpenseID}, 409, "already_exists"},
 		{"unknown field", "POST", "/v1/flows/instances", map[string]any{"program": "expense-approval", "phase": "draft", "owner": "x"}, 400, "invalid_request"},
 		{"unknown prescription", "POST", "/v1/flows/prescriptions/prx-00/apply", nil, 404, "not_found"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body, raw := f.api(tc.method, tc.path, f.token, tc.body)
-			if code != tc.status || errCode(body) != tc.code {
+			code, body, raw := f.API(tc.method, tc.path, f.Token, tc.body)
+			if code != tc.status || assenttest.ErrCode(body) != tc.code {
 				t.Fatalf("%d %s, want %d %s", code, raw, tc.status, tc.code)
 			}
 		})
 	}
 	// An invalid program's errors carry their JSON paths.
-	_, body, _ := f.api("POST", "/v1/flows/programs", f.token, []byte(`{"schema_version":1}`))
-	if errs, _ := dig(body, "error", "data", "errors").([]any); len(errs) == 0 {
+	_, body, _ := f.API("POST", "/v1/flows/programs", f.Token, []byte(`{"schema_version":1}`))
+	if errs, _ := assenttest.Dig(body, "error", "data", "errors").([]any); len(errs) == 0 {
 		t.Fatalf("no error list: %v", body)
 	}
 }
 
 func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
 	f := demoFixture(t)
-	code, body, _ := f.api("GET", "/v1/flows/programs", f.token, nil)
+	code, body, _ := f.API("GET", "/v1/flows/programs", f.Token, nil)
 	if code != 200 || len(body["programs"].([]any)) != 2 {
 		t.Fatalf("programs: %v", body)
 	}
-	code, body, _ = f.api("GET", "/v1/flows/programs/deployment", f.token, nil)
-	if code != 200 || !strings.Contains(string(mustJSON(body["canonical"])), "deployment/rollback") {
+	code, body, _ = f.API("GET", "/v1/flows/programs/deployment", f.Token, nil)
+	if code != 200 || !strings.Contains(string(assenttest.MustJSON(body["canonical"])), "deployment/rollback") {
 		t.Fatalf("program: %d %v", code, body)
 	}
 	// An agent without grants: a transition it may take is refused at
 	// admission.
-	bare, _, err := IssueToken(context.Background(), f.db, "agent", "bare", nil, time.Now())
+	bare, _, err := auth.IssueToken(context.Background(), f.DB, "agent", "bare", nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.api("POST", "/v1/flows/instances", bare, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
+	f.API("POST", "/v1/flows/instances", bare, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
 		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}}})
-	_, out, _ := f.api("POST", "/v1/flows/instances/d-1/prescribe", bare, nil)
-	if dig(out, "decision", "kind") != "REFUSED" || dig(out, "decision", "code") != "CAPABILITY_DENIED" {
+	_, out, _ := f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, nil)
+	if assenttest.Dig(out, "decision", "kind") != "REFUSED" || assenttest.Dig(out, "decision", "code") != "CAPABILITY_DENIED" {
 		t.Fatalf("prescribe without grants: %v", out)
 	}
-	_, out, _ = f.api("POST", "/v1/flows/instances/d-1/prescribe", bare, map[string]any{"transition": "nope"})
-	if dig(out, "decision", "code") != "TRANSITION_UNKNOWN" {
+	_, out, _ = f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, map[string]any{"transition": "nope"})
+	if assenttest.Dig(out, "decision", "code") != "TRANSITION_UNKNOWN" {
 		t.Fatalf("unknown transition: %v", out)
 	}
 }
 
 func TestFlowToolAnnotations(t *testing.T) {
 	f := newFixture(t, nil)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,8 +412,8 @@ func TestFlowToolAnnotations(t *testing.T) {
 
 func TestFlowPagesRender(t *testing.T) {
 	f := demoFixture(t)
-	cookie, _ := f.signIn()
-	page := readAll(f.get("/flows", cookie))
+	cookie, _ := f.SignIn()
+	page := assenttest.ReadAll(f.Get("/flows", cookie))
 	for _, want := range []string{"expense-approval", "deployment", "sha256:", "<svg", `role="img"`, "reconcile-payment", "RECOVERY", "iban (secret) *"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("/flows lacks %q", want)
@@ -511,22 +422,22 @@ func TestFlowPagesRender(t *testing.T) {
 	// A person who does not supervise the agent does not see its instance
 	// until it waits for a person; the owner, who supervises the agent,
 	// sees it all along.
-	_, stranger := f.issue(store.KindHuman, "stranger")
-	strangerCookie, _ := f.signInAs(stranger.ID)
-	if resp := f.get("/flows/instances/"+demoExpenseID, strangerCookie); resp.StatusCode != 404 {
+	_, stranger := f.Issue(store.KindHuman, "stranger")
+	strangerCookie, _ := f.SignInAs(stranger.ID)
+	if resp := f.Get("/flows/instances/"+flows.DemoExpenseID, strangerCookie); resp.StatusCode != 404 {
 		t.Fatalf("instance page before approval request: %d", resp.StatusCode)
 	}
-	if resp := f.get("/flows/instances/"+demoExpenseID, cookie); resp.StatusCode != 200 {
+	if resp := f.Get("/flows/instances/"+flows.DemoExpenseID, cookie); resp.StatusCode != 200 {
 		t.Fatalf("the supervisor's instance page before approval request: %d", resp.StatusCode)
 	}
-	f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	page = readAll(f.get("/flows/instances/"+demoExpenseID, strangerCookie))
+	f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	page = assenttest.ReadAll(f.Get("/flows/instances/"+flows.DemoExpenseID, strangerCookie))
 	for _, want := range []string{"Conference travel", "over_limit", "Waiting for a person", "No transition has been committed yet"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("instance page lacks %q", want)
 		}
 	}
-	part := readAll(f.get("/flows/instances/"+demoExpenseID+"?partial=1", cookie))
+	part := assenttest.ReadAll(f.Get("/flows/instances/"+flows.DemoExpenseID+"?partial=1", cookie))
 	if strings.Contains(part, "<html") || !strings.Contains(part, `id="flow-phase">submitted<`) || !strings.Contains(part, "over_limit") {
 		t.Fatalf("partial instance page:\n%s", part)
 	}
@@ -536,11 +447,11 @@ func TestFlowPagesRender(t *testing.T) {
 // examples/flows.
 func TestDemoFlowsAreTheExamples(t *testing.T) {
 	for _, name := range []string{"expense-approval.json", "deployment.json"} {
-		want, err := os.ReadFile("../examples/flows/" + name)
+		want, err := os.ReadFile("../../examples/flows/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := demoFlowsFS.ReadFile("demo/flows/" + name)
+		got, err := flows.DemoFlowsFS.ReadFile("demo/flows/" + name)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("server/demo/flows/%s differs from examples/flows/%s; copy it again", name, name)
 		}
@@ -554,47 +465,47 @@ func TestFlowRunSpawn(t *testing.T) {
 	f := demoFixture(t)
 	// The demo wrote the deploy Recipe; a quicker one keeps the test short.
 	recipe := `{"description":"test deploy","args":["environment","version"],"template":"echo deploying {version} to {environment}"}`
-	if err := os.WriteFile(filepath.Join(f.srv.cfg.DataDir, "recipes", "deploy.json"), []byte(recipe), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(f.Srv.Config.DataDir, "recipes", "deploy.json"), []byte(recipe), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tok, _ := f.issue(store.KindService, "deployer", "command.execute", "state.write")
-	if code, _, raw := f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "deployment", "id": "dep-1", "phase": "ready", "objective": "deployed",
+	tok, _ := f.Issue(store.KindService, "deployer", "command.execute", "state.write")
+	if code, _, raw := f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "deployment", "id": "dep-1", "phase": "ready", "objective": "deployed",
 		"facts": map[string]any{"build.status": map[string]string{"status": "known", "value": "passed"}}}); code != 201 {
 		t.Fatalf("start: %d %s", code, raw)
 	}
-	_, out, raw := f.api("POST", "/v1/flows/instances/dep-1/prescribe", tok, map[string]any{"parameters": map[string]string{"version": "1.2.3"}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
-	if dig(out, "decision", "transition") != "deployment/deploy" || prx == "" {
+	_, out, raw := f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, map[string]any{"parameters": map[string]string{"version": "1.2.3"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	if assenttest.Dig(out, "decision", "transition") != "deployment/deploy" || prx == "" {
 		t.Fatalf("prescribe deploy: %s", raw)
 	}
-	code, rc, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
+	code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
 	if code != 200 || rc["phase"] != "deploying" {
 		t.Fatalf("apply deploy: %d %s", code, raw)
 	}
 	// The Run ends on its own; its end becomes a fact.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, v, _ := f.api("GET", "/v1/flows/instances/dep-1", tok, nil)
-		if st := dig(v, "instance", "facts", "run.deploy", "value"); st == "succeeded" {
+		_, v, _ := f.API("GET", "/v1/flows/instances/dep-1", tok, nil)
+		if st := assenttest.Dig(v, "instance", "facts", "run.deploy", "value"); st == "succeeded" {
 			break
 		} else if st == "failed" || time.Now().After(deadline) {
 			t.Fatalf("run.deploy = %v", st)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	code, runView, raw := f.api("GET", "/v1/runs/dep-1.deploy.0", tok, nil)
-	if code != 200 || dig(runView, "status") != "done" {
+	code, runView, raw := f.API("GET", "/v1/runs/dep-1.deploy.0", tok, nil)
+	if code != 200 || assenttest.Dig(runView, "status") != "done" {
 		t.Fatalf("the deploy Run: %d %s", code, raw)
 	}
-	_, out, _ = f.api("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil)
-	prx, _ = dig(out, "decision", "prescription", "id").(string)
-	if dig(out, "decision", "transition") != "deployment/mark-deployed" {
+	_, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil)
+	prx, _ = assenttest.Dig(out, "decision", "prescription", "id").(string)
+	if assenttest.Dig(out, "decision", "transition") != "deployment/mark-deployed" {
 		t.Fatalf("after the Run: %v", out)
 	}
-	if code, rc, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 || rc["phase"] != "deployed" {
+	if code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 || rc["phase"] != "deployed" {
 		t.Fatalf("apply mark-deployed: %d %s", code, raw)
 	}
-	if _, out, _ = f.api("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); dig(out, "decision", "kind") != "MARKED" {
+	if _, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); assenttest.Dig(out, "decision", "kind") != "MARKED" {
 		t.Fatalf("objective: %v", out)
 	}
 }
@@ -603,19 +514,19 @@ func TestFlowRunSpawn(t *testing.T) {
 // person whose token lacks the rest is refused and the request stays open.
 func TestFlowApproverWithoutGrants(t *testing.T) {
 	f := demoFixture(t)
-	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	aprID, _ := dig(out, "approval", "id").(string)
+	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	// A person who holds human.approve only.
 	approver := store.Principal{ID: "p_approver", Kind: store.KindHuman, Name: "approver", Grants: []string{"human.approve"}, CreatedAt: time.Now()}
-	if err := f.db.CreatePrincipal(context.Background(), approver, nil); err != nil {
+	if err := f.DB.CreatePrincipal(context.Background(), approver, nil); err != nil {
 		t.Fatal(err)
 	}
-	cookie, csrf := f.signInAs(approver.ID)
-	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	cookie, csrf := f.SignInAs(approver.ID)
+	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
 	if loc != "/inbox" || !strings.Contains(page, "CAPABILITY_DENIED") || !strings.Contains(page, "state.write") {
 		t.Fatalf("approve without grants: %s\n%s", loc, page)
 	}
-	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "pending" {
+	if _, a, _ := f.API("GET", "/v1/flows/approvals/"+aprID, f.Token, nil); a["status"] != "pending" {
 		t.Fatalf("approval after refusal: %v", a)
 	}
 }
@@ -624,15 +535,15 @@ func TestFlowApproverWithoutGrants(t *testing.T) {
 // its instance marked; the next server start puts it in recovery mode.
 func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	f := demoFixture(t)
-	tok, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
-	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
-	_, out, _ := f.api("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
+	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
+	_, out, _ := f.API("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 	if prx == "" {
 		t.Fatalf("prescribe: %v", out)
 	}
 	// What a crash between begun and committed leaves behind.
-	err := f.db.Flows().Update(context.Background(), func(tx flow.Tx) error {
+	err := f.DB.Flows().Update(context.Background(), func(tx flow.Tx) error {
 		inst, err := tx.Instance("exp-3")
 		if err != nil {
 			return err
@@ -644,16 +555,16 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(context.Background(), Config{DataDir: t.TempDir(), Store: f.db})
+	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	inst, err := srv.Flows().Instance(context.Background(), "exp-3")
+	inst, err := srv.Flows().Kernel().Instance(context.Background(), "exp-3")
 	if err != nil || inst.Recovery == nil || inst.Pending != "" || inst.Facts["payment.status"].Status != flow.StatusUnknown {
 		t.Fatalf("after restart: %+v %v", inst, err)
 	}
-	j, _ := srv.Flows().Journal(context.Background(), "exp-3")
+	j, _ := srv.Flows().Kernel().Journal(context.Background(), "exp-3")
 	if len(j) == 0 || j[len(j)-1].Status != flow.JournalRecoveryRequired {
 		t.Fatalf("journal: %+v", j)
 	}
@@ -661,7 +572,7 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 
 func TestDemoDeployRecipesAreValid(t *testing.T) {
 	dir := t.TempDir()
-	if err := writeDemoDeployRecipes(dir); err != nil {
+	if err := flows.WriteDemoDeployRecipes(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"deploy", "rollback"} {
@@ -679,17 +590,17 @@ func TestDemoDeployRecipesAreValid(t *testing.T) {
 // session cookie, a same-origin Origin and the CSRF header.
 func TestFlowApproveFromWebScript(t *testing.T) {
 	f := demoFixture(t)
-	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	aprID, _ := dig(out, "approval", "id").(string)
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
+	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
 	post := func(hdr map[string]string) (int, map[string]any) {
-		r, _ := http.NewRequest("POST", f.http.URL+"/v1/flows/approvals/"+aprID+"/approve", nil)
+		r, _ := http.NewRequest("POST", f.HTTP.URL+"/v1/flows/approvals/"+aprID+"/approve", nil)
 		r.AddCookie(cookie)
 		for k, v := range hdr {
 			r.Header.Set(k, v)
 		}
-		resp, err := f.http.Client().Do(r)
+		resp, err := f.HTTP.Client().Do(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -698,14 +609,14 @@ func TestFlowApproveFromWebScript(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m
 	}
-	if code, m := post(map[string]string{"Origin": f.http.URL}); code != 403 || errCode(m) != "bad_origin" {
+	if code, m := post(map[string]string{"Origin": f.HTTP.URL}); code != 403 || assenttest.ErrCode(m) != "bad_origin" {
 		t.Fatalf("without CSRF: %d %v", code, m)
 	}
-	code, m := post(map[string]string{"Origin": f.http.URL, "X-CSRF-Token": csrf})
+	code, m := post(map[string]string{"Origin": f.HTTP.URL, "X-CSRF-Token": csrf})
 	if code != 200 || !strings.HasPrefix(m["id"].(string), "rcp-") || m["principal"] != person.ID {
 		t.Fatalf("approve: %d %v", code, m)
 	}
-	if code, m := post(map[string]string{"Origin": f.http.URL, "X-CSRF-Token": csrf}); code != 409 || errCode(m) != "APPROVAL_CLOSED" {
+	if code, m := post(map[string]string{"Origin": f.HTTP.URL, "X-CSRF-Token": csrf}); code != 409 || assenttest.ErrCode(m) != "APPROVAL_CLOSED" {
 		t.Fatalf("approve again: %d %v", code, m)
 	}
 }
@@ -730,36 +641,36 @@ const sneakProgram = `{
 // it starts.
 func TestFlowAgentLoadIsAProposal(t *testing.T) {
 	f := demoFixture(t)
-	code, out, raw := f.api("POST", "/v1/flows/programs", f.token, []byte(sneakProgram))
-	fp, _ := dig(out, "program", "fingerprint").(string)
-	if code != 202 || out["status"] != "pending_approval" || dig(out, "program", "status") != "proposed" || !strings.Contains(out["url"].(string), "/inbox#section-flow-programs") {
+	code, out, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(sneakProgram))
+	fp, _ := assenttest.Dig(out, "program", "fingerprint").(string)
+	if code != 202 || out["status"] != "pending_approval" || assenttest.Dig(out, "program", "status") != "proposed" || !strings.Contains(out["url"].(string), "/inbox#section-flow-programs") {
 		t.Fatalf("agent load: %d %s", code, raw)
 	}
 	for _, ref := range []string{fp, "sneak"} {
-		code, body, _ := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": ref, "phase": "start"})
-		if code != 403 && code != 404 || errCode(body) != "PROGRAM_NOT_ACTIVE" && errCode(body) != "not_found" {
+		code, body, _ := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": ref, "phase": "start"})
+		if code != 403 && code != 404 || assenttest.ErrCode(body) != "PROGRAM_NOT_ACTIVE" && assenttest.ErrCode(body) != "not_found" {
 			t.Fatalf("start %s: %d %v", ref, code, body)
 		}
 	}
 	// No token decides, not even a person's.
-	humanTok, person := f.issue(store.KindHuman, "approver")
-	for _, tok := range []string{f.token, humanTok} {
-		if code, body, _ := f.api("POST", "/v1/flows/programs/"+fp+"/approve", tok, nil); code != 403 || errCode(body) != "human_confirmation_required" {
+	humanTok, person := f.Issue(store.KindHuman, "approver")
+	for _, tok := range []string{f.Token, humanTok} {
+		if code, body, _ := f.API("POST", "/v1/flows/programs/"+fp+"/approve", tok, nil); code != 403 || assenttest.ErrCode(body) != "human_confirmation_required" {
 			t.Fatalf("token approve: %d %v", code, body)
 		}
 	}
-	cookie, csrf := f.signInAs(person.ID)
-	inbox := readAll(f.get("/inbox", cookie))
+	cookie, csrf := f.SignInAs(person.ID)
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	for _, want := range []string{"Flow programs to load", fp, "/web/flows/programs/" + fp + "/approve", "payments_send"} {
 		if !strings.Contains(inbox, want) {
 			t.Fatalf("inbox lacks %q:\n%s", want, inbox)
 		}
 	}
-	loc, page := f.decide("/web/flows/programs/"+fp+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	loc, page := f.Decide("/web/flows/programs/"+fp+"/approve", url.Values{"csrf": {csrf}}, cookie)
 	if loc != "/flows" || !strings.Contains(page, "is now active") {
 		t.Fatalf("approve: %s\n%s", loc, page)
 	}
-	if code, _, raw := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "sneak", "phase": "start"}); code != 201 {
+	if code, _, raw := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "sneak", "phase": "start"}); code != 201 {
 		t.Fatalf("start after approval: %d %s", code, raw)
 	}
 }
@@ -769,29 +680,29 @@ func TestFlowAgentLoadIsAProposal(t *testing.T) {
 // person's newer load does.
 func TestFlowStartByIDPicksThePersonsProgram(t *testing.T) {
 	f := demoFixture(t)
-	demo, err := f.srv.flows.ActiveProgram(context.Background(), "expense-approval")
+	demo, err := f.Srv.Flows().Kernel().ActiveProgram(context.Background(), "expense-approval")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := demoFlowsFS.ReadFile("demo/flows/expense-approval.json")
+	src, err := flows.DemoFlowsFS.ReadFile("demo/flows/expense-approval.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Any change the kernel sees gives a new fingerprint.
 	other := bytes.Replace(src, []byte(`"priority": 1`), []byte(`"priority": 9`), 1)
-	if code, _, raw := f.api("POST", "/v1/flows/programs", f.token, other); code != 202 {
+	if code, _, raw := f.API("POST", "/v1/flows/programs", f.Token, other); code != 202 {
 		t.Fatalf("agent load: %d %s", code, raw)
 	}
-	code, inst, raw := f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "expense-approval", "phase": "draft"})
+	code, inst, raw := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "expense-approval", "phase": "draft"})
 	if code != 201 || inst["program_fingerprint"] != demo.Fingerprint() {
 		t.Fatalf("start by id after an agent's load: %d %s", code, raw)
 	}
-	humanTok, _ := f.issue(store.KindHuman, "ops")
-	code, prog, raw := f.api("POST", "/v1/flows/programs", humanTok, other)
+	humanTok, _ := f.Issue(store.KindHuman, "ops")
+	code, prog, raw := f.API("POST", "/v1/flows/programs", humanTok, other)
 	if code != 201 || prog["status"] != "active" {
 		t.Fatalf("person's load: %d %s", code, raw)
 	}
-	code, inst, raw = f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "expense-approval", "phase": "draft"})
+	code, inst, raw = f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "expense-approval", "phase": "draft"})
 	if code != 201 || inst["program_fingerprint"] != prog["fingerprint"] {
 		t.Fatalf("start by id after a person's load: %d %s", code, raw)
 	}
@@ -802,24 +713,22 @@ func TestFlowStartByIDPicksThePersonsProgram(t *testing.T) {
 // refused before the tool acts.
 func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
 	f := demoFixture(t)
-	humanTok, _ := f.issue(store.KindHuman, "ops")
-	if code, _, raw := f.api("POST", "/v1/flows/programs", humanTok, []byte(sneakProgram)); code != 201 {
+	humanTok, _ := f.Issue(store.KindHuman, "ops")
+	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(sneakProgram)); code != 201 {
 		t.Fatalf("person's load: %d %s", code, raw)
 	}
-	tok, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
-	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "sneak", "id": "s-1", "phase": "start"})
-	_, out, raw := f.api("POST", "/v1/flows/instances/s-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
+	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "sneak", "id": "s-1", "phase": "start"})
+	_, out, raw := f.API("POST", "/v1/flows/instances/s-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 	if prx == "" {
 		t.Fatalf("prescribe: %s", raw)
 	}
-	code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
-	if code != 422 || errCode(body) != "EFFECT_FAILED" || !strings.Contains(string(mustJSON(body)), "forbidden") {
+	code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
+	if code != 422 || assenttest.ErrCode(body) != "EFFECT_FAILED" || !strings.Contains(string(assenttest.MustJSON(body)), "forbidden") {
 		t.Fatalf("apply: %d %v", code, body)
 	}
-	f.srv.paymentsMu.Lock()
-	n := len(f.srv.payments)
-	f.srv.paymentsMu.Unlock()
+	n := len(flows.Payments(f.Srv.Flows()))
 	if n != 0 {
 		t.Fatalf("%d payments were sent", n)
 	}
@@ -832,7 +741,7 @@ func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
 func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 	f := newFixture(t, nil)
 	var calls atomic.Int32
-	err := f.srv.tools.Register(tool.Tool{Name: "bank_send", Description: "test bank", Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+	err := f.Srv.Tools.Register(tool.Tool{Name: "bank_send", Description: "test bank", Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 		calls.Add(1)
 		return nil, tool.Errorf("tool_failed", "the bank answered 500")
 	}})
@@ -841,24 +750,24 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 	}
 	prog := strings.ReplaceAll(strings.ReplaceAll(sneakProgram, `"sneak"`, `"bank"`), "payments_send", "bank_send")
 	prog = strings.Replace(prog, `"required_capabilities"`, `"target_conditions": [{"facet": "payment.status", "statuses": ["known"], "values": ["sent"]}], "required_capabilities"`, 1)
-	ops, _ := f.issue(store.KindService, "ops", "flow.load")
-	if code, _, raw := f.api("POST", "/v1/flows/programs", ops, []byte(prog)); code != 201 {
+	ops, _ := f.Issue(store.KindService, "ops", "flow.load")
+	if code, _, raw := f.API("POST", "/v1/flows/programs", ops, []byte(prog)); code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
 	}
-	tok, _ := f.issue(store.KindAgent, "payer", "tool.invoke")
-	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
-	_, out, _ := f.api("POST", "/v1/flows/instances/b-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
+	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
+	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
+	_, out, _ := f.API("POST", "/v1/flows/instances/b-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 	for i := range 3 {
-		if code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 409 || errCode(body) != "RECOVERY_REQUIRED" {
+		if code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 409 || assenttest.ErrCode(body) != "RECOVERY_REQUIRED" {
 			t.Fatalf("apply %d: %d %v", i, code, body)
 		}
 	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
 	}
-	_, v, _ := f.api("GET", "/v1/flows/instances/b-1", tok, nil)
-	if dig(v, "instance", "recovery") == nil || dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
+	_, v, _ := f.API("GET", "/v1/flows/instances/b-1", tok, nil)
+	if assenttest.Dig(v, "instance", "recovery") == nil || assenttest.Dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
 		t.Fatalf("instance: %v", v)
 	}
 }
@@ -868,10 +777,10 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
 	f := newFixture(t, nil)
 	recipe := `{"description":"test","args":["witness"],"template":"echo started"}`
-	if err := os.MkdirAll(filepath.Join(f.srv.cfg.DataDir, "recipes"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(f.Srv.Config.DataDir, "recipes"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.srv.cfg.DataDir, "recipes", "sealed.json"), []byte(recipe), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(f.Srv.Config.DataDir, "recipes", "sealed.json"), []byte(recipe), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	prog := `{
@@ -886,19 +795,19 @@ func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
     "prescription": {"operation": "go", "arguments": ["sealed"], "expected_postcondition": "started"}
   }]
 }`
-	tok, _ := f.issue(store.KindService, "ops", "flow.load", "command.execute")
-	if code, _, raw := f.api("POST", "/v1/flows/programs", tok, []byte(prog)); code != 201 {
+	tok, _ := f.Issue(store.KindService, "ops", "flow.load", "command.execute")
+	if code, _, raw := f.API("POST", "/v1/flows/programs", tok, []byte(prog)); code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
 	}
-	f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "sealed", "id": "sd-1", "phase": "ready"})
+	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "sealed", "id": "sd-1", "phase": "ready"})
 	const secret = "correct-horse-battery"
-	_, out, _ := f.api("POST", "/v1/flows/instances/sd-1/prescribe", tok, map[string]any{"parameters": map[string]string{"witness": secret}})
-	prx, _ := dig(out, "decision", "prescription", "id").(string)
-	if code, _, raw := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 {
+	_, out, _ := f.API("POST", "/v1/flows/instances/sd-1/prescribe", tok, map[string]any{"parameters": map[string]string{"witness": secret}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 {
 		t.Fatalf("apply: %d %s", code, raw)
 	}
 	for _, path := range []string{"/v1/runs/sd-1.go.0", "/v1/flows/instances/sd-1"} {
-		code, _, raw := f.api("GET", path, tok, nil)
+		code, _, raw := f.API("GET", path, tok, nil)
 		if code != 200 || strings.Contains(raw, secret) {
 			t.Fatalf("%s: %d %s", path, code, raw)
 		}
@@ -924,48 +833,48 @@ const emailProgram = `{
 // approval was filed makes Approve refuse as stale, and nothing is applied.
 func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 	f := demoFixture(t)
-	humanTok, person := f.issue(store.KindHuman, "approver", "control.write")
-	if code, _, raw := f.api("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
+	humanTok, person := f.Issue(store.KindHuman, "approver", "control.write")
+	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
 	}
-	f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "email-change", "id": "em-1", "phase": "proposed"})
-	cs, err := f.mcpSession(f.token, "")
+	f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "email-change", "id": "em-1", "phase": "proposed"})
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	stage := func(v string) {
-		if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": v}); isErr {
+		if out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": v}); isErr {
 			t.Fatalf("stage %s: %v", v, out)
 		}
 	}
 	stage("ada.new@example.com")
-	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
-	aprID, _ := dig(out, "approval", "id").(string)
-	if b, _ := dig(out, "approval", "bindings").([]any); aprID == "" || len(b) != 1 || dig(b[0], "value") != "ada.new@example.com" || dig(b[0], "current") != "ada@example.com" {
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	if b, _ := assenttest.Dig(out, "approval", "bindings").([]any); aprID == "" || len(b) != 1 || assenttest.Dig(b[0], "value") != "ada.new@example.com" || assenttest.Dig(b[0], "current") != "ada@example.com" {
 		t.Fatalf("prescribe: %v", out)
 	}
-	cookie, csrf := f.signInAs(person.ID)
-	inbox := readAll(f.get("/inbox", cookie))
+	cookie, csrf := f.SignInAs(person.ID)
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	for _, want := range []string{"Control profile/email", "ada@example.com", "ada.new@example.com", "proposal revision"} {
 		if !strings.Contains(inbox, want) {
 			t.Fatalf("the card lacks %q:\n%s", want, inbox)
 		}
 	}
 	stage("attacker@evil.example")
-	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
+	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
 	if loc != "/inbox" || !strings.Contains(page, "STALE_PRESCRIPTION") || !strings.Contains(page, "attacker@evil.example") {
 		t.Fatalf("approve after re-staging: %s\n%s", loc, page)
 	}
-	snap, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
-	if v := dig(snap, "state", "value"); v != "ada@example.com" {
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
+	if v := assenttest.Dig(snap, "state", "value"); v != "ada@example.com" {
 		t.Fatalf("email after the refused approval = %v", v)
 	}
-	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "stale" || len(a["changed"].([]any)) == 0 {
+	if _, a, _ := f.API("GET", "/v1/flows/approvals/"+aprID, f.Token, nil); a["status"] != "stale" || len(a["changed"].([]any)) == 0 {
 		t.Fatalf("approval: %v", a)
 	}
 	// The instance page keeps the refused approval and what changed.
-	page = readAll(f.get("/flows/instances/em-1", cookie))
+	page = assenttest.ReadAll(f.Get("/flows/instances/em-1", cookie))
 	for _, want := range []string{"Decided approvals", "Changed since it was filed", "attacker@evil.example", "Nothing was applied"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the instance page lacks %q:\n%s", want, page)
@@ -978,9 +887,9 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 // and nothing about whose it is.
 func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 	f := demoFixture(t)
-	other, _ := f.issue(store.KindAgent, "other")
+	other, _ := f.Issue(store.KindAgent, "other")
 	start := func(tok string) (int, string) {
-		code, out, raw := f.api("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "mine-1", "phase": "draft"})
+		code, out, raw := f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "mine-1", "phase": "draft"})
 		if code == 201 {
 			return code, ""
 		}
@@ -990,15 +899,15 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 		}
 		return code, fmt.Sprint(e["code"], ": ", e["message"])
 	}
-	if code, msg := start(f.token); code != 201 {
+	if code, msg := start(f.Token); code != 201 {
 		t.Fatalf("first start: %d %s", code, msg)
 	}
-	ownCode, ownMsg := start(f.token)
+	ownCode, ownMsg := start(f.Token)
 	otherCode, otherMsg := start(other)
 	if ownCode == 201 || otherCode != ownCode || otherMsg != ownMsg {
 		t.Fatalf("taken by oneself: %d %q; taken by another: %d %q", ownCode, ownMsg, otherCode, otherMsg)
 	}
-	if code, _, _ := f.api("GET", "/v1/flows/instances/mine-1", other, nil); code != 404 {
+	if code, _, _ := f.API("GET", "/v1/flows/instances/mine-1", other, nil); code != 404 {
 		t.Fatalf("another agent inspects the instance: %d, want 404", code)
 	}
 }
@@ -1009,28 +918,28 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 // send, links to the instance, and the instance page can decide too.
 func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 	f := demoFixture(t)
-	_, out, raw := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	aprID, _ := dig(out, "approval", "id").(string)
+	_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 … 1234"
-	if aprID == "" || dig(out, "approval", "summary") != sentence || strings.Contains(raw, demoPayeeIBAN) {
+	if aprID == "" || assenttest.Dig(out, "approval", "summary") != sentence || strings.Contains(raw, flows.DemoPayeeIBAN) {
 		t.Fatalf("prescribe: %s", raw)
 	}
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
-	inbox := readAll(f.get("/inbox", cookie))
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	card := inbox[strings.Index(inbox, `id="section-flow-approvals"`):]
 	for _, want := range []string{
 		`<h3 class="summary">` + sentence + `</h3>`,
 		"1,250.00 EUR", "Conference travel", "PT50 … 1234",
 		"the next step, pay, send 1,250.00 EUR to PT50 … 1234 through payments_send",
-		`href="/flows/instances/` + demoExpenseID + `"`,
+		`href="/flows/instances/` + flows.DemoExpenseID + `"`,
 		"/web/flows/approvals/" + aprID + "/approve",
 	} {
 		if !strings.Contains(card, want) {
 			t.Errorf("the card lacks %q", want)
 		}
 	}
-	if strings.Contains(inbox, demoPayeeIBAN) || strings.Contains(inbox, "0002 0123") {
+	if strings.Contains(inbox, flows.DemoPayeeIBAN) || strings.Contains(inbox, "0002 0123") {
 		t.Errorf("the inbox shows the full IBAN")
 	}
 	if t.Failed() {
@@ -1039,21 +948,21 @@ func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 
 	// The instance page shows the same card, with Approve and Decline,
 	// and never the full IBAN.
-	page := readAll(f.get("/flows/instances/"+demoExpenseID, cookie))
+	page := assenttest.ReadAll(f.Get("/flows/instances/"+flows.DemoExpenseID, cookie))
 	for _, want := range []string{sentence, `action="/web/flows/approvals/` + aprID + `/approve"`, `action="/web/flows/approvals/` + aprID + `/decline"`, `name="reason"`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the instance page lacks %q:\n%s", want, page)
 		}
 	}
-	if strings.Contains(page, demoPayeeIBAN) {
+	if strings.Contains(page, flows.DemoPayeeIBAN) {
 		t.Fatal("the instance page shows the full IBAN")
 	}
-	loc, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}, "back": {"/flows/instances/" + demoExpenseID}}, cookie)
-	if loc != "/flows/instances/"+demoExpenseID || !strings.Contains(page, "Approved and applied") {
+	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}, "back": {"/flows/instances/" + flows.DemoExpenseID}}, cookie)
+	if loc != "/flows/instances/"+flows.DemoExpenseID || !strings.Contains(page, "Approved and applied") {
 		t.Fatalf("approve from the instance page: %s\n%s", loc, page)
 	}
 	// The decided approval keeps its summary for the agent.
-	if _, a, _ := f.api("GET", "/v1/flows/approvals/"+aprID, f.token, nil); a["status"] != "approved" || a["summary"] != sentence {
+	if _, a, _ := f.API("GET", "/v1/flows/approvals/"+aprID, f.Token, nil); a["status"] != "approved" || a["summary"] != sentence {
 		t.Fatalf("approval: %v", a)
 	}
 }
@@ -1064,29 +973,27 @@ func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 // approved payee works.
 func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 	f := demoFixture(t)
-	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	aprID, _ := dig(out, "approval", "id").(string)
-	_, person := f.issue(store.KindHuman, "approver", "state.write")
-	cookie, csrf := f.signInAs(person.ID)
-	if _, page := f.decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
 		t.Fatalf("approve: %s", page)
 	}
 	pay := func(iban string) (int, map[string]any) {
-		_, out, raw := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, map[string]any{"parameters": map[string]string{"iban": iban}})
-		prx, _ := dig(out, "decision", "prescription", "id").(string)
+		_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{"parameters": map[string]string{"iban": iban}})
+		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 		if prx == "" {
 			t.Fatalf("prescribe pay: %s", raw)
 		}
-		code, body, _ := f.api("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.token, nil)
+		code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.Token, nil)
 		return code, body
 	}
 	const attacker = "DE89370400440532013000"
-	if code, body := pay(attacker); code != 422 || errCode(body) != "EFFECT_FAILED" || !strings.Contains(fmt.Sprint(body), "not the payee a person approved") {
+	if code, body := pay(attacker); code != 422 || assenttest.ErrCode(body) != "EFFECT_FAILED" || !strings.Contains(fmt.Sprint(body), "not the payee a person approved") {
 		t.Fatalf("pay to another IBAN: %d %v", code, body)
 	}
-	f.srv.paymentsMu.Lock()
-	n := len(f.srv.payments)
-	f.srv.paymentsMu.Unlock()
+	n := len(flows.Payments(f.Srv.Flows()))
 	if n != 0 {
 		t.Fatalf("%d payments were sent to an IBAN nobody approved", n)
 	}
@@ -1099,26 +1006,26 @@ func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 // as "Email: current → proposed".
 func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 	f := demoFixture(t)
-	humanTok, person := f.issue(store.KindHuman, "approver", "control.write")
-	if code, _, raw := f.api("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
+	humanTok, person := f.Issue(store.KindHuman, "approver", "control.write")
+	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
 	}
-	f.api("POST", "/v1/flows/instances", f.token, map[string]any{"program": "email-change", "id": "em-2", "phase": "proposed"})
-	cs, err := f.mcpSession(f.token, "")
+	f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "email-change", "id": "em-2", "phase": "proposed"})
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": "ada.new@example.com"}); isErr {
+	if out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": "ada.new@example.com"}); isErr {
 		t.Fatalf("stage: %v", out)
 	}
-	out, _ := callTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-2"})
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-2"})
 	const line = "Email: ada@example.com → ada.new@example.com"
-	if dig(out, "approval", "summary") != "Apply the proposed change: "+line {
+	if assenttest.Dig(out, "approval", "summary") != "Apply the proposed change: "+line {
 		t.Fatalf("prescribe: %v", out)
 	}
-	cookie, _ := f.signInAs(person.ID)
-	inbox := readAll(f.get("/inbox", cookie))
+	cookie, _ := f.SignInAs(person.ID)
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	if !strings.Contains(inbox, `<h3 class="summary">Apply the proposed change: `+line+`</h3>`) || !strings.Contains(inbox, "<li>"+line+"</li>") {
 		t.Fatalf("the card lacks %q:\n%s", line, inbox)
 	}
@@ -1129,17 +1036,17 @@ func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 // which grant is missing and whom to ask; Decline stays.
 func TestFlowApprovalCardExplainsMissingGrants(t *testing.T) {
 	f := demoFixture(t)
-	_, out, _ := f.api("POST", "/v1/flows/instances/"+demoExpenseID+"/prescribe", f.token, nil)
-	aprID, _ := dig(out, "approval", "id").(string)
-	_, weak := f.issue(store.KindHuman, "viewer", "human.approve")
-	_, strong := f.issue(store.KindHuman, "approver", "state.write")
+	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	_, weak := f.Issue(store.KindHuman, "viewer", "human.approve")
+	_, strong := f.Issue(store.KindHuman, "approver", "state.write")
 	for _, tc := range []struct {
 		person  store.Principal
 		approve bool
 	}{{weak, false}, {strong, true}} {
-		cookie, _ := f.signInAs(tc.person.ID)
-		for _, path := range []string{"/inbox", "/flows/instances/" + demoExpenseID} {
-			page := readAll(f.get(path, cookie))
+		cookie, _ := f.SignInAs(tc.person.ID)
+		for _, path := range []string{"/inbox", "/flows/instances/" + flows.DemoExpenseID} {
+			page := assenttest.ReadAll(f.Get(path, cookie))
 			approve := strings.Contains(page, `action="/web/flows/approvals/`+aprID+`/approve"`)
 			explained := strings.Contains(page, "You cannot approve this: it needs state.write") && strings.Contains(page, "Ask an operator")
 			if approve != tc.approve || explained == tc.approve || !strings.Contains(page, `action="/web/flows/approvals/`+aprID+`/decline"`) {
@@ -1155,7 +1062,7 @@ func TestFlowEffectSummaries(t *testing.T) {
 	f := demoFixture(t)
 	ctx := context.Background()
 	prog := func(effect, cap, args string) *flow.Program {
-		p, err := f.srv.flows.AddProgram(ctx, []byte(`{
+		p, err := f.Srv.Flows().Kernel().AddProgram(ctx, []byte(`{
   "schema_version": 1, "program_id": "sum-`+strings.ReplaceAll(effect, ".", "-")+`", "program_version": "1", "requires_runtime": ">=0.1.0",
   "capabilities": {"effects": ["`+effect+`"], "verifiers": ["conditions.match"], "capability_surface": ["`+cap+`"]},
   "owned_resources": [],
@@ -1186,7 +1093,7 @@ func TestFlowEffectSummaries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := tc.p.Transitions()
-			sum := f.srv.summarizeApproval(ctx, &flow.SummaryRequest{Program: tc.p, Instance: flow.Instance{ID: "i-1", Phase: "ready"}, Transition: ts[0], Parameters: params, Bindings: tc.bindings})
+			sum := flows.SummarizeApproval(f.Srv.Flows(), ctx, &flow.SummaryRequest{Program: tc.p, Instance: flow.Instance{ID: "i-1", Phase: "ready"}, Transition: ts[0], Parameters: params, Bindings: tc.bindings})
 			if sum.Text != tc.want {
 				t.Fatalf("summary = %q, want %q", sum.Text, tc.want)
 			}
@@ -1204,8 +1111,8 @@ func TestFormatAmountAndMaskIBAN(t *testing.T) {
 		{"lots", "lots"},
 		{"100 eur", "100 eur"},
 	} {
-		if got := formatAmount(tc.in); got != tc.want {
-			t.Errorf("formatAmount(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := flows.FormatAmount(tc.in); got != tc.want {
+			t.Errorf("flows.FormatAmount(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	for _, tc := range []struct{ in, want string }{
@@ -1214,8 +1121,8 @@ func TestFormatAmountAndMaskIBAN(t *testing.T) {
 		{"1234", "(an account that is not a valid IBAN)"},
 		{"PT50-0002-0123-1234-5678", "(an account that is not a valid IBAN)"},
 	} {
-		if got := maskIBAN(tc.in); got != tc.want {
-			t.Errorf("maskIBAN(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := flows.MaskIBAN(tc.in); got != tc.want {
+			t.Errorf("flows.MaskIBAN(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -1225,22 +1132,22 @@ func FuzzFormatAmount(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := formatAmount(s)
+		got := flows.FormatAmount(s)
 		if got != strings.TrimSpace(s) && strings.ReplaceAll(got, ",", "") != strings.TrimSpace(s) {
-			t.Fatalf("formatAmount(%q) = %q changes more than separators", s, got)
+			t.Fatalf("flows.FormatAmount(%q) = %q changes more than separators", s, got)
 		}
 	})
 }
 
 func FuzzMaskIBAN(f *testing.F) {
-	for _, s := range []string{demoPayeeIBAN, "DE89 3704 0044 0532 0130 00", "", "PT50", "ÄÖ89370400440532013000"} {
+	for _, s := range []string{flows.DemoPayeeIBAN, "DE89 3704 0044 0532 0130 00", "", "PT50", "ÄÖ89370400440532013000"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := maskIBAN(s)
-		n := normalizeIBAN(s)
+		got := flows.MaskIBAN(s)
+		n := flows.NormalizeIBAN(s)
 		if len(n) >= 13 && strings.Contains(got, n[4:len(n)-4]) {
-			t.Fatalf("maskIBAN(%q) = %q shows the hidden part", s, got)
+			t.Fatalf("flows.MaskIBAN(%q) = %q shows the hidden part", s, got)
 		}
 	})
 }

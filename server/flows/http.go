@@ -1,4 +1,4 @@
-package server
+package flows
 
 import (
 	"context"
@@ -13,13 +13,15 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
 
-func (s *Server) routesFlows(mux *routeMux) {
-	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
+// Routes registers the part's routes and pages on mux.
+func (s *Part) Routes(mux *host.Mux) {
+	h := func(f http.HandlerFunc) http.Handler { return s.Authed(f) }
 	mux.Handle("POST /v1/flows/programs", h(s.handleFlowLoad))
 	mux.Handle("GET /v1/flows/programs", h(s.handleFlowPrograms))
 	mux.Handle("GET /v1/flows/programs/{fingerprint}", h(s.handleFlowProgram))
@@ -60,7 +62,7 @@ func viewProgram(p *flow.Program) programView {
 }
 
 // viewLoadedProgram is viewProgram with the program's load status.
-func (s *Server) viewLoadedProgram(ctx context.Context, p *flow.Program) programView {
+func (s *Part) viewLoadedProgram(ctx context.Context, p *flow.Program) programView {
 	v := viewProgram(p)
 	if l, err := s.flows.ProgramLoad(ctx, p.Fingerprint()); err == nil {
 		v.Status, v.LoadedBy = string(l.Status), l.LoadedBy
@@ -73,7 +75,7 @@ func (s *Server) viewLoadedProgram(ctx context.Context, p *flow.Program) program
 
 // flowPrograms returns every stored program, by program id then
 // fingerprint.
-func (s *Server) flowPrograms(ctx context.Context) ([]*flow.Program, error) {
+func (s *Part) flowPrograms(ctx context.Context) ([]*flow.Program, error) {
 	fps, err := s.flows.Programs(ctx)
 	if err != nil {
 		return nil, err
@@ -82,7 +84,7 @@ func (s *Server) flowPrograms(ctx context.Context) ([]*flow.Program, error) {
 	for _, fp := range fps {
 		p, err := s.flows.Program(ctx, fp)
 		if err != nil {
-			s.log.Warn("stored flow program does not load", "fingerprint", fp, "err", err)
+			s.Log.Warn("stored flow program does not load", "fingerprint", fp, "err", err)
 			continue
 		}
 		out = append(out, p)
@@ -106,7 +108,7 @@ func (s *Server) flowPrograms(ctx context.Context) ([]*flow.Program, error) {
 // A program id names the active program with that id that a person or the
 // operator loaded (or a person approved) last; programs only proposed, by
 // an agent for example, are never chosen by id.
-func (s *Server) findProgram(ctx context.Context, ref string) (*flow.Program, error) {
+func (s *Part) findProgram(ctx context.Context, ref string) (*flow.Program, error) {
 	if ref == "" {
 		return nil, tool.Errorf("invalid_request", "name the program by fingerprint (sha256:…) or program id")
 	}
@@ -135,7 +137,7 @@ type startRequest struct {
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // flowStart starts an instance owned by p.
-func (s *Server) flowStart(ctx context.Context, p store.Principal, req startRequest) (flow.Instance, error) {
+func (s *Part) flowStart(ctx context.Context, p store.Principal, req startRequest) (flow.Instance, error) {
 	if req.ID != "" && !instanceIDPattern.MatchString(req.ID) {
 		return flow.Instance{}, tool.Errorf("invalid_request", "instance id %q must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", req.ID)
 	}
@@ -172,7 +174,7 @@ type instanceView struct {
 
 // flowInspect returns an instance with its journal, receipts and pending
 // approvals; approval, when set, names one more approval to include.
-func (s *Server) flowInspect(ctx context.Context, p store.Principal, id, approval string) (instanceView, error) {
+func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval string) (instanceView, error) {
 	inst, err := s.visibleInstance(ctx, p, id)
 	if err != nil {
 		return instanceView{}, err
@@ -207,7 +209,7 @@ func (s *Server) flowInspect(ctx context.Context, p store.Principal, id, approva
 		}
 	}
 	if approval != "" {
-		a, err := s.visibleApproval(ctx, p, approval)
+		a, err := s.VisibleApproval(ctx, p, approval)
 		if err != nil || a.Instance != id {
 			return instanceView{}, errFlowNotFound("approval", approval)
 		}
@@ -229,7 +231,7 @@ type prescribeResult struct {
 // flowPrescribe resolves the next step of an instance for its owner and
 // stores the prescription. A decision awaiting a person files an approval
 // request that appears in the people's inbox.
-func (s *Server) flowPrescribe(ctx context.Context, p store.Principal, id string, req flow.Request) (prescribeResult, error) {
+func (s *Part) flowPrescribe(ctx context.Context, p store.Principal, id string, req flow.Request) (prescribeResult, error) {
 	if _, err := s.ownedInstance(ctx, p, id); err != nil {
 		return prescribeResult{}, err
 	}
@@ -260,9 +262,9 @@ func (s *Server) flowPrescribe(ctx context.Context, p store.Principal, id string
 			res.Next = "a person must approve " + d.Transition + " in the web inbox; follow approval " + a.ID + " by inspecting the instance with it (flows_inspect {instance, approval}, or assent flow inspect INSTANCE --approval ID)"
 			s.publishFlow("flow.approval", p.ID, map[string]any{"approval": a.ID, "instance": a.Instance, "status": a.Status})
 		case flow.AwaitingParameters:
-			res.Next = "prescribe again with the parameters " + joinOr(d.Missing, "")
+			res.Next = "prescribe again with the parameters " + host.JoinOr(d.Missing, "")
 		case flow.AwaitingChoice:
-			res.Next = "prescribe again naming one transition of " + joinOr(d.Candidates, "")
+			res.Next = "prescribe again naming one transition of " + host.JoinOr(d.Candidates, "")
 		default:
 			res.Next = "this transition needs " + d.Awaiting + " authority, which your token does not carry"
 		}
@@ -272,7 +274,7 @@ func (s *Server) flowPrescribe(ctx context.Context, p store.Principal, id string
 
 // flowApply applies a prescription issued to p. Parameters, when given,
 // must be the ones the prescription binds.
-func (s *Server) flowApply(ctx context.Context, p store.Principal, prx string, params map[string]string) (flow.Receipt, error) {
+func (s *Part) flowApply(ctx context.Context, p store.Principal, prx string, params map[string]string) (flow.Receipt, error) {
 	rx, err := s.flows.Prescription(ctx, prx)
 	if err != nil {
 		if flow.ErrorCode(err) == flow.CodeNotFound {
@@ -299,9 +301,9 @@ func (s *Server) flowApply(ctx context.Context, p store.Principal, prx string, p
 	return r, nil
 }
 
-// flowDecide approves or declines an approval for a person.
-func (s *Server) flowDecide(ctx context.Context, person store.Principal, id, decision, reason string) (any, flow.Approval, error) {
-	a, err := s.visibleApproval(ctx, person, id)
+// Decide approves or declines an approval for a person.
+func (s *Part) Decide(ctx context.Context, person store.Principal, id, decision, reason string) (any, flow.Approval, error) {
+	a, err := s.VisibleApproval(ctx, person, id)
 	if err != nil {
 		return nil, flow.Approval{}, err
 	}
@@ -333,18 +335,18 @@ func (s *Server) flowDecide(ctx context.Context, person store.Principal, id, dec
 	return nil, a, tool.Errorf("not_found", "an approval can be approved or declined")
 }
 
-func (s *Server) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 	src, err := io.ReadAll(http.MaxBytesReader(w, r.Body, flow.MaxDocumentSize))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, wire.TooLarge, fmt.Sprintf("a program is at most %d bytes", flow.MaxDocumentSize))
+			host.WriteError(w, wire.TooLarge, fmt.Sprintf("a program is at most %d bytes", flow.MaxDocumentSize))
 			return
 		}
-		writeError(w, wire.InvalidRequest, "the program could not be read: "+err.Error())
+		host.WriteError(w, wire.InvalidRequest, "the program could not be read: "+err.Error())
 		return
 	}
-	pr := principalOf(r)
+	pr := host.PrincipalOf(r)
 	p, load, err := s.flows.LoadProgram(r.Context(), src, flowPrincipal(pr))
 	if err != nil {
 		writeFlowError(w, err)
@@ -353,18 +355,18 @@ func (s *Server) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 	v := s.viewLoadedProgram(r.Context(), p)
 	if load.Status != flow.ProgramActive {
 		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
-		writeJSON(w, http.StatusAccepted, map[string]any{
+		host.WriteJSON(w, http.StatusAccepted, map[string]any{
 			"status":  "pending_approval",
 			"program": v,
-			"url":     strings.TrimSuffix(s.cfg.BaseURL, "/") + "/inbox#section-flow-programs",
+			"url":     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
 			"next":    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
 		})
 		return
 	}
-	writeJSON(w, http.StatusCreated, v)
+	host.WriteJSON(w, http.StatusCreated, v)
 }
 
-func (s *Server) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
 	progs, err := s.flowPrograms(r.Context())
 	if err != nil {
 		writeFlowError(w, err)
@@ -374,20 +376,20 @@ func (s *Server) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
 	for _, p := range progs {
 		out = append(out, s.viewLoadedProgram(r.Context(), p))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"programs": out})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"programs": out})
 }
 
-func (s *Server) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
 	p, err := s.findProgram(r.Context(), r.PathValue("fingerprint"))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"program": s.viewLoadedProgram(r.Context(), p), "canonical": json.RawMessage(p.Canonical())})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"program": s.viewLoadedProgram(r.Context(), p), "canonical": json.RawMessage(p.Canonical())})
 }
 
 // flowDecideProgram approves or declines a proposed program for a person.
-func (s *Server) flowDecideProgram(ctx context.Context, person store.Principal, fingerprint, decision, reason string) (flow.ProgramLoad, error) {
+func (s *Part) flowDecideProgram(ctx context.Context, person store.Principal, fingerprint, decision, reason string) (flow.ProgramLoad, error) {
 	if person.Kind != store.KindHuman {
 		return flow.ProgramLoad{}, tool.Errorf("forbidden", "only a person decides on a proposed program, in the web inbox")
 	}
@@ -416,16 +418,16 @@ func (s *Server) flowDecideProgram(ctx context.Context, person store.Principal, 
 
 // handleFlowProgramDecide is a person's Approve or Decline of a proposed
 // program from the web UI's own script; like approvals, never with a token.
-func (s *Server) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
-	if !fromWeb(r) || p.Kind != store.KindHuman {
-		writeError(w, wire.HumanConfirmationRequired, "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
+func (s *Part) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
+	if !host.FromWeb(r) || p.Kind != store.KindHuman {
+		host.WriteError(w, wire.HumanConfirmationRequired, "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
 		return
 	}
 	var body struct {
 		Reason string `json:"reason,omitempty"`
 	}
-	if r.ContentLength != 0 && !decodeJSON(w, r, 4096, &body) {
+	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 		return
 	}
 	l, err := s.flowDecideProgram(r.Context(), p, r.PathValue("fingerprint"), r.PathValue("decision"), body.Reason)
@@ -433,29 +435,29 @@ func (s *Server) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request)
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	host.WriteJSON(w, http.StatusOK, l)
 }
 
-func (s *Server) handleFlowStart(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFlowStart(w http.ResponseWriter, r *http.Request) {
 	var req startRequest
-	if !decodeJSON(w, r, 0, &req) {
+	if !host.DecodeJSON(w, r, 0, &req) {
 		return
 	}
-	inst, err := s.flowStart(r.Context(), principalOf(r), req)
+	inst, err := s.flowStart(r.Context(), host.PrincipalOf(r), req)
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, inst)
+	host.WriteJSON(w, http.StatusCreated, inst)
 }
 
-func (s *Server) handleFlowInstances(w http.ResponseWriter, r *http.Request) {
-	list, err := s.instanceRows(r.Context(), principalOf(r))
+func (s *Part) handleFlowInstances(w http.ResponseWriter, r *http.Request) {
+	list, err := s.instanceRows(r.Context(), host.PrincipalOf(r))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"instances": list})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"instances": list})
 }
 
 // instanceRow is an instance in a list, with the name of the principal
@@ -466,102 +468,102 @@ type instanceRow struct {
 }
 
 // instanceRows lists the instances p may see with their owners' names.
-func (s *Server) instanceRows(ctx context.Context, p store.Principal) ([]instanceRow, error) {
+func (s *Part) instanceRows(ctx context.Context, p store.Principal) ([]instanceRow, error) {
 	list, err := s.visibleInstances(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	names := s.principalNames(ctx)
+	names := s.PrincipalNames(ctx)
 	out := make([]instanceRow, 0, len(list))
 	for _, inst := range list {
 		inst.Pending = ""
 		row := instanceRow{Instance: inst}
 		if inst.Owner != "" {
-			row.OwnerName = nameOr(names, inst.Owner)
+			row.OwnerName = host.NameOr(names, inst.Owner)
 		}
 		out = append(out, row)
 	}
 	return out, nil
 }
 
-func (s *Server) handleFlowInspect(w http.ResponseWriter, r *http.Request) {
-	v, err := s.flowInspect(r.Context(), principalOf(r), r.PathValue("id"), r.URL.Query().Get("approval"))
+func (s *Part) handleFlowInspect(w http.ResponseWriter, r *http.Request) {
+	v, err := s.flowInspect(r.Context(), host.PrincipalOf(r), r.PathValue("id"), r.URL.Query().Get("approval"))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	host.WriteJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		flow.Request
 		AskAgain bool `json:"ask_again,omitempty"`
 	}
-	if r.ContentLength != 0 && !decodeJSON(w, r, 0, &req) {
+	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &req) {
 		return
 	}
-	res, err := s.flowPrescribe(r.Context(), principalOf(r), r.PathValue("id"), req.Request)
+	res, err := s.flowPrescribe(r.Context(), host.PrincipalOf(r), r.PathValue("id"), req.Request)
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	s.afterDecline(r.Context(), principalOf(r), r.PathValue("id"), req.Request, req.AskAgain, &res)
-	writeJSON(w, http.StatusOK, res)
+	s.afterDecline(r.Context(), host.PrincipalOf(r), r.PathValue("id"), req.Request, req.AskAgain, &res)
+	host.WriteJSON(w, http.StatusOK, res)
 }
 
-func (s *Server) handleFlowApply(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleFlowApply(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Parameters map[string]string `json:"parameters,omitempty"`
 	}
-	if r.ContentLength != 0 && !decodeJSON(w, r, 0, &body) {
+	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &body) {
 		return
 	}
-	rc, err := s.flowApply(r.Context(), principalOf(r), r.PathValue("id"), body.Parameters)
+	rc, err := s.flowApply(r.Context(), host.PrincipalOf(r), r.PathValue("id"), body.Parameters)
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rc)
+	host.WriteJSON(w, http.StatusOK, rc)
 }
 
-func (s *Server) handleFlowApprovals(w http.ResponseWriter, r *http.Request) {
-	list, err := s.visibleApprovals(r.Context(), principalOf(r), r.URL.Query().Get("instance"))
+func (s *Part) handleFlowApprovals(w http.ResponseWriter, r *http.Request) {
+	list, err := s.visibleApprovals(r.Context(), host.PrincipalOf(r), r.URL.Query().Get("instance"))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"approvals": list})
 }
 
-func (s *Server) handleFlowApproval(w http.ResponseWriter, r *http.Request) {
-	a, err := s.visibleApproval(r.Context(), principalOf(r), r.PathValue("id"))
+func (s *Part) handleFlowApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := s.VisibleApproval(r.Context(), host.PrincipalOf(r), r.PathValue("id"))
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	host.WriteJSON(w, http.StatusOK, a)
 }
 
 // handleFlowDecide is a person's Approve or Decline from the web UI's own
 // script. A bearer token never decides: only the web UI carries a person's
 // assent.
-func (s *Server) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
-	if !fromWeb(r) || p.Kind != store.KindHuman {
-		writeError(w, wire.HumanConfirmationRequired, "approvals are decided by a person in the web inbox (/inbox), never with a token")
+func (s *Part) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
+	if !host.FromWeb(r) || p.Kind != store.KindHuman {
+		host.WriteError(w, wire.HumanConfirmationRequired, "approvals are decided by a person in the web inbox (/inbox), never with a token")
 		return
 	}
 	var body struct {
 		Reason string `json:"reason,omitempty"`
 	}
-	if r.ContentLength != 0 && !decodeJSON(w, r, 4096, &body) {
+	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 		return
 	}
-	out, _, err := s.flowDecide(r.Context(), p, r.PathValue("id"), r.PathValue("decision"), body.Reason)
+	out, _, err := s.Decide(r.Context(), p, r.PathValue("id"), r.PathValue("decision"), body.Reason)
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	host.WriteJSON(w, http.StatusOK, out)
 }

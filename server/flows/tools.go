@@ -1,4 +1,4 @@
-package server
+package flows
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -24,7 +25,7 @@ import (
 // tool, apply control values or start a Run, so it is destructive and open
 // to the world; applying the same prescription again returns the same
 // receipt, so it is idempotent.
-func (s *Server) flowTools() []tool.Tool {
+func (s *Part) flowTools() []tool.Tool {
 	return []tool.Tool{
 		{
 			Name:         "flows_list",
@@ -118,7 +119,7 @@ func (s *Server) flowTools() []tool.Tool {
 				out := prescribeAnswer{prescribeResult: res}
 				if res.Decision.Kind == flow.Frontier && res.Approval != nil {
 					// A person decides the approval on the instance's page.
-					out.URL = strings.TrimRight(s.cfg.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
+					out.URL = strings.TrimRight(s.Config.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
 				}
 				return &tool.Result{Structured: out}, nil
 			},
@@ -248,7 +249,7 @@ const (
 // and its reason and what the requester can do next, instead of sending it
 // back to the inbox; with askAgain it files a new approval request for a
 // person to decide.
-func (s *Server) afterDecline(ctx context.Context, p store.Principal, instance string, req flow.Request, askAgain bool, res *prescribeResult) {
+func (s *Part) afterDecline(ctx context.Context, p store.Principal, instance string, req flow.Request, askAgain bool, res *prescribeResult) {
 	a := res.Approval
 	if a == nil {
 		return
@@ -270,7 +271,7 @@ func (s *Server) afterDecline(ctx context.Context, p store.Principal, instance s
 			"Ask again only if something changed: prescribe with \"ask_again\": true to file a new approval request; or request another transition",
 			a.Transition, a.ID, reason)
 		if others := slices.DeleteFunc(slices.Clone(res.Decision.Candidates), func(t string) bool { return t == a.Transition }); len(others) > 0 {
-			res.Next += " (" + joinOr(others, "") + ")"
+			res.Next += " (" + host.JoinOr(others, "") + ")"
 		}
 		return
 	}

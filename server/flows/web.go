@@ -1,4 +1,4 @@
-package server
+package flows
 
 import (
 	"fmt"
@@ -8,15 +8,16 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
-func (s *Server) routesFlowsWeb(mux *routeMux) {
-	mux.Handle("GET /flows", s.webPage(s.handleFlowsPage))
-	mux.Handle("GET /flows/instances/{id}", s.webPage(s.handleFlowInstancePage))
-	mux.Handle("POST /web/flows/approvals/{id}/{decision}", s.webPage(s.handleWebFlowDecide))
-	mux.Handle("POST /web/flows/programs/{fingerprint}/{decision}", s.webPage(s.handleWebProgramDecide))
+func (s *Part) routesFlowsWeb(mux *host.Mux) {
+	mux.Handle("GET /flows", s.WebPage(s.handleFlowsPage))
+	mux.Handle("GET /flows/instances/{id}", s.WebPage(s.handleFlowInstancePage))
+	mux.Handle("POST /web/flows/approvals/{id}/{decision}", s.WebPage(s.handleWebFlowDecide))
+	mux.Handle("POST /web/flows/programs/{fingerprint}/{decision}", s.WebPage(s.handleWebProgramDecide))
 }
 
 // transitionRow is one transition as the programs page shows it.
@@ -177,11 +178,11 @@ func layoutPhases(ts []flow.Transition) phaseGraph {
 	return g
 }
 
-func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	ctx := r.Context()
 	progs, err := s.flowPrograms(ctx)
 	if err != nil {
-		s.log.Error("flows page", "err", err)
+		s.Log.Error("flows page", "err", err)
 	}
 	var out []programPage
 	for _, p := range progs {
@@ -190,8 +191,8 @@ func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page
 		for _, t := range ts {
 			row := transitionRow{
 				ID: t.ID, Class: t.SelectionClass, Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
-				From: joinOr(t.SourcePhases, ""), To: joinOr(t.TargetPhases, ""),
-				Authority: joinOr(t.Authority, ""), Capabilities: joinOr(t.RequiredCapabilities, "none"),
+				From: host.JoinOr(t.SourcePhases, ""), To: host.JoinOr(t.TargetPhases, ""),
+				Authority: host.JoinOr(t.Authority, ""), Capabilities: host.JoinOr(t.RequiredCapabilities, "none"),
 			}
 			if ps := t.Prescription; ps != nil {
 				row.Operation, row.Expected = ps.Operation, ps.ExpectedPostcondition
@@ -207,18 +208,18 @@ func (s *Server) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg page
 				}
 				params = append(params, n)
 			}
-			row.Parameters = joinOr(params, "")
+			row.Parameters = host.JoinOr(params, "")
 			pp.Rows = append(pp.Rows, row)
 		}
 		out = append(out, pp)
 	}
 	insts, err := s.instanceRows(ctx, *pg.Principal)
 	if err != nil {
-		s.log.Error("flows page", "err", err)
+		s.Log.Error("flows page", "err", err)
 	}
 	pg.Title = "Flows"
-	pg.Data = map[string]any{"Programs": out, "Instances": insts, "Notice": s.takeNotice(w, r)}
-	s.web.render(w, http.StatusOK, "flows", pg)
+	pg.Data = map[string]any{"Programs": out, "Instances": insts, "Notice": s.TakeNotice(w, r)}
+	s.Web.Render(w, http.StatusOK, "flows", pg)
 }
 
 // receiptRow is a receipt with the name of who applied it.
@@ -236,13 +237,13 @@ type closedRow struct {
 // factRow is one fact on the instance page.
 type factRow struct{ Facet, Status, Value string }
 
-func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	ctx := r.Context()
 	v, err := s.flowInspect(ctx, *pg.Principal, r.PathValue("id"), "")
 	if err != nil {
 		pg.Title = "Not found"
 		pg.Data = map[string]any{"Missing": r.PathValue("id")}
-		s.web.render(w, http.StatusNotFound, "flow", pg)
+		s.Web.Render(w, http.StatusNotFound, "flow", pg)
 		return
 	}
 	var facts []factRow
@@ -259,71 +260,71 @@ func (s *Server) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, 
 		}
 		facts = append(facts, factRow{Facet: facet, Status: f.Status, Value: f.Value})
 	}
-	names := s.principalNames(ctx)
-	var items []inboxItem
+	names := s.PrincipalNames(ctx)
+	var items []host.InboxItem
 	for _, a := range v.Approvals {
 		items = append(items, s.approvalItem(ctx, a, names, *pg.Principal))
 	}
 	receipts := make([]receiptRow, 0, len(v.Receipts))
 	for _, rc := range v.Receipts {
-		receipts = append(receipts, receiptRow{Receipt: rc, By: nameOr(names, rc.Principal)})
+		receipts = append(receipts, receiptRow{Receipt: rc, By: host.NameOr(names, rc.Principal)})
 	}
 	pg.Title = "Flow " + v.Instance.ID
 	var closed []closedRow
 	for i := len(v.Closed) - 1; i >= 0; i-- { // newest first
 		a := v.Closed[i]
-		closed = append(closed, closedRow{Approval: a, By: nameOr(names, a.Decider), Asked: nameOr(names, a.Requester)})
+		closed = append(closed, closedRow{Approval: a, By: host.NameOr(names, a.Decider), Asked: host.NameOr(names, a.Requester)})
 	}
 	pg.Data = map[string]any{"View": v, "Facts": facts, "Approvals": items, "Receipts": receipts, "Closed": closed,
-		"Owner": nameOr(names, v.Instance.Owner)}
+		"Owner": host.NameOr(names, v.Instance.Owner)}
 	if r.URL.Query().Get("partial") == "1" {
-		s.web.renderPartial(w, "flow", "instance-body", pg)
+		s.Web.RenderPartial(w, "flow", "instance-body", pg)
 		return
 	}
-	pg.Data.(map[string]any)["Notice"] = s.takeNotice(w, r)
-	s.web.render(w, http.StatusOK, "flow", pg)
+	pg.Data.(map[string]any)["Notice"] = s.TakeNotice(w, r)
+	s.Web.Render(w, http.StatusOK, "flow", pg)
 }
 
 // handleWebFlowDecide is a person's Approve or Decline on an approval card,
 // in the inbox or on the instance page; a decline carries the reason typed
 // on the card. A refusal returns to the page the card was on ("back", a
 // path on this site) with the reason as a notice.
-func (s *Server) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	decision := r.PathValue("decision")
 	if decision != "approve" && decision != "decline" {
-		writeError(w, wire.NotFound, "an approval can be approved or declined")
+		host.WriteError(w, wire.NotFound, "an approval can be approved or declined")
 		return
 	}
 	reason := ""
 	if decision == "decline" {
 		reason = strings.TrimSpace(r.PostFormValue("reason"))
 	}
-	out, a, err := s.flowDecide(r.Context(), *pg.Principal, r.PathValue("id"), decision, reason)
+	out, a, err := s.Decide(r.Context(), *pg.Principal, r.PathValue("id"), decision, reason)
 	if r.Header.Get("Accept") == "application/json" {
 		if err != nil {
 			writeFlowError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		host.WriteJSON(w, http.StatusOK, out)
 		return
 	}
 	if err != nil {
 		// Back where the person decided: the inbox, or the instance page.
-		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
-		http.Redirect(w, r, safeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
+		s.SetNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
+		http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
 		return
 	}
 	notice := "Declined " + a.Transition + "."
 	if rc, ok := out.(flow.Receipt); ok {
 		notice = fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision)
 	}
-	s.setNotice(w, r, notice)
+	s.SetNotice(w, r, notice)
 	http.Redirect(w, r, "/flows/instances/"+url.PathEscape(a.Instance), http.StatusSeeOther)
 }
 
 // handleWebProgramDecide is a person's Approve or Decline of a proposed
 // program in the inbox.
-func (s *Server) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	decision := r.PathValue("decision")
 	reason := ""
 	if decision == "decline" {
@@ -335,15 +336,15 @@ func (s *Server) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, 
 			writeFlowError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, l)
+		host.WriteJSON(w, http.StatusOK, l)
 		return
 	}
 	if err != nil {
-		s.setNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
+		s.SetNotice(w, r, fmt.Sprintf("%s refused: %s", decision, flowError(err).Error()))
 		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 		return
 	}
-	s.setNotice(w, r, fmt.Sprintf("Program %s (%s) is now %s.", l.ProgramID, l.Fingerprint, l.Status))
+	s.SetNotice(w, r, fmt.Sprintf("Program %s (%s) is now %s.", l.ProgramID, l.Fingerprint, l.Status))
 	http.Redirect(w, r, "/flows", http.StatusSeeOther)
 }
 
@@ -351,14 +352,14 @@ func (s *Server) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, 
 // summary recorded when the approval was filed), the lines under it, a
 // link to the instance, and, for a person whose grants lack what the
 // transition needs, an explanation in place of the Approve button.
-func decorateApprovalCard(item *inboxItem, a flow.Approval, person store.Principal) {
+func decorateApprovalCard(item *host.InboxItem, a flow.Approval, person store.Principal) {
 	item.Summary, item.Lines = a.Summary, a.SummaryLines
 	item.Link, item.LinkLabel = "/flows/instances/"+url.PathEscape(a.Instance), "Open "+a.Instance
 	missing := missingGrants(a.RequiredCapabilities, person)
 	if len(missing) == 0 {
 		return
 	}
-	item.Actions = slices.DeleteFunc(item.Actions, func(ac inboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
+	item.Actions = slices.DeleteFunc(item.Actions, func(ac host.InboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
 	item.Warn = fmt.Sprintf("You cannot approve this: it needs %s, which your grants lack (approving adds only human.approve). Ask an operator to grant %s to you, or ask a person who has it to decide. You can still decline it.",
 		strings.Join(missing, ", "), strings.Join(missing, ", "))
 }

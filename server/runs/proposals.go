@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -22,14 +23,14 @@ import (
 // the exact command. Registered tools stay private to their owner until a
 // person publishes them on the tools page.
 
-func (s *Server) routesRunProposals(mux *routeMux) {
-	mux.Handle("GET /runs/proposals/{id}", s.webPage(s.handleProposalPage))
-	mux.Handle("POST /runs/proposals/{id}/approve", s.webPage(s.handleWebProposalDecide(true)))
-	mux.Handle("POST /runs/proposals/{id}/decline", s.webPage(s.handleWebProposalDecide(false)))
-	mux.Handle("GET /tools", s.webPage(s.handleToolsPage))
-	mux.Handle("POST /tools/{name}/publish", s.webPage(s.handleWebToolPublish))
+func (s *Part) routesRunProposals(mux *host.Mux) {
+	mux.Handle("GET /runs/proposals/{id}", s.WebPage(s.handleProposalPage))
+	mux.Handle("POST /runs/proposals/{id}/approve", s.WebPage(s.handleWebProposalDecide(true)))
+	mux.Handle("POST /runs/proposals/{id}/decline", s.WebPage(s.handleWebProposalDecide(false)))
+	mux.Handle("GET /tools", s.WebPage(s.handleToolsPage))
+	mux.Handle("POST /tools/{name}/publish", s.WebPage(s.handleWebToolPublish))
 
-	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
+	h := func(f http.HandlerFunc) http.Handler { return s.Authed(f) }
 	mux.Handle("GET /v1/proposals", h(s.handleProposalList))
 	mux.Handle("GET /v1/proposals/{id}", h(s.handleProposalGet))
 	mux.Handle("POST /v1/proposals/{id}/approve", h(s.handleProposalDecide(true)))
@@ -41,34 +42,34 @@ func (s *Server) routesRunProposals(mux *routeMux) {
 func writeProposalError(w http.ResponseWriter, err error) { writeRunError(w, err) }
 
 // auditProposal records a person's decision in the audit log.
-func (s *Server) auditProposal(ctx context.Context, p store.Principal, source, id, action string, err error) {
-	rec := store.AuditRecord{Time: s.now(), PrincipalID: p.ID, Source: source, Subject: "proposal:" + id, Action: action, OK: err == nil}
+func (s *Part) auditProposal(ctx context.Context, p store.Principal, source, id, action string, err error) {
+	rec := store.AuditRecord{Time: s.Now(), PrincipalID: p.ID, Source: source, Subject: "proposal:" + id, Action: action, OK: err == nil}
 	if err != nil {
 		rec.Reason = err.Error()
 	}
-	if _, aerr := s.store.AppendAudit(ctx, rec); aerr != nil {
-		s.log.Error("audit proposal decision", "proposal", id, "err", aerr)
+	if _, aerr := s.Store.AppendAudit(ctx, rec); aerr != nil {
+		s.Log.Error("audit proposal decision", "proposal", id, "err", aerr)
 	}
 }
 
 // publishProposalDecision tells the proposer, and the people who oversee
 // it, that a person decided pr, so an agent waiting in inbox_wait learns
 // it at once.
-func (s *Server) publishProposalDecision(pr store.Proposal, approved bool) {
+func (s *Part) publishProposalDecision(pr store.Proposal, approved bool) {
 	b, err := json.Marshal(map[string]any{"proposal": pr.ID, "approved": approved, "status": pr.Status})
 	if err != nil {
 		return
 	}
-	s.bus.Publish(s.ownedEvent("run.proposal", pr.ProposerID, b))
+	s.Bus.Publish(s.OwnedEvent("run.proposal", pr.ProposerID, b))
 }
 
-func (s *Server) handleProposalList(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
+func (s *Part) handleProposalList(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
 	status := r.URL.Query().Get("status")
 	switch status {
 	case "", store.ProposalPending, store.ProposalApproved, store.ProposalDeclined:
 	default:
-		writeError(w, wire.InvalidRequest, "status is one of pending, approved, declined")
+		host.WriteError(w, wire.InvalidRequest, "status is one of pending, approved, declined")
 		return
 	}
 	props, err := s.runTools.Proposals(r.Context(), p, status)
@@ -80,30 +81,30 @@ func (s *Server) handleProposalList(w http.ResponseWriter, r *http.Request) {
 	for _, pr := range props {
 		out = append(out, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"proposals": out})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"proposals": out})
 }
 
-func (s *Server) handleProposalGet(w http.ResponseWriter, r *http.Request) {
-	pr, err := s.runTools.Proposal(r.Context(), principalOf(r), r.PathValue("id"))
+func (s *Part) handleProposalGet(w http.ResponseWriter, r *http.Request) {
+	pr, err := s.runTools.Proposal(r.Context(), host.PrincipalOf(r), r.PathValue("id"))
 	if err != nil {
 		writeProposalError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
+	host.WriteJSON(w, http.StatusOK, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
 }
 
 // handleProposalDecide is a person's decision over the HTTP API, with a
 // person's bearer token (or a web session). Agents and services are
 // refused forbidden.
-func (s *Server) handleProposalDecide(approve bool) http.HandlerFunc {
+func (s *Part) handleProposalDecide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Reason string `json:"reason"`
 		}
-		if r.ContentLength != 0 && !decodeJSON(w, r, 4096, &body) {
+		if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 			return
 		}
-		p, id := principalOf(r), r.PathValue("id")
+		p, id := host.PrincipalOf(r), r.PathValue("id")
 		var pr store.Proposal
 		var err error
 		action := "proposal.decline"
@@ -121,17 +122,17 @@ func (s *Server) handleProposalDecide(approve bool) http.HandlerFunc {
 			return
 		}
 		s.publishProposalDecision(pr, approve)
-		writeJSON(w, http.StatusOK, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
+		host.WriteJSON(w, http.StatusOK, run.ProposalView(pr, s.runTools.ProposalURL(pr.ID)))
 	}
 }
 
-func (s *Server) handleToolPublish(w http.ResponseWriter, r *http.Request) {
-	v, err := s.runTools.Publish(r.Context(), principalOf(r), r.PathValue("name"))
+func (s *Part) handleToolPublish(w http.ResponseWriter, r *http.Request) {
+	v, err := s.runTools.Publish(r.Context(), host.PrincipalOf(r), r.PathValue("name"))
 	if err != nil {
 		writeProposalError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	host.WriteJSON(w, http.StatusOK, v)
 }
 
 // proposalPage is the web page of one proposal.
@@ -139,17 +140,17 @@ type proposalPage struct {
 	ID, Kind, Status, Target, Proposer, Created string
 	Script, WorkDir, Recipe                     string
 	Env, Controls                               []string
-	Values                                      []inboxField
+	Values                                      []host.InboxField
 	DecidedBy, DecidedAt, Reason                string
 	RunLink, ToolName                           string
 	Pending                                     bool
 	Notice                                      string
 }
 
-func (s *Server) proposalPageData(ctx context.Context, pr store.Proposal) proposalPage {
-	names := s.principalNames(ctx)
+func (s *Part) proposalPageData(ctx context.Context, pr store.Proposal) proposalPage {
+	names := s.PrincipalNames(ctx)
 	script, values := run.ShownProposal(pr)
-	pg := proposalPage{ID: pr.ID, Kind: pr.Kind, Status: pr.Status, Target: pr.Target, Proposer: nameOr(names, pr.ProposerID),
+	pg := proposalPage{ID: pr.ID, Kind: pr.Kind, Status: pr.Status, Target: pr.Target, Proposer: host.NameOr(names, pr.ProposerID),
 		Created: store.FormatTime(pr.CreatedAt), Script: script, WorkDir: pr.WorkDir, Env: pr.EnvNames, Controls: pr.Controls,
 		Reason: pr.Reason, Pending: pr.Status == store.ProposalPending}
 	var recipe any
@@ -159,7 +160,7 @@ func (s *Server) proposalPageData(ctx context.Context, pr store.Proposal) propos
 	}
 	pg.Values = shownValues(values)
 	if pr.DecidedBy != "" {
-		pg.DecidedBy = nameOr(names, pr.DecidedBy)
+		pg.DecidedBy = host.NameOr(names, pr.DecidedBy)
 	}
 	if !pr.DecidedAt.IsZero() {
 		pg.DecidedAt = store.FormatTime(pr.DecidedAt)
@@ -174,29 +175,29 @@ func (s *Server) proposalPageData(ctx context.Context, pr store.Proposal) propos
 	return pg
 }
 
-func (s *Server) handleProposalPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleProposalPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	id := r.PathValue("id")
 	pr, err := s.runTools.Proposal(r.Context(), *pg.Principal, id)
 	if err != nil {
 		pg.Title = "Proposal not found"
 		pg.Data = proposalPage{ID: id, Notice: "This proposal does not exist, or it is not yours to see."}
-		s.web.render(w, http.StatusNotFound, "runproposal", pg)
+		s.Web.Render(w, http.StatusNotFound, "runproposal", pg)
 		return
 	}
 	data := s.proposalPageData(r.Context(), pr)
-	data.Notice = s.takeNotice(w, r)
+	data.Notice = s.TakeNotice(w, r)
 	if pg.Principal.Kind != store.KindHuman {
 		data.Pending = false // only a person is offered the decision
 	}
 	pg.Title = "Proposal " + id
 	pg.Data = data
-	s.web.render(w, http.StatusOK, "runproposal", pg)
+	s.Web.Render(w, http.StatusOK, "runproposal", pg)
 }
 
 // handleWebProposalDecide is a person's Approve or Decline: a real form
 // post from the inbox or the proposal page, Origin- and CSRF-checked.
-func (s *Server) handleWebProposalDecide(approve bool) func(http.ResponseWriter, *http.Request, page) {
-	return func(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleWebProposalDecide(approve bool) func(http.ResponseWriter, *http.Request, host.Page) {
+	return func(w http.ResponseWriter, r *http.Request, pg host.Page) {
 		id := r.PathValue("id")
 		p := *pg.Principal
 		var pr store.Proposal
@@ -214,24 +215,24 @@ func (s *Server) handleWebProposalDecide(approve bool) func(http.ResponseWriter,
 		if err == nil {
 			s.publishProposalDecision(pr, approve)
 		}
-		back := safeBack(r.PostFormValue("back"), "/runs/proposals/"+url.PathEscape(id))
+		back := host.SafeBack(r.PostFormValue("back"), "/runs/proposals/"+url.PathEscape(id))
 		switch {
 		case err != nil:
-			s.setNotice(w, r, fmt.Sprintf("%s refused: %s", strings.TrimPrefix(action, "proposal."), errMessage(err)))
+			s.SetNotice(w, r, fmt.Sprintf("%s refused: %s", strings.TrimPrefix(action, "proposal."), errMessage(err)))
 		case approve:
-			s.setNotice(w, r, "Approved: proposal "+id+" was carried out.")
+			s.SetNotice(w, r, "Approved: proposal "+id+" was carried out.")
 		default:
-			s.setNotice(w, r, "Declined: proposal "+id+".")
+			s.SetNotice(w, r, "Declined: proposal "+id+".")
 		}
 		http.Redirect(w, r, back, http.StatusSeeOther)
 	}
 }
 
 // shownValues lists values by name, each as JSON.
-func shownValues(values map[string]json.RawMessage) []inboxField {
-	out := make([]inboxField, 0, len(values))
+func shownValues(values map[string]json.RawMessage) []host.InboxField {
+	out := make([]host.InboxField, 0, len(values))
 	for _, k := range slices.Sorted(maps.Keys(values)) {
-		out = append(out, inboxField{Label: k, Value: string(values[k])})
+		out = append(out, host.InboxField{Label: k, Value: string(values[k])})
 	}
 	return out
 }
@@ -247,7 +248,8 @@ func errMessage(err error) string {
 // inboxRunProposals lists the commands and tools that wait for a person,
 // each with the exact command, working directory, environment names,
 // declared controls and values, and Approve and Decline.
-func (s *Server) inboxRunProposals(ctx context.Context, p store.Principal) ([]inboxSection, error) {
+// Inbox lists the tool and Recipe proposals waiting for p.
+func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSection, error) {
 	if p.Kind != store.KindHuman || s.runTools == nil {
 		return nil, nil
 	}
@@ -255,8 +257,8 @@ func (s *Server) inboxRunProposals(ctx context.Context, p store.Principal) ([]in
 	if err != nil || len(pending) == 0 {
 		return nil, err
 	}
-	names := s.principalNames(ctx)
-	sec := inboxSection{ID: "run-proposals", Title: "Commands to approve", Empty: "No command waits for your approval."}
+	names := s.PrincipalNames(ctx)
+	sec := host.InboxSection{ID: "run-proposals", Title: "Commands to approve", Empty: "No command waits for your approval."}
 	for _, pr := range pending {
 		title := "Run a command: " + pr.Target
 		if pr.Kind == store.ProposalTool {
@@ -268,20 +270,20 @@ func (s *Server) inboxRunProposals(ctx context.Context, p store.Principal) ([]in
 			values = append(values, f.Label+"="+f.Value)
 		}
 		base := "/runs/proposals/" + url.PathEscape(pr.ID)
-		item := inboxItem{
+		item := host.InboxItem{
 			Title: title,
-			Fields: []inboxField{
-				{Label: "Proposed by", Value: nameOr(names, pr.ProposerID)},
+			Fields: []host.InboxField{
+				{Label: "Proposed by", Value: host.NameOr(names, pr.ProposerID)},
 				{Label: "Command", Value: script},
 				{Label: "Working directory", Value: pr.WorkDir},
-				{Label: "Environment", Value: joinOr(pr.EnvNames, "none")},
-				{Label: "Controls", Value: joinOr(pr.Controls, "none")},
-				{Label: "Values", Value: joinOr(values, "none")},
+				{Label: "Environment", Value: host.JoinOr(pr.EnvNames, "none")},
+				{Label: "Controls", Value: host.JoinOr(pr.Controls, "none")},
+				{Label: "Values", Value: host.JoinOr(values, "none")},
 				{Label: "Filed", Value: store.FormatTime(pr.CreatedAt)},
 				{Label: "Details", Value: base},
 			},
 			Note: "Approving runs exactly this command, as the proposer's own Run, with the Run user's rights.",
-			Actions: []inboxAction{
+			Actions: []host.InboxAction{
 				{Label: "Approve", URL: base + "/approve", Values: map[string]string{"back": "/inbox"}, Primary: true},
 				{Label: "Decline", URL: base + "/decline", Values: map[string]string{"back": "/inbox"}, Danger: true},
 			},
@@ -294,7 +296,7 @@ func (s *Server) inboxRunProposals(ctx context.Context, p store.Principal) ([]in
 		}
 		sec.Items = append(sec.Items, item)
 	}
-	return []inboxSection{sec}, nil
+	return []host.InboxSection{sec}, nil
 }
 
 // toolsPage is the web page of registered tools.
@@ -308,39 +310,39 @@ type toolRow struct {
 	OwnerName string
 }
 
-func (s *Server) handleToolsPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleToolsPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	infos, err := s.runTools.RegisteredTools(r.Context(), *pg.Principal)
 	if err != nil {
-		writeError(w, wire.Internal, "the tools could not be listed; reload the page, and report it if it persists")
+		host.WriteError(w, wire.Internal, "the tools could not be listed; reload the page, and report it if it persists")
 		return
 	}
-	names := s.principalNames(r.Context())
+	names := s.PrincipalNames(r.Context())
 	rows := make([]toolRow, 0, len(infos))
 	for _, t := range infos {
-		rows = append(rows, toolRow{ToolInfo: t, OwnerName: nameOr(names, t.Owner)})
+		rows = append(rows, toolRow{ToolInfo: t, OwnerName: host.NameOr(names, t.Owner)})
 	}
 	pg.Title = "Registered tools"
-	pg.Data = toolsPage{Tools: rows, Notice: s.takeNotice(w, r)}
-	s.web.render(w, http.StatusOK, "tools", pg)
+	pg.Data = toolsPage{Tools: rows, Notice: s.TakeNotice(w, r)}
+	s.Web.Render(w, http.StatusOK, "tools", pg)
 }
 
-func (s *Server) handleWebToolPublish(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleWebToolPublish(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	name := r.PathValue("name")
 	p := *pg.Principal
 	_, err := s.runTools.Publish(r.Context(), p, name)
 	if p.Kind == store.KindHuman {
-		rec := store.AuditRecord{Time: s.now(), PrincipalID: p.ID, Source: "user", Subject: "tool:" + name, Action: "tool.publish", OK: err == nil}
+		rec := store.AuditRecord{Time: s.Now(), PrincipalID: p.ID, Source: "user", Subject: "tool:" + name, Action: "tool.publish", OK: err == nil}
 		if err != nil {
 			rec.Reason = err.Error()
 		}
-		if _, aerr := s.store.AppendAudit(r.Context(), rec); aerr != nil {
-			s.log.Error("audit tool publish", "tool", name, "err", aerr)
+		if _, aerr := s.Store.AppendAudit(r.Context(), rec); aerr != nil {
+			s.Log.Error("audit tool publish", "tool", name, "err", aerr)
 		}
 	}
 	if err != nil {
-		s.setNotice(w, r, "publish refused: "+errMessage(err))
+		s.SetNotice(w, r, "publish refused: "+errMessage(err))
 	} else {
-		s.setNotice(w, r, "Published: every principal now sees the tool "+name+".")
+		s.SetNotice(w, r, "Published: every principal now sees the tool "+name+".")
 	}
 	http.Redirect(w, r, "/tools", http.StatusSeeOther)
 }

@@ -1,7 +1,8 @@
-package server
+package runs
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,33 +14,30 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
-// runsState holds the server's Runs part: the supervisor and the actors_*
-// tools.
-type runsState struct {
+// Part is the Runs part of the server: the supervisor and the actors_*
+// tools. It serves /v1/runs, the Runs pages and the inbox's tool and
+// Recipe proposals.
+type Part struct {
+	*host.Host
 	runs     *run.Manager
 	runTools *run.ToolSet
 }
 
-// Grants carried by a run-scoped token: the Run's owner, and the one Run
-// generation it may act on.
-const (
-	grantRunOwner = "run.owner:"
-	grantRunScope = "run.scope:"
-)
-
 // runTokens mints run-scoped tokens (ASSENT_RUN_TOKEN). Each is a service
 // principal whose grants name the Run's owner and the Run generation; the
 // Runs API lets it act for the owner on that generation only.
-type runTokens struct{ s *Server }
+type runTokens struct{ s *Part }
 
 func (t runTokens) IssueRunToken(ctx context.Context, ownerID, runID, instanceID string) (string, string, error) {
-	tok, p, err := IssueToken(ctx, t.s.store.backend, store.KindService, "run:"+runID,
-		[]string{grantRunOwner + ownerID, grantRunScope + runID + "/" + instanceID}, t.s.now())
+	tok, p, err := auth.IssueToken(ctx, t.s.Store.Backend, store.KindService, "run:"+runID,
+		[]string{host.GrantRunOwner + ownerID, host.GrantRunScope + runID + "/" + instanceID}, t.s.Now())
 	return tok, p.ID, err
 }
 
@@ -47,37 +45,55 @@ func (t runTokens) RevokeRunToken(ctx context.Context, tokenID string) error {
 	return t.s.RevokePrincipal(ctx, tokenID)
 }
 
-func (s *Server) initRuns(ctx context.Context) error {
+// New builds the Runs part on h: it starts the supervisor, which picks up
+// the Runs a previous process left, and registers the actors_* tools.
+func New(ctx context.Context, h *host.Host) (*Part, error) {
+	s := &Part{Host: h}
+	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
+		return nil, err
+	}
 	m, err := run.New(ctx, run.Config{
-		Store: s.store, DataDir: s.cfg.DataDir, Now: s.now, Logger: s.log.With("part", "runs"),
-		Tokens: runTokens{s}, URL: s.cfg.BaseURL, Version: assent.Version, RunUser: s.cfg.RunUser,
+		Store: s.Store, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
+		Tokens: runTokens{s}, URL: s.Config.BaseURL, Version: assent.Version, RunUser: s.Config.RunUser,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
-			s.bus.Publish(s.ownedEvent(kind, ownerID, data))
+			s.Bus.Publish(s.OwnedEvent(kind, ownerID, data))
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.runs = m
-	s.runTools = run.NewToolSet(m, s.tools)
+	s.runTools = run.NewToolSet(m, s.Tools)
 	if err := s.runTools.Register(ctx); err != nil {
-		return err
+		m.Close()
+		return nil, err
 	}
-	if s.cfg.Demo {
+	if s.Config.Demo {
 		if err := writeDemoRecipeFor(m.DataDir(), m.RunUserCanExecute); err != nil {
-			s.log.Warn("demo recipe not written", "err", err)
+			s.Log.Warn("demo recipe not written", "err", err)
 		}
 	}
-	s.counters = append(s.counters, openCounter{name: "runs", count: func(ctx context.Context, p store.Principal) int {
-		runs, err := s.listRuns(ctx, p, "active")
-		if err != nil {
-			return 0
-		}
-		return len(runs)
-	}})
-	return nil
+	return s, nil
 }
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Name names the part.
+func (s *Part) Name() string { return "runs" }
+
+// CountOpen counts p's active Runs.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
+	runs, err := s.listRuns(ctx, p, "active")
+	if err != nil {
+		return "runs", 0
+	}
+	return "runs", len(runs)
+}
+
+// Manager returns the Run supervisor.
+func (s *Part) Manager() *run.Manager { return s.runs }
 
 // writeDemoRecipe installs the demo player Recipe: a service, run by this
 // binary, that accepts pause, resume and status Controls and emits Trace.
@@ -156,14 +172,16 @@ func shareBinary(exe, dir string) (string, error) {
 	return dst, nil
 }
 
-func (s *Server) closeRuns() {
+// Close stops supervising; Runs keep running and are picked up by the next start.
+func (s *Part) Close() {
 	if s.runs != nil {
 		s.runs.Close()
 	}
 }
 
-func (s *Server) routesRuns(mux *routeMux) {
-	h := func(f http.HandlerFunc) http.Handler { return s.authed(f) }
+// Routes registers the part's routes and pages on mux.
+func (s *Part) Routes(mux *host.Mux) {
+	h := func(f http.HandlerFunc) http.Handler { return s.Authed(f) }
 	mux.Handle("POST /v1/runs", h(s.handleRunSpawn))
 	mux.Handle("GET /v1/runs", h(s.handleRunList))
 	mux.Handle("POST /v1/runs/inspect", h(s.handleRunInspect))
@@ -189,11 +207,11 @@ func runCaller(p store.Principal, id string) (owner, instance string) {
 	var scoped bool
 	for _, g := range p.Grants {
 		switch {
-		case strings.HasPrefix(g, grantRunOwner):
-			owner = strings.TrimPrefix(g, grantRunOwner)
-		case strings.HasPrefix(g, grantRunScope):
+		case strings.HasPrefix(g, host.GrantRunOwner):
+			owner = strings.TrimPrefix(g, host.GrantRunOwner)
+		case strings.HasPrefix(g, host.GrantRunScope):
 			scoped = true
-			rid, inst, _ := strings.Cut(strings.TrimPrefix(g, grantRunScope), "/")
+			rid, inst, _ := strings.Cut(strings.TrimPrefix(g, host.GrantRunScope), "/")
 			if rid == id {
 				instance = inst
 			}
@@ -211,10 +229,10 @@ func runCaller(p store.Principal, id string) (owner, instance string) {
 // runActor is runCaller for a request about Run id, where a person acts as
 // the Run's owner when they supervise it (see oversees), as they do for
 // screens and approvals. Agents stay confined to their own Runs.
-func (s *Server) runActor(ctx context.Context, p store.Principal, id string) (owner, instance string) {
+func (s *Part) runActor(ctx context.Context, p store.Principal, id string) (owner, instance string) {
 	owner, instance = runCaller(p, id)
 	if p.Kind == store.KindHuman && owner == p.ID {
-		if o, err := s.runs.Owner(ctx, id); err == nil && s.oversees(ctx, p, o) {
+		if o, err := s.runs.Owner(ctx, id); err == nil && s.Oversees(ctx, p, o) {
 			owner = o
 		}
 	}
@@ -223,7 +241,7 @@ func (s *Server) runActor(ctx context.Context, p store.Principal, id string) (ow
 
 // listRuns lists the Runs p may see: a person's view is the Runs of the
 // principals they supervise and their own, an agent's or service's its own.
-func (s *Server) listRuns(ctx context.Context, p store.Principal, status string) ([]run.Run, error) {
+func (s *Part) listRuns(ctx context.Context, p store.Principal, status string) ([]run.Run, error) {
 	if p.Kind == store.KindHuman {
 		all, err := s.runs.ListAll(ctx, status)
 		if err != nil {
@@ -235,7 +253,7 @@ func (s *Server) listRuns(ctx context.Context, p store.Principal, status string)
 			o := r.OwnerID
 			ok, known := seen[o]
 			if !known {
-				ok = s.oversees(ctx, p, o)
+				ok = s.Oversees(ctx, p, o)
 				seen[o] = ok
 			}
 			if ok {
@@ -255,7 +273,7 @@ func (s *Server) listRuns(ctx context.Context, p store.Principal, status string)
 // run-scoped token acts for nobody there.
 func ownerOf(p store.Principal) string {
 	for _, g := range p.Grants {
-		if strings.HasPrefix(g, grantRunScope) {
+		if strings.HasPrefix(g, host.GrantRunScope) {
 			return ""
 		}
 	}
@@ -267,10 +285,10 @@ func ownerOf(p store.Principal) string {
 func writeRunError(w http.ResponseWriter, err error) {
 	var e *run.Error
 	if errors.As(err, &e) {
-		writeAPIError(w, apiErr(wire.Code(e.Code), e.Message).WithData(e.Details))
+		host.WriteAPIError(w, wire.New(wire.Code(e.Code), e.Message).WithData(e.Details))
 		return
 	}
-	writeToolError(w, err)
+	host.WriteToolError(w, err)
 }
 
 type spawnBody struct {
@@ -282,14 +300,14 @@ type spawnBody struct {
 	Artifacts map[string]run.Artifact    `json:"artifacts,omitempty"`
 }
 
-func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 	var b spawnBody
-	if !decodeJSON(w, r, 0, &b) {
+	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
-	owner := ownerOf(principalOf(r))
+	owner := ownerOf(host.PrincipalOf(r))
 	if owner == "" {
-		writeError(w, wire.Forbidden, "a run-scoped token cannot start Runs")
+		host.WriteError(w, wire.Forbidden, "a run-scoped token cannot start Runs")
 		return
 	}
 	id := b.RunID
@@ -301,14 +319,14 @@ func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts}
-	if len(b.Template) > 0 && !run.MayExecute(principalOf(r)) {
+	if len(b.Template) > 0 && !run.MayExecute(host.PrincipalOf(r)) {
 		// An agent's own command waits for a person (runs_proposals.go).
-		v, err := s.runTools.ProposeSpawn(r.Context(), principalOf(r), req)
+		v, err := s.runTools.ProposeSpawn(r.Context(), host.PrincipalOf(r), req)
 		if err != nil {
 			writeRunError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, v)
+		host.WriteJSON(w, http.StatusAccepted, v)
 		return
 	}
 	v, err := s.runs.Spawn(r.Context(), owner, req)
@@ -316,39 +334,39 @@ func (s *Server) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, v)
+	host.WriteJSON(w, http.StatusCreated, v)
 }
 
-func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
-	owner := ownerOf(principalOf(r))
-	runs, err := s.listRuns(r.Context(), principalOf(r), r.URL.Query().Get("status"))
+func (s *Part) handleRunList(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(host.PrincipalOf(r))
+	runs, err := s.listRuns(r.Context(), host.PrincipalOf(r), r.URL.Query().Get("status"))
 	if err != nil {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, &run.RunList{OwnerSession: owner, Runs: runs})
+	host.WriteJSON(w, http.StatusOK, &run.RunList{OwnerSession: owner, Runs: runs})
 }
 
-func (s *Server) handleRunInspect(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunInspect(w http.ResponseWriter, r *http.Request) {
 	var req run.InspectRequest
-	if !decodeJSON(w, r, 0, &req) {
+	if !host.DecodeJSON(w, r, 0, &req) {
 		return
 	}
-	owner := ownerOf(principalOf(r))
+	owner := ownerOf(host.PrincipalOf(r))
 	if id, err := run.ParseTarget(req.Target); err == nil {
-		owner, _ = s.runActor(r.Context(), principalOf(r), id)
+		owner, _ = s.runActor(r.Context(), host.PrincipalOf(r), id)
 	}
 	v, err := s.runTools.Inspect(r.Context(), owner, req)
 	if err != nil {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	host.WriteJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) handleRunView(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunView(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	owner, _ := s.runActor(r.Context(), principalOf(r), id)
+	owner, _ := s.runActor(r.Context(), host.PrincipalOf(r), id)
 	view := r.PathValue("view")
 	if view == "" {
 		view = "status"
@@ -360,12 +378,12 @@ func (s *Server) handleRunView(w http.ResponseWriter, r *http.Request) {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	host.WriteJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) handleRunLogs(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunLogs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	owner, _ := s.runActor(r.Context(), principalOf(r), id)
+	owner, _ := s.runActor(r.Context(), host.PrincipalOf(r), id)
 	q := r.URL.Query()
 	stream := q.Get("stream")
 	if stream == "" {
@@ -382,39 +400,39 @@ func (s *Server) handleRunLogs(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, text)
 }
 
-func (s *Server) handleRunControl(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunControl(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Action string          `json:"action"`
 		Input  json.RawMessage `json:"input,omitempty"`
 	}
-	if !decodeJSON(w, r, 0, &b) {
+	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
 	id := r.PathValue("id")
-	owner, instance := s.runActor(r.Context(), principalOf(r), id)
+	owner, instance := s.runActor(r.Context(), host.PrincipalOf(r), id)
 	if instance != "" {
 		// A service steers nothing but itself through its own journal.
-		writeError(w, wire.Forbidden, "a run-scoped token cannot apply Controls; it claims and settles them")
+		host.WriteError(w, wire.Forbidden, "a run-scoped token cannot apply Controls; it claims and settles them")
 		return
 	}
-	v, err := s.runs.ApplyAs(r.Context(), owner, principalOf(r).ID, id, b.Action, b.Input)
+	v, err := s.runs.ApplyAs(r.Context(), owner, host.PrincipalOf(r).ID, id, b.Action, b.Input)
 	if err != nil {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	host.WriteJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) handleRunClaim(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunClaim(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		ID         string `json:"id,omitempty"`
 		InstanceID string `json:"run_instance_id,omitempty"`
 	}
-	if !decodeJSON(w, r, 0, &b) {
+	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
 	id := r.PathValue("id")
-	owner, instance, err := runGeneration(principalOf(r), id, b.InstanceID)
+	owner, instance, err := runGeneration(host.PrincipalOf(r), id, b.InstanceID)
 	if err != nil {
 		writeRunError(w, err)
 		return
@@ -424,7 +442,7 @@ func (s *Server) handleRunClaim(w http.ResponseWriter, r *http.Request) {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	host.WriteJSON(w, http.StatusOK, c)
 }
 
 // runGeneration returns the owner and generation a claim or settlement acts
@@ -441,17 +459,17 @@ func runGeneration(p store.Principal, id, named string) (owner, instance string,
 	return owner, instance, nil
 }
 
-func (s *Server) handleRunSettle(handled bool) http.HandlerFunc {
+func (s *Part) handleRunSettle(handled bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b struct {
 			Error      string `json:"error,omitempty"`
 			InstanceID string `json:"run_instance_id,omitempty"`
 		}
-		if !decodeJSON(w, r, 0, &b) {
+		if !host.DecodeJSON(w, r, 0, &b) {
 			return
 		}
 		id := r.PathValue("id")
-		owner, instance, err := runGeneration(principalOf(r), id, b.InstanceID)
+		owner, instance, err := runGeneration(host.PrincipalOf(r), id, b.InstanceID)
 		if err != nil {
 			writeRunError(w, err)
 			return
@@ -461,14 +479,14 @@ func (s *Server) handleRunSettle(handled bool) http.HandlerFunc {
 			writeRunError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, c)
+		host.WriteJSON(w, http.StatusOK, c)
 	}
 }
 
-func (s *Server) handleRunTrace(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleRunTrace(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 2*run.TraceEventMaxBytes))
 	if err != nil {
-		writeError(w, wire.TooLarge, fmt.Sprintf("a Trace event is at most %d bytes", run.TraceEventMaxBytes))
+		host.WriteError(w, wire.TooLarge, fmt.Sprintf("a Trace event is at most %d bytes", run.TraceEventMaxBytes))
 		return
 	}
 	in, err := run.DecodeTraceInput(body)
@@ -477,27 +495,27 @@ func (s *Server) handleRunTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	owner, instance := s.runActor(r.Context(), principalOf(r), id)
+	owner, instance := s.runActor(r.Context(), host.PrincipalOf(r), id)
 	ev, err := s.runs.AppendTrace(r.Context(), owner, id, instance, in)
 	if err != nil {
 		writeRunError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, ev)
+	host.WriteJSON(w, http.StatusCreated, ev)
 }
 
-func (s *Server) handleRunRetain(action string) http.HandlerFunc {
+func (s *Part) handleRunRetain(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b struct {
 			PreserveArtifacts bool `json:"preserve_artifacts,omitempty"`
 		}
-		if r.ContentLength != 0 && !decodeJSON(w, r, 0, &b) {
+		if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &b) {
 			return
 		}
 		id := r.PathValue("id")
-		owner, instance := s.runActor(r.Context(), principalOf(r), id)
+		owner, instance := s.runActor(r.Context(), host.PrincipalOf(r), id)
 		if instance != "" {
-			writeError(w, wire.Forbidden, "a run-scoped token cannot "+action+" its Run")
+			host.WriteError(w, wire.Forbidden, "a run-scoped token cannot "+action+" its Run")
 			return
 		}
 		var v any
@@ -514,6 +532,9 @@ func (s *Server) handleRunRetain(action string) http.HandlerFunc {
 			writeRunError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		host.WriteJSON(w, http.StatusOK, v)
 	}
 }
+
+// ToolSet returns the actors_* tools.
+func (s *Part) ToolSet() *run.ToolSet { return s.runTools }

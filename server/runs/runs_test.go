@@ -1,4 +1,4 @@
-package server
+package runs_test
 
 import (
 	"bufio"
@@ -6,92 +6,24 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/run/service"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
-
-// runsFixture is a server whose BaseURL is its real address, so Runs it
-// starts can call back.
-type runsFixture struct {
-	t     *testing.T
-	dir   string
-	url   string
-	token string
-	db    *sqlite.DB
-}
-
-func newRunsFixture(t *testing.T) *runsFixture {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	srv, err := New(ctx, Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(srv.Handler())
-	hs.Listener.Close()
-	hs.Listener = ln
-	hs.Start()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	return &runsFixture{t: t, dir: dir, url: base, token: boot.AgentToken, db: db}
-}
-
-func (f *runsFixture) do(method, path, token string, body any, out any) int {
-	f.t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, f.url+path, rd)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode
-}
 
 // serviceEnv waits for the env file a Run wrote and returns its ASSENT_*
 // values.
@@ -119,19 +51,19 @@ func serviceEnv(t *testing.T, path string) map[string]string {
 func TestRunsAPIEndToEnd(t *testing.T) {
 	f := newRunsFixture(t)
 	recipe := `{"description":"test service","template":"env > env.txt; exec sleep 300","control":["pause","resume"]}`
-	if err := os.WriteFile(filepath.Join(f.dir, "recipes", "svc.json"), []byte(recipe), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(f.Dir, "recipes", "svc.json"), []byte(recipe), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var spawned map[string]any
-	if code := f.do("POST", "/v1/runs", f.token, map[string]any{"recipe": "svc", "run_id": "svc"}, &spawned); code != http.StatusCreated {
+	if code := f.Do("POST", "/v1/runs", f.Token, map[string]any{"recipe": "svc", "run_id": "svc"}, &spawned); code != http.StatusCreated {
 		t.Fatalf("spawn: %d %v", code, spawned)
 	}
 	defer func() {
 		var res map[string]any
-		f.do("POST", "/v1/runs/svc/kill", f.token, nil, &res)
+		f.Do("POST", "/v1/runs/svc/kill", f.Token, nil, &res)
 	}()
-	env := serviceEnv(t, filepath.Join(f.dir, "runs", "svc", "env.txt"))
-	if env["ASSENT_URL"] != f.url || env["ASSENT_RUN_ID"] != "svc" || env["ASSENT_RUN_INSTANCE_ID"] != spawned["run_instance_id"] || env["ASSENT_CONTROL_FIFO"] == "" {
+	env := serviceEnv(t, filepath.Join(f.Dir, "runs", "svc", "env.txt"))
+	if env["ASSENT_URL"] != f.URL() || env["ASSENT_RUN_ID"] != "svc" || env["ASSENT_RUN_INSTANCE_ID"] != spawned["run_instance_id"] || env["ASSENT_CONTROL_FIFO"] == "" {
 		t.Fatalf("service environment %v", env)
 	}
 	svc := &service.Service{URL: env["ASSENT_URL"], Token: env["ASSENT_RUN_TOKEN"], RunID: "svc", InstanceID: env["ASSENT_RUN_INSTANCE_ID"], FIFO: env["ASSENT_CONTROL_FIFO"], HTTP: http.DefaultClient}
@@ -153,7 +85,7 @@ func TestRunsAPIEndToEnd(t *testing.T) {
 	var res map[string]any
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code := f.do("POST", "/v1/runs/svc/controls", f.token, map[string]any{"action": "pause", "input": map[string]any{"reason": "operator"}}, &res)
+		code := f.Do("POST", "/v1/runs/svc/controls", f.Token, map[string]any{"action": "pause", "input": map[string]any{"reason": "operator"}}, &res)
 		if code == http.StatusOK {
 			break
 		}
@@ -167,7 +99,7 @@ func TestRunsAPIEndToEnd(t *testing.T) {
 	}
 	var view map[string]any
 	for {
-		f.do("GET", "/v1/runs/svc/views/control", f.token, nil, &view)
+		f.Do("GET", "/v1/runs/svc/views/control", f.Token, nil, &view)
 		recent, _ := view["recent_controls"].([]any)
 		if len(recent) > 0 && recent[0].(map[string]any)["status"] == store.ControlHandled {
 			break
@@ -178,7 +110,7 @@ func TestRunsAPIEndToEnd(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var trace map[string]any
-	f.do("GET", "/v1/runs/svc/views/trace", f.token, nil, &trace)
+	f.Do("GET", "/v1/runs/svc/views/trace", f.Token, nil, &trace)
 	if !strings.Contains(runsJSON(trace), "player.state") {
 		t.Fatalf("service trace missing: %v", trace)
 	}
@@ -186,31 +118,31 @@ func TestRunsAPIEndToEnd(t *testing.T) {
 	// The run-scoped token acts only on its own Run, and cannot steer.
 	runTok := env["ASSENT_RUN_TOKEN"]
 	var e map[string]any
-	if code := f.do("POST", "/v1/runs", runTok, map[string]any{"template": "true"}, &e); code != http.StatusForbidden {
+	if code := f.Do("POST", "/v1/runs", runTok, map[string]any{"template": "true"}, &e); code != http.StatusForbidden {
 		t.Fatalf("run token spawn: %d", code)
 	}
-	if code := f.do("POST", "/v1/runs/svc/controls", runTok, map[string]any{"action": "pause"}, &e); code != http.StatusForbidden {
+	if code := f.Do("POST", "/v1/runs/svc/controls", runTok, map[string]any{"action": "pause"}, &e); code != http.StatusForbidden {
 		t.Fatalf("run token apply: %d", code)
 	}
-	if code := f.do("POST", "/v1/runs/svc/kill", runTok, nil, &e); code != http.StatusForbidden {
+	if code := f.Do("POST", "/v1/runs/svc/kill", runTok, nil, &e); code != http.StatusForbidden {
 		t.Fatalf("run token kill: %d", code)
 	}
 
 	// Anyone else gets exactly what a missing Run gets.
-	other, _, err := IssueToken(context.Background(), f.db, store.KindAgent, "other", nil, time.Now())
+	other, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "other", nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var foreign, missing map[string]any
-	c1 := f.do("GET", "/v1/runs/svc", other, nil, &foreign)
-	c2 := f.do("GET", "/v1/runs/nope", other, nil, &missing)
+	c1 := f.Do("GET", "/v1/runs/svc", other, nil, &foreign)
+	c2 := f.Do("GET", "/v1/runs/nope", other, nil, &missing)
 	if c1 != http.StatusNotFound || c2 != http.StatusNotFound ||
 		strings.ReplaceAll(runsJSON(foreign), "svc", "X") != strings.ReplaceAll(runsJSON(missing), "nope", "X") {
 		t.Fatalf("foreign %d %v, missing %d %v", c1, foreign, c2, missing)
 	}
 
 	// Kill reaches the Run; a second kill is a soft refusal.
-	if code := f.do("POST", "/v1/runs/svc/kill", f.token, nil, &res); code != http.StatusOK || res["killed"] != true {
+	if code := f.Do("POST", "/v1/runs/svc/kill", f.Token, nil, &res); code != http.StatusOK || res["killed"] != true {
 		t.Fatalf("kill: %d %v", code, res)
 	}
 }
@@ -223,7 +155,7 @@ func runsJSON(v any) string {
 func TestRunsToolsRegistered(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, name := range []string{"actors_run_spawn", "actors_inspect", "actors_control_apply", "actors_tool_register", "spawn", "inspect", "message", "register_tool"} {
-		tl, ok := f.srv.Tools().Lookup(name)
+		tl, ok := f.Srv.Tools.Lookup(name)
 		if !ok {
 			t.Fatalf("%s not registered", name)
 		}
@@ -234,14 +166,14 @@ func TestRunsToolsRegistered(t *testing.T) {
 }
 
 func TestRunsOverMCP(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.Demo = true })
+	f := newFixture(t, func(c *server.Config) { c.Demo = true })
 	// An agent trusted to run its own commands (command.execute): without
 	// the grant an inline template waits for a person's approval.
-	builder, _, err := IssueToken(context.Background(), f.db, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
+	builder, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := f.mcpSession(builder, "")
+	cs, err := f.MCPSession(builder, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +232,7 @@ func TestDemoRecipeIsValid(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "recipes"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeDemoRecipe(dir); err != nil {
+	if err := runs.WriteDemoRecipe(dir); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "recipes", "demo-player.json"))
@@ -319,11 +251,11 @@ func TestDemoRecipeIsValid(t *testing.T) {
 func TestRunsWebPages(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	cookie, csrf := f.signIn()
-	if _, err := f.srv.runs.Spawn(ctx, f.boot.Owner.ID, run.SpawnRequest{Template: json.RawMessage(`"echo started; exec sleep 300"`), RunID: "web1"}); err != nil {
+	cookie, csrf := f.SignIn()
+	if _, err := f.Srv.Runs().Manager().Spawn(ctx, f.Boot.Owner.ID, run.SpawnRequest{Template: json.RawMessage(`"echo started; exec sleep 300"`), RunID: "web1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"true"`), RunID: "agents"}); err != nil {
+	if _, err := f.Srv.Runs().Manager().Spawn(ctx, f.Boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"true"`), RunID: "agents"}); err != nil {
 		t.Fatal(err)
 	}
 	body := func(resp *http.Response) string {
@@ -332,30 +264,30 @@ func TestRunsWebPages(t *testing.T) {
 	}
 	// The person sees their own Runs and those their agents started, with
 	// who started each.
-	list := body(f.get("/runs", cookie))
+	list := body(f.Get("/runs", cookie))
 	if !strings.Contains(list, `href="/runs/web1"`) || !strings.Contains(list, `href="/runs/agents"`) || !strings.Contains(list, "started by agent") {
 		t.Fatalf("runs page: %s", list)
 	}
-	if resp := f.get("/runs/agents", cookie); resp.StatusCode != http.StatusOK {
+	if resp := f.Get("/runs/agents", cookie); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the agent's run on the person's page: %d", resp.StatusCode)
 	}
-	if resp := f.get("/runs/nosuch", cookie); resp.StatusCode != http.StatusNotFound {
+	if resp := f.Get("/runs/nosuch", cookie); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("an unknown run: %d", resp.StatusCode)
 	}
-	page := body(f.get("/runs/web1?confirm=kill", cookie))
+	page := body(f.Get("/runs/web1?confirm=kill", cookie))
 	if !strings.Contains(page, "Kill this Run?") || !strings.Contains(page, `id="run-status">running`) {
 		t.Fatalf("run page: %s", page)
 	}
 	// The kill needs the page's own form: Origin and CSRF.
-	if resp := f.postForm("/runs/web1/kill", url.Values{}, cookie, f.http.URL); resp.StatusCode != http.StatusForbidden {
+	if resp := f.PostForm("/runs/web1/kill", url.Values{}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("kill without CSRF: %d", resp.StatusCode)
 	}
-	if resp := f.postForm("/runs/web1/kill", url.Values{"csrf": {csrf}}, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+	if resp := f.PostForm("/runs/web1/kill", url.Values{"csrf": {csrf}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("kill: %d %s", resp.StatusCode, body(resp))
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := f.srv.runs.Status(ctx, f.boot.Owner.ID, "web1")
+		v, err := f.Srv.Runs().Manager().Status(ctx, f.Boot.Owner.ID, "web1")
 		if err == nil && v.Status == run.StatusKilled && v.EndedAt != "" {
 			break
 		}
@@ -365,16 +297,16 @@ func TestRunsWebPages(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for {
-		v, _ := f.srv.runs.Status(ctx, f.boot.Agent.ID, "agents")
+		v, _ := f.Srv.Runs().Manager().Status(ctx, f.Boot.Agent.ID, "agents")
 		if v != nil && v.EndedAt != "" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if resp := f.postForm("/runs/web1/prune", url.Values{"csrf": {csrf}}, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+	if resp := f.PostForm("/runs/web1/prune", url.Values{"csrf": {csrf}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("prune: %d", resp.StatusCode)
 	}
-	if resp := f.get("/runs/web1", cookie); resp.StatusCode != http.StatusNotFound {
+	if resp := f.Get("/runs/web1", cookie); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("after prune: %d", resp.StatusCode)
 	}
 }
@@ -385,36 +317,36 @@ func TestRunsWebPages(t *testing.T) {
 func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	cookie, csrf := f.signIn()
-	personTok, auditor := f.issue(store.KindHuman, "auditor")
-	_, jobAgent, err := IssueTokenFor(ctx, f.db, store.KindAgent, "job-agent", nil, []string{f.boot.Owner.ID, auditor.ID}, time.Now())
+	cookie, csrf := f.SignIn()
+	personTok, auditor := f.Issue(store.KindHuman, "auditor")
+	_, jobAgent, err := auth.IssueTokenFor(ctx, f.DB, store.KindAgent, "job-agent", nil, []string{f.Boot.Owner.ID, auditor.ID}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.srv.runs.Spawn(ctx, jobAgent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "agent-job"}); err != nil {
+	if _, err := f.Srv.Runs().Manager().Spawn(ctx, jobAgent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "agent-job"}); err != nil {
 		t.Fatal(err)
 	}
-	status, out, _ := f.api("GET", "/v1/runs", personTok, nil)
-	if status != http.StatusOK || !strings.Contains(string(mustJSON(out)), `"agent-job"`) {
+	status, out, _ := f.API("GET", "/v1/runs", personTok, nil)
+	if status != http.StatusOK || !strings.Contains(string(assenttest.MustJSON(out)), `"agent-job"`) {
 		t.Fatalf("a person's GET /v1/runs = %d %v", status, out)
 	}
-	otherTok, _ := f.issue(store.KindAgent, "other")
-	status, out, _ = f.api("GET", "/v1/runs", otherTok, nil)
-	if status != http.StatusOK || strings.Contains(string(mustJSON(out)), "agent-job") {
+	otherTok, _ := f.Issue(store.KindAgent, "other")
+	status, out, _ = f.API("GET", "/v1/runs", otherTok, nil)
+	if status != http.StatusOK || strings.Contains(string(assenttest.MustJSON(out)), "agent-job") {
 		t.Fatalf("another agent's GET /v1/runs = %d %v", status, out)
 	}
-	if status, _, _ := f.api("GET", "/v1/runs/agent-job", otherTok, nil); status != http.StatusNotFound {
+	if status, _, _ := f.API("GET", "/v1/runs/agent-job", otherTok, nil); status != http.StatusNotFound {
 		t.Fatalf("another agent's GET /v1/runs/agent-job = %d, want 404", status)
 	}
-	if status, _, _ := f.api("GET", "/v1/runs/agent-job", personTok, nil); status != http.StatusOK {
+	if status, _, _ := f.API("GET", "/v1/runs/agent-job", personTok, nil); status != http.StatusOK {
 		t.Fatalf("a person's GET /v1/runs/agent-job = %d, want 200", status)
 	}
-	if resp := f.postForm("/runs/agent-job/kill", url.Values{"csrf": {csrf}}, cookie, f.http.URL); resp.StatusCode != http.StatusSeeOther {
+	if resp := f.PostForm("/runs/agent-job/kill", url.Values{"csrf": {csrf}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("kill: %d", resp.StatusCode)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := f.srv.runs.Status(ctx, jobAgent.ID, "agent-job")
+		v, err := f.Srv.Runs().Manager().Status(ctx, jobAgent.ID, "agent-job")
 		if err == nil && v.Status == run.StatusKilled {
 			break
 		}
@@ -433,30 +365,30 @@ func webBody(resp *http.Response) string {
 
 // writeRecipe writes <data>/recipes/<name>.json of the fixture's server.
 func (f *fixture) writeRecipe(name, doc string) {
-	f.t.Helper()
-	if err := os.WriteFile(filepath.Join(f.srv.runs.DataDir(), "recipes", name+".json"), []byte(doc), 0o600); err != nil {
-		f.t.Fatal(err)
+	f.T.Helper()
+	if err := os.WriteFile(filepath.Join(f.Srv.Runs().Manager().DataDir(), "recipes", name+".json"), []byte(doc), 0o600); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
 // waitRun waits until Run id (owned by owner) satisfies ok.
 func (f *fixture) waitRun(owner, id string, ok func(*run.Run) bool) *run.Run {
-	f.t.Helper()
+	f.T.Helper()
 	var v *run.Run
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if v, err = f.srv.runs.Status(context.Background(), owner, id); err == nil && ok(v) {
+		if v, err = f.Srv.Runs().Manager().Status(context.Background(), owner, id); err == nil && ok(v) {
 			return v
 		}
 	}
-	f.t.Fatalf("Run %s: %v %v", id, v, err)
+	f.T.Fatalf("Run %s: %v %v", id, v, err)
 	return nil
 }
 
 // killAtEnd kills Run id when the test ends and waits for its process.
 func (f *fixture) killAtEnd(owner, id string) {
-	f.t.Cleanup(func() {
-		f.srv.runs.Kill(context.Background(), owner, id)
+	f.T.Cleanup(func() {
+		f.Srv.Runs().Manager().Kill(context.Background(), owner, id)
 		f.waitRun(owner, id, func(v *run.Run) bool { return v.EndedAt != "" })
 	})
 }
@@ -466,20 +398,20 @@ func (f *fixture) killAtEnd(owner, id string) {
 func TestRunsPageFilters(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	cookie, _ := f.signIn()
-	_, other := f.issue(store.KindAgent, "builder")
+	cookie, _ := f.SignIn()
+	_, other := f.Issue(store.KindAgent, "builder")
 	f.writeRecipe("svc", `{"description":"a service","template":"exec sleep 300"}`)
 	spawn := func(owner, id string, req run.SpawnRequest) {
 		req.RunID = id
-		if _, err := f.srv.runs.Spawn(ctx, owner, req); err != nil {
+		if _, err := f.Srv.Runs().Manager().Spawn(ctx, owner, req); err != nil {
 			t.Fatal(err)
 		}
 		f.killAtEnd(owner, id)
 	}
-	spawn(f.boot.Agent.ID, "alpha-svc", run.SpawnRequest{Recipe: "svc"})
+	spawn(f.Boot.Agent.ID, "alpha-svc", run.SpawnRequest{Recipe: "svc"})
 	spawn(other.ID, "alpha-other", run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`)})
-	spawn(f.boot.Owner.ID, "beta-done", run.SpawnRequest{Template: json.RawMessage(`"true"`)})
-	f.waitRun(f.boot.Owner.ID, "beta-done", func(v *run.Run) bool { return v.Status == run.StatusDone })
+	spawn(f.Boot.Owner.ID, "beta-done", run.SpawnRequest{Template: json.RawMessage(`"true"`)})
+	f.waitRun(f.Boot.Owner.ID, "beta-done", func(v *run.Run) bool { return v.Status == run.StatusDone })
 
 	all := []string{"alpha-svc", "alpha-other", "beta-done"}
 	for _, tc := range []struct {
@@ -492,7 +424,7 @@ func TestRunsPageFilters(t *testing.T) {
 		{"status=done", []string{"beta-done"}},
 		{"status=terminal", []string{"beta-done"}},
 		{"status=bogus", all},
-		{"agent=" + url.QueryEscape(f.boot.Agent.ID), []string{"alpha-svc"}},
+		{"agent=" + url.QueryEscape(f.Boot.Agent.ID), []string{"alpha-svc"}},
 		{"agent=" + url.QueryEscape(other.ID), []string{"alpha-other"}},
 		{"agent=nobody", nil},
 		{"recipe=svc", []string{"alpha-svc"}},
@@ -501,7 +433,7 @@ func TestRunsPageFilters(t *testing.T) {
 		{"q=" + strings.Repeat("x", 5000), nil},
 	} {
 		for _, partial := range []string{"", "&partial=1"} {
-			resp := f.get("/runs?"+tc.query+partial, cookie)
+			resp := f.Get("/runs?"+tc.query+partial, cookie)
 			page := webBody(resp)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("%q: %d", tc.query, resp.StatusCode)
@@ -521,7 +453,7 @@ func TestRunsPageFilters(t *testing.T) {
 		}
 	}
 	// The filter form shows the choices, and the live refresh keeps the filter.
-	page := webBody(f.get("/runs?status=running&recipe=svc&q=alpha", cookie))
+	page := webBody(f.Get("/runs?status=running&recipe=svc&q=alpha", cookie))
 	for _, want := range []string{
 		`data-refresh="/runs?partial=1&amp;q=alpha&amp;recipe=svc&amp;status=running"`,
 		`<option value="running" selected>running</option>`,
@@ -540,20 +472,20 @@ func TestRunsPageFilters(t *testing.T) {
 func TestRunPageControlButtons(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	cookie, csrf := f.signIn()
+	cookie, csrf := f.SignIn()
 	// The service holds its FIFO open, so Controls are delivered.
 	f.writeRecipe("steer", `{"template":"exec 3<>\"$ASSENT_CONTROL_FIFO\"; exec sleep 300","control":["pause","resume"]}`)
-	if _, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Recipe: "steer", RunID: "steered"}); err != nil {
+	if _, err := f.Srv.Runs().Manager().Spawn(ctx, f.Boot.Agent.ID, run.SpawnRequest{Recipe: "steer", RunID: "steered"}); err != nil {
 		t.Fatal(err)
 	}
-	f.killAtEnd(f.boot.Agent.ID, "steered")
-	page := webBody(f.get("/runs/steered", cookie))
+	f.killAtEnd(f.Boot.Agent.ID, "steered")
+	page := webBody(f.Get("/runs/steered", cookie))
 	for _, want := range []string{`id="control-pause"`, `id="control-resume"`, `action="/runs/steered/control"`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("run page lacks %s: %s", want, page)
 		}
 	}
-	if resp := f.postForm("/runs/steered/control", url.Values{"action": {"pause"}}, cookie, f.http.URL); resp.StatusCode != http.StatusForbidden {
+	if resp := f.PostForm("/runs/steered/control", url.Values{"action": {"pause"}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("control without CSRF: %d", resp.StatusCode)
 	}
 	for _, tc := range []struct {
@@ -567,7 +499,7 @@ func TestRunPageControlButtons(t *testing.T) {
 		{"", http.StatusBadRequest, run.CodeInvalidRequest},
 		{"resume", http.StatusSeeOther, ""},
 	} {
-		resp := f.postForm("/runs/steered/control", url.Values{"csrf": {csrf}, "action": {tc.action}}, cookie, f.http.URL)
+		resp := f.PostForm("/runs/steered/control", url.Values{"csrf": {csrf}, "action": {tc.action}}, cookie, f.HTTP.URL)
 		body := webBody(resp)
 		if resp.StatusCode != tc.status {
 			t.Fatalf("control %q: %d %s", tc.action, resp.StatusCode, body)
@@ -577,13 +509,13 @@ func TestRunPageControlButtons(t *testing.T) {
 		}
 	}
 	// The agent sends one itself; it cannot claim to be someone else.
-	if status, out, _ := f.api("POST", "/v1/runs/steered/controls", f.token, map[string]any{"action": "pause", "sender_id": f.boot.Owner.ID}); status != http.StatusBadRequest {
+	if status, out, _ := f.API("POST", "/v1/runs/steered/controls", f.Token, map[string]any{"action": "pause", "sender_id": f.Boot.Owner.ID}); status != http.StatusBadRequest {
 		t.Fatalf("an agent naming a sender: %d %v", status, out)
 	}
-	if status, out, _ := f.api("POST", "/v1/runs/steered/controls", f.token, map[string]any{"action": "pause"}); status != http.StatusOK {
+	if status, out, _ := f.API("POST", "/v1/runs/steered/controls", f.Token, map[string]any{"action": "pause"}); status != http.StatusOK {
 		t.Fatalf("the agent's pause: %d %v", status, out)
 	}
-	cv, err := f.srv.runs.Inspect(ctx, f.boot.Agent.ID, run.InspectRequest{Target: "run:steered", View: "control"})
+	cv, err := f.Srv.Runs().Manager().Inspect(ctx, f.Boot.Agent.ID, run.InspectRequest{Target: "run:steered", View: "control"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,15 +523,15 @@ func TestRunPageControlButtons(t *testing.T) {
 	for _, c := range cv.(*run.ControlView).RecentControls { // newest first
 		got = append(got, c.Action+"/"+c.Status+"/"+c.SenderID)
 	}
-	want := []string{"pause/delivered/" + f.boot.Agent.ID, "resume/delivered/" + f.boot.Owner.ID, "pause/delivered/" + f.boot.Owner.ID}
+	want := []string{"pause/delivered/" + f.Boot.Agent.ID, "resume/delivered/" + f.Boot.Owner.ID, "pause/delivered/" + f.Boot.Owner.ID}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("journal %v, want %v", got, want)
 	}
-	if v := f.waitRun(f.boot.Agent.ID, "steered", func(*run.Run) bool { return true }); v.Status != run.StatusRunning {
+	if v := f.waitRun(f.Boot.Agent.ID, "steered", func(*run.Run) bool { return true }); v.Status != run.StatusRunning {
 		t.Fatalf("a Control form killed the Run: %v", v)
 	}
-	page = webBody(f.get("/runs/steered", cookie))
-	for _, want := range []string{`<td class="sender">` + f.boot.Owner.Name + `</td>`, `<td class="sender">` + f.boot.Agent.Name + `</td>`} {
+	page = webBody(f.Get("/runs/steered", cookie))
+	for _, want := range []string{`<td class="sender">` + f.Boot.Owner.Name + `</td>`, `<td class="sender">` + f.Boot.Agent.Name + `</td>`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("control journal lacks %s: %s", want, page)
 		}
@@ -611,12 +543,12 @@ func TestRunPageControlButtons(t *testing.T) {
 func TestRunPageShowsPaused(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	cookie, _ := f.signIn()
-	v, err := f.srv.runs.Spawn(ctx, f.boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "player"})
+	cookie, _ := f.SignIn()
+	v, err := f.Srv.Runs().Manager().Spawn(ctx, f.Boot.Agent.ID, run.SpawnRequest{Template: json.RawMessage(`"exec sleep 300"`), RunID: "player"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.killAtEnd(f.boot.Agent.ID, "player")
+	f.killAtEnd(f.Boot.Agent.ID, "player")
 	instance := v.InstanceID
 	for _, tc := range []struct {
 		kind, want string
@@ -629,11 +561,11 @@ func TestRunPageShowsPaused(t *testing.T) {
 		{"encoder.resumed", `id="run-status">running</dd>`},
 		{"pausedness", `id="run-status">running</dd>`},
 	} {
-		if _, err := f.srv.runs.AppendTrace(ctx, f.boot.Agent.ID, "player", instance, run.TraceInput{Kind: tc.kind}); err != nil {
+		if _, err := f.Srv.Runs().Manager().AppendTrace(ctx, f.Boot.Agent.ID, "player", instance, run.TraceInput{Kind: tc.kind}); err != nil {
 			t.Fatal(err)
 		}
 		for _, path := range []string{"/runs/player", "/runs/player?partial=1"} {
-			if page := webBody(f.get(path, cookie)); !strings.Contains(page, tc.want) {
+			if page := webBody(f.Get(path, cookie)); !strings.Contains(page, tc.want) {
 				t.Fatalf("after %s, %s lacks %s", tc.kind, path, tc.want)
 			}
 		}
@@ -645,9 +577,9 @@ func TestRunPageShowsPaused(t *testing.T) {
 func TestStartRecipeFromRunsPage(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	cookie, csrf := f.signIn()
+	cookie, csrf := f.SignIn()
 	f.writeRecipe("hello", `{"description":"says hello","args":["greeting:string=hi","times:int=1"],"template":"echo {greeting} {times}; exec sleep 300"}`)
-	page := webBody(f.get("/runs", cookie))
+	page := webBody(f.Get("/runs", cookie))
 	for _, want := range []string{`id="start-hello"`, `name="arg.greeting"`, `placeholder="hi"`, `name="arg.times"`, `says hello`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("runs page lacks %s: %s", want, page)
@@ -674,70 +606,45 @@ func TestStartRecipeFromRunsPage(t *testing.T) {
 		{"runtime-owned value", form("recipe", "hello", "arg.state_dir", "/"), http.StatusBadRequest, run.CodeInvalidRequest},
 		{"bad run id", form("recipe", "hello", "run_id", "../up"), http.StatusBadRequest, ""},
 	} {
-		resp := f.postForm("/runs/start", tc.form, cookie, f.http.URL)
+		resp := f.PostForm("/runs/start", tc.form, cookie, f.HTTP.URL)
 		body := webBody(resp)
 		if resp.StatusCode != tc.status || tc.code != "" && !strings.Contains(body, `data-code="`+tc.code+`"`) {
 			t.Errorf("%s: %d, want %d %s: %s", tc.name, resp.StatusCode, tc.status, tc.code, body)
 		}
 	}
-	if runs, _ := f.srv.runs.ListAll(ctx, "all"); len(runs) != 0 {
+	if runs, _ := f.Srv.Runs().Manager().ListAll(ctx, "all"); len(runs) != 0 {
 		t.Fatalf("refused starts left Runs: %v", runs)
 	}
-	if resp := f.postForm("/runs/start", url.Values{"recipe": {"hello"}}, cookie, f.http.URL); resp.StatusCode != http.StatusForbidden {
+	if resp := f.PostForm("/runs/start", url.Values{"recipe": {"hello"}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("start without CSRF: %d", resp.StatusCode)
 	}
 	// An agent's token is no web session.
-	resp := f.req("POST", "/runs/start", f.token, strings.NewReader(url.Values{"recipe": {"hello"}}.Encode()),
-		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": f.http.URL})
+	resp := f.Req("POST", "/runs/start", f.Token, strings.NewReader(url.Values{"recipe": {"hello"}}.Encode()),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": f.HTTP.URL})
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("an agent's token started a Recipe from the page: %d", resp.StatusCode)
 	}
 	resp.Body.Close()
-	if runs, _ := f.srv.runs.ListAll(ctx, "all"); len(runs) != 0 {
+	if runs, _ := f.Srv.Runs().Manager().ListAll(ctx, "all"); len(runs) != 0 {
 		t.Fatalf("an agent's token started a Run: %v", runs)
 	}
 
-	resp = f.postForm("/runs/start", form("recipe", "hello", "run_id", "mine", "arg.greeting", "bonjour", "arg.times", ""), cookie, f.http.URL)
+	resp = f.PostForm("/runs/start", form("recipe", "hello", "run_id", "mine", "arg.greeting", "bonjour", "arg.times", ""), cookie, f.HTTP.URL)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/runs/mine" {
 		t.Fatalf("start: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), webBody(resp))
 	}
-	f.killAtEnd(f.boot.Owner.ID, "mine")
-	if owner, err := f.srv.runs.Owner(ctx, "mine"); err != nil || owner != f.boot.Owner.ID {
+	f.killAtEnd(f.Boot.Owner.ID, "mine")
+	if owner, err := f.Srv.Runs().Manager().Owner(ctx, "mine"); err != nil || owner != f.Boot.Owner.ID {
 		t.Fatalf("the started Run is owned by %q (%v), want the person", owner, err)
 	}
 	var out string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(out, "bonjour 1"); time.Sleep(10 * time.Millisecond) {
-		out, _ = f.srv.runs.Logs(ctx, f.boot.Owner.ID, "mine", "stdout", 10)
+		out, _ = f.Srv.Runs().Manager().Logs(ctx, f.Boot.Owner.ID, "mine", "stdout", 10)
 	}
 	if !strings.Contains(out, "bonjour 1") {
 		t.Fatalf("stdout %q, want the given argument and the default", out)
 	}
-	if list := webBody(f.get("/runs?recipe=hello", cookie)); !strings.Contains(list, `href="/runs/mine"`) {
+	if list := webBody(f.Get("/runs?recipe=hello", cookie)); !strings.Contains(list, `href="/runs/mine"`) {
 		t.Fatalf("the started Run is not listed: %s", list)
 	}
-}
-
-// FuzzRunFilter: any query string gives a bounded, valid filter, and
-// matching with it never panics.
-func FuzzRunFilter(f *testing.F) {
-	for _, s := range []string{"", "status=running&agent=a&recipe=svc&q=x", "status=bogus", "q=" + strings.Repeat("é", 150), "q=%ff%fe", "status=active&status=done", "q=%00", "q=%c3+" + strings.Repeat("0", 250)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		rf := parseRunFilter(q)
-		if len(rf.Query) > maxRunQuery || !utf8.ValidString(rf.Query) {
-			t.Fatalf("query %q", rf.Query)
-		}
-		if rf.Status != "" && !slices.Contains(runStatusFilters, rf.Status) {
-			t.Fatalf("status %q", rf.Status)
-		}
-		rf.match(run.Run{ID: raw, Status: run.StatusRunning, OwnerID: rf.Agent})
-		if again := parseRunFilter(rf.values()); again != rf {
-			t.Fatalf("filter %+v does not survive its own query: %+v", rf, again)
-		}
-	})
 }

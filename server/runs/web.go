@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -139,13 +140,13 @@ type runsPage struct {
 	Notice, Code, Recipe string
 }
 
-func (s *Server) routesRunsWeb(mux *routeMux) {
-	mux.Handle("GET /runs", s.webPage(s.handleRunsPage))
-	mux.Handle("POST /runs/start", s.webPage(s.handleRunStart))
-	mux.Handle("GET /runs/{id}", s.webPage(s.handleRunPage))
-	mux.Handle("POST /runs/{id}/control", s.webPage(s.handleRunWebControl))
+func (s *Part) routesRunsWeb(mux *host.Mux) {
+	mux.Handle("GET /runs", s.WebPage(s.handleRunsPage))
+	mux.Handle("POST /runs/start", s.WebPage(s.handleRunStart))
+	mux.Handle("GET /runs/{id}", s.WebPage(s.handleRunPage))
+	mux.Handle("POST /runs/{id}/control", s.WebPage(s.handleRunWebControl))
 	for _, action := range []string{"kill", "archive", "prune"} {
-		mux.Handle("POST /runs/{id}/"+action, s.webPage(s.handleRunWebAction(action)))
+		mux.Handle("POST /runs/{id}/"+action, s.WebPage(s.handleRunWebAction(action)))
 	}
 	s.routesRunProposals(mux)
 }
@@ -159,21 +160,21 @@ func runNotice(err error) (notice, code string) {
 	return err.Error(), "internal"
 }
 
-func (s *Server) handleRunsPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleRunsPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	s.renderRunsPage(w, r, pg, http.StatusOK, runsPage{})
 }
 
 // renderRunsPage draws the Runs list as r's query filters it; d carries a
 // notice and the Recipe it is about.
-func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page, status int, d runsPage) {
+func (s *Part) renderRunsPage(w http.ResponseWriter, r *http.Request, pg host.Page, status int, d runsPage) {
 	ctx := r.Context()
 	runs, err := s.listRuns(ctx, *pg.Principal, "all")
 	if err != nil {
-		writeError(w, wire.Internal, "the Runs could not be listed; reload the page, and report it if it persists")
+		host.WriteError(w, wire.Internal, "the Runs could not be listed; reload the page, and report it if it persists")
 		return
 	}
 	f := parseRunFilter(r.URL.Query())
-	names := s.principalNames(ctx)
+	names := s.PrincipalNames(ctx)
 	owners, recipes := map[string]bool{}, map[string]bool{}
 	d.Runs = make([]runRow, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
@@ -186,7 +187,7 @@ func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page,
 			continue
 		}
 		d.Runs = append(d.Runs, runRow{ID: v.ID, Status: string(v.Status), Recipe: v.Recipe, Started: v.StartedAt,
-			Owner: nameOr(names, v.OwnerID), Generation: v.Generation})
+			Owner: host.NameOr(names, v.OwnerID), Generation: v.Generation})
 	}
 	d.Filter = f
 	fv := f.values()
@@ -199,7 +200,7 @@ func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page,
 	}
 	d.Agents = []runOption{{Value: "", Label: "anyone", Selected: f.Agent == ""}}
 	for _, id := range sortedSet(owners) {
-		d.Agents = append(d.Agents, runOption{Value: id, Label: nameOr(names, id), Selected: f.Agent == id})
+		d.Agents = append(d.Agents, runOption{Value: id, Label: host.NameOr(names, id), Selected: f.Agent == id})
 	}
 	d.Recipes = []runOption{{Value: "", Label: "any Recipe", Selected: f.Recipe == ""}}
 	for _, rc := range sortedSet(recipes) {
@@ -209,10 +210,10 @@ func (s *Server) renderRunsPage(w http.ResponseWriter, r *http.Request, pg page,
 	pg.Title = "Runs"
 	pg.Data = d
 	if r.URL.Query().Get("partial") == "1" {
-		s.web.renderPartial(w, "runs", "run-list", pg)
+		s.Web.RenderPartial(w, "runs", "run-list", pg)
 		return
 	}
-	s.web.render(w, status, "runs", pg)
+	s.Web.Render(w, status, "runs", pg)
 }
 
 func sortedSet(m map[string]bool) []string {
@@ -227,7 +228,7 @@ func sortedSet(m map[string]bool) []string {
 }
 
 // recipeForms lists the valid, enabled Recipes of <data>/recipes.
-func (s *Server) recipeForms(ctx context.Context, p store.Principal) []recipeForm {
+func (s *Part) recipeForms(ctx context.Context, p store.Principal) []recipeForm {
 	v, err := s.runs.Inspect(ctx, p.ID, run.InspectRequest{Target: "recipes", View: "summary"})
 	if err != nil {
 		return nil
@@ -259,7 +260,7 @@ func (s *Server) recipeForms(ctx context.Context, p store.Principal) []recipeFor
 // handleRunStart starts a Recipe of <data>/recipes as the person's own
 // Run: a form post from the Runs page, Origin- and CSRF-checked. Each
 // non-empty "arg.<name>" field is a value of the Recipe's argument.
-func (s *Server) handleRunStart(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleRunStart(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	owner := ownerOf(*pg.Principal)
 	if owner == "" {
 		s.renderRunsPage(w, r, pg, http.StatusForbidden, runsPage{Notice: "This sign-in cannot start Runs.", Code: "forbidden"})
@@ -310,7 +311,7 @@ var runConfirms = map[string]runConfirm{
 
 // runPageData gathers what the Run page shows of Run id; ok is false when
 // the person cannot see it.
-func (s *Server) runPageData(ctx context.Context, pg page, id string) (p runPage, ok bool) {
+func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runPage, ok bool) {
 	owner, _ := s.runActor(ctx, *pg.Principal, id)
 	st, err := s.runs.Status(ctx, owner, id)
 	if err != nil {
@@ -326,12 +327,12 @@ func (s *Server) runPageData(ctx context.Context, pg page, id string) (p runPage
 		p.Backpressured = cv.Backpressured
 		p.Actions = cv.ActorActions
 		p.RuntimeActions = cv.RuntimeActions
-		names := s.principalNames(ctx)
+		names := s.PrincipalNames(ctx)
 		for _, c := range cv.RecentControls {
 			ts := max(c.QueuedAt, c.DeliveredAt, c.ClaimedAt, c.HandledAt, c.FailedAt)
 			sender := ""
 			if c.SenderID != "" {
-				sender = nameOr(names, c.SenderID)
+				sender = host.NameOr(names, c.SenderID)
 			}
 			p.Controls = append(p.Controls, runControlRow{Action: c.Action, Status: c.Status, Sender: sender,
 				SentAt: c.QueuedAt, TS: ts, Error: c.Error})
@@ -362,7 +363,7 @@ func (s *Server) runPageData(ctx context.Context, pg page, id string) (p runPage
 // runPaused reports whether the service of Run id says it is paused: the
 // newest Trace event whose kind ends in ".paused" or ".resumed" is a
 // ".paused" one.
-func (s *Server) runPaused(ctx context.Context, owner, id string) bool {
+func (s *Part) runPaused(ctx context.Context, owner, id string) bool {
 	v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "runtime", Lines: 200})
 	if err != nil {
 		return false
@@ -378,13 +379,13 @@ func (s *Server) runPaused(ctx context.Context, owner, id string) bool {
 	return false
 }
 
-func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleRunPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	id := r.PathValue("id")
 	p, ok := s.runPageData(r.Context(), pg, id)
 	if !ok {
 		pg.Title = "Run not found"
 		pg.Data = runPage{ID: id, Notice: "There is no Run with this id that you can see. The Runs you and your agents started are listed under Runs."}
-		s.web.render(w, http.StatusNotFound, "run", pg)
+		s.Web.Render(w, http.StatusNotFound, "run", pg)
 		return
 	}
 	if c, ok := runConfirms[r.URL.Query().Get("confirm")]; ok {
@@ -393,17 +394,17 @@ func (s *Server) handleRunPage(w http.ResponseWriter, r *http.Request, pg page) 
 	pg.Title = "Run " + id
 	pg.Data = p
 	if r.URL.Query().Get("partial") == "1" {
-		s.web.renderPartial(w, "run", "run-detail", pg)
+		s.Web.RenderPartial(w, "run", "run-detail", pg)
 		return
 	}
-	s.web.render(w, http.StatusOK, "run", pg)
+	s.Web.Render(w, http.StatusOK, "run", pg)
 }
 
 // handleRunWebControl sends one of the Recipe's declared Controls from
 // the Run page (a form post, Origin- and CSRF-checked). A person acting on
 // an agent's Run acts as its owner; the journal records the person as the
 // sender.
-func (s *Server) handleRunWebControl(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleRunWebControl(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	action := r.PostFormValue("action")
@@ -432,13 +433,13 @@ func (s *Server) handleRunWebControl(w http.ResponseWriter, r *http.Request, pg 
 	p.Notice, p.Code = "The Control was not sent: "+notice, code
 	pg.Title = "Run " + id
 	pg.Data = p
-	s.web.render(w, status, "run", pg)
+	s.Web.Render(w, status, "run", pg)
 }
 
 // handleRunWebAction performs a confirmed kill, archive or prune: a real
 // form post from the page's confirmation, Origin- and CSRF-checked.
-func (s *Server) handleRunWebAction(action string) func(http.ResponseWriter, *http.Request, page) {
-	return func(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleRunWebAction(action string) func(http.ResponseWriter, *http.Request, host.Page) {
+	return func(w http.ResponseWriter, r *http.Request, pg host.Page) {
 		ctx := r.Context()
 		id := r.PathValue("id")
 		owner, _ := s.runActor(ctx, *pg.Principal, id)
@@ -467,7 +468,7 @@ func (s *Server) handleRunWebAction(action string) func(http.ResponseWriter, *ht
 		if notice != "" {
 			pg.Title = "Run " + id
 			pg.Data = runPage{ID: id, Notice: notice}
-			s.web.render(w, http.StatusConflict, "run", pg)
+			s.Web.Render(w, http.StatusConflict, "run", pg)
 			return
 		}
 		http.Redirect(w, r, target, http.StatusSeeOther)

@@ -1,4 +1,4 @@
-package server
+package screens_test
 
 import (
 	"bufio"
@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
@@ -37,11 +40,11 @@ func BenchmarkLiveFeed1000Subscribers(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	boot, err := EnsureBootstrap(ctx, db, time.Now())
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(ctx, Config{DataDir: dir, Store: db, RateLimit: -1})
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, RateLimit: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +52,7 @@ func BenchmarkLiveFeed1000Subscribers(b *testing.B) {
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	defer hs.CloseClientConnections()
-	id, err := srv.ShowScreen(ctx, boot.Agent, "root = Card([status])\n$s = \"0\"\nstatus = Text($s)\n", ScreenOptions{})
+	id, err := srv.Screens().Show(ctx, boot.Agent, "root = Card([status])\n$s = \"0\"\nstatus = Text($s)\n", screens.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,10 +68,8 @@ func BenchmarkLiveFeed1000Subscribers(b *testing.B) {
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		cctx, cancel := context.WithCancel(ctx)
-		sc, _ := srv.screenFor(boot.Agent, id)
-		sc.mu.Lock()
-		start := sc.seq
-		sc.mu.Unlock()
+		sc, _ := screens.ScreenFor(srv.Screens(), boot.Agent, id)
+		start := sc.Seq()
 		ready.Add(subscribers)
 		finished.Add(subscribers)
 		for range subscribers {
@@ -92,7 +93,7 @@ func BenchmarkLiveFeed1000Subscribers(b *testing.B) {
 					if !strings.HasPrefix(line, "data: ") {
 						continue
 					}
-					var u liveUpdate
+					var u screens.LiveUpdate
 					if json.Unmarshal([]byte(line[6:]), &u) != nil {
 						continue
 					}
@@ -113,7 +114,7 @@ func BenchmarkLiveFeed1000Subscribers(b *testing.B) {
 		for i := int64(1); i <= want; i++ {
 			<-tick.C
 			sent.Store(start+i, time.Now())
-			if res, err := srv.UpdateScreen(ctx, id, fmt.Sprintf("$s = \"%d\"", i)); err != nil || !res.Applied {
+			if res, err := srv.Screens().Update(ctx, id, fmt.Sprintf("$s = \"%d\"", i)); err != nil || !res.Applied {
 				b.Fatalf("update %d: %v %+v", i, err, res)
 			}
 		}

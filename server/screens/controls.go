@@ -1,4 +1,4 @@
-package server
+package screens
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (sc *liveScreen) fieldsLocked() []fieldInfo {
 // secretKeysLocked returns the $keys whose values are secret: those the
 // application named for the screen, and those a mutation passes as one of
 // its tool's secret params. The stream never decides it; sc.mu is held.
-func (s *Server) secretKeysLocked(sc *liveScreen) map[string]bool {
+func (s *Part) secretKeysLocked(sc *liveScreen) map[string]bool {
 	out := map[string]bool{}
 	for k := range sc.secret {
 		out[k] = true
@@ -68,7 +68,7 @@ func (sc *liveScreen) problemLocked(f fieldInfo) *field.Problem {
 // syncScreenControls registers every field of the screen as a control of
 // the form named by the screen's id (visible to its owner and to people),
 // when the fields changed since the last registration.
-func (s *Server) syncScreenControls(sc *liveScreen) {
+func (s *Part) syncScreenControls(sc *liveScreen) {
 	sc.syncMu.Lock()
 	defer sc.syncMu.Unlock()
 	sc.mu.Lock()
@@ -101,9 +101,9 @@ func (s *Server) syncScreenControls(sc *liveScreen) {
 		}
 		return
 	}
-	remove, err := s.registerPrivateForm(sc.owner.ID, sc.id, regs)
+	remove, err := s.controls.RegisterPrivateForm(sc.owner.ID, sc.id, regs)
 	if err != nil {
-		s.log.Warn("screen fields could not be registered as controls", "screen", sc.id, "err", err)
+		s.Log.Warn("screen fields could not be registered as controls", "screen", sc.id, "err", err)
 		return
 	}
 	sc.mu.Lock()
@@ -119,7 +119,7 @@ func (s *Server) syncScreenControls(sc *liveScreen) {
 // fieldRegistration describes one field as a control: metadata from its
 // props, sensitivity from the application, value handles over the screen's
 // state and validity from field.Check.
-func (s *Server) fieldRegistration(sc *liveScreen, f fieldInfo, secret bool) control.Registration {
+func (s *Part) fieldRegistration(sc *liveScreen, f fieldInfo, secret bool) control.Registration {
 	md := control.Metadata{Kind: control.KindText, Sensitivity: control.Personal}
 	if l, ok := f.props["label"].(string); ok {
 		md.Label = l

@@ -1,4 +1,4 @@
-package server
+package screens
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/store"
 )
 
@@ -105,12 +106,12 @@ type demoLedger struct {
 
 // loadDemoScreens registers the demo's tools (a payment with the
 // confirmation "Pay {amount}?" and a sign-up) and shows its screens.
-func (s *Server) loadDemoScreens(ctx context.Context) error {
+func (s *Part) loadDemoScreens(ctx context.Context) error {
 	if err := s.RegisterPicture("cabin-pines", []byte(cabinPines), "image/svg+xml"); err != nil {
 		return err
 	}
 	var ledger demoLedger
-	pay := ScreenTool{Tool: confirm.Tool{
+	pay := Tool{Tool: confirm.Tool{
 		Name:        "payments.confirm",
 		Description: "Pay a merchant the amount shown.",
 		Params:      json.RawMessage(payParams),
@@ -127,7 +128,7 @@ func (s *Server) loadDemoScreens(ctx context.Context) error {
 			}, nil
 		},
 	}}
-	signUp := ScreenTool{Access: AccessPeople, Tool: confirm.Tool{
+	signUp := Tool{Access: AccessPeople, Tool: confirm.Tool{
 		Name:        "accounts.signUp",
 		Description: "Create an account.",
 		Params:      json.RawMessage(signUpParams),
@@ -141,18 +142,18 @@ func (s *Server) loadDemoScreens(ctx context.Context) error {
 			}, nil
 		},
 	}}
-	for _, t := range []ScreenTool{pay, signUp} {
+	for _, t := range []Tool{pay, signUp} {
 		if _, taken := s.screenTools.Lookup(t.Name); taken {
 			continue
 		}
-		if err := s.RegisterScreenTool(t); err != nil {
+		if err := s.RegisterTool(t); err != nil {
 			return err
 		}
 	}
 	owner := store.Principal{ID: "demo", Kind: store.KindService, Name: "demo"}
 	screens := builtinScreens()
 	for _, name := range []string{"gallery", "sales", "signup", "payment"} {
-		if _, err := s.ShowScreen(ctx, owner, screens[name], ScreenOptions{}); err != nil {
+		if _, err := s.Show(ctx, owner, screens[name], Options{}); err != nil {
 			return err
 		}
 	}
@@ -164,4 +165,31 @@ func (s *Server) loadDemoScreens(ctx context.Context) error {
 func DemoScreen(name string) (string, bool) {
 	text, ok := builtinScreens()[name]
 	return text, ok
+}
+
+// DemoPaymentTitle is the heading of the demo payment screen.
+const DemoPaymentTitle = "Confirm payment"
+
+// SeedDemoScreen makes sure a payment screen is open (the demo shows one
+// at start), showing it as agent when none is.
+func (s *Part) SeedDemoScreen(ctx context.Context, agent store.Principal) (string, error) {
+	s.scrMu.Lock()
+	open := make([]*liveScreen, 0, len(s.screens))
+	for _, sc := range s.screens {
+		open = append(open, sc)
+	}
+	s.scrMu.Unlock()
+	for _, sc := range open {
+		sc.mu.Lock()
+		title := render.Title(sc.doc)
+		sc.mu.Unlock()
+		if title == DemoPaymentTitle {
+			return sc.id, nil
+		}
+	}
+	id, err := s.Show(ctx, agent, builtinScreens()["payment"], Options{})
+	if err != nil {
+		return "", fmt.Errorf("screens: seeding the demo screen: %w", err)
+	}
+	return id, nil
 }

@@ -1,4 +1,4 @@
-package server_test
+package screens_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -17,7 +18,7 @@ import (
 // An application registers the tool a screen's Pay button calls, with the
 // sentence the person confirms, then shows the screen. People see it under
 // Screens in the web UI; the tool runs only after they confirm.
-func ExampleServer_RegisterScreenTool() {
+func ExamplePart_RegisterTool() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "assent-example")
 	if err != nil {
@@ -35,7 +36,7 @@ func ExampleServer_RegisterScreenTool() {
 	}
 	defer srv.Close()
 
-	err = srv.RegisterScreenTool(server.ScreenTool{Tool: confirm.Tool{
+	err = srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
 		Name:    "payments.confirm",
 		Params:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","exclusiveMinimum":0}},"required":["amount"],"additionalProperties":false}`),
 		Confirm: confirm.Template("Pay {amount}?"),
@@ -47,15 +48,15 @@ func ExampleServer_RegisterScreenTool() {
 		log.Fatal(err)
 	}
 	app := store.Principal{ID: "shop", Kind: store.KindService, Name: "shop"}
-	id, err := srv.ShowScreen(ctx, app, `root = Card([amount, pay])
+	id, err := srv.Screens().Show(ctx, app, `root = Card([amount, pay])
 $amount = 42.5
 amount = Text($amount, format="currency", currency="USD")
 pay = Button("Pay", action="pay")
 payIt = McpMutation(pay, tool="payments.confirm", params={amount: $amount})
-`, server.ScreenOptions{})
+`, screens.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(id) > 0, srv.ScreenTools())
+	fmt.Println(len(id) > 0, srv.Screens().ToolNames())
 	// Output: true [payments.confirm]
 }

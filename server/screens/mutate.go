@@ -1,18 +1,17 @@
-package server
+package screens
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -26,48 +25,48 @@ import (
 // confirmation_required: its sentence is shown, and confirmed, only by the
 // web UI's press of a screen's button, so calling this endpoint directly
 // can never skip a person's confirmation.
-func (s *Server) handleMutate(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleMutate(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.mutateCaller(w, r)
 	if !ok {
 		return
 	}
 	name, params, aerr := decodeMutate(w, r)
 	if aerr != nil {
-		writeAPIError(w, aerr)
+		host.WriteAPIError(w, aerr)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if _, present := r.Header["Idempotency-Key"]; present && !validIdemKey(key) {
-		writeError(w, wire.InvalidRequest, "Idempotency-Key must be 1 to 200 letters, digits or _-:.")
+		host.WriteError(w, wire.InvalidRequest, "Idempotency-Key must be 1 to 200 letters, digits or _-:.")
 		return
 	}
 	if _, ok := s.screenTools.Lookup(name); !ok {
-		writeError(w, wire.UnknownTool, "no tool of that name is registered (names are compared byte for byte)")
+		host.WriteError(w, wire.UnknownTool, "no tool of that name is registered (names are compared byte for byte)")
 		return
 	}
 	if e := s.checkAccess(p, name); e != nil {
-		writeAPIError(w, e)
+		host.WriteAPIError(w, e)
 		return
 	}
 	var entry *idemEntry
 	if key != "" {
 		scope := p.ID
 		if scope == "" {
-			scope = "anon:" + clientIP(r)
+			scope = "anon:" + host.ClientIP(r)
 		}
-		fp := fingerprint(name, params)
+		fp := host.Fingerprint(name, params)
 		var state idemState
-		entry, state = s.idem.begin(scope+"\x00"+key, fp, s.now())
+		entry, state = s.idem.begin(scope+"\x00"+key, fp, s.Now())
 		switch state {
 		case idemReplay:
 			w.Header().Set("Idempotent-Replayed", "true")
 			writeRaw(w, entry.status, entry.body)
 			return
 		case idemConflict:
-			writeError(w, wire.IdempotencyConflict, "this Idempotency-Key was used for other params; use a new key for a new press")
+			host.WriteError(w, wire.IdempotencyConflict, "this Idempotency-Key was used for other params; use a new key for a new press")
 			return
 		case idemInProgress:
-			writeAPIError(w, apiErr(wire.IdempotencyInProgress, "a request with this Idempotency-Key is still running; retry shortly"))
+			host.WriteAPIError(w, wire.New(wire.IdempotencyInProgress, "a request with this Idempotency-Key is still running; retry shortly"))
 			return
 		}
 	}
@@ -77,12 +76,12 @@ func (s *Server) handleMutate(w http.ResponseWriter, r *http.Request) {
 		// kept; every other answer is replayed for the key's lifetime.
 		s.idem.finish(entry, status, body, status < 500)
 	}
-	s.log.Info("mutate", "tool", name, "principal", p.ID, "status", status)
+	s.Log.Info("mutate", "tool", name, "principal", p.ID, "status", status)
 	writeRaw(w, status, body)
 }
 
 // mutate runs the tool and returns the response's status and body.
-func (s *Server) mutate(r *http.Request, p store.Principal, name string, params map[string]any) (int, []byte) {
+func (s *Part) mutate(r *http.Request, p store.Principal, name string, params map[string]any) (int, []byte) {
 	res, aerr := s.runTool(r.Context(), p, name, params)
 	if aerr != nil {
 		return aerr.Status, mustMarshal(map[string]any{"error": errorBody(aerr)})
@@ -102,7 +101,7 @@ func (s *Server) mutate(r *http.Request, p store.Principal, name string, params 
 // errorBody is the error object of SPEC 10.2: the one wire shape, with
 // its data also spread at the top level, where SPEC 10.14 reads
 // invalid_params' issues.
-func errorBody(e *apiError) map[string]any {
+func errorBody(e *wire.Error) map[string]any {
 	out := map[string]any{"code": e.Code, "message": e.Message, "retryable": e.Retryable}
 	if len(e.Data) > 0 {
 		out["data"] = e.Data
@@ -135,63 +134,54 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // mutateCaller authenticates a mutate request when it carries credentials.
 // A request without any is anonymous (the zero principal), admitted only by
 // public tools. A cookie request must come from the web UI's own origin.
-func (s *Server) mutateCaller(w http.ResponseWriter, r *http.Request) (store.Principal, bool) {
+func (s *Part) mutateCaller(w http.ResponseWriter, r *http.Request) (store.Principal, bool) {
 	ctx := r.Context()
-	if tok, ok := bearer(r); ok {
-		p, err := s.principalByBearer(ctx, tok)
+	if tok, ok := host.Bearer(r); ok {
+		p, err := s.PrincipalByBearer(ctx, tok)
 		if err != nil {
-			s.unauthorized(w, err)
+			s.Unauthorized(w, err)
 			return p, false
 		}
-		return p, s.allow(w, p)
+		return p, s.Allow(w, p)
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-		if !s.sameOrigin(r) {
-			writeError(w, wire.BadOrigin, "a browser request must come from the assent web UI itself (the Origin header is missing or another site's)")
+	if c, err := r.Cookie(host.SessionCookie); err == nil && c.Value != "" {
+		if !s.SameOrigin(r) {
+			host.WriteError(w, wire.BadOrigin, "a browser request must come from the assent web UI itself (the Origin header is missing or another site's)")
 			return store.Principal{}, false
 		}
-		sess, err := s.store.Session(ctx, auth.Hash(c.Value), s.now())
+		sess, err := s.Store.Session(ctx, auth.Hash(c.Value), s.Now())
 		if err != nil {
-			s.unauthorized(w, err)
+			s.Unauthorized(w, err)
 			return store.Principal{}, false
 		}
-		if e := s.checkWebChange(r, sess); e != nil {
-			writeAPIError(w, e)
+		if e := s.CheckWebChange(r, sess); e != nil {
+			host.WriteAPIError(w, e)
 			return store.Principal{}, false
 		}
-		p, err := s.store.Principal(ctx, sess.PrincipalID)
+		p, err := s.Store.Principal(ctx, sess.PrincipalID)
 		if err != nil || p.Revoked {
-			s.unauthorized(w, store.ErrNotFound)
+			s.Unauthorized(w, store.ErrNotFound)
 			return store.Principal{}, false
 		}
-		return p, s.allow(w, p)
+		return p, s.Allow(w, p)
 	}
-	return store.Principal{}, s.allow(w, store.Principal{ID: "anon:" + clientIP(r)})
-}
-
-// clientIP is the peer's address. No proxy header is trusted.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return store.Principal{}, s.Allow(w, store.Principal{ID: "anon:" + host.ClientIP(r)})
 }
 
 // decodeMutate reads {"tool": "…", "params": {…}} (and an optional
 // "button"). Any other key, such as "confirmed" or "source", is refused:
 // the transport decides those, never the body.
-func decodeMutate(w http.ResponseWriter, r *http.Request) (string, map[string]any, *apiError) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+func decodeMutate(w http.ResponseWriter, r *http.Request) (string, map[string]any, *wire.Error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, host.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return "", nil, apiErr(wire.TooLarge, "the request body is over 1 MiB")
+			return "", nil, wire.New(wire.TooLarge, "the request body is over 1 MiB")
 		}
-		return "", nil, apiErr(wire.InvalidRequest, "the request body could not be read")
+		return "", nil, wire.New(wire.InvalidRequest, "the request body could not be read")
 	}
-	bad := func(msg string) (string, map[string]any, *apiError) {
-		return "", nil, apiErr(wire.InvalidRequest, msg)
+	bad := func(msg string) (string, map[string]any, *wire.Error) {
+		return "", nil, wire.New(wire.InvalidRequest, msg)
 	}
 	var body map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -232,13 +222,6 @@ func validIdemKey(k string) bool {
 		}
 	}
 	return true
-}
-
-// fingerprint identifies a request's tool and params (json.Marshal sorts
-// object keys, so key order does not matter).
-func fingerprint(name string, params map[string]any) [32]byte {
-	b, _ := json.Marshal(params)
-	return sha256.Sum256(append([]byte(name+"\x00"), b...))
 }
 
 // idemCache remembers the answers to requests with an Idempotency-Key, in

@@ -1,8 +1,9 @@
-package server
+package screens
 
 import (
 	"context"
 	"crypto/rand"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,9 @@ import (
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
+	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server/controls"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -56,7 +60,7 @@ const (
 	AccessPublic Access = "public"
 )
 
-// ScreenTool is an application's backend action that a screen's governed
+// Tool is an application's backend action that a screen's governed
 // Button may call: the tool (name, params schema, secret params, the
 // optional confirmation in the application's words, and the handler) and who
 // may run it.
@@ -64,16 +68,21 @@ const (
 // A handler that finds what the params name missing, or not the caller's,
 // returns a *tool.Error with code not_found; any other *tool.Error code is
 // the tool's own conflict (409); any other error is tool_failed.
-type ScreenTool struct {
+type Tool struct {
 	confirm.Tool
 	// Access says who may run the tool; empty means AccessSignedIn.
 	Access Access
 }
 
-// screensState holds the screens shown to people: their documents and
-// state, the tools their buttons call, and the idempotency keys of
-// /api/mutate.
-type screensState struct {
+// Part is the screens part of the server: the screens shown to people,
+// their documents and state, the tools their buttons call, and the
+// idempotency keys of /api/mutate. It serves /v1/screens, /api/mutate,
+// /api/live, show_screen and the screen view's tools, and the screen pages.
+type Part struct {
+	*host.Host
+	// controls holds the screens' fields as private forms.
+	controls *controls.Part
+
 	screenTools *confirm.Registry
 	// screenMessages are the sentences shown for field problems.
 	screenMessages field.Messages
@@ -87,30 +96,50 @@ type screensState struct {
 	idem *idemCache
 }
 
-func (s *Server) initScreens(ctx context.Context) error {
-	s.screenTools = &confirm.Registry{}
-	s.screens = map[string]*liveScreen{}
-	s.toolAccess = map[string]Access{}
-	s.pictures = map[string]picture{}
-	s.idem = newIdemCache(10_000, 24*time.Hour)
-	s.generator = MockGenerator{Screens: mockScreens(s.cfg.DataDir), Delay: 40 * time.Millisecond}
-	if err := s.tools.Register(s.showScreenTool()); err != nil {
-		return err
+// New builds the screens part on h, with the screens' fields held as
+// private forms of ctl, and registers its tools.
+func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
+	s := &Part{
+		Host:        h,
+		controls:    ctl,
+		screenTools: &confirm.Registry{},
+		screens:     map[string]*liveScreen{},
+		toolAccess:  map[string]Access{},
+		pictures:    map[string]picture{},
+		idem:        newIdemCache(10_000, 24*time.Hour),
 	}
-	if s.cfg.DataDir != "" {
-		if err := s.loadToolsFile(filepath.Join(s.cfg.DataDir, "tools.json")); err != nil {
-			return err
+	s.generator = MockGenerator{Screens: mockScreens(s.Config.DataDir), Delay: 40 * time.Millisecond}
+	if err := s.Web.AddPages(templateFS, "templates/screens.html"); err != nil {
+		return nil, err
+	}
+	// A screen is drawn by the renderer shared with the view.
+	if err := s.Web.AddPages(templateFS, "templates/screen.html", render.Template); err != nil {
+		return nil, err
+	}
+	if err := s.Tools.Register(s.showScreenTool()); err != nil {
+		return nil, err
+	}
+	if s.Config.DataDir != "" {
+		if err := s.loadToolsFile(filepath.Join(s.Config.DataDir, "tools.json")); err != nil {
+			return nil, err
 		}
 	}
-	if s.cfg.Demo {
+	if s.Config.Demo {
 		if err := s.loadDemoScreens(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return s, nil
 }
 
-func (s *Server) closeScreens() {
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Name names the part.
+func (s *Part) Name() string { return "screens" }
+
+// Close ends every live screen's feed.
+func (s *Part) Close() {
 	s.scrMu.Lock()
 	all := make([]*liveScreen, 0, len(s.screens))
 	for _, sc := range s.screens {
@@ -123,24 +152,25 @@ func (s *Server) closeScreens() {
 	}
 }
 
-func (s *Server) routesScreens(mux *routeMux) {
-	mux.Handle("POST /v1/screens", s.authed(http.HandlerFunc(s.handleScreenCreate)))
-	mux.Handle("GET /v1/screens", s.authed(http.HandlerFunc(s.handleScreenList)))
-	mux.Handle("GET /v1/screens/{id}", s.authed(http.HandlerFunc(s.handleScreenGet)))
-	mux.Handle("DELETE /v1/screens/{id}", s.authed(http.HandlerFunc(s.handleScreenDelete)))
-	mux.Handle("POST /v1/screens/{id}/updates", s.authed(http.HandlerFunc(s.handleScreenUpdate)))
+// Routes registers the part's routes and pages on mux.
+func (s *Part) Routes(mux *host.Mux) {
+	mux.Handle("POST /v1/screens", s.Authed(http.HandlerFunc(s.handleScreenCreate)))
+	mux.Handle("GET /v1/screens", s.Authed(http.HandlerFunc(s.handleScreenList)))
+	mux.Handle("GET /v1/screens/{id}", s.Authed(http.HandlerFunc(s.handleScreenGet)))
+	mux.Handle("DELETE /v1/screens/{id}", s.Authed(http.HandlerFunc(s.handleScreenDelete)))
+	mux.Handle("POST /v1/screens/{id}/updates", s.Authed(http.HandlerFunc(s.handleScreenUpdate)))
 	mux.HandleFunc("POST /api/mutate", s.handleMutate)
-	mux.Handle("POST /api/generate", s.authed(http.HandlerFunc(s.handleGenerate)))
-	mux.Handle("GET /api/live", s.authed(http.HandlerFunc(s.handleLive)))
+	mux.Handle("POST /api/generate", s.Authed(http.HandlerFunc(s.handleGenerate)))
+	mux.Handle("GET /api/live", s.Authed(http.HandlerFunc(s.handleLive)))
 	s.routesScreensWeb(mux)
 }
 
-// RegisterScreenTool adds a tool that screens' governed Buttons may call.
+// RegisterTool adds a tool that screens' governed Buttons may call.
 // Its name follows the Omni IR tool-name rule and is compared byte for byte.
 // The tool is also offered over MCP for screen views, with
 // _meta.ui.visibility ["app"]; every call is checked on the server like a
 // press (schema, caller, confirmation) before anything runs.
-func (s *Server) RegisterScreenTool(t ScreenTool) error {
+func (s *Part) RegisterTool(t Tool) error {
 	switch t.Access {
 	case "":
 		t.Access = AccessSignedIn
@@ -151,23 +181,23 @@ func (s *Server) RegisterScreenTool(t ScreenTool) error {
 	if err := s.screenTools.Register(t.Tool); err != nil {
 		return err
 	}
-	if err := s.tools.Register(s.viewTool(t.Tool)); err != nil {
+	if err := s.Tools.Register(s.viewTool(t.Tool)); err != nil {
 		s.screenTools.Remove(t.Name)
 		return fmt.Errorf("tool %q can't be offered over MCP: %w", t.Name, err)
 	}
 	s.scrMu.Lock()
 	s.toolAccess[t.Name] = t.Access
 	s.scrMu.Unlock()
-	if err := s.tools.Replace(s.showScreenTool()); err != nil {
-		s.log.Warn("show_screen's description could not be refreshed", "err", err)
+	if err := s.Tools.Replace(s.showScreenTool()); err != nil {
+		s.Log.Warn("show_screen's description could not be refreshed", "err", err)
 	}
 	return nil
 }
 
-// ScreenTools returns the names of the registered screen tools.
-func (s *Server) ScreenTools() []string { return s.screenTools.Names() }
+// ToolNames returns the names of the registered screen tools.
+func (s *Part) ToolNames() []string { return s.screenTools.Names() }
 
-func (s *Server) accessOf(name string) Access {
+func (s *Part) accessOf(name string) Access {
 	s.scrMu.Lock()
 	defer s.scrMu.Unlock()
 	if a, ok := s.toolAccess[name]; ok {
@@ -177,7 +207,7 @@ func (s *Server) accessOf(name string) Access {
 }
 
 // screenOptions are what the server allows in a screen.
-func (s *Server) screenOptions() screen.Options {
+func (s *Part) screenOptions() screen.Options {
 	s.scrMu.Lock()
 	assets := make([]string, 0, len(s.pictures))
 	for name := range s.pictures {
@@ -202,7 +232,7 @@ const maxPictureBytes = 2 << 20
 // may show it with Image("name", alt=…). contentType is image/png,
 // image/jpeg, image/gif, image/webp or image/svg+xml. Pictures are served
 // from this server only; a stream can never name a location.
-func (s *Server) RegisterPicture(name string, data []byte, contentType string) error {
+func (s *Part) RegisterPicture(name string, data []byte, contentType string) error {
 	if !validPictureName(name) {
 		return fmt.Errorf("picture name %q must be 1 to 64 lowercase letters, digits and hyphens", name)
 	}
@@ -233,7 +263,7 @@ func validPictureName(name string) bool {
 	return true
 }
 
-func (s *Server) hasPicture(name string) bool {
+func (s *Part) hasPicture(name string) bool {
 	s.scrMu.Lock()
 	defer s.scrMu.Unlock()
 	_, ok := s.pictures[name]
@@ -241,12 +271,12 @@ func (s *Server) hasPicture(name string) bool {
 }
 
 // handlePicture serves a registered picture to signed-in people.
-func (s *Server) handlePicture(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handlePicture(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	s.scrMu.Lock()
 	p, ok := s.pictures[r.PathValue("name")]
 	s.scrMu.Unlock()
 	if !ok {
-		writeError(w, wire.NotFound, "no picture of that name is registered; use a name from the app's asset registry")
+		host.WriteError(w, wire.NotFound, "no picture of that name is registered; use a name from the app's asset registry")
 		return
 	}
 	h := w.Header()
@@ -256,9 +286,9 @@ func (s *Server) handlePicture(w http.ResponseWriter, r *http.Request, pg page) 
 	w.Write(p.data)
 }
 
-// ScreenOptions are an application's choices for one screen, never the
+// Options are an application's choices for one screen, never the
 // stream's.
-type ScreenOptions struct {
+type Options struct {
 	// Secret lists $keys (with the $) whose values are secret: their fields
 	// are secret controls and their values are never shown to agents.
 	Secret []string
@@ -325,11 +355,11 @@ func newScreenID() string {
 }
 
 // newScreen starts a screen owned by p and lists it.
-func (s *Server) newScreen(p store.Principal, opts ScreenOptions) *liveScreen {
+func (s *Part) newScreen(p store.Principal, opts Options) *liveScreen {
 	sc := &liveScreen{
 		id:      newScreenID(),
 		owner:   p,
-		created: s.now(),
+		created: s.Now(),
 		secret:  map[string]bool{},
 		parser:  screen.NewParser(s.screenOptions()),
 		touched: map[string]bool{},
@@ -364,18 +394,18 @@ func (s *Server) newScreen(p store.Principal, opts ScreenOptions) *liveScreen {
 
 // screenFor returns the screen id if p may see it: its owner and the
 // people who oversee the owner.
-func (s *Server) screenFor(p store.Principal, id string) (*liveScreen, bool) {
+func (s *Part) screenFor(p store.Principal, id string) (*liveScreen, bool) {
 	s.scrMu.Lock()
 	sc, ok := s.screens[id]
 	s.scrMu.Unlock()
-	if !ok || !s.oversees(context.Background(), p, sc.owner.ID) {
+	if !ok || !s.Oversees(context.Background(), p, sc.owner.ID) {
 		return nil, false
 	}
 	return sc, true
 }
 
 // visibleScreens lists the screens p may see, newest first.
-func (s *Server) visibleScreens(p store.Principal) []*liveScreen {
+func (s *Part) visibleScreens(p store.Principal) []*liveScreen {
 	s.scrMu.Lock()
 	var out []*liveScreen
 	for _, sc := range s.screens {
@@ -386,13 +416,13 @@ func (s *Server) visibleScreens(p store.Principal) []*liveScreen {
 	s.scrMu.Unlock()
 	// Whom a person oversees is decided outside the lock: it may read the
 	// store.
-	out = slices.DeleteFunc(out, func(sc *liveScreen) bool { return !s.oversees(context.Background(), p, sc.owner.ID) })
+	out = slices.DeleteFunc(out, func(sc *liveScreen) bool { return !s.Oversees(context.Background(), p, sc.owner.ID) })
 	slices.SortFunc(out, func(a, b *liveScreen) int { return b.created.Compare(a.created) })
 	return out
 }
 
 // removeScreen closes a screen and forgets it.
-func (s *Server) removeScreen(sc *liveScreen) {
+func (s *Part) removeScreen(sc *liveScreen) {
 	s.scrMu.Lock()
 	delete(s.screens, sc.id)
 	s.scrMu.Unlock()
@@ -431,7 +461,7 @@ func (sc *liveScreen) bumpLocked() {
 }
 
 // write feeds stream bytes to the screen's parser.
-func (s *Server) writeScreen(sc *liveScreen, b []byte) {
+func (s *Part) writeScreen(sc *liveScreen, b []byte) {
 	sc.mu.Lock()
 	_, _ = sc.parser.Write(b)
 	sc.bumpLocked()
@@ -440,7 +470,7 @@ func (s *Server) writeScreen(sc *liveScreen, b []byte) {
 }
 
 // endScreen ends the screen's stream.
-func (s *Server) endScreen(sc *liveScreen) {
+func (s *Part) endScreen(sc *liveScreen) {
 	sc.mu.Lock()
 	sc.doc = sc.parser.End()
 	sc.bumpLocked()
@@ -450,7 +480,7 @@ func (s *Server) endScreen(sc *liveScreen) {
 
 // screenChanged keeps the screen's fields registered as controls and tells
 // those who may see the screen that it changed.
-func (s *Server) screenChanged(sc *liveScreen) {
+func (s *Part) screenChanged(sc *liveScreen) {
 	s.syncScreenControls(sc)
 	sc.mu.Lock()
 	v := sc.version
@@ -460,12 +490,12 @@ func (s *Server) screenChanged(sc *liveScreen) {
 
 // publishScreen publishes a screen.update event to the screen's owner and
 // to the people who oversee it. It carries the screen's id only, never its content.
-func (s *Server) publishScreen(sc *liveScreen, data map[string]any) {
+func (s *Part) publishScreen(sc *liveScreen, data map[string]any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return
 	}
-	s.bus.Publish(s.ownedEvent("screen.update", sc.owner.ID, b))
+	s.Bus.Publish(s.OwnedEvent("screen.update", sc.owner.ID, b))
 }
 
 // screenSummary is the outcome of reading a stream: SPEC 10.27's result.
@@ -490,9 +520,9 @@ func (sc *liveScreen) summary() screenSummary {
 	return out
 }
 
-// ShowScreen shows a whole stream as a screen owned by owner and returns its
+// Show shows a whole stream as a screen owned by owner and returns its
 // id. It is how a Go application shows a screen.
-func (s *Server) ShowScreen(ctx context.Context, owner store.Principal, stream string, opts ScreenOptions) (string, error) {
+func (s *Part) Show(ctx context.Context, owner store.Principal, stream string, opts Options) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -502,9 +532,9 @@ func (s *Server) ShowScreen(ctx context.Context, owner store.Principal, stream s
 	return sc.id, nil
 }
 
-// UpdateScreen applies a live update, written by the application's code, to
+// Update applies a live update, written by the application's code, to
 // the screen id (SPEC 10.29–10.34), and sends it to the screen's followers.
-func (s *Server) UpdateScreen(ctx context.Context, id, text string) (screen.UpdateResult, error) {
+func (s *Part) Update(ctx context.Context, id, text string) (screen.UpdateResult, error) {
 	if err := ctx.Err(); err != nil {
 		return screen.UpdateResult{}, err
 	}
@@ -519,7 +549,7 @@ func (s *Server) UpdateScreen(ctx context.Context, id, text string) (screen.Upda
 
 // applyUpdate applies text to sc and, when applied, records it in the live
 // feed. A rejected update is logged by issue code only.
-func (s *Server) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, error) {
+func (s *Part) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, error) {
 	sc.mu.Lock()
 	if sc.closed {
 		sc.mu.Unlock()
@@ -554,7 +584,7 @@ func (s *Server) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, 
 		for _, is := range res.Issues {
 			codes = append(codes, is.Code)
 		}
-		s.log.Warn("screen update rejected", "screen", sc.id, "issues", strings.Join(codes, ","))
+		s.Log.Warn("screen update rejected", "screen", sc.id, "issues", strings.Join(codes, ","))
 		return res, nil
 	}
 	s.screenChanged(sc)
@@ -577,9 +607,9 @@ func assignedName(line string) string {
 // handleScreenCreate serves POST /v1/screens: the body is an Omni IR stream,
 // read and shown as it arrives, so a slow writer's screen appears line by
 // line in the web UI.
-func (s *Server) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
-	var opts ScreenOptions
+func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
+	var opts Options
 	for _, k := range r.URL.Query()["secret"] {
 		if !strings.HasPrefix(k, "$") {
 			k = "$" + k
@@ -604,7 +634,7 @@ func (s *Server) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				s.removeScreen(sc)
-				writeError(w, wire.TooLarge, fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
+				host.WriteError(w, wire.TooLarge, fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
 				return
 			}
 			// The writer went away: end the stream with what arrived.
@@ -612,32 +642,32 @@ func (s *Server) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.endScreen(sc)
-	writeJSON(w, http.StatusCreated, sc.summary())
+	host.WriteJSON(w, http.StatusCreated, sc.summary())
 }
 
-func (s *Server) handleScreenList(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleScreenList(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
-	for _, sc := range s.visibleScreens(principalOf(r)) {
+	for _, sc := range s.visibleScreens(host.PrincipalOf(r)) {
 		sum := sc.summary()
 		out = append(out, map[string]any{"id": sc.id, "owner": sc.owner.ID, "created": sc.created.UTC(), "components": sum.Components, "ended": sum.Ended, "url": sum.URL})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"screens": out})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"screens": out})
 }
 
-func (s *Server) handleScreenGet(w http.ResponseWriter, r *http.Request) {
-	sc, ok := s.screenFor(principalOf(r), r.PathValue("id"))
+func (s *Part) handleScreenGet(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.screenFor(host.PrincipalOf(r), r.PathValue("id"))
 	if !ok {
-		writeError(w, wire.NotFound, "no such screen is open for you; list your screens with GET /v1/screens")
+		host.WriteError(w, wire.NotFound, "no such screen is open for you; list your screens with GET /v1/screens")
 		return
 	}
-	writeJSON(w, http.StatusOK, sc.summary())
+	host.WriteJSON(w, http.StatusOK, sc.summary())
 }
 
-func (s *Server) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
+func (s *Part) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
 	sc, ok := s.screenFor(p, r.PathValue("id"))
 	if !ok || sc.owner.ID != p.ID {
-		writeError(w, wire.NotFound, "you have no such screen open; list your screens with GET /v1/screens")
+		host.WriteError(w, wire.NotFound, "you have no such screen open; list your screens with GET /v1/screens")
 		return
 	}
 	s.removeScreen(sc)
@@ -646,25 +676,25 @@ func (s *Server) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
 
 // handleScreenUpdate serves POST /v1/screens/{id}/updates: the screen's
 // owner (the application's code) sends a live update as the body.
-func (s *Server) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
+func (s *Part) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
+	p := host.PrincipalOf(r)
 	sc, ok := s.screenFor(p, r.PathValue("id"))
 	if !ok || sc.owner.ID != p.ID {
-		writeError(w, wire.NotFound, "you have no such screen open; only the screen's owner updates it")
+		host.WriteError(w, wire.NotFound, "you have no such screen open; only the screen's owner updates it")
 		return
 	}
 	if p.Kind == store.KindAgent {
-		writeError(w, wire.Forbidden, "updates come from the application's code, never from a model; use a service token")
+		host.WriteError(w, wire.Forbidden, "updates come from the application's code, never from a model; use a service token")
 		return
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
-		writeError(w, wire.TooLarge, "an update may be at most 1 MiB")
+		host.WriteError(w, wire.TooLarge, "an update may be at most 1 MiB")
 		return
 	}
 	res, err := s.applyUpdate(sc, string(b))
 	if err != nil {
-		writeToolError(w, err)
+		host.WriteToolError(w, err)
 		return
 	}
 	issues := res.Issues
@@ -682,16 +712,16 @@ func (s *Server) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	if !res.Applied {
 		// A rejected update keeps its answer's fields and carries the one
 		// error object beside them.
-		body["error"] = apiErr(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
+		body["error"] = wire.New(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
 			WithData(map[string]any{"issues": issues})
 	}
-	writeJSON(w, status, body)
+	host.WriteJSON(w, status, body)
 }
 
 // showScreenTool is the MCP tool show_screen (SPEC 10.25–10.27). Its
 // description teaches the format and lists the tools a screen's buttons may
 // call, so it is replaced whenever a screen tool is registered.
-func (s *Server) showScreenTool() tool.Tool {
+func (s *Part) showScreenTool() tool.Tool {
 	var desc strings.Builder
 	desc.WriteString("Show the person a screen written in Omni-IR (stream format " + screen.FormatVersion + "): one statement per line, " +
 		"`id = Component(args)` or `$key = value`; the top component is `root`; children are lists of ids, each defined on its own line; " +
@@ -736,13 +766,13 @@ func (s *Server) showScreenTool() tool.Tool {
 			if n := utf8.RuneCountInString(args.Screen); n < 1 || n > maxScreenChars {
 				return nil, tool.Errorf("invalid_request", "screen must be 1 to %d characters; it has %d", maxScreenChars, n)
 			}
-			id, err := s.ShowScreen(ctx, c.Principal, args.Screen, ScreenOptions{})
+			id, err := s.Show(ctx, c.Principal, args.Screen, Options{})
 			if err != nil {
 				return nil, err
 			}
 			sc, _ := s.screenFor(c.Principal, id)
 			sum := sc.summary()
-			url := strings.TrimRight(s.cfg.BaseURL, "/") + "/screens/" + id
+			url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + id
 			return &tool.Result{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Structured: map[string]any{
 				"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id, "url": url,
 			}}, nil
@@ -777,9 +807,9 @@ func showScreenText(sum screenSummary) string {
 // screen's own press (/api/mutate and MCP views): access, schema, then the
 // handler. A tool that needs a person's confirmation is refused here: its
 // confirmation is shown only by the web UI's press of a screen's button.
-func (s *Server) runTool(ctx context.Context, p store.Principal, name string, params map[string]any) (confirm.Result, *apiError) {
+func (s *Part) runTool(ctx context.Context, p store.Principal, name string, params map[string]any) (confirm.Result, *wire.Error) {
 	if _, ok := s.screenTools.Lookup(name); !ok {
-		return confirm.Result{}, apiErr(wire.UnknownTool, "no tool of that name is registered (names are compared byte for byte)")
+		return confirm.Result{}, wire.New(wire.UnknownTool, "no tool of that name is registered (names are compared byte for byte)")
 	}
 	if e := s.checkAccess(p, name); e != nil {
 		return confirm.Result{}, e
@@ -790,7 +820,7 @@ func (s *Server) runTool(ctx context.Context, p store.Principal, name string, pa
 	}
 	if pend.NeedsConfirmation() {
 		pend.Cancel()
-		return confirm.Result{}, apiErr(wire.ConfirmationRequired, "this tool runs only after a person confirms it: press its button on a screen in the assent web UI")
+		return confirm.Result{}, wire.New(wire.ConfirmationRequired, "this tool runs only after a person confirms it: press its button on a screen in the assent web UI")
 	}
 	res, err := pend.Confirm(ctx)
 	if err != nil {
@@ -801,63 +831,63 @@ func (s *Server) runTool(ctx context.Context, p store.Principal, name string, pa
 
 // checkAccess applies the tool's access rule to p (the zero principal is a
 // request without credentials).
-func (s *Server) checkAccess(p store.Principal, name string) *apiError {
+func (s *Part) checkAccess(p store.Principal, name string) *wire.Error {
 	switch s.accessOf(name) {
 	case AccessPublic:
 		return nil
 	case AccessPeople:
 		if p.Kind != store.KindHuman {
-			return apiErr(wire.SignInRequired, "this tool is for people: sign in to the assent web UI")
+			return wire.New(wire.SignInRequired, "this tool is for people: sign in to the assent web UI")
 		}
 	default:
 		if p.ID == "" {
-			return apiErr(wire.SignInRequired, "this tool is for signed-in principals: send a bearer token or sign in")
+			return wire.New(wire.SignInRequired, "this tool is for signed-in principals: send a bearer token or sign in")
 		}
 	}
 	return nil
 }
 
 // pressError maps an error of the press pipeline to an API error.
-func pressError(err error) *apiError {
+func pressError(err error) *wire.Error {
 	var ce *confirm.Error
 	if !errors.As(err, &ce) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return apiErr(wire.ToolFailed, "the request ended before the tool ran; try again")
+			return wire.New(wire.ToolFailed, "the request ended before the tool ran; try again")
 		}
-		return apiErr(wire.ToolFailed, "the tool failed; try again")
+		return wire.New(wire.ToolFailed, "the tool failed; try again")
 	}
 	switch ce.Code {
 	case confirm.CodeUnknownTool:
-		return apiErr(wire.UnknownTool, ce.Message)
+		return wire.New(wire.UnknownTool, ce.Message)
 	case confirm.CodeInvalidParams:
 		issues := ce.Issues
 		if issues == nil {
 			issues = []confirm.ParamIssue{}
 		}
-		return apiErr(wire.InvalidParams, ce.Message).WithData(map[string]any{"issues": issues})
+		return wire.New(wire.InvalidParams, ce.Message).WithData(map[string]any{"issues": issues})
 	case confirm.CodeMutationBlocked:
-		return apiErr(wire.MutationBlocked, ce.Message)
+		return wire.New(wire.MutationBlocked, ce.Message)
 	case confirm.CodeToolChanged:
-		return apiErr(wire.ToolChanged, ce.Message)
+		return wire.New(wire.ToolChanged, ce.Message)
 	case confirm.CodeHandlerFailed:
 		var te *tool.Error
 		if errors.As(ce.Err, &te) {
 			if te.Code == "not_found" {
-				return apiErr(wire.NotFound, te.Message)
+				return wire.New(wire.NotFound, te.Message)
 			}
 			// A tool's own refusal is a conflict, whatever its code
 			// (SPEC 10.14).
-			e := apiErr(wire.Code(te.Code), te.Message)
+			e := wire.New(wire.Code(te.Code), te.Message)
 			e.Status = http.StatusConflict
 			return e
 		}
-		return apiErr(wire.ToolFailed, "the tool's handler failed; try again")
+		return wire.New(wire.ToolFailed, "the tool's handler failed; try again")
 	}
-	return apiErr(wire.ToolFailed, ce.Message)
+	return wire.New(wire.ToolFailed, ce.Message)
 }
 
 // loadToolsFile registers the tools of a tools.json file, if there is one.
-func (s *Server) loadToolsFile(path string) error {
+func (s *Part) loadToolsFile(path string) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -870,7 +900,7 @@ func (s *Server) loadToolsFile(path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for _, t := range tools {
-		if err := s.RegisterScreenTool(t); err != nil {
+		if err := s.RegisterTool(t); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}

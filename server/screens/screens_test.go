@@ -1,4 +1,4 @@
-package server
+package screens_test
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"math"
 	"net/http"
@@ -19,9 +20,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 	"github.com/assent-run/assent/tool"
@@ -59,14 +65,14 @@ func screenFixture(t *testing.T) (*fixture, map[string]*recorder) {
 	recs["pay.now"].res = confirm.Result{Value: map[string]any{"receipt": "r1"}, Update: `$status = "paid"`}
 	recs["orders.cancel"].err = tool.Errorf("not_found", "no such order")
 	for name, rec := range recs {
-		st := ScreenTool{Tool: confirm.Tool{Name: name, Params: json.RawMessage(testPayParams), Handler: rec.handle}}
+		st := screens.Tool{Tool: confirm.Tool{Name: name, Params: json.RawMessage(testPayParams), Handler: rec.handle}}
 		switch name {
 		case "pay.confirmed":
 			st.Confirm = confirm.Template("Pay {amount}?")
 		case "info.public":
-			st.Access = AccessPublic
+			st.Access = screens.AccessPublic
 		}
-		if err := f.srv.RegisterScreenTool(st); err != nil {
+		if err := f.Srv.Screens().RegisterTool(st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,17 +80,17 @@ func screenFixture(t *testing.T) (*fixture, map[string]*recorder) {
 }
 
 func mutateReq(f *fixture, token, body string, hdr map[string]string) *http.Response {
-	f.t.Helper()
+	f.T.Helper()
 	h := map[string]string{"Content-Type": "application/json"}
 	for k, v := range hdr {
 		h[k] = v
 	}
-	return f.req("POST", "/api/mutate", token, strings.NewReader(body), h)
+	return f.Req("POST", "/api/mutate", token, strings.NewReader(body), h)
 }
 
 func TestMutateStatusTable(t *testing.T) {
 	f, recs := screenFixture(t)
-	cookie, csrf := f.signIn()
+	cookie, csrf := f.SignIn()
 	browser := func(origin string) func(*http.Request) {
 		return func(r *http.Request) {
 			r.AddCookie(cookie)
@@ -103,27 +109,27 @@ func TestMutateStatusTable(t *testing.T) {
 		status int
 		code   string
 	}{
-		{name: "ok", token: f.token, body: `{"tool":"pay.now","params":{"amount":5}}`, status: 200},
-		{name: "ok from the web UI", body: `{"tool":"pay.now","params":{"amount":5}}`, modify: browser(f.http.URL), status: 200},
+		{name: "ok", token: f.Token, body: `{"tool":"pay.now","params":{"amount":5}}`, status: 200},
+		{name: "ok from the web UI", body: `{"tool":"pay.now","params":{"amount":5}}`, modify: browser(f.HTTP.URL), status: 200},
 		{name: "public without credentials", body: `{"tool":"info.public","params":{"amount":1}}`, status: 200},
-		{name: "not JSON", token: f.token, body: `nope`, status: 400, code: "invalid_request"},
-		{name: "no tool", token: f.token, body: `{"params":{}}`, status: 400, code: "invalid_request"},
-		{name: "params not an object", token: f.token, body: `{"tool":"pay.now","params":[1]}`, status: 400, code: "invalid_request"},
-		{name: "no params", token: f.token, body: `{"tool":"pay.now"}`, status: 400, code: "invalid_request"},
-		{name: "body sets confirmed", token: f.token, body: `{"tool":"pay.now","params":{"amount":5},"confirmed":true}`, status: 400, code: "invalid_request"},
-		{name: "malformed key", token: f.token, body: `{"tool":"pay.now","params":{"amount":5}}`, hdr: map[string]string{"Idempotency-Key": "has space"}, status: 400, code: "invalid_request"},
+		{name: "not JSON", token: f.Token, body: `nope`, status: 400, code: "invalid_request"},
+		{name: "no tool", token: f.Token, body: `{"params":{}}`, status: 400, code: "invalid_request"},
+		{name: "params not an object", token: f.Token, body: `{"tool":"pay.now","params":[1]}`, status: 400, code: "invalid_request"},
+		{name: "no params", token: f.Token, body: `{"tool":"pay.now"}`, status: 400, code: "invalid_request"},
+		{name: "body sets confirmed", token: f.Token, body: `{"tool":"pay.now","params":{"amount":5},"confirmed":true}`, status: 400, code: "invalid_request"},
+		{name: "malformed key", token: f.Token, body: `{"tool":"pay.now","params":{"amount":5}}`, hdr: map[string]string{"Idempotency-Key": "has space"}, status: 400, code: "invalid_request"},
 		{name: "nobody signed in", body: `{"tool":"pay.now","params":{"amount":5}}`, status: 401, code: "sign_in_required"},
 		{name: "bad token", token: "asnt_nope", body: `{"tool":"pay.now","params":{"amount":5}}`, status: 401, code: "sign_in_required"},
-		{name: "unknown tool", token: f.token, body: `{"tool":"pay.later","params":{}}`, status: 403, code: "unknown_tool"},
+		{name: "unknown tool", token: f.Token, body: `{"tool":"pay.later","params":{}}`, status: 403, code: "unknown_tool"},
 		{name: "cross-site browser request", body: `{"tool":"pay.now","params":{"amount":5}}`, modify: browser("https://evil.example"), status: 403, code: "bad_origin"},
 		{name: "browser request without Origin", body: `{"tool":"pay.now","params":{"amount":5}}`, modify: browser(""), status: 403, code: "bad_origin"},
-		{name: "not the caller's", token: f.token, body: `{"tool":"orders.cancel","params":{"amount":5,"orderId":"o-1"}}`, status: 404, code: "not_found"},
-		{name: "needs a person's confirmation", token: f.token, body: `{"tool":"pay.confirmed","params":{"amount":5}}`, status: 409, code: "confirmation_required"},
-		{name: "invalid params", token: f.token, body: `{"tool":"pay.now","params":{"amount":-1}}`, status: 422, code: "invalid_params"},
+		{name: "not the caller's", token: f.Token, body: `{"tool":"orders.cancel","params":{"amount":5,"orderId":"o-1"}}`, status: 404, code: "not_found"},
+		{name: "needs a person's confirmation", token: f.Token, body: `{"tool":"pay.confirmed","params":{"amount":5}}`, status: 409, code: "confirmation_required"},
+		{name: "invalid params", token: f.Token, body: `{"tool":"pay.now","params":{"amount":-1}}`, status: 422, code: "invalid_params"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, _ := http.NewRequest("POST", f.http.URL+"/api/mutate", strings.NewReader(tc.body))
+			r, _ := http.NewRequest("POST", f.HTTP.URL+"/api/mutate", strings.NewReader(tc.body))
 			r.Header.Set("Content-Type", "application/json")
 			if tc.token != "" {
 				r.Header.Set("Authorization", "Bearer "+tc.token)
@@ -134,7 +140,7 @@ func TestMutateStatusTable(t *testing.T) {
 			if tc.modify != nil {
 				tc.modify(r)
 			}
-			resp, err := f.http.Client().Do(r)
+			resp, err := f.HTTP.Client().Do(r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +150,7 @@ func TestMutateStatusTable(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
 			}
 			if tc.code != "" {
-				if got := errorCode(t, resp); got != tc.code {
+				if got := assenttest.ErrorCode(t, resp); got != tc.code {
 					t.Fatalf("code %q, want %q", got, tc.code)
 				}
 				return
@@ -166,12 +172,12 @@ func TestMutateStatusTable(t *testing.T) {
 }
 
 func TestMutateRateLimitedAndToolFailed(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.RateLimit, c.RateBurst = 1, 1 })
+	f := newFixture(t, func(c *server.Config) { c.RateLimit, c.RateBurst = 1, 1 })
 	rec := &recorder{err: errors.New("database down")}
-	if err := f.srv.RegisterScreenTool(ScreenTool{Tool: confirm.Tool{Name: "pay.now", Handler: rec.handle}}); err != nil {
+	if err := f.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "pay.now", Handler: rec.handle}}); err != nil {
 		t.Fatal(err)
 	}
-	resp := mutateReq(f, f.token, `{"tool":"pay.now","params":{}}`, nil)
+	resp := mutateReq(f, f.Token, `{"tool":"pay.now","params":{}}`, nil)
 	var body struct {
 		Error struct {
 			Code      string `json:"code"`
@@ -182,8 +188,8 @@ func TestMutateRateLimitedAndToolFailed(t *testing.T) {
 	if resp.StatusCode != 500 || body.Error.Code != "tool_failed" || !body.Error.Retryable {
 		t.Fatalf("failing handler: %d %+v", resp.StatusCode, body)
 	}
-	resp = mutateReq(f, f.token, `{"tool":"pay.now","params":{}}`, nil)
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || errorCode(t, resp) != "rate_limited" {
+	resp = mutateReq(f, f.Token, `{"tool":"pay.now","params":{}}`, nil)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || assenttest.ErrorCode(t, resp) != "rate_limited" {
 		t.Fatalf("second request: %d", resp.StatusCode)
 	}
 }
@@ -191,10 +197,10 @@ func TestMutateRateLimitedAndToolFailed(t *testing.T) {
 func TestMutateIdempotency(t *testing.T) {
 	f, recs := screenFixture(t)
 	key := map[string]string{"Idempotency-Key": "press-1:a.b_c-d"}
-	first := mutateReq(f, f.token, `{"tool":"pay.now","params":{"amount":5,"note":"x"}}`, key)
+	first := mutateReq(f, f.Token, `{"tool":"pay.now","params":{"amount":5,"note":"x"}}`, key)
 	a, _ := io.ReadAll(first.Body)
 	// The same press retried, with its keys in another order.
-	second := mutateReq(f, f.token, `{"params":{"note":"x","amount":5},"tool":"pay.now"}`, key)
+	second := mutateReq(f, f.Token, `{"params":{"note":"x","amount":5},"tool":"pay.now"}`, key)
 	b, _ := io.ReadAll(second.Body)
 	if first.StatusCode != 200 || second.StatusCode != 200 || string(a) != string(b) {
 		t.Fatalf("retry answered %d %s, first %d %s", second.StatusCode, b, first.StatusCode, a)
@@ -202,11 +208,11 @@ func TestMutateIdempotency(t *testing.T) {
 	if n := recs["pay.now"].count(); n != 1 {
 		t.Fatalf("handler ran %d times for one key", n)
 	}
-	if resp := mutateReq(f, f.token, `{"tool":"pay.now","params":{"amount":6}}`, key); resp.StatusCode != 409 || errorCode(t, resp) != "idempotency_conflict" {
+	if resp := mutateReq(f, f.Token, `{"tool":"pay.now","params":{"amount":6}}`, key); resp.StatusCode != 409 || assenttest.ErrorCode(t, resp) != "idempotency_conflict" {
 		t.Fatalf("other params, same key: %d", resp.StatusCode)
 	}
 	// Keys are per principal: another principal's same key is a new press.
-	tok, _, err := IssueToken(context.Background(), f.db, store.KindService, "other", nil, time.Now())
+	tok, _, err := auth.IssueToken(context.Background(), f.DB, store.KindService, "other", nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,39 +221,6 @@ func TestMutateIdempotency(t *testing.T) {
 	}
 	if n := recs["pay.now"].count(); n != 2 {
 		t.Fatalf("handler ran %d times, want 2", n)
-	}
-}
-
-func TestIdemCacheBoundsAndExpiry(t *testing.T) {
-	now := time.Unix(0, 0)
-	c := newIdemCache(3, time.Hour)
-	var fp [32]byte
-	for i := range 5 {
-		e, st := c.begin(fmt.Sprint("k", i), fp, now)
-		if st != idemNew {
-			t.Fatalf("key %d: state %v", i, st)
-		}
-		c.finish(e, 200, nil, true)
-	}
-	if len(c.byKey) != 3 {
-		t.Fatalf("cache holds %d keys, want 3", len(c.byKey))
-	}
-	if _, st := c.begin("k0", fp, now); st != idemNew {
-		t.Fatal("the oldest key was not forgotten")
-	}
-	if _, st := c.begin("k4", fp, now); st != idemReplay {
-		t.Fatal("a recent key was forgotten")
-	}
-	if _, st := c.begin("k4", fp, now.Add(time.Hour)); st != idemNew {
-		t.Fatal("an expired key was replayed")
-	}
-	e, _ := c.begin("busy", fp, now)
-	if _, st := c.begin("busy", fp, now); st != idemInProgress {
-		t.Fatal("a running key was not reported in progress")
-	}
-	c.finish(e, 500, nil, false)
-	if _, st := c.begin("busy", fp, now); st != idemNew {
-		t.Fatal("a failed answer was kept")
 	}
 }
 
@@ -272,7 +245,7 @@ func TestMutateForgedRequests(t *testing.T) {
 		{"source in the body", `{"tool":"pay.now","params":{"amount":5},"source":"user"}`, 400},
 	}
 	for _, tc := range forged {
-		resp := mutateReq(f, f.token, tc.body, nil)
+		resp := mutateReq(f, f.Token, tc.body, nil)
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.status)
 		}
@@ -296,7 +269,7 @@ func TestMutateForgedRequests(t *testing.T) {
 
 func TestShowScreenOverMCP(t *testing.T) {
 	f, _ := screenFixture(t)
-	cs, err := f.appsSession(f.token)
+	cs, err := f.AppsSession(f.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,22 +322,22 @@ func TestShowScreenOverMCP(t *testing.T) {
 		t.Fatalf("structured %s", b)
 	}
 	// The owner and people see it; another agent gets not_found.
-	if resp := f.req("GET", "/v1/screens/"+sc.Screen, f.token, nil, nil); resp.StatusCode != 200 {
+	if resp := f.Req("GET", "/v1/screens/"+sc.Screen, f.Token, nil, nil); resp.StatusCode != 200 {
 		t.Fatalf("owner: %d", resp.StatusCode)
 	}
-	other, _, _ := IssueToken(context.Background(), f.db, store.KindAgent, "other", nil, time.Now())
-	if resp := f.req("GET", "/v1/screens/"+sc.Screen, other, nil, nil); resp.StatusCode != 404 || errorCode(t, resp) != "not_found" {
+	other, _, _ := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "other", nil, time.Now())
+	if resp := f.Req("GET", "/v1/screens/"+sc.Screen, other, nil, nil); resp.StatusCode != 404 || assenttest.ErrorCode(t, resp) != "not_found" {
 		t.Fatalf("another agent: %d", resp.StatusCode)
 	}
-	if resp := f.req("GET", "/v1/screens/scr_nope", other, nil, nil); resp.StatusCode != 404 {
+	if resp := f.Req("GET", "/v1/screens/scr_nope", other, nil, nil); resp.StatusCode != 404 {
 		t.Fatalf("absent screen: %d", resp.StatusCode)
 	}
-	cookie, _ := f.signIn()
-	if resp := f.get("/screens/"+sc.Screen, cookie); resp.StatusCode != 200 {
+	cookie, _ := f.SignIn()
+	if resp := f.Get("/screens/"+sc.Screen, cookie); resp.StatusCode != 200 {
 		t.Fatalf("person: %d", resp.StatusCode)
 	}
 	// Over the limits.
-	for _, s := range []string{"", strings.Repeat("x", maxScreenChars+1)} {
+	for _, s := range []string{"", strings.Repeat("x", screens.MaxScreenChars+1)} {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": s}})
 		if err == nil && !res.IsError {
 			t.Errorf("a screen of %d characters was shown", len(s))
@@ -374,20 +347,20 @@ func TestShowScreenOverMCP(t *testing.T) {
 
 func TestViewToolCallsAreChecked(t *testing.T) {
 	f, recs := screenFixture(t)
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, isErr := callTool(t, cs, "pay.now", map[string]any{"amount": -1})
+	out, isErr := assenttest.CallTool(t, cs, "pay.now", map[string]any{"amount": -1})
 	if !isErr || out["code"] != "invalid_params" || out["issues"] == nil {
 		t.Fatalf("invalid params: %v", out)
 	}
-	out, isErr = callTool(t, cs, "pay.confirmed", map[string]any{"amount": 1})
+	out, isErr = assenttest.CallTool(t, cs, "pay.confirmed", map[string]any{"amount": 1})
 	if !isErr || out["code"] != "confirmation_required" {
 		t.Fatalf("confirmation tool: %v", out)
 	}
-	out, isErr = callTool(t, cs, "pay.now", map[string]any{"amount": 1})
+	out, isErr = assenttest.CallTool(t, cs, "pay.now", map[string]any{"amount": 1})
 	if isErr || out["receipt"] != "r1" || out["update"] != `$status = "paid"` {
 		t.Fatalf("valid call: %v", out)
 	}
@@ -401,9 +374,9 @@ func TestScreenPostedSlowlyAppearsAsItArrives(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan *http.Response, 1)
 	go func() {
-		r, _ := http.NewRequest("POST", f.http.URL+"/v1/screens", pr)
-		r.Header.Set("Authorization", "Bearer "+f.token)
-		resp, err := f.http.Client().Do(r)
+		r, _ := http.NewRequest("POST", f.HTTP.URL+"/v1/screens", pr)
+		r.Header.Set("Authorization", "Bearer "+f.Token)
+		resp, err := f.HTTP.Client().Do(r)
 		if err != nil {
 			done <- nil
 			return
@@ -420,7 +393,7 @@ func TestScreenPostedSlowlyAppearsAsItArrives(t *testing.T) {
 		} `json:"screens"`
 	}
 	for range 200 {
-		resp := f.req("GET", "/v1/screens", f.token, nil, nil)
+		resp := f.Req("GET", "/v1/screens", f.Token, nil, nil)
 		json.NewDecoder(resp.Body).Decode(&listed)
 		if len(listed.Screens) == 1 && listed.Screens[0].Components == 2 {
 			break
@@ -437,7 +410,7 @@ func TestScreenPostedSlowlyAppearsAsItArrives(t *testing.T) {
 		t.Fatal("request failed")
 	}
 	defer resp.Body.Close()
-	var sum screenSummary
+	var sum screens.ScreenSummary
 	json.NewDecoder(resp.Body).Decode(&sum)
 	if resp.StatusCode != 201 || sum.Components != 3 || len(sum.Rejected) != 0 || !sum.Ended {
 		t.Fatalf("created: %d %+v", resp.StatusCode, sum)
@@ -445,11 +418,11 @@ func TestScreenPostedSlowlyAppearsAsItArrives(t *testing.T) {
 }
 
 // readSSE reads events until the response ends.
-func readSSE(t *testing.T, body io.Reader) []sseEvent {
+func readSSE(t *testing.T, body io.Reader) []assenttest.Event {
 	t.Helper()
-	var out []sseEvent
+	var out []assenttest.Event
 	rd := bufio.NewReader(body)
-	var e sseEvent
+	var e assenttest.Event
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
@@ -458,32 +431,32 @@ func readSSE(t *testing.T, body io.Reader) []sseEvent {
 		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case line == "":
-			if e.typ != "" {
+			if e.Type != "" {
 				out = append(out, e)
 			}
-			e = sseEvent{}
+			e = assenttest.Event{}
 		case strings.HasPrefix(line, "event: "):
-			e.typ = line[7:]
+			e.Type = line[7:]
 		case strings.HasPrefix(line, "data: "):
-			e.data = line[6:]
+			e.Data = line[6:]
 		}
 	}
 }
 
 func TestGenerateStream(t *testing.T) {
 	f, _ := screenFixture(t)
-	f.srv.SetGenerator(MockGenerator{Screens: map[string]string{"hello": "root = Card([t])\nt = Text(\"hi\")\n", "pay": "root = Text(\"pay\")\n"}})
+	f.Srv.Screens().SetGenerator(screens.MockGenerator{Screens: map[string]string{"hello": "root = Card([t])\nt = Text(\"hi\")\n", "pay": "root = Text(\"pay\")\n"}})
 	for _, tc := range []struct{ version, code string }{{"0.5", "unsupported_version"}, {"0.7", "unsupported_version"}, {"x", "invalid_request"}} {
-		resp := f.req("POST", "/api/generate?version="+tc.version, f.token, strings.NewReader(`{"prompt":"hello"}`), nil)
-		if resp.StatusCode != 400 || errorCode(t, resp) != tc.code {
+		resp := f.Req("POST", "/api/generate?version="+tc.version, f.Token, strings.NewReader(`{"prompt":"hello"}`), nil)
+		if resp.StatusCode != 400 || assenttest.ErrorCode(t, resp) != tc.code {
 			t.Errorf("version %s: %d", tc.version, resp.StatusCode)
 		}
 	}
-	if resp := f.req("POST", "/api/generate", f.token, strings.NewReader(`{"prompt":""}`), nil); resp.StatusCode != 400 {
+	if resp := f.Req("POST", "/api/generate", f.Token, strings.NewReader(`{"prompt":""}`), nil); resp.StatusCode != 400 {
 		t.Errorf("empty prompt: %d", resp.StatusCode)
 	}
 	for _, v := range []string{"", "?version=0.8", "?version=0.9"} {
-		resp := f.req("POST", "/api/generate"+v, f.token, strings.NewReader(`{"prompt":"say hello"}`), nil)
+		resp := f.Req("POST", "/api/generate"+v, f.Token, strings.NewReader(`{"prompt":"say hello"}`), nil)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("%s: %d", v, resp.StatusCode)
 		}
@@ -491,10 +464,10 @@ func TestGenerateStream(t *testing.T) {
 		var text strings.Builder
 		var names []string
 		for _, e := range events {
-			names = append(names, e.typ)
-			if e.typ == "chunk" {
+			names = append(names, e.Type)
+			if e.Type == "chunk" {
 				var c struct{ Text string }
-				json.Unmarshal([]byte(e.data), &c)
+				json.Unmarshal([]byte(e.Data), &c)
 				text.WriteString(c.Text)
 			}
 		}
@@ -508,127 +481,127 @@ func TestGenerateStream(t *testing.T) {
 			StopReason, Model string
 			Ms                *int64
 		}
-		json.Unmarshal([]byte(events[4].data), &done)
+		json.Unmarshal([]byte(events[4].Data), &done)
 		if done.StopReason != "end_turn" || done.Model != "mock" || done.Ms == nil {
-			t.Fatalf("done %s", events[4].data)
+			t.Fatalf("done %s", events[4].Data)
 		}
 		var live struct{ Screen string }
-		json.Unmarshal([]byte(events[3].data), &live)
+		json.Unmarshal([]byte(events[3].Data), &live)
 		if len(live.Screen) < 4+32 {
-			t.Fatalf("live %s", events[3].data)
+			t.Fatalf("live %s", events[3].Data)
 		}
 	}
 }
 
 type failingGen struct{}
 
-func (failingGen) Generate(ctx context.Context, prompt string, emit func(string) error) (GenerateResult, error) {
+func (failingGen) Generate(ctx context.Context, prompt string, emit func(string) error) (screens.GenerateResult, error) {
 	if err := emit("root = Text(\"x\")\n"); err != nil {
-		return GenerateResult{}, err
+		return screens.GenerateResult{}, err
 	}
-	return GenerateResult{}, &GenerateError{Code: "timeout", Message: "the model took too long", Retryable: true}
+	return screens.GenerateResult{}, &screens.GenerateError{Code: "timeout", Message: "the model took too long", Retryable: true}
 }
 
 func TestGenerateErrorIsTheOneTerminalEvent(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.SetGenerator(failingGen{})
-	resp := f.req("POST", "/api/generate", f.token, strings.NewReader(`{"prompt":"x"}`), nil)
+	f.Srv.Screens().SetGenerator(failingGen{})
+	resp := f.Req("POST", "/api/generate", f.Token, strings.NewReader(`{"prompt":"x"}`), nil)
 	events := readSSE(t, resp.Body)
-	if len(events) != 3 || events[2].typ != "error" || !strings.Contains(events[2].data, `"code":"timeout"`) || !strings.Contains(events[2].data, `"retryable":true`) {
+	if len(events) != 3 || events[2].Type != "error" || !strings.Contains(events[2].Data, `"code":"timeout"`) || !strings.Contains(events[2].Data, `"retryable":true`) {
 		t.Fatalf("events %+v", events)
 	}
 }
 
 func TestLiveFeed(t *testing.T) {
 	f := newFixture(t, nil)
-	owner := f.boot.Agent
-	id, err := f.srv.ShowScreen(context.Background(), owner, "root = Card([status])\n$s = \"new\"\nstatus = Text($s)\n", ScreenOptions{})
+	owner := f.Boot.Agent
+	id, err := f.Srv.Screens().Show(context.Background(), owner, "root = Card([status])\n$s = \"new\"\nstatus = Text($s)\n", screens.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	for _, text := range []string{`$s = "packed"`, `$s = "shipped"`} {
-		if res, err := f.srv.UpdateScreen(ctx, id, text); err != nil || !res.Applied {
+		if res, err := f.Srv.Screens().Update(ctx, id, text); err != nil || !res.Applied {
 			t.Fatalf("update %q: %v %+v", text, err, res)
 		}
 	}
 	// A rejected update changes nothing and is not sent.
-	if res, _ := f.srv.UpdateScreen(ctx, id, "status = Nope()"); res.Applied {
+	if res, _ := f.Srv.Screens().Update(ctx, id, "status = Nope()"); res.Applied {
 		t.Fatal("a bad update applied")
 	}
-	other, _, _ := IssueToken(ctx, f.db, store.KindAgent, "other", nil, time.Now())
-	if resp := f.req("GET", "/api/live?screen="+id, other, nil, nil); resp.StatusCode != 404 || errorCode(t, resp) != "not_found" {
+	other, _, _ := auth.IssueToken(ctx, f.DB, store.KindAgent, "other", nil, time.Now())
+	if resp := f.Req("GET", "/api/live?screen="+id, other, nil, nil); resp.StatusCode != 404 || assenttest.ErrorCode(t, resp) != "not_found" {
 		t.Fatalf("another principal: %d", resp.StatusCode)
 	}
-	if resp := f.req("GET", "/api/live?screen="+id+"&after=-1", f.token, nil, nil); resp.StatusCode != 400 {
+	if resp := f.Req("GET", "/api/live?screen="+id+"&after=-1", f.Token, nil, nil); resp.StatusCode != 400 {
 		t.Fatalf("bad after: %d", resp.StatusCode)
 	}
-	resp := f.req("GET", "/api/live?screen="+id+"&after=1", f.token, nil, nil)
-	rd := &sse{resp: resp, rd: bufio.NewReader(resp.Body)}
-	if e := rd.next(t); e.typ != "update" || e.data != `{"seq":2,"text":"$s = \"shipped\""}` {
+	resp := f.Req("GET", "/api/live?screen="+id+"&after=1", f.Token, nil, nil)
+	rd := assenttest.NewSSE(resp)
+	if e := rd.Next(t); e.Type != "update" || e.Data != `{"seq":2,"text":"$s = \"shipped\""}` {
 		t.Fatalf("catching up: %+v", e)
 	}
-	if _, err := f.srv.UpdateScreen(ctx, id, `$s = "delivered"`); err != nil {
+	if _, err := f.Srv.Screens().Update(ctx, id, `$s = "delivered"`); err != nil {
 		t.Fatal(err)
 	}
-	if e := rd.next(t); e.typ != "update" || !strings.Contains(e.data, `"seq":3`) {
+	if e := rd.Next(t); e.Type != "update" || !strings.Contains(e.Data, `"seq":3`) {
 		t.Fatalf("live: %+v", e)
 	}
-	sc, _ := f.srv.screenFor(owner, id)
-	f.srv.removeScreen(sc)
-	if e := rd.next(t); e.typ != "end" {
+	sc, _ := screens.ScreenFor(f.Srv.Screens(), owner, id)
+	screens.RemoveScreen(f.Srv.Screens(), sc)
+	if e := rd.Next(t); e.Type != "end" {
 		t.Fatalf("after close: %+v", e)
 	}
 }
 
 func TestLiveCatchUpWhenUpdatesWereDropped(t *testing.T) {
 	f := newFixture(t, nil)
-	id, _ := f.srv.ShowScreen(context.Background(), f.boot.Agent, "root = Card([a, n])\n$s = \"0\"\na = Text($s)\n$typed = \"\"\nn = Input($typed, label=\"Name\")\n", ScreenOptions{})
-	for i := 1; i <= keptUpdates+5; i++ {
-		if res, err := f.srv.UpdateScreen(context.Background(), id, fmt.Sprintf("$s = \"%d\"\na = Text($s, tone=\"muted\")", i)); err != nil || !res.Applied {
+	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, "root = Card([a, n])\n$s = \"0\"\na = Text($s)\n$typed = \"\"\nn = Input($typed, label=\"Name\")\n", screens.Options{})
+	for i := 1; i <= screens.KeptUpdates+5; i++ {
+		if res, err := f.Srv.Screens().Update(context.Background(), id, fmt.Sprintf("$s = \"%d\"\na = Text($s, tone=\"muted\")", i)); err != nil || !res.Applied {
 			t.Fatalf("update %d: %v %+v", i, err, res)
 		}
 	}
-	sc, _ := f.srv.screenFor(f.boot.Agent, id)
-	ups, _, _ := sc.updatesAfter(2)
-	want := fmt.Sprintf("$s = \"%d\"\na = Text($s, tone=\"muted\")\n", keptUpdates+5)
-	if len(ups) != 1 || ups[0].Seq != keptUpdates+5 || ups[0].Text != want {
+	sc, _ := screens.ScreenFor(f.Srv.Screens(), f.Boot.Agent, id)
+	ups, _, _ := sc.UpdatesAfter(2)
+	want := fmt.Sprintf("$s = \"%d\"\na = Text($s, tone=\"muted\")\n", screens.KeptUpdates+5)
+	if len(ups) != 1 || ups[0].Seq != screens.KeptUpdates+5 || ups[0].Text != want {
 		t.Fatalf("catch-up %+v", ups)
 	}
-	if ups, _, _ := sc.updatesAfter(keptUpdates + 3); len(ups) != 2 || ups[0].Seq != keptUpdates+4 {
+	if ups, _, _ := sc.UpdatesAfter(screens.KeptUpdates + 3); len(ups) != 2 || ups[0].Seq != screens.KeptUpdates+4 {
 		t.Fatalf("recent updates %+v", ups)
 	}
 }
 
 func TestScreenFieldsAreControls(t *testing.T) {
 	f, _ := screenFixture(t)
-	if err := f.srv.RegisterScreenTool(ScreenTool{Tool: confirm.Tool{Name: "auth.login", Secret: []string{"pin"}, Handler: (&recorder{}).handle}}); err != nil {
+	if err := f.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "auth.login", Secret: []string{"pin"}, Handler: (&recorder{}).handle}}); err != nil {
 		t.Fatal(err)
 	}
 	stream := "root = Card([email, pin, go])\n$email = \"\"\nemail = Input($email, label=\"Email\", required=true, format=\"email\")\n$pin = \"\"\npin = Input($pin, label=\"PIN\")\ngo = Button(\"Go\", action=\"go\")\ngoIt = McpMutation(go, tool=\"auth.login\", params={email: $email, pin: $pin})\n"
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := callTool(t, cs, "show_screen", map[string]any{"screen": stream})
+	out, _ := assenttest.CallTool(t, cs, "show_screen", map[string]any{"screen": stream})
 	id := out["screen"].(string)
 	email := map[string]any{"formId": id, "controlId": "email"}
-	snap, isErr := callTool(t, cs, "controls_inspect", map[string]any{"identity": email})
+	snap, isErr := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": email})
 	st, _ := snap["state"].(map[string]any)
 	if isErr || snap["metadata"].(map[string]any)["kind"] != "email" || st["valid"] != false || st["validationMessage"] != "This field is required." {
 		t.Fatalf("inspect email: %v", snap)
 	}
-	pin, _ := callTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": id, "controlId": "pin"}})
+	pin, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": id, "controlId": "pin"}})
 	if pin["metadata"].(map[string]any)["sensitivity"] != "secret" || pin["state"].(map[string]any)["valueRedacted"] != true {
 		t.Fatalf("pin is not secret: %v", pin)
 	}
-	out, isErr = callTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": email, "value": "ada@example.com"})
+	out, isErr = assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": email, "value": "ada@example.com"})
 	if isErr {
 		t.Fatalf("stage: %v", out)
 	}
-	cookie, _ := f.signIn()
-	resp := f.get("/screens/"+id, cookie)
+	cookie, _ := f.SignIn()
+	resp := f.Get("/screens/"+id, cookie)
 	page, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{`id="s-email"`, "ada@example.com", `action="/web/controls/apply"`, `value="/screens/` + id + `"`} {
 		if !strings.Contains(string(page), want) {
@@ -636,13 +609,13 @@ func TestScreenFieldsAreControls(t *testing.T) {
 		}
 	}
 	// Another agent cannot see the fields.
-	other, _, _ := IssueToken(context.Background(), f.db, store.KindAgent, "other", nil, time.Now())
-	cs2, err := f.mcpSession(other, "")
+	other, _, _ := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "other", nil, time.Now())
+	cs2, err := f.MCPSession(other, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs2.Close()
-	if out, isErr := callTool(t, cs2, "controls_inspect", map[string]any{"identity": email}); !isErr {
+	if out, isErr := assenttest.CallTool(t, cs2, "controls_inspect", map[string]any{"identity": email}); !isErr {
 		t.Fatalf("another agent inspected the field: %v", out)
 	}
 }
@@ -654,9 +627,9 @@ a = Text("<script>alert(1)</script>")
 b = Heading("<a href=\"javascript:alert(1)\">click</a>")
 c = Notice("</p><style>body{display:none}</style>", title="\" onmouseover=\"alert(1)")
 `
-	id, _ := f.srv.ShowScreen(context.Background(), f.boot.Agent, hostile, ScreenOptions{})
-	cookie, _ := f.signIn()
-	resp := f.get("/screens/"+id, cookie)
+	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, hostile, screens.Options{})
+	cookie, _ := f.SignIn()
+	resp := f.Get("/screens/"+id, cookie)
 	b, _ := io.ReadAll(resp.Body)
 	page := string(b)
 	for _, bad := range []string{"<script>alert", "<img src=x", `<a href="javascript`, "<style>body", `" onmouseover="`} {
@@ -672,16 +645,16 @@ c = Notice("</p><style>body{display:none}</style>", title="\" onmouseover=\"aler
 func TestWebPressPipeline(t *testing.T) {
 	f, recs := screenFixture(t)
 	stream := "root = Card([amount, note, pay])\n$amount = 12.5\namount = Text($amount)\n$note = \"\"\nnote = Input($note, label=\"Note\", required=true)\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.confirmed\", params={amount: $amount, note: $note})\n"
-	id, _ := f.srv.ShowScreen(context.Background(), f.boot.Agent, stream, ScreenOptions{})
-	cookie, csrf := f.signIn()
+	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, stream, screens.Options{})
+	cookie, csrf := f.SignIn()
 	post := func(path, body string) map[string]any {
 		t.Helper()
-		r, _ := http.NewRequest("POST", f.http.URL+"/screens/"+id+path, strings.NewReader(body))
+		r, _ := http.NewRequest("POST", f.HTTP.URL+"/screens/"+id+path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Origin", f.http.URL)
+		r.Header.Set("Origin", f.HTTP.URL)
 		r.Header.Set("X-CSRF-Token", csrf)
 		r.AddCookie(cookie)
-		resp, err := f.http.Client().Do(r)
+		resp, err := f.HTTP.Client().Do(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -721,7 +694,7 @@ func TestWebPressPipeline(t *testing.T) {
 }
 
 func TestThemeContrast(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "omni-ir", "conformance", "theme.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "omni-ir", "conformance", "theme.json"))
 	if err != nil {
 		t.Skip("theme.json is not available:", err)
 	}
@@ -734,7 +707,7 @@ func TestThemeContrast(t *testing.T) {
 	if err := json.Unmarshal(b, &theme); err != nil {
 		t.Fatal(err)
 	}
-	css, err := staticFS.ReadFile("web/static/screen.css")
+	css, err := host.StaticFS.ReadFile("static/screen.css")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -800,16 +773,16 @@ func luminance(hex string) float64 {
 }
 
 func TestExamplesAreTheBuiltinScreens(t *testing.T) {
-	dir := filepath.Join("..", "examples", "screens")
-	files, err := LoadMockScreens(os.DirFS(dir))
+	dir := filepath.Join("..", "..", "examples", "screens")
+	files, err := screens.LoadMockScreens(os.DirFS(dir))
 	if err != nil || len(files) == 0 {
 		t.Skip("examples/screens is not available")
 	}
-	builtin := builtinScreens()
+	builtin := screens.BuiltinScreens()
 	if len(files) != len(builtin) {
 		t.Fatalf("%d example files, %d built-in screens", len(files), len(builtin))
 	}
-	f := newFixture(t, func(c *Config) { c.Demo = true })
+	f := newFixture(t, func(c *server.Config) { c.Demo = true })
 	for name, text := range files {
 		if builtin[name] != text {
 			t.Errorf("%s.omni differs from the built-in screen", name)
@@ -817,7 +790,7 @@ func TestExamplesAreTheBuiltinScreens(t *testing.T) {
 		if name == "gallery" {
 			continue // it shows the fallbacks on purpose
 		}
-		doc := screen.Parse(text, f.srv.screenOptions())
+		doc := screen.Parse(text, screens.AllowedOptions(f.Srv.Screens()))
 		for _, is := range doc.Issues() {
 			t.Errorf("%s.omni line %d: %s %s", name, is.Line, is.Code, is.Message)
 		}
@@ -825,20 +798,20 @@ func TestExamplesAreTheBuiltinScreens(t *testing.T) {
 }
 
 func TestDemoScreensRender(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.Demo = true })
-	cookie, _ := f.signIn()
-	resp := f.get("/screens", cookie)
+	f := newFixture(t, func(c *server.Config) { c.Demo = true })
+	cookie, _ := f.SignIn()
+	resp := f.Get("/screens", cookie)
 	b, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{"Confirm payment", "Sign up", "Sales this quarter", "Component gallery"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("screens page lacks %q", want)
 		}
 	}
-	for _, sc := range f.srv.visibleScreens(f.boot.Owner) {
-		resp := f.get("/screens/"+sc.id, cookie)
+	for _, sc := range screens.VisibleScreens(f.Srv.Screens(), f.Boot.Owner) {
+		resp := f.Get("/screens/"+sc.ID(), cookie)
 		page, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || !strings.Contains(string(page), `class="o-screen"`) {
-			t.Errorf("screen %s: %d", sc.id, resp.StatusCode)
+			t.Errorf("screen %s: %d", sc.ID(), resp.StatusCode)
 		}
 	}
 }
@@ -861,25 +834,25 @@ func TestToolsFileCallsTheCallback(t *testing.T) {
 		io.WriteString(w, `{"result":{"cancelled":true},"update":"$s = \"cancelled\""}`)
 	}))
 	defer cb.Close()
-	f := newFixture(t, func(c *Config) {
+	f := newFixture(t, func(c *server.Config) {
 		file := fmt.Sprintf(`{"tools":[{"name":"orders.cancel","description":"Cancel an order.","params":{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"],"additionalProperties":false},"callback":%q},
 			{"name":"orders.refund","params":{"type":"object"},"confirm":"Refund {orderId}?","callback":%q}]}`, cb.URL, cb.URL)
 		if err := os.WriteFile(filepath.Join(c.DataDir, "tools.json"), []byte(file), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if names := strings.Join(f.srv.ScreenTools(), ","); names != "orders.cancel,orders.refund" {
+	if names := strings.Join(f.Srv.Screens().ToolNames(), ","); names != "orders.cancel,orders.refund" {
 		t.Fatalf("tools %s", names)
 	}
-	resp := mutateReq(f, f.token, `{"tool":"orders.cancel","params":{"orderId":"o-1"}}`, nil)
+	resp := mutateReq(f, f.Token, `{"tool":"orders.cancel","params":{"orderId":"o-1"}}`, nil)
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(b) != `{"ok":true,"tool":"orders.cancel","result":{"cancelled":true},"update":"$s = \"cancelled\""}`+"\n" {
 		t.Fatalf("mutate: %d %s", resp.StatusCode, b)
 	}
-	if resp := mutateReq(f, f.token, `{"tool":"orders.cancel","params":{"orderId":"theirs"}}`, nil); resp.StatusCode != 404 || errorCode(t, resp) != "not_found" {
+	if resp := mutateReq(f, f.Token, `{"tool":"orders.cancel","params":{"orderId":"theirs"}}`, nil); resp.StatusCode != 404 || assenttest.ErrorCode(t, resp) != "not_found" {
 		t.Fatalf("not the caller's: %d", resp.StatusCode)
 	}
-	if resp := mutateReq(f, f.token, `{"tool":"orders.refund","params":{"orderId":"o-1"}}`, nil); resp.StatusCode != 409 {
+	if resp := mutateReq(f, f.Token, `{"tool":"orders.refund","params":{"orderId":"o-1"}}`, nil); resp.StatusCode != 409 {
 		t.Fatalf("a tool with a confirmation: %d", resp.StatusCode)
 	}
 	mu.Lock()
@@ -902,7 +875,7 @@ func TestToolsFileRefusesBadEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if srv, err := New(context.Background(), Config{DataDir: dir, Store: db}); err == nil {
+		if srv, err := server.New(context.Background(), server.Config{DataDir: dir, Store: db}); err == nil {
 			srv.Close()
 			t.Errorf("accepted %s", file)
 		}
@@ -912,11 +885,11 @@ func TestToolsFileRefusesBadEntries(t *testing.T) {
 
 func TestNewerVersionNoticeAndPlaceholders(t *testing.T) {
 	f := newFixture(t, nil)
-	sc := f.srv.newScreen(f.boot.Agent, ScreenOptions{})
-	f.srv.writeScreen(sc, []byte("# omni-ir 0.9\nroot = Card([a, b])\na = Text(\"here\")\n"))
-	cookie, _ := f.signIn()
+	sc := screens.NewScreen(f.Srv.Screens(), f.Boot.Agent, screens.Options{})
+	screens.WriteScreen(f.Srv.Screens(), sc, []byte("# omni-ir 0.9\nroot = Card([a, b])\na = Text(\"here\")\n"))
+	cookie, _ := f.SignIn()
 	page := func() string {
-		resp := f.get("/screens/"+sc.id+"?partial=1", cookie)
+		resp := f.Get("/screens/"+sc.ID()+"?partial=1", cookie)
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
@@ -926,7 +899,7 @@ func TestNewerVersionNoticeAndPlaceholders(t *testing.T) {
 			t.Errorf("while streaming, the page lacks %q", want)
 		}
 	}
-	f.srv.endScreen(sc)
+	screens.EndScreen(f.Srv.Screens(), sc)
 	if p := page(); !strings.Contains(p, `id="n-b" role="note">Component failed to load<`) {
 		t.Errorf("after the end, no fallback for the missing component:\n%s", p)
 	}
@@ -944,24 +917,24 @@ func TestMutateConflicts(t *testing.T) {
 	busy := func(ctx context.Context, req confirm.Request) (confirm.Result, error) {
 		return confirm.Result{}, tool.Errorf("unavailable", "the slot was taken; choose another")
 	}
-	for _, st := range []ScreenTool{
+	for _, st := range []screens.Tool{
 		{Tool: confirm.Tool{Name: "slow.run", Handler: slow}},
 		{Tool: confirm.Tool{Name: "slot.book", Handler: busy}},
 	} {
-		if err := f.srv.RegisterScreenTool(st); err != nil {
+		if err := f.Srv.Screens().RegisterTool(st); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if resp := mutateReq(f, f.token, `{"tool":"slot.book","params":{}}`, nil); resp.StatusCode != 409 || errorCode(t, resp) != "unavailable" {
+	if resp := mutateReq(f, f.Token, `{"tool":"slot.book","params":{}}`, nil); resp.StatusCode != 409 || assenttest.ErrorCode(t, resp) != "unavailable" {
 		t.Fatalf("the tool's own conflict: %d", resp.StatusCode)
 	}
 	key := map[string]string{"Idempotency-Key": "k1"}
 	first := make(chan int, 1)
 	go func() {
-		r, _ := http.NewRequest("POST", f.http.URL+"/api/mutate", strings.NewReader(`{"tool":"slow.run","params":{}}`))
-		r.Header.Set("Authorization", "Bearer "+f.token)
+		r, _ := http.NewRequest("POST", f.HTTP.URL+"/api/mutate", strings.NewReader(`{"tool":"slow.run","params":{}}`))
+		r.Header.Set("Authorization", "Bearer "+f.Token)
 		r.Header.Set("Idempotency-Key", "k1")
-		resp, err := f.http.Client().Do(r)
+		resp, err := f.HTTP.Client().Do(r)
 		if err != nil {
 			first <- 0
 			return
@@ -970,7 +943,7 @@ func TestMutateConflicts(t *testing.T) {
 		first <- resp.StatusCode
 	}()
 	<-started
-	resp := mutateReq(f, f.token, `{"tool":"slow.run","params":{}}`, key)
+	resp := mutateReq(f, f.Token, `{"tool":"slow.run","params":{}}`, key)
 	var body struct {
 		Error struct {
 			Code      string `json:"code"`
@@ -985,24 +958,24 @@ func TestMutateConflicts(t *testing.T) {
 	if code := <-first; code != 200 {
 		t.Fatalf("first request: %d", code)
 	}
-	if resp := mutateReq(f, f.token, `{"tool":"slow.run","params":{}}`, key); resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "true" {
+	if resp := mutateReq(f, f.Token, `{"tool":"slow.run","params":{}}`, key); resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("retry after it finished: %d", resp.StatusCode)
 	}
 }
 
 func TestPicturesComeOnlyFromTheRegistry(t *testing.T) {
 	f := newFixture(t, nil)
-	if err := f.srv.RegisterPicture("logo", []byte("<svg xmlns='http://www.w3.org/2000/svg'/>"), "image/svg+xml"); err != nil {
+	if err := f.Srv.Screens().RegisterPicture("logo", []byte("<svg xmlns='http://www.w3.org/2000/svg'/>"), "image/svg+xml"); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"Logo", "https://evil.example/x.png", ""} {
-		if err := f.srv.RegisterPicture(bad, []byte("x"), "image/png"); err == nil {
+		if err := f.Srv.Screens().RegisterPicture(bad, []byte("x"), "image/png"); err == nil {
 			t.Errorf("registered %q", bad)
 		}
 	}
-	id, _ := f.srv.ShowScreen(context.Background(), f.boot.Agent, "root = Stack([a, b])\na = Image(\"logo\", alt=\"Our logo\")\nb = Image(\"https://evil.example/x.png\", alt=\"x\")\n", ScreenOptions{})
-	cookie, _ := f.signIn()
-	b, _ := io.ReadAll(f.get("/screens/"+id, cookie).Body)
+	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, "root = Stack([a, b])\na = Image(\"logo\", alt=\"Our logo\")\nb = Image(\"https://evil.example/x.png\", alt=\"x\")\n", screens.Options{})
+	cookie, _ := f.SignIn()
+	b, _ := io.ReadAll(f.Get("/screens/"+id, cookie).Body)
 	page := string(b)
 	if !strings.Contains(page, `src="/screen-pictures/logo" alt="Our logo" referrerpolicy="no-referrer"`) {
 		t.Errorf("the registered picture is not drawn:\n%s", page)
@@ -1010,11 +983,11 @@ func TestPicturesComeOnlyFromTheRegistry(t *testing.T) {
 	if strings.Contains(page, "evil.example") {
 		t.Error("a location from the stream reached the page")
 	}
-	resp := f.get("/screen-pictures/logo", cookie)
+	resp := f.Get("/screen-pictures/logo", cookie)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
 		t.Fatalf("picture: %d %v", resp.StatusCode, resp.Header)
 	}
-	if resp := f.get("/screen-pictures/nope", cookie); resp.StatusCode != 404 {
+	if resp := f.Get("/screen-pictures/nope", cookie); resp.StatusCode != 404 {
 		t.Fatalf("unknown picture: %d", resp.StatusCode)
 	}
 }
@@ -1024,12 +997,12 @@ func TestPicturesComeOnlyFromTheRegistry(t *testing.T) {
 // cases) and checks that each draws without a component failing.
 func TestRenderConformanceStreams(t *testing.T) {
 	f := newFixture(t, nil)
-	if err := f.srv.RegisterScreenTool(ScreenTool{Tool: confirm.Tool{Name: "payments.confirm", Handler: (&recorder{}).handle}}); err != nil {
+	if err := f.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "payments.confirm", Handler: (&recorder{}).handle}}); err != nil {
 		t.Fatal(err)
 	}
 	drawn := 0
 	for _, file := range []string{"catalog.json", "grammar.json", "stream.json"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "shared", "omni-ir", "conformance", "cases", file))
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "omni-ir", "conformance", "cases", file))
 		if err != nil {
 			t.Skip("the conformance cases are not available:", err)
 		}
@@ -1067,23 +1040,23 @@ func TestRenderConformanceStreams(t *testing.T) {
 				t.Fatalf("%s: input %s", c.ID, c.Input)
 			}
 			for _, a := range c.Assets {
-				f.srv.RegisterPicture(a, []byte("GIF89a"), "image/gif")
+				f.Srv.Screens().RegisterPicture(a, []byte("GIF89a"), "image/gif")
 			}
-			sc := f.srv.newScreen(f.boot.Agent, ScreenOptions{})
+			sc := screens.NewScreen(f.Srv.Screens(), f.Boot.Agent, screens.Options{})
 			for _, ch := range chunks {
-				f.srv.writeScreen(sc, []byte(ch))
+				screens.WriteScreen(f.Srv.Screens(), sc, []byte(ch))
 			}
-			f.srv.endScreen(sc)
-			view := f.srv.buildScreenView(context.Background(), sc, "csrf")
+			screens.EndScreen(f.Srv.Screens(), sc)
+			view := screens.BuildScreenView(f.Srv.Screens(), context.Background(), sc, "csrf")
 			var out strings.Builder
-			if err := f.srv.web.pages["screen"].ExecuteTemplate(&out, "screen-region", page{Data: view}); err != nil {
+			if err := screenPage(t, f).ExecuteTemplate(&out, "screen-region", host.Page{Data: view}); err != nil {
 				t.Errorf("%s: %v", c.ID, err)
 				continue
 			}
 			if strings.Contains(out.String(), render.WordFailedRender) {
 				t.Errorf("%s: a component failed to draw", c.ID)
 			}
-			f.srv.removeScreen(sc)
+			screens.RemoveScreen(f.Srv.Screens(), sc)
 			drawn++
 		}
 	}
@@ -1112,15 +1085,15 @@ func TestMoney(t *testing.T) {
 
 func TestTextFormats(t *testing.T) {
 	f := newFixture(t, nil)
-	id, _ := f.srv.ShowScreen(context.Background(), f.boot.Agent, `root = Stack([a, b, c, d])
+	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, `root = Stack([a, b, c, d])
 a = Text("2026-09-30", format="date")
 b = Text("next Tuesday", format="date")
 $n = 1500
 c = Text($n, format="currency", currency="USD")
 d = Text("not a number", format="currency")
-`, ScreenOptions{})
-	sc, _ := f.srv.screenFor(f.boot.Agent, id)
-	v := f.srv.buildScreenView(context.Background(), sc, "")
+`, screens.Options{})
+	sc, _ := screens.ScreenFor(f.Srv.Screens(), f.Boot.Agent, id)
+	v := screens.BuildScreenView(f.Srv.Screens(), context.Background(), sc, "")
 	var got []string
 	for _, c := range v.Root.Children {
 		got = append(got, c.Text)
@@ -1128,4 +1101,14 @@ d = Text("not a number", format="currency")
 	if want := "September 30, 2026|next Tuesday|$1,500.00|not a number"; strings.Join(got, "|") != want {
 		t.Fatalf("texts %q, want %q", strings.Join(got, "|"), want)
 	}
+}
+
+// screenPage returns the template of the screen page.
+func screenPage(t *testing.T, f *fixture) *template.Template {
+	t.Helper()
+	tpl, ok := f.Srv.Web.Page("screen")
+	if !ok {
+		t.Fatal("no screen page")
+	}
+	return tpl
 }

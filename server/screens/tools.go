@@ -1,4 +1,4 @@
-package server
+package screens
 
 import (
 	"bytes"
@@ -31,13 +31,13 @@ type toolFileEntry struct {
 // callbackTimeout bounds one call of a tool's HTTP callback.
 const callbackTimeout = 30 * time.Second
 
-func (s *Server) callbackClient() *http.Client {
+func (s *Part) callbackClient() *http.Client {
 	return &http.Client{Timeout: callbackTimeout}
 }
 
 // parseToolsFile reads tools.json: {"tools": [{name, description, params,
 // secret, confirm, access, callback}, …]}.
-func parseToolsFile(b []byte, hc *http.Client) ([]ScreenTool, error) {
+func parseToolsFile(b []byte, hc *http.Client) ([]Tool, error) {
 	var f struct {
 		Tools []toolFileEntry `json:"tools"`
 	}
@@ -46,13 +46,13 @@ func parseToolsFile(b []byte, hc *http.Client) ([]ScreenTool, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("not a tools file ({\"tools\": [{\"name\", \"params\", \"callback\", …}]}): %w", err)
 	}
-	out := make([]ScreenTool, 0, len(f.Tools))
+	out := make([]Tool, 0, len(f.Tools))
 	for i, e := range f.Tools {
 		u, err := url.Parse(e.Callback)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("tools[%d] (%s): callback must be an http or https URL", i, e.Name)
 		}
-		t := ScreenTool{Access: e.Access, Tool: confirm.Tool{
+		t := Tool{Access: e.Access, Tool: confirm.Tool{
 			Name: e.Name, Description: e.Description, Params: e.Params, Secret: e.Secret,
 			Handler: callbackHandler(hc, u.String()),
 		}}

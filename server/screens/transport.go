@@ -1,4 +1,4 @@
-package server
+package screens
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/screen"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
@@ -49,7 +50,7 @@ type GenerateError struct {
 func (e *GenerateError) Error() string { return e.Code + ": " + e.Message }
 
 // SetGenerator replaces the generator behind POST /api/generate.
-func (s *Server) SetGenerator(g Generator) {
+func (s *Part) SetGenerator(g Generator) {
 	s.scrMu.Lock()
 	s.generator = g
 	s.scrMu.Unlock()
@@ -170,24 +171,24 @@ func ping(w http.ResponseWriter) error {
 // handleGenerate serves POST /api/generate?version= (SPEC 10.1–10.13): the
 // generator's stream as server-sent events, read by a server-side parser
 // into a screen the caller owns, which the web UI shows as it arrives.
-func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Prompt string `json:"prompt"`
 	}
-	if !decodeJSON(w, r, 64<<10, &req) {
+	if !host.DecodeJSON(w, r, 64<<10, &req) {
 		return
 	}
 	if n := utf8.RuneCountInString(req.Prompt); n < 1 || n > 2000 {
-		writeError(w, wire.InvalidRequest, "prompt must be 1 to 2,000 characters")
+		host.WriteError(w, wire.InvalidRequest, "prompt must be 1 to 2,000 characters")
 		return
 	}
 	if v, ok := r.URL.Query()["version"]; ok {
 		if _, err := screen.ParseFormat(v[0]); err != nil {
-			writeError(w, wire.InvalidRequest, "version must be MAJOR.MINOR, such as "+screen.FormatVersion)
+			host.WriteError(w, wire.InvalidRequest, "version must be MAJOR.MINOR, such as "+screen.FormatVersion)
 			return
 		}
 		if !screen.CanRead(v[0], screen.FormatVersion) {
-			writeError(w, wire.UnsupportedVersion, "this server writes stream format "+screen.FormatVersion+", newer than "+v[0]+"; ask without a version, or update the client")
+			host.WriteError(w, wire.UnsupportedVersion, "this server writes stream format "+screen.FormatVersion+", newer than "+v[0]+"; ask without a version, or update the client")
 			return
 		}
 	}
@@ -195,13 +196,13 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	gen := s.generator
 	s.scrMu.Unlock()
 	if gen == nil {
-		writeError(w, wire.ServerError, "no generator is configured")
+		host.WriteError(w, wire.ServerError, "no generator is configured")
 		return
 	}
-	p := principalOf(r)
-	sc := s.newScreen(p, ScreenOptions{})
+	p := host.PrincipalOf(r)
+	sc := s.newScreen(p, Options{})
 	startSSE(w)
-	start := s.now()
+	start := s.Now()
 	send := func(text string) error {
 		s.writeScreen(sc, []byte(text))
 		return writeEvent(w, "chunk", map[string]string{"text": text})
@@ -213,7 +214,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stop := context.AfterFunc(s.streams, cancel)
+	stop := context.AfterFunc(s.Streams, cancel)
 	defer stop()
 	pieces := make(chan string)
 	type outcome struct {
@@ -232,7 +233,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		})
 		done <- outcome{res, err}
 	}()
-	tick := time.NewTicker(pingInterval)
+	tick := time.NewTicker(host.PingInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -258,7 +259,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 				case errors.As(out.err, &ge):
 				case r.Context().Err() != nil:
 					return // the client went away
-				case s.streams.Err() != nil:
+				case s.Streams.Err() != nil:
 					ge = &GenerateError{Code: "unavailable", Message: "the server is shutting down; try again shortly", Retryable: true}
 				default:
 					ge = &GenerateError{Code: "model_error", Message: "the model failed; try again", Retryable: true}
@@ -271,7 +272,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			if reason == "" {
 				reason = "end_turn"
 			}
-			writeEvent(w, "done", map[string]any{"stopReason": reason, "model": out.res.Model, "ms": s.now().Sub(start).Milliseconds()})
+			writeEvent(w, "done", map[string]any{"stopReason": reason, "model": out.res.Model, "ms": s.Now().Sub(start).Milliseconds()})
 			return
 		}
 	}
@@ -280,27 +281,27 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 // handleLive serves GET /api/live?screen=&after= (SPEC 10.36–10.40): the
 // screen's updates after seq after, in order, then new ones as they are
 // applied; end when the screen closes.
-func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
+func (s *Part) handleLive(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var after int64
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, wire.InvalidRequest, "after must be the seq of the last update applied, 0 at first")
+			host.WriteError(w, wire.InvalidRequest, "after must be the seq of the last update applied, 0 at first")
 			return
 		}
 		after = n
 	}
-	sc, ok := s.screenFor(principalOf(r), q.Get("screen"))
+	sc, ok := s.screenFor(host.PrincipalOf(r), q.Get("screen"))
 	if !ok {
-		writeError(w, wire.NotFound, "no such screen is followed for you; generate or show it again")
+		host.WriteError(w, wire.NotFound, "no such screen is followed for you; generate or show it again")
 		return
 	}
 	sc.mu.Lock()
 	closed := sc.closed
 	sc.mu.Unlock()
 	if closed {
-		writeError(w, wire.NotFound, "that screen is no longer followed")
+		host.WriteError(w, wire.NotFound, "that screen is no longer followed")
 		return
 	}
 	startSSE(w)
@@ -320,7 +321,7 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 			writeEvent(w, "end", struct{}{})
 			return
 		}
-		t := time.NewTimer(pingInterval)
+		t := time.NewTimer(host.PingInterval)
 		select {
 		case <-changed:
 		case <-t.C:
@@ -328,10 +329,10 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-ctx.Done():
-		case <-s.streams.Done():
+		case <-s.Streams.Done():
 		}
 		t.Stop()
-		if ctx.Err() != nil || s.streams.Err() != nil {
+		if ctx.Err() != nil || s.Streams.Err() != nil {
 			return
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package screens
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	assent "github.com/assent-run/assent"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/view"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/tool"
 )
@@ -30,8 +31,8 @@ const (
 	metaScreen         = "io.assent/screen"
 )
 
-// AddScreenView offers the screen view on ms as an MCP resource.
-func (s *Server) AddScreenView(ms *mcp.Server) {
+// AddView offers the screen view on ms as an MCP resource.
+func (s *Part) AddView(ms *mcp.Server) {
 	ms.AddResource(&mcp.Resource{
 		URI:         view.URI,
 		Name:        "screen-view",
@@ -48,14 +49,14 @@ func (s *Server) AddScreenView(ms *mcp.Server) {
 
 // viewPage returns the view with the app's tools and pictures as they are
 // now.
-func (s *Server) viewPage() []byte {
+func (s *Part) viewPage() []byte {
 	cfg := view.Config{Version: assent.Version, Tools: s.screenTools.Names(), Pictures: map[string]string{}}
 	s.scrMu.Lock()
 	for name, p := range s.pictures {
 		cfg.Pictures[name] = "data:" + p.contentType + ";base64," + base64.StdEncoding.EncodeToString(p.data)
 	}
 	s.scrMu.Unlock()
-	if css, err := fs.ReadFile(staticFS, "web/static/screen.css"); err == nil {
+	if css, err := fs.ReadFile(host.StaticFS, "static/screen.css"); err == nil {
 		cfg.CSS = string(css)
 	}
 	return view.Page(cfg)
@@ -65,7 +66,7 @@ func (s *Server) viewPage() []byte {
 // model is not meant to call it, and every call is checked here, as a
 // press through /api/mutate is: the tool's schema, the caller, and the
 // idempotency key the view sends in _meta.
-func (s *Server) viewTool(t confirm.Tool) tool.Tool {
+func (s *Part) viewTool(t confirm.Tool) tool.Tool {
 	desc := t.Description
 	if desc == "" {
 		desc = "A screen action."
@@ -81,7 +82,7 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var params map[string]any
 			if err := json.Unmarshal(c.Args, &params); err != nil || params == nil {
-				return viewRefusal(apiErr(wire.InvalidRequest, "the params must be a JSON object")), nil
+				return viewRefusal(wire.New(wire.InvalidRequest, "the params must be a JSON object")), nil
 			}
 			key, present := c.Meta[metaIdempotencyKey]
 			if !present {
@@ -89,9 +90,9 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 			}
 			k, _ := key.(string)
 			if !validIdemKey(k) {
-				return viewRefusal(apiErr(wire.InvalidRequest, "_meta[\""+metaIdempotencyKey+"\"] must be 1 to 200 letters, digits or _-:.")), nil
+				return viewRefusal(wire.New(wire.InvalidRequest, "_meta[\""+metaIdempotencyKey+"\"] must be 1 to 200 letters, digits or _-:.")), nil
 			}
-			entry, state := s.idem.begin("mcp:"+c.Principal.ID+"\x00"+k, fingerprint(t.Name, params), s.now())
+			entry, state := s.idem.begin("mcp:"+c.Principal.ID+"\x00"+k, host.Fingerprint(t.Name, params), s.Now())
 			switch state {
 			case idemReplay:
 				var res tool.Result
@@ -99,9 +100,9 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 					return &res, nil
 				}
 			case idemConflict:
-				return viewRefusal(apiErr(wire.IdempotencyConflict, "this idempotency key was used for other params; use a new key for a new press")), nil
+				return viewRefusal(wire.New(wire.IdempotencyConflict, "this idempotency key was used for other params; use a new key for a new press")), nil
 			case idemInProgress:
-				return viewRefusal(apiErr(wire.IdempotencyInProgress, "a call with this idempotency key is still running; retry shortly")), nil
+				return viewRefusal(wire.New(wire.IdempotencyInProgress, "a call with this idempotency key is still running; retry shortly")), nil
 			}
 			res := s.runViewTool(ctx, c, t.Name, params)
 			body, _ := json.Marshal(res)
@@ -113,7 +114,7 @@ func (s *Server) viewTool(t confirm.Tool) tool.Tool {
 }
 
 // runViewTool runs the tool and shapes its answer for the view.
-func (s *Server) runViewTool(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
+func (s *Part) runViewTool(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
 	out, aerr := s.runTool(ctx, c.Principal, name, params)
 	if aerr != nil && aerr.Code == wire.ConfirmationRequired {
 		if res := s.fileViewPress(ctx, c, name, params); res != nil {
@@ -146,7 +147,7 @@ func (s *Server) runViewTool(ctx context.Context, c tool.Call, name string, para
 // the view's tool call, and the refusal carries the app's sentence and the
 // page where a person confirms it. It returns nil when the call names no
 // screen of the caller's with that button and tool.
-func (s *Server) fileViewPress(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
+func (s *Part) fileViewPress(ctx context.Context, c tool.Call, name string, params map[string]any) *tool.Result {
 	screenID, _ := c.Meta[metaScreen].(string)
 	button, _ := c.Meta[metaButton].(string)
 	sc, ok := s.screenFor(c.Principal, screenID)
@@ -172,7 +173,7 @@ func (s *Server) fileViewPress(ctx context.Context, c tool.Call, name string, pa
 		return nil
 	}
 	id := s.addPress(sc, button, pend)
-	url := strings.TrimRight(s.cfg.BaseURL, "/") + "/screens/" + sc.id + "?press=" + id
+	url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + sc.id + "?press=" + id
 	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent: " + url, Structured: map[string]any{
 		"code":      wire.ConfirmationRequired,
 		"message":   "a person confirms this in assent, where the app says what it will do; open the url",
@@ -184,7 +185,7 @@ func (s *Server) fileViewPress(ctx context.Context, c tool.Call, name string, pa
 
 // viewRefusal is a refusal as SPEC 10.28 shapes it: an error result whose
 // structuredContent is {"code", "message"}.
-func viewRefusal(e *apiError) *tool.Result {
+func viewRefusal(e *wire.Error) *tool.Result {
 	body := map[string]any{"code": e.Code, "message": e.Message, "retryable": e.Retryable}
 	if is, ok := e.Data["issues"]; ok {
 		body["issues"] = is

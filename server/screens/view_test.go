@@ -1,4 +1,4 @@
-package server
+package screens_test
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen/view"
+	"github.com/assent-run/assent/server/screens"
 )
 
 // TestScreenViewResource: show_screen names the view, which resources/list
 // lists and resources/read serves as one MCP Apps document.
 func TestScreenViewResource(t *testing.T) {
 	f, _ := screenFixture(t)
-	cs, err := f.appsSession(f.token)
+	cs, err := f.AppsSession(f.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestScreenViewResource(t *testing.T) {
 // same key runs the tool once, and with other params is refused.
 func TestViewToolIdempotencyKey(t *testing.T) {
 	f, recs := screenFixture(t)
-	cs, err := f.appsSession(f.token)
+	cs, err := f.AppsSession(f.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestViewToolIdempotencyKey(t *testing.T) {
 		t.Helper()
 		p := &mcp.CallToolParams{Name: "pay.now", Arguments: map[string]any{"amount": amount}}
 		if key != nil {
-			p.Meta = mcp.Meta{metaIdempotencyKey: key, metaButton: "pay"}
+			p.Meta = mcp.Meta{screens.MetaIdempotencyKey: key, screens.MetaButton: "pay"}
 		}
 		res, err := cs.CallTool(context.Background(), p)
 		if err != nil {
@@ -121,18 +123,18 @@ func TestViewToolIdempotencyKey(t *testing.T) {
 // them with the app's sentence.
 func TestViewPressOfAConfirmedTool(t *testing.T) {
 	f, recs := screenFixture(t)
-	cs, err := f.appsSession(f.token)
+	cs, err := f.AppsSession(f.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	stream := "root = Stack([a, b])\n$amt = 5\na = Button(\"Pay\", action=\"pay\")\naIt = McpMutation(a, tool=\"pay.confirmed\", params={amount: $amt})\nb = Button(\"Now\", action=\"now\")\nbIt = McpMutation(b, tool=\"pay.now\", params={amount: $amt})\n"
-	out, _ := callTool(t, cs, "show_screen", map[string]any{"screen": stream})
+	out, _ := assenttest.CallTool(t, cs, "show_screen", map[string]any{"screen": stream})
 	id := out["screen"].(string)
 	press := func(screenID, button string) map[string]any {
 		t.Helper()
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "pay.confirmed", Arguments: map[string]any{"amount": 5},
-			Meta: mcp.Meta{metaScreen: screenID, metaButton: button, metaIdempotencyKey: "k-" + screenID + button}})
+			Meta: mcp.Meta{screens.MetaScreen: screenID, screens.MetaButton: button, screens.MetaIdempotencyKey: "k-" + screenID + button}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,8 +157,8 @@ func TestViewPressOfAConfirmedTool(t *testing.T) {
 	if n := recs["pay.confirmed"].count(); n != 0 {
 		t.Fatalf("the confirmed tool ran %d times", n)
 	}
-	cookie, _ := f.signIn()
-	resp := f.get(url[strings.Index(url, "/screens/"):], cookie)
+	cookie, _ := f.SignIn()
+	resp := f.Get(url[strings.Index(url, "/screens/"):], cookie)
 	page, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(page), `data-press-sentence="Pay 5?"`) {
 		t.Fatalf("the page does not ask about the press:\n%s", page)

@@ -1,4 +1,4 @@
-package server
+package screens
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
@@ -24,14 +25,14 @@ import (
 // the stream's.
 const wordFailed = "The action failed. Nothing was changed that you can see; try again."
 
-func (s *Server) routesScreensWeb(mux *routeMux) {
-	mux.Handle("GET /screens", s.webPage(s.handleScreensPage))
-	mux.Handle("GET /screens/{id}", s.webPage(s.handleScreenPage))
-	mux.Handle("POST /screens/{id}/state", s.webPage(s.handleScreenState))
-	mux.Handle("POST /screens/{id}/press", s.webPage(s.handleScreenPress))
-	mux.Handle("POST /screens/{id}/confirm", s.webPage(s.handleScreenConfirm))
-	mux.Handle("POST /screens/{id}/cancel", s.webPage(s.handleScreenCancel))
-	mux.Handle("GET /screen-pictures/{name}", s.webPage(s.handlePicture))
+func (s *Part) routesScreensWeb(mux *host.Mux) {
+	mux.Handle("GET /screens", s.WebPage(s.handleScreensPage))
+	mux.Handle("GET /screens/{id}", s.WebPage(s.handleScreenPage))
+	mux.Handle("POST /screens/{id}/state", s.WebPage(s.handleScreenState))
+	mux.Handle("POST /screens/{id}/press", s.WebPage(s.handleScreenPress))
+	mux.Handle("POST /screens/{id}/confirm", s.WebPage(s.handleScreenConfirm))
+	mux.Handle("POST /screens/{id}/cancel", s.WebPage(s.handleScreenCancel))
+	mux.Handle("GET /screen-pictures/{name}", s.WebPage(s.handlePicture))
 }
 
 // screenListItem is one row of the screens page.
@@ -41,8 +42,8 @@ type screenListItem struct {
 	Ended                     bool
 }
 
-func (s *Server) handleScreensPage(w http.ResponseWriter, r *http.Request, pg page) {
-	names := s.principalNames(r.Context())
+func (s *Part) handleScreensPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	names := s.PrincipalNames(r.Context())
 	var items []screenListItem
 	for _, sc := range s.visibleScreens(*pg.Principal) {
 		sc.mu.Lock()
@@ -59,20 +60,20 @@ func (s *Server) handleScreensPage(w http.ResponseWriter, r *http.Request, pg pa
 	pg.Title = "Screens"
 	pg.Data = map[string]any{"Screens": items}
 	if r.URL.Query().Get("partial") == "1" {
-		s.web.renderPartial(w, "screens", "screen-list", pg)
+		s.Web.RenderPartial(w, "screens", "screen-list", pg)
 		return
 	}
-	s.web.render(w, http.StatusOK, "screens", pg)
+	s.Web.Render(w, http.StatusOK, "screens", pg)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func (s *Server) handleScreenPage(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleScreenPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
 		pg.Title = "Screen not found"
 		pg.Data = &screenView{NotFound: true}
-		s.web.render(w, http.StatusNotFound, "screen", pg)
+		s.Web.Render(w, http.StatusNotFound, "screen", pg)
 		return
 	}
 	view := s.buildScreenView(r.Context(), sc, pg.CSRF)
@@ -88,10 +89,10 @@ func (s *Server) handleScreenPage(w http.ResponseWriter, r *http.Request, pg pag
 	pg.Title = view.Title
 	pg.Data = view
 	if r.URL.Query().Get("partial") == "1" {
-		s.web.renderPartial(w, "screen", "screen-region", pg)
+		s.Web.RenderPartial(w, "screen", "screen-region", pg)
 		return
 	}
-	s.web.render(w, http.StatusOK, "screen", pg)
+	s.Web.Render(w, http.StatusOK, "screen", pg)
 }
 
 // screenView is what the screen template draws.
@@ -115,7 +116,7 @@ type screenView struct {
 // buildScreenView draws the document into views: under the screen's lock,
 // then the proposals staged on its fields (which read the screen again
 // through their handles, so after the lock is released).
-func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf string) *screenView {
+func (s *Part) buildScreenView(ctx context.Context, sc *liveScreen, csrf string) *screenView {
 	sc.mu.Lock()
 	rv := render.Build(sc.doc, render.Options{
 		Secret: s.secretKeysLocked(sc),
@@ -137,7 +138,7 @@ func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf strin
 			return ""
 		},
 		OnPanic: func(n *screen.Node, r any) {
-			s.log.Error("a screen component failed to draw", "screen", sc.id, "component", n.ID, "type", n.Type, "panic", fmt.Sprint(r))
+			s.Log.Error("a screen component failed to draw", "screen", sc.id, "component", n.ID, "type", n.Type, "panic", fmt.Sprint(r))
 		},
 	})
 	v := &screenView{ID: sc.id, Owner: sc.owner.Name, Version: sc.version, Ended: rv.Ended, Title: rv.Title, Newer: rv.Newer, Root: rv.Root, Rejected: rv.Rejected}
@@ -147,16 +148,16 @@ func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf strin
 	}
 	sc.mu.Unlock()
 	if len(rv.Fields) > 0 {
-		names := s.principalNames(ctx)
+		names := s.PrincipalNames(ctx)
 		for _, nv := range rv.Fields {
-			snap, ok := s.controls.Get(ctx, control.Identity{FormID: sc.id, ControlID: nv.ID})
+			snap, ok := s.controls.Registry().Get(ctx, control.Identity{FormID: sc.id, ControlID: nv.ID})
 			if !ok || snap.State.Staged == nil {
 				continue
 			}
 			st := snap.State
 			nv.Staged = &render.Staged{
-				Value:    displayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted || nv.Secret),
-				By:       fmt.Sprintf("%s (%s)", nameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source),
+				Value:    host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted || nv.Secret),
+				By:       fmt.Sprintf("%s (%s)", host.NameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source),
 				Revision: strconv.FormatInt(st.Staged.Revision, 10),
 				Stale:    st.Staged.Stale,
 				FormID:   sc.id, ControlID: nv.ID, CSRF: csrf, Back: "/screens/" + sc.id,
@@ -168,10 +169,10 @@ func (s *Server) buildScreenView(ctx context.Context, sc *liveScreen, csrf strin
 
 // whether they left it (so its message shows from then on). It answers with
 // the field's message, in the runtime's words, or none.
-func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleScreenState(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
-		writeError(w, wire.NotFound, "no such screen is open for you")
+		host.WriteError(w, wire.NotFound, "no such screen is open for you")
 		return
 	}
 	var req struct {
@@ -179,7 +180,7 @@ func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg pa
 		Value   any    `json:"value"`
 		Touched bool   `json:"touched"`
 	}
-	if !decodeJSON(w, r, 64<<10, &req) {
+	if !host.DecodeJSON(w, r, 64<<10, &req) {
 		return
 	}
 	sc.mu.Lock()
@@ -192,12 +193,12 @@ func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg pa
 	}
 	if f == nil || sc.closed {
 		sc.mu.Unlock()
-		writeError(w, wire.NotFound, "the screen has no such field")
+		host.WriteError(w, wire.NotFound, "the screen has no such field")
 		return
 	}
 	if err := checkFieldValue(f.typ, req.Value); err != nil {
 		sc.mu.Unlock()
-		writeError(w, wire.InvalidRequest, err.Error())
+		host.WriteError(w, wire.InvalidRequest, err.Error())
 		return
 	}
 	err := sc.doc.SetState(f.key, req.Value)
@@ -214,11 +215,11 @@ func (s *Server) handleScreenState(w http.ResponseWriter, r *http.Request, pg pa
 	v := sc.version
 	sc.mu.Unlock()
 	if err != nil {
-		writeError(w, wire.InvalidRequest, err.Error())
+		host.WriteError(w, wire.InvalidRequest, err.Error())
 		return
 	}
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "version": v})
-	writeJSON(w, http.StatusOK, map[string]any{"message": msg, "invalid": msg != "", "version": v, "redraw": redraw})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"message": msg, "invalid": msg != "", "version": v, "redraw": redraw})
 }
 
 // shownElsewhereLocked reports whether a component other than the field
@@ -242,16 +243,16 @@ func shownElsewhereLocked(d *screen.Document, fieldID, key string) bool {
 // its params read, then the tool and params against the registry, then the
 // application's confirmation (answered with the sentence for the runtime's
 // own dialog), and only then the handler.
-func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
-		writeError(w, wire.NotFound, "no such screen is open for you")
+		host.WriteError(w, wire.NotFound, "no such screen is open for you")
 		return
 	}
 	var req struct {
 		Button string `json:"button"`
 	}
-	if !decodeJSON(w, r, 4<<10, &req) {
+	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return
 	}
 	sc.mu.Lock()
@@ -259,12 +260,12 @@ func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg pa
 	m := sc.doc.Mutation(req.Button)
 	if n == nil || n.Type != "Button" || m == nil || sc.closed {
 		sc.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
 		return
 	}
 	if a, _ := n.Props["action"].(string); a == "" {
 		sc.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
 		return
 	}
 	var problems []confirm.FieldProblem
@@ -299,15 +300,15 @@ func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg pa
 		ce, _ := err.(*confirm.Error)
 		if ce != nil && ce.Code == confirm.CodeMutationBlocked {
 			s.publishScreen(sc, map[string]any{"screen": sc.id})
-			writeJSON(w, http.StatusOK, map[string]any{"status": "blocked", "focus": ce.Focus})
+			host.WriteJSON(w, http.StatusOK, map[string]any{"status": "blocked", "focus": ce.Focus})
 			return
 		}
 		code := "tool_failed"
 		if ce != nil {
 			code = ce.Code
 		}
-		s.log.Warn("screen press blocked", "screen", sc.id, "button", req.Button, "tool", toolName, "code", code)
-		writeJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
+		s.Log.Warn("screen press blocked", "screen", sc.id, "button", req.Button, "tool", toolName, "code", code)
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
 		return
 	}
 	if !pend.NeedsConfirmation() {
@@ -315,12 +316,12 @@ func (s *Server) handleScreenPress(w http.ResponseWriter, r *http.Request, pg pa
 		return
 	}
 	id := s.addPress(sc, req.Button, pend)
-	writeJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": pend.Sentence()})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": pend.Sentence()})
 }
 
 // addPress keeps a press that waits for a person's confirmation and
 // returns its id; past the bound, the oldest waiting press is cancelled.
-func (s *Server) addPress(sc *liveScreen, button string, pend *confirm.Pending) string {
+func (s *Part) addPress(sc *liveScreen, button string, pend *confirm.Pending) string {
 	id := newPressID()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -351,7 +352,7 @@ func (sc *liveScreen) takePress(id string) *pendingPress {
 }
 
 // handleScreenConfirm is the person's Confirm in the runtime's dialog.
-func (s *Server) handleScreenConfirm(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleScreenConfirm(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	sc, pp := s.pressOf(w, r, pg)
 	if pp == nil {
 		return
@@ -360,53 +361,53 @@ func (s *Server) handleScreenConfirm(w http.ResponseWriter, r *http.Request, pg 
 }
 
 // handleScreenCancel is the person's Cancel: nothing runs.
-func (s *Server) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg page) {
+func (s *Part) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	_, pp := s.pressOf(w, r, pg)
 	if pp == nil {
 		return
 	}
 	pp.pending.Cancel()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "cancelled"})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "cancelled"})
 }
 
-func (s *Server) pressOf(w http.ResponseWriter, r *http.Request, pg page) (*liveScreen, *pendingPress) {
+func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*liveScreen, *pendingPress) {
 	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
 	if !ok {
-		writeError(w, wire.NotFound, "no such screen is open for you")
+		host.WriteError(w, wire.NotFound, "no such screen is open for you")
 		return nil, nil
 	}
 	var req struct {
 		Press string `json:"press"`
 	}
-	if !decodeJSON(w, r, 4<<10, &req) {
+	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return nil, nil
 	}
 	pp := sc.takePress(req.Press)
 	if pp == nil {
-		writeError(w, wire.NotFound, "that press is no longer waiting; press the button again")
+		host.WriteError(w, wire.NotFound, "that press is no longer waiting; press the button again")
 		return nil, nil
 	}
 	return sc, pp
 }
 
 // finishPress runs the handler once and applies its update to the screen.
-func (s *Server) finishPress(ctx context.Context, w http.ResponseWriter, sc *liveScreen, button string, pend *confirm.Pending) {
+func (s *Part) finishPress(ctx context.Context, w http.ResponseWriter, sc *liveScreen, button string, pend *confirm.Pending) {
 	res, err := pend.Confirm(ctx)
 	if err != nil {
 		code := "tool_failed"
 		if ce, ok := err.(*confirm.Error); ok {
 			code = ce.Code
 		}
-		s.log.Warn("screen press failed", "screen", sc.id, "button", button, "tool", pend.Tool(), "code", code)
-		writeJSON(w, http.StatusOK, map[string]any{"status": "failed", "message": wordFailed})
+		s.Log.Warn("screen press failed", "screen", sc.id, "button", button, "tool", pend.Tool(), "code", code)
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "failed", "message": wordFailed})
 		return
 	}
 	if res.Update != "" {
 		if _, err := s.applyUpdate(sc, res.Update); err != nil {
-			s.log.Warn("screen update from a press failed", "screen", sc.id, "tool", pend.Tool(), "err", err)
+			s.Log.Warn("screen update from a press failed", "screen", sc.id, "tool", pend.Tool(), "err", err)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "done"})
+	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "done"})
 }
 
 // shownParams returns, for each param bound to a state value that the

@@ -1,4 +1,4 @@
-package server
+package screens_test
 
 import (
 	"context"
@@ -9,11 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/server/screens"
 )
 
 func TestNotFoundPage(t *testing.T) {
 	f := newFixture(t, nil)
-	cookie, _ := f.signIn()
+	cookie, _ := f.SignIn()
 	tests := []struct {
 		name   string
 		path   string
@@ -25,7 +28,7 @@ func TestNotFoundPage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := f.get(tt.path, tt.cookie)
+			resp := f.Get(tt.path, tt.cookie)
 			b, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != http.StatusNotFound || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 				t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -41,13 +44,13 @@ func TestNotFoundPage(t *testing.T) {
 		})
 	}
 	// API clients keep getting the JSON error.
-	resp := f.req("GET", "/v1/no-such-thing", f.token, nil, nil)
-	if resp.StatusCode != http.StatusNotFound || errorCode(t, resp) != "not_found" {
+	resp := f.Req("GET", "/v1/no-such-thing", f.Token, nil, nil)
+	if resp.StatusCode != http.StatusNotFound || assenttest.ErrorCode(t, resp) != "not_found" {
 		t.Fatalf("API 404: %d", resp.StatusCode)
 	}
 	// A known path asked with the wrong method still says which it takes.
-	resp = f.req("DELETE", "/v1/runs", f.token, nil, nil)
-	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(resp.Header.Get("Allow"), "GET") || errorCode(t, resp) != "method_not_allowed" {
+	resp = f.Req("DELETE", "/v1/runs", f.Token, nil, nil)
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(resp.Header.Get("Allow"), "GET") || assenttest.ErrorCode(t, resp) != "method_not_allowed" {
 		t.Fatalf("wrong method: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 }
@@ -65,17 +68,17 @@ func TestConfirmSentenceShowsMoneyAsScreen(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, recs := screenFixture(t)
-			id, err := f.srv.ShowScreen(context.Background(), f.boot.Agent, tt.stream, ScreenOptions{})
+			id, err := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, tt.stream, screens.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cookie, csrf := f.signIn()
-			r, _ := http.NewRequest("POST", f.http.URL+"/screens/"+id+"/press", strings.NewReader(`{"button":"pay"}`))
+			cookie, csrf := f.SignIn()
+			r, _ := http.NewRequest("POST", f.HTTP.URL+"/screens/"+id+"/press", strings.NewReader(`{"button":"pay"}`))
 			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Origin", f.http.URL)
+			r.Header.Set("Origin", f.HTTP.URL)
 			r.Header.Set("X-CSRF-Token", csrf)
 			r.AddCookie(cookie)
-			resp, err := f.http.Client().Do(r)
+			resp, err := f.HTTP.Client().Do(r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,23 +101,23 @@ func TestConfirmSentenceShowsMoneyAsScreen(t *testing.T) {
 func TestHighlightIsDrawnWithThePage(t *testing.T) {
 	f, _ := screenFixture(t)
 	stream := "root = Card([email])\n$email = \"\"\nemail = Input($email, label=\"Email\")\n"
-	cs, err := f.mcpSession(f.token, "")
+	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := callTool(t, cs, "show_screen", map[string]any{"screen": stream})
+	out, _ := assenttest.CallTool(t, cs, "show_screen", map[string]any{"screen": stream})
 	id := out["screen"].(string)
-	cookie, _ := f.signIn()
+	cookie, _ := f.SignIn()
 	partial := func() string {
-		resp := f.get("/screens/"+id+"?partial=1", cookie)
+		resp := f.Get("/screens/"+id+"?partial=1", cookie)
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
 	if strings.Contains(partial(), "data-marks") {
 		t.Fatal("a screen nobody highlighted carries marks")
 	}
-	if out, isErr := callTool(t, cs, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 30000}); isErr {
+	if out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 30000}); isErr {
 		t.Fatalf("highlight: %v", out)
 	}
 	p := partial()
@@ -135,8 +138,8 @@ func TestHighlightIsDrawnWithThePage(t *testing.T) {
 
 func TestMarkedFieldsDropEndedHighlights(t *testing.T) {
 	now := time.Now()
-	got := markedFields(map[string]time.Time{"a": now.Add(time.Second), "b": now.Add(-time.Millisecond), "c": now}, now)
+	got := screens.MarkedFields(map[string]time.Time{"a": now.Add(time.Second), "b": now.Add(-time.Millisecond), "c": now}, now)
 	if len(got) != 1 || got["n-a"] != 1000 {
-		t.Fatalf("markedFields = %v; want only n-a with 1000 ms", got)
+		t.Fatalf("screens.MarkedFields = %v; want only n-a with 1000 ms", got)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"container/list"
@@ -24,10 +24,9 @@ import (
 
 // Lifetimes of web credentials.
 const (
-	SignInLinkTTL = 15 * time.Minute
 	sessionTTL    = 24 * time.Hour
-	sessionCookie = "assent_session"
-	csrfHeader    = "X-CSRF-Token"
+	SessionCookie = "assent_session"
+	CSRFHeader    = "X-CSRF-Token"
 	csrfField     = "csrf"
 )
 
@@ -46,52 +45,52 @@ func transportOf(ctx context.Context) transport {
 	return t
 }
 
-// fromWeb reports whether r is a person's gesture in the web UI: a
+// FromWeb reports whether r is a person's gesture in the web UI: a
 // cookie-authenticated request that passed the Origin and CSRF checks.
-func fromWeb(r *http.Request) bool { return transportOf(r.Context()) == viaWeb }
+func FromWeb(r *http.Request) bool { return transportOf(r.Context()) == viaWeb }
 
-func unsafeMethod(m string) bool {
+func UnsafeMethod(m string) bool {
 	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions
 }
 
-// authed requires a principal: a bearer token, or a web session cookie. For
+// Authed requires a principal: a bearer token, or a web session cookie. For
 // cookie requests that change state it also requires a same-origin Origin
 // header and the session's CSRF token. The request's context ends when the
 // principal is revoked.
-func (s *Server) authed(next http.Handler) http.Handler {
+func (s *Host) Authed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		var p store.Principal
-		if tok, ok := bearer(r); ok {
+		if tok, ok := Bearer(r); ok {
 			var err error
-			p, err = s.principalByBearer(ctx, tok)
+			p, err = s.PrincipalByBearer(ctx, tok)
 			if err != nil {
-				s.unauthorized(w, err)
+				s.Unauthorized(w, err)
 				return
 			}
 			ctx = context.WithValue(ctx, transportKey{}, viaBearer)
-		} else if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-			sess, err := s.store.Session(ctx, auth.Hash(c.Value), s.now())
+		} else if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+			sess, err := s.Store.Session(ctx, auth.Hash(c.Value), s.Now())
 			if err != nil {
-				s.unauthorized(w, err)
+				s.Unauthorized(w, err)
 				return
 			}
-			if unsafeMethod(r.Method) {
-				if e := s.checkWebChange(r, sess); e != nil {
-					writeAPIError(w, e)
+			if UnsafeMethod(r.Method) {
+				if e := s.CheckWebChange(r, sess); e != nil {
+					WriteAPIError(w, e)
 					return
 				}
 			}
-			if p, err = s.store.Principal(ctx, sess.PrincipalID); err != nil || p.Revoked {
-				s.unauthorized(w, store.ErrNotFound)
+			if p, err = s.Store.Principal(ctx, sess.PrincipalID); err != nil || p.Revoked {
+				s.Unauthorized(w, store.ErrNotFound)
 				return
 			}
 			ctx = context.WithValue(ctx, transportKey{}, viaWeb)
 		} else {
-			writeError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>' (assent token create makes one) or sign in through the web UI")
+			WriteError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>' (assent token create makes one) or sign in through the web UI")
 			return
 		}
-		if !s.allow(w, p) {
+		if !s.Allow(w, p) {
 			return
 		}
 		ctx, release := s.holdLive(ctx, p)
@@ -104,7 +103,7 @@ func (s *Server) authed(next http.Handler) http.Handler {
 // revoked, so long-lived responses (event streams, MCP streams) stop within
 // about revalidateInterval of a revocation. release must be called when the
 // request is done.
-func (s *Server) holdLive(ctx context.Context, p store.Principal) (context.Context, func()) {
+func (s *Host) holdLive(ctx context.Context, p store.Principal) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	forget := s.live.hold(p.ID, cancel)
 	return ctx, func() {
@@ -113,21 +112,21 @@ func (s *Server) holdLive(ctx context.Context, p store.Principal) (context.Conte
 	}
 }
 
-// bearerOnly requires a bearer token (the MCP endpoint takes no cookies).
-func (s *Server) bearerOnly(next http.Handler) http.Handler {
+// BearerOnly requires a bearer token (the MCP endpoint takes no cookies).
+func (s *Host) BearerOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r)
+		tok, ok := Bearer(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="assent"`)
-			writeError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>'; assent serve prints an agent token, and assent token create makes more")
+			WriteError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>'; assent serve prints an agent token, and assent token create makes more")
 			return
 		}
-		p, err := s.principalByBearer(r.Context(), tok)
+		p, err := s.PrincipalByBearer(r.Context(), tok)
 		if err != nil {
-			s.unauthorized(w, err)
+			s.Unauthorized(w, err)
 			return
 		}
-		if !s.allow(w, p) {
+		if !s.Allow(w, p) {
 			return
 		}
 		ctx, release := s.holdLive(r.Context(), p)
@@ -137,56 +136,56 @@ func (s *Server) bearerOnly(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) unauthorized(w http.ResponseWriter, err error) {
+func (s *Host) Unauthorized(w http.ResponseWriter, err error) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.log.Error("authentication lookup failed", "err", err)
-		writeError(w, wire.Unavailable, "the server could not check credentials; try again")
+		s.Log.Error("authentication lookup failed", "err", err)
+		WriteError(w, wire.Unavailable, "the server could not check credentials; try again")
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="assent", error="invalid_token"`)
-	writeError(w, wire.SignInRequired, "the token or session is unknown, expired or revoked; sign in again or use a valid token")
+	WriteError(w, wire.SignInRequired, "the token or session is unknown, expired or revoked; sign in again or use a valid token")
 }
 
-// allow applies the per-principal rate limit.
-func (s *Server) allow(w http.ResponseWriter, p store.Principal) bool {
-	if s.cfg.RateLimit < 0 {
+// Allow applies the per-principal rate limit.
+func (s *Host) Allow(w http.ResponseWriter, p store.Principal) bool {
+	if s.Config.RateLimit < 0 {
 		return true
 	}
 	s.limMu.Lock()
 	l, ok := s.limiters[p.ID]
 	if !ok {
-		l = rate.NewLimiter(rate.Limit(s.cfg.RateLimit), s.cfg.RateBurst)
+		l = rate.NewLimiter(rate.Limit(s.Config.RateLimit), s.Config.RateBurst)
 		s.limiters[p.ID] = l
 	}
 	s.limMu.Unlock()
 	res := l.Reserve()
 	if d := res.Delay(); d > 0 {
 		res.Cancel()
-		retryAfter(w, d)
-		writeError(w, wire.RateLimited, fmt.Sprintf("too many requests; retry after %s", d.Round(time.Millisecond)))
+		RetryAfter(w, d)
+		WriteError(w, wire.RateLimited, fmt.Sprintf("too many requests; retry after %s", d.Round(time.Millisecond)))
 		return false
 	}
 	return true
 }
 
-// checkWebChange enforces the same-origin and CSRF rules on a
+// CheckWebChange enforces the same-origin and CSRF rules on a
 // cookie-authenticated request that changes state.
-func (s *Server) checkWebChange(r *http.Request, sess store.Session) *apiError {
-	if !s.sameOrigin(r) {
-		return apiErr(wire.BadOrigin, "this change must come from the assent web UI itself (the Origin header is missing or another site's)")
+func (s *Host) CheckWebChange(r *http.Request, sess store.Session) *wire.Error {
+	if !s.SameOrigin(r) {
+		return wire.New(wire.BadOrigin, "this change must come from the assent web UI itself (the Origin header is missing or another site's)")
 	}
-	tok := r.Header.Get(csrfHeader)
+	tok := r.Header.Get(CSRFHeader)
 	if tok == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		tok = r.PostFormValue(csrfField)
 	}
 	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(sess.CSRF)) != 1 {
-		return apiErr(wire.BadOrigin, "the request lacks this session's CSRF token; reload the page and try again")
+		return wire.New(wire.BadOrigin, "the request lacks this session's CSRF token; reload the page and try again")
 	}
 	return nil
 }
 
-// sameOrigin reports whether r's Origin header names this server.
-func (s *Server) sameOrigin(r *http.Request) bool {
+// SameOrigin reports whether r's Origin header names this server.
+func (s *Host) SameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" || o == "null" {
 		return false
@@ -195,8 +194,8 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if s.cfg.BaseURL != "" {
-		b, err := url.Parse(s.cfg.BaseURL)
+	if s.Config.BaseURL != "" {
+		b, err := url.Parse(s.Config.BaseURL)
 		return err == nil && strings.EqualFold(b.Scheme, u.Scheme) && strings.EqualFold(b.Host, u.Host)
 	}
 	scheme := "http"
@@ -204,112 +203,6 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 		scheme = "https"
 	}
 	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host)
-}
-
-// IssueToken creates a principal with a fresh bearer token and returns the
-// token (shown once; only its hash is kept). An agent or service is
-// supervised by the workspace owner; use IssueTokenFor to name others.
-func IssueToken(ctx context.Context, st store.Store, kind, name string, grants []string, now time.Time) (string, store.Principal, error) {
-	return IssueTokenFor(ctx, st, kind, name, grants, nil, now)
-}
-
-// IssueTokenFor is IssueToken with the ids of the people who supervise the
-// new principal. With none given, an agent or service is supervised by the
-// workspace owner when st records one. Every supervisor must be a person.
-func IssueTokenFor(ctx context.Context, st store.Store, kind, name string, grants, supervisors []string, now time.Time) (string, store.Principal, error) {
-	if !store.ValidKind(kind) {
-		return "", store.Principal{}, fmt.Errorf("kind %q is not one of human, agent, service", kind)
-	}
-	if strings.TrimSpace(name) == "" {
-		return "", store.Principal{}, errors.New("a principal needs a name")
-	}
-	if len(supervisors) == 0 && kind != store.KindHuman {
-		if owner, err := st.Settings().Setting(ctx, settingOwner); err == nil {
-			supervisors = []string{owner}
-		}
-	}
-	ps := st.Principals()
-	for _, id := range supervisors {
-		sp, err := ps.Principal(ctx, id)
-		if err != nil || sp.Kind != store.KindHuman || sp.Revoked {
-			return "", store.Principal{}, fmt.Errorf("unknown_supervisor: %q is not a person; name a human principal", id)
-		}
-	}
-	tok := auth.NewSecret(auth.TokenPrefix)
-	p := store.Principal{ID: auth.NewID("p_"), Kind: kind, Name: name, Grants: grants, Supervisors: supervisors, CreatedAt: now.UTC()}
-	if err := ps.CreatePrincipal(ctx, p, auth.Hash(tok)); err != nil {
-		return "", store.Principal{}, err
-	}
-	return tok, p, nil
-}
-
-// NewSignInLink stores a one-time sign-in link for principalID and returns
-// its URL under baseURL.
-func NewSignInLink(ctx context.Context, st store.Sessions, principalID, baseURL string, now time.Time) (string, error) {
-	secret := auth.NewSecret(auth.SignInPrefix)
-	if err := st.CreateSignInLink(ctx, auth.Hash(secret), principalID, now.Add(SignInLinkTTL)); err != nil {
-		return "", err
-	}
-	return strings.TrimRight(baseURL, "/") + "/signin/" + secret, nil
-}
-
-// Bootstrap is what a first start creates.
-type Bootstrap struct {
-	// First is true when this call created the workspace.
-	First bool
-	// AgentToken is the first agent's token, only when First.
-	AgentToken string
-	Owner      store.Principal
-	Agent      store.Principal
-}
-
-// Setting names of the bootstrap principals.
-const (
-	settingOwner = "owner_principal"
-	settingAgent = "agent_principal"
-)
-
-// EnsureBootstrap creates, on first start, the person who owns the workspace
-// ("owner", who may approve) and one agent with a token. Later calls return
-// the same principals and no token.
-func EnsureBootstrap(ctx context.Context, st store.Store, now time.Time) (Bootstrap, error) {
-	var b Bootstrap
-	ps, set := st.Principals(), st.Settings()
-	ownerID, err := set.Setting(ctx, settingOwner)
-	if err == nil {
-		agentID, err := set.Setting(ctx, settingAgent)
-		if err != nil {
-			return b, fmt.Errorf("bootstrap: agent principal missing: %w", err)
-		}
-		if b.Owner, err = ps.Principal(ctx, ownerID); err != nil {
-			return b, fmt.Errorf("bootstrap: owner: %w", err)
-		}
-		if b.Agent, err = ps.Principal(ctx, agentID); err != nil {
-			return b, fmt.Errorf("bootstrap: agent: %w", err)
-		}
-		return b, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return b, err
-	}
-	b.First = true
-	b.Owner = store.Principal{ID: auth.NewID("p_"), Kind: store.KindHuman, Name: "owner", Grants: []string{"human.approve", "state.write", "tool.invoke", "control.write", "command.execute"}, CreatedAt: now.UTC()}
-	if err := ps.CreatePrincipal(ctx, b.Owner, nil); err != nil {
-		return b, fmt.Errorf("bootstrap: %w", err)
-	}
-	tok, agent, err := IssueTokenFor(ctx, st, store.KindAgent, "agent", []string{"state.write", "tool.invoke"}, []string{b.Owner.ID}, now)
-	if err != nil {
-		return b, fmt.Errorf("bootstrap: %w", err)
-	}
-	b.AgentToken, b.Agent = tok, agent
-	if err := set.SetSetting(ctx, settingAgent, agent.ID); err != nil {
-		return b, err
-	}
-	// Written last: its presence marks a complete bootstrap.
-	if err := set.SetSetting(ctx, settingOwner, b.Owner.ID); err != nil {
-		return b, err
-	}
-	return b, nil
 }
 
 // PrincipalRevoked is the type of the event published when a principal is
@@ -323,19 +216,19 @@ const (
 	// principalCacheSize is how many tokens are remembered; the least
 	// recently used is forgotten first.
 	principalCacheSize = 4096
-	// principalCacheTTL is how long a remembered token is trusted before
+	// PrincipalCacheTTL is how long a remembered token is trusted before
 	// the store is asked again. It bounds how late a revocation made
 	// outside this process (assent token revoke on the same database) is
 	// noticed; revocations made through the server take effect at once.
-	principalCacheTTL = 500 * time.Millisecond
+	PrincipalCacheTTL = 500 * time.Millisecond
 )
 
 // RevokePrincipal revokes principal id's tokens and sessions, ends what it
 // holds open (event streams, MCP sessions), and announces the revocation
 // on the event bus so that the next request with any of its tokens is
 // refused.
-func (s *Server) RevokePrincipal(ctx context.Context, id string) error {
-	if err := s.store.RevokePrincipal(ctx, id); err != nil {
+func (s *Host) RevokePrincipal(ctx context.Context, id string) error {
+	if err := s.Store.RevokePrincipal(ctx, id); err != nil {
 		return err
 	}
 	s.announceRevoked(id)
@@ -344,9 +237,9 @@ func (s *Server) RevokePrincipal(ctx context.Context, id string) error {
 }
 
 // announceRevoked publishes a PrincipalRevoked event for id.
-func (s *Server) announceRevoked(id string) {
+func (s *Host) announceRevoked(id string) {
 	data, _ := json.Marshal(revokedData{Principal: id})
-	s.bus.Publish(event.Event{Type: PrincipalRevoked, Owner: id, Data: data})
+	s.Bus.Publish(event.Event{Type: PrincipalRevoked, Owner: id, Data: data})
 }
 
 type revokedData struct {
@@ -362,7 +255,7 @@ type revokedData struct {
 type principalCache struct {
 	size int
 	ttl  time.Duration
-	now  func() time.Time // monotonic clock; replaced in tests
+	now  func() time.Time // the host's clock (Config.Now)
 
 	mu      sync.Mutex
 	revoked *event.Subscription // PrincipalRevoked events, nil once closed

@@ -1,4 +1,4 @@
-package server
+package controls
 
 import (
 	"context"
@@ -17,7 +17,7 @@ const identitySchema = `{"type":"object","description":"The control's stable ide
 
 // controlTools are the MCP tools of the control registry. Their source is
 // always agent: a call that names a source or a confirmation is refused.
-func (s *Server) controlTools() []tool.Tool {
+func (s *Part) controlTools() []tool.Tool {
 	return []tool.Tool{
 		{
 			Name:         "controls_list",
@@ -33,7 +33,7 @@ func (s *Server) controlTools() []tool.Tool {
 				if err := decodeControlArgs(c.Args, &a); err != nil {
 					return nil, err
 				}
-				return &tool.Result{Structured: map[string]any{"controls": s.listControls(ctx, c.Principal, a.FormID)}}, nil
+				return &tool.Result{Structured: map[string]any{"controls": s.List(ctx, c.Principal, a.FormID)}}, nil
 			},
 		},
 		{
@@ -50,7 +50,7 @@ func (s *Server) controlTools() []tool.Tool {
 				if err := decodeControlArgs(c.Args, &a); err != nil {
 					return nil, err
 				}
-				snap, terr := s.inspectControl(ctx, c.Principal, a.Identity)
+				snap, terr := s.Inspect(ctx, c.Principal, a.Identity)
 				if terr != nil {
 					return nil, terr
 				}
@@ -83,10 +83,10 @@ func (s *Server) controlTools() []tool.Tool {
 				if cerr != nil {
 					return &tool.Result{Structured: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message}), IsError: true}, nil
 				}
-				res := s.execControl(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
+				res := s.Exec(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
 				if res.OK && res.Action == control.Stage {
 					// A staged value waits for a person in the inbox.
-					return &tool.Result{Structured: stagedResult{Result: res, URL: strings.TrimRight(s.cfg.BaseURL, "/") + "/inbox"}}, nil
+					return &tool.Result{Structured: stagedResult{Result: res, URL: strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"}}, nil
 				}
 				return &tool.Result{Structured: answerOf(res), IsError: !res.OK}, nil
 			},

@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"context"
@@ -37,7 +37,7 @@ var runScopeRoutes = map[string]bool{
 // whether p is run-scoped at all.
 func runScopeOf(p store.Principal) (runIDs []string, scoped bool) {
 	for _, g := range p.Grants {
-		if rest, ok := strings.CutPrefix(g, grantRunScope); ok {
+		if rest, ok := strings.CutPrefix(g, GrantRunScope); ok {
 			scoped = true
 			id, _, _ := strings.Cut(rest, "/")
 			runIDs = append(runIDs, id)
@@ -82,32 +82,32 @@ type resolvedBearer struct {
 
 type resolvedBearerKey struct{}
 
-// principalByBearer looks up the principal of bearer token tok, reusing the
+// PrincipalByBearer looks up the principal of bearer token tok, reusing the
 // lookup scopeGate made for this request, then the server's cache of
 // recently used tokens, then the store.
-func (s *Server) principalByBearer(ctx context.Context, tok string) (store.Principal, error) {
+func (s *Host) PrincipalByBearer(ctx context.Context, tok string) (store.Principal, error) {
 	if rb, ok := ctx.Value(resolvedBearerKey{}).(resolvedBearer); ok && rb.token == tok {
 		return rb.principal, nil
 	}
 	h := sha256.Sum256([]byte(tok)) // auth.Hash, without the copy to the heap
 	if s.principals == nil {
-		return s.store.PrincipalByToken(ctx, h[:])
+		return s.Store.PrincipalByToken(ctx, h[:])
 	}
-	return s.principals.lookup(ctx, h[:], s.store.PrincipalByToken)
+	return s.principals.lookup(ctx, h[:], s.Store.PrincipalByToken)
 }
 
-// scopeGate confines run-scoped tokens to runScopeRoutes, before any route
+// ScopeGate confines run-scoped tokens to runScopeRoutes, before any route
 // sees the request: it applies to every route and every way a route
 // authenticates. Requests with no or an unknown bearer token pass through to
 // their route, which answers them.
-func (s *Server) scopeGate(mux *http.ServeMux) http.Handler {
+func (s *Host) ScopeGate(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r)
+		tok, ok := Bearer(r)
 		if !ok {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		p, err := s.principalByBearer(r.Context(), tok)
+		p, err := s.PrincipalByBearer(r.Context(), tok)
 		if err != nil {
 			mux.ServeHTTP(w, r)
 			return
@@ -115,7 +115,7 @@ func (s *Server) scopeGate(mux *http.ServeMux) http.Handler {
 		if runIDs, scoped := runScopeOf(p); scoped {
 			_, pattern := mux.Handler(r)
 			if !runScopeAllows(pattern, r, runIDs) {
-				writeError(w, wire.Forbidden,
+				WriteError(w, wire.Forbidden,
 					"a run-scoped token (ASSENT_RUN_TOKEN) may only claim and settle its own Run's Controls, append its Trace and read its status and logs; use an agent or service token for anything else")
 				return
 			}
@@ -125,11 +125,11 @@ func (s *Server) scopeGate(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// bodyDeadline bounds the time a request body may take to arrive to
+// BodyDeadline bounds the time a request body may take to arrive to
 // Config.BodyReadTimeout. Once the body has been read the deadline is
 // lifted, so a response may stream for as long as it needs.
-func (s *Server) bodyDeadline(next http.Handler) http.Handler {
-	if s.cfg.BodyReadTimeout < 0 {
+func (s *Host) BodyDeadline(next http.Handler) http.Handler {
+	if s.Config.BodyReadTimeout < 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +138,7 @@ func (s *Server) bodyDeadline(next http.Handler) http.Handler {
 			return
 		}
 		rc := http.NewResponseController(w)
-		if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err == nil {
+		if err := rc.SetReadDeadline(time.Now().Add(s.Config.BodyReadTimeout)); err == nil {
 			r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 		}
 		next.ServeHTTP(w, r)
@@ -213,8 +213,8 @@ const revalidateInterval = 500 * time.Millisecond
 
 // stillValid reports whether principal id may keep what it holds open. A
 // failed lookup counts as valid: a store hiccup must not end every stream.
-func (s *Server) stillValid(ctx context.Context, id string) bool {
-	p, err := s.store.Principal(ctx, id)
+func (s *Host) stillValid(ctx context.Context, id string) bool {
+	p, err := s.Store.Principal(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false
 	}
@@ -326,3 +326,10 @@ func (l *liveSet) len(principalID string) int {
 	defer l.mu.Unlock()
 	return len(l.held[principalID])
 }
+
+// Grants carried by a run-scoped token: the Run's owner, and the one Run
+// generation it may act on.
+const (
+	GrantRunOwner = "run.owner:"
+	GrantRunScope = "run.scope:"
+)

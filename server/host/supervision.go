@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type supervisedBy struct {
 
 // supervisorsOf returns what is known of ownerID's supervisors. ok is false
 // when the store could not be read; nothing is cached then.
-func (s *Server) supervisorsOf(ctx context.Context, ownerID string) (sb supervisedBy, ok bool) {
+func (s *Host) supervisorsOf(ctx context.Context, ownerID string) (sb supervisedBy, ok bool) {
 	c := &s.supervision
 	c.mu.Lock()
 	sb, ok = c.m[ownerID]
@@ -48,7 +48,7 @@ func (s *Server) supervisorsOf(ctx context.Context, ownerID string) (sb supervis
 	if ok {
 		return sb, true
 	}
-	o, err := s.store.Principal(ctx, ownerID)
+	o, err := s.Store.Principal(ctx, ownerID)
 	switch {
 	case err == nil:
 		sb = supervisedBy{ids: slices.Clone(o.Supervisors)}
@@ -66,11 +66,11 @@ func (s *Server) supervisorsOf(ctx context.Context, ownerID string) (sb supervis
 	return sb, true
 }
 
-// oversees reports whether p may see what the principal ownerID owns: p
+// Oversees reports whether p may see what the principal ownerID owns: p
 // owns it, or p is a person who supervises ownerID. Unowned things
 // (ownerID "") are everyone's, and things an in-process application owns
 // are every person's.
-func (s *Server) oversees(ctx context.Context, p store.Principal, ownerID string) bool {
+func (s *Host) Oversees(ctx context.Context, p store.Principal, ownerID string) bool {
 	if ownerID == "" || p.ID == ownerID {
 		return true
 	}
@@ -81,11 +81,11 @@ func (s *Server) oversees(ctx context.Context, p store.Principal, ownerID string
 	return ok && (sb.inProcess || slices.Contains(sb.ids, p.ID))
 }
 
-// audience returns who, besides ownerID itself, may see an event about
+// Audience returns who, besides ownerID itself, may see an event about
 // what ownerID owns: its supervisors. For an in-process application's
 // things it is nil with people set, since every person sees them. A store
-// failure leaves the audience empty, so the event reaches its owner only.
-func (s *Server) audience(ownerID string) (ids []string, people bool) {
+// failure leaves the Audience empty, so the event reaches its owner only.
+func (s *Host) Audience(ownerID string) (ids []string, people bool) {
 	if ownerID == "" {
 		return nil, false
 	}
@@ -99,18 +99,18 @@ func (s *Server) audience(ownerID string) (ids []string, people bool) {
 	return sb.ids, false
 }
 
-// ownedEvent returns an event of type typ about what ownerID owns,
+// OwnedEvent returns an event of type typ about what ownerID owns,
 // addressed to ownerID and the people who oversee it.
-func (s *Server) ownedEvent(typ, ownerID string, data []byte) event.Event {
-	ids, people := s.audience(ownerID)
+func (s *Host) OwnedEvent(typ, ownerID string, data []byte) event.Event {
+	ids, people := s.Audience(ownerID)
 	return event.Event{Type: typ, Owner: ownerID, Audience: ids, People: people, Data: data}
 }
 
-// overseenBy returns the ids of the principals p oversees (p itself, and
+// OverseenBy returns the ids of the principals p oversees (p itself, and
 // for a person the principals it supervises) with every principal's
 // name, in one read of the store, for pages that filter many records.
-func (s *Server) overseenBy(ctx context.Context, p store.Principal) (seen map[string]bool, names map[string]string, err error) {
-	ps, err := s.store.ListPrincipals(ctx)
+func (s *Host) OverseenBy(ctx context.Context, p store.Principal) (seen map[string]bool, names map[string]string, err error) {
+	ps, err := s.Store.ListPrincipals(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,365 @@
+// Package assenttest starts an assent server for tests and drives it the
+// ways its users do: HTTP with a bearer token, a person's browser session
+// (sign-in link, cookie, CSRF token), the event stream, and MCP.
+//
+// A Kit runs a whole server on a fresh SQLite database in a temporary
+// directory, with the workspace bootstrapped (an owner and an agent with a
+// token). Everything is closed when the test ends.
+package assenttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/store/sqlite"
+)
+
+// Kit is a running server and the clients to reach it.
+type Kit struct {
+	T    testing.TB
+	Srv  *server.Server
+	DB   *sqlite.DB
+	HTTP *httptest.Server
+	// Dir is the server's data directory.
+	Dir string
+	// Boot holds the workspace's owner and first agent.
+	Boot auth.Bootstrap
+	// Token is the first agent's bearer token.
+	Token string
+}
+
+// Start runs a server on a fresh data directory. mod, when not nil, may
+// change the configuration before the server is built.
+func Start(t testing.TB, mod func(*server.Config)) *Kit {
+	t.Helper()
+	return start(t, false, mod)
+}
+
+// StartListening is Start with the server's BaseURL set to its real
+// address before it is built, for Runs and tools that call the server back.
+func StartListening(t testing.TB, mod func(*server.Config)) *Kit {
+	t.Helper()
+	return start(t, true, mod)
+}
+
+func start(t testing.TB, listen bool, mod func(*server.Config)) *Kit {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	cfg := server.Config{DataDir: dir, Store: db}
+	var ln net.Listener
+	if listen {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+		cfg.BaseURL = "http://" + ln.Addr().String()
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		db.Close()
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	if ln != nil {
+		hs.Listener.Close()
+		hs.Listener = ln
+	}
+	hs.Start()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		db.Close()
+	})
+	return &Kit{T: t, Srv: srv, DB: db, HTTP: hs, Dir: dir, Boot: boot, Token: boot.AgentToken}
+}
+
+// URL is the server's base URL.
+func (k *Kit) URL() string { return k.HTTP.URL }
+
+// Req sends a request with the bearer token (none when token is empty)
+// and the headers in hdr. The response body is closed when the test ends.
+func (k *Kit) Req(method, path, token string, body io.Reader, hdr map[string]string) *http.Response {
+	k.T.Helper()
+	r, err := http.NewRequest(method, k.HTTP.URL+path, body)
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	for name, v := range hdr {
+		r.Header.Set(name, v)
+	}
+	resp, err := k.HTTP.Client().Do(r)
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	k.T.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// Do sends body as JSON with the bearer token, decodes the answer into out
+// when out is not nil, and returns the status code.
+func (k *Kit) Do(method, path, token string, body, out any) int {
+	k.T.Helper()
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			k.T.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	resp := k.Req(method, path, token, rd, map[string]string{"Content-Type": "application/json"})
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			k.T.Fatalf("%s %s: answer is not JSON: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// ErrorCode reads an error answer and returns its code. It fails the test
+// when the body is not the wire's error shape (code, message, retryable).
+func ErrorCode(t testing.TB, resp *http.Response) string {
+	t.Helper()
+	var body struct {
+		Error struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			Retryable *bool  `json:"retryable"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("error body is not JSON: %v", err)
+	}
+	if body.Error.Message == "" || body.Error.Retryable == nil {
+		t.Fatalf("error body lacks message or retryable: %+v", body)
+	}
+	return body.Error.Code
+}
+
+// ReadAll returns the body of resp as a string.
+func ReadAll(resp *http.Response) string {
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// SignIn signs the workspace's owner in and returns the session cookie and
+// the CSRF token of their pages.
+func (k *Kit) SignIn() (*http.Cookie, string) {
+	k.T.Helper()
+	cookie, csrf := k.SignInAs(k.Boot.Owner.ID)
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		k.T.Fatalf("session cookie %+v", cookie)
+	}
+	return cookie, csrf
+}
+
+// SignInAs follows a fresh sign-in link for the person id and returns the
+// session cookie and the CSRF token of their pages.
+func (k *Kit) SignInAs(id string) (*http.Cookie, string) {
+	k.T.Helper()
+	link, err := auth.NewSignInLink(context.Background(), k.DB, id, k.HTTP.URL, time.Now())
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	resp := k.PostForm("/signin", url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}, nil, k.HTTP.URL)
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == host.SessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		k.T.Fatalf("sign in: %d, no cookie", resp.StatusCode)
+	}
+	page := ReadAll(k.Get("/inbox", cookie))
+	const meta = `name="csrf-token" content="`
+	i := strings.Index(page, meta)
+	if i < 0 {
+		k.T.Fatal("inbox has no CSRF token")
+	}
+	rest := page[i+len(meta):]
+	return cookie, rest[:strings.IndexByte(rest, '"')]
+}
+
+// NoRedirect returns a client of the server that does not follow
+// redirects.
+func (k *Kit) NoRedirect() *http.Client {
+	c := *k.HTTP.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// PostForm posts a form as a browser would, with the session cookie and
+// the Origin header when they are given. Redirects are not followed.
+func (k *Kit) PostForm(path string, v url.Values, cookie *http.Cookie, origin string) *http.Response {
+	k.T.Helper()
+	r, err := http.NewRequest("POST", k.HTTP.URL+path, strings.NewReader(v.Encode()))
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		r.Header.Set("Origin", origin)
+	}
+	if cookie != nil {
+		r.AddCookie(cookie)
+	}
+	return k.send(r)
+}
+
+// Get fetches a page with the session cookie, when given. Redirects are
+// not followed.
+func (k *Kit) Get(path string, cookie *http.Cookie) *http.Response {
+	k.T.Helper()
+	r, err := http.NewRequest("GET", k.HTTP.URL+path, nil)
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	if cookie != nil {
+		r.AddCookie(cookie)
+	}
+	return k.send(r)
+}
+
+func (k *Kit) send(r *http.Request) *http.Response {
+	k.T.Helper()
+	resp, err := k.NoRedirect().Do(r)
+	if err != nil {
+		k.T.Fatal(err)
+	}
+	k.T.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// SSE reads a stream of server-sent events.
+type SSE struct {
+	Resp *http.Response
+	rd   *bufio.Reader
+}
+
+// Event is one server-sent event.
+type Event struct {
+	ID, Type, Data string
+}
+
+// Events opens the event stream with the agent's token, resuming after
+// lastID when it is not empty.
+func (k *Kit) Events(lastID string) *SSE {
+	k.T.Helper()
+	hdr := map[string]string{}
+	if lastID != "" {
+		hdr["Last-Event-ID"] = lastID
+	}
+	resp := k.Req("GET", "/v1/events", k.Token, nil, hdr)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		k.T.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return NewSSE(resp)
+}
+
+// NewSSE reads the events of resp.
+func NewSSE(resp *http.Response) *SSE { return &SSE{Resp: resp, rd: bufio.NewReader(resp.Body)} }
+
+// Next returns the next event, skipping comments; it fails the test when
+// the stream ends first.
+func (s *SSE) Next(t testing.TB) Event {
+	t.Helper()
+	var e Event
+	for {
+		line, err := s.rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading events: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "":
+			if e.Type != "" {
+				return e
+			}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id: "):
+			e.ID = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			e.Type = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			e.Data = line[6:]
+		}
+	}
+}
+
+// MCPSession connects the official SDK client to /mcp over streamable
+// HTTP with token, asking for protocol version when it is not empty.
+func (k *Kit) MCPSession(token, version string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	hc := &http.Client{Transport: bearerTransport(token)}
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	return client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: k.HTTP.URL + "/mcp", HTTPClient: hc}, opts)
+}
+
+// bearerTransport adds "Authorization: Bearer token" to every request.
+type bearerTransport string
+
+func (tok bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if tok != "" {
+		r.Header.Set("Authorization", "Bearer "+string(tok))
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// appsExtension is the MCP Apps extension a client declares to be shown
+// views.
+const appsExtension = "io.modelcontextprotocol/ui"
+
+// AppsSession connects to /mcp as an MCP Apps client: one that declares it
+// can show views, so app-only tools are listed to it.
+func (k *Kit) AppsSession(token string) (*mcp.ClientSession, error) {
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension(appsExtension, map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}})
+	client := mcp.NewClient(&mcp.Implementation{Name: "apps", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	hc := &http.Client{Transport: bearerTransport(token)}
+	return client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: k.HTTP.URL + "/mcp", HTTPClient: hc}, nil)
+}
+
+// Client returns an HTTP client that sends token as a bearer token with
+// every request.
+func Client(token string) *http.Client { return &http.Client{Transport: bearerTransport(token)} }

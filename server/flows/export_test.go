@@ -1,0 +1,24 @@
+package flows
+
+// Names the external tests reach inside the package.
+var (
+	DemoFlowsFS            = demoFlowsFS
+	WriteDemoDeployRecipes = writeDemoDeployRecipes
+	FormatAmount           = formatAmount
+	MaskIBAN               = maskIBAN
+	NormalizeIBAN          = normalizeIBAN
+	SummarizeApproval      = (*Part).summarizeApproval
+	FlowStart              = (*Part).flowStart
+	FlowPrescribe          = (*Part).flowPrescribe
+	FlowApply              = (*Part).flowApply
+)
+
+// StartRequest is startRequest.
+type StartRequest = startRequest
+
+// Payments returns the demo payments_send tool's records.
+func Payments(s *Part) []demoPayment {
+	s.paymentsMu.Lock()
+	defer s.paymentsMu.Unlock()
+	return append([]demoPayment(nil), s.payments...)
+}

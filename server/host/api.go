@@ -1,0 +1,117 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// WriteJSON writes v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// WriteError writes the error answer for code, with the status the code
+// has in the wire table.
+func WriteError(w http.ResponseWriter, code wire.Code, message string) {
+	wire.Write(w, wire.New(code, message))
+}
+
+// WriteAPIError writes e; a zero Status is the table's status of e.Code.
+func WriteAPIError(w http.ResponseWriter, e *wire.Error) { wire.Write(w, e) }
+
+// FromToolError converts a tool refusal to a wire error: its code keeps
+// the table's status and retryable flag, its data is kept.
+func FromToolError(te *tool.Error) *wire.Error {
+	e := wire.New(wire.Code(te.Code), te.Message)
+	e.Data = te.Data
+	return e
+}
+
+// InternalMessage is the message of a failure inside the server; it does not
+// leak internals.
+const InternalMessage = "the request failed inside the server; try again, and report it if it persists"
+
+// WriteToolError maps an error from a tool handler or a package API to an
+// HTTP error: a *tool.Error keeps its code with the status of the wire
+// table; anything else is a 500 whose message does not leak internals.
+func WriteToolError(w http.ResponseWriter, err error) {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		WriteAPIError(w, FromToolError(te))
+		return
+	}
+	WriteError(w, wire.Internal, InternalMessage)
+}
+
+// MaxBody is the default request body limit.
+const MaxBody = 1 << 20
+
+// DecodeJSON decodes the request body into v, refusing unknown fields,
+// trailing data and bodies over limit bytes (maxBody when limit ≤ 0). On
+// failure it writes a 400 invalid_request (or 413) and returns false.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	if limit <= 0 {
+		limit = MaxBody
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			WriteError(w, wire.TooLarge, fmt.Sprintf("the request body is over %d bytes", limit))
+			return false
+		}
+		if errors.Is(err, io.EOF) {
+			WriteError(w, wire.InvalidRequest, "the request body is empty; send a JSON object")
+			return false
+		}
+		WriteError(w, wire.InvalidRequest, "the request body is not valid JSON for this endpoint: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		WriteError(w, wire.InvalidRequest, "the request body has data after the JSON object")
+		return false
+	}
+	return true
+}
+
+// PrincipalOf returns the authenticated principal of r. Every route behind
+// the auth middleware has one.
+func PrincipalOf(r *http.Request) store.Principal {
+	p, _ := auth.PrincipalFrom(r.Context())
+	return p
+}
+
+func RetryAfter(w http.ResponseWriter, d time.Duration) {
+	secs := int(d.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+}
+
+// Bearer returns the token of an "Authorization: Bearer" header.
+func Bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:]), true
+	}
+	return "", false
+}

@@ -1,0 +1,273 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+	"golang.org/x/time/rate"
+)
+
+// Config configures a Server.
+type Config struct {
+	// DataDir is the data directory (logs, run files, recipes).
+	DataDir string
+	// Store is the persistence backend. The server does not close it.
+	Store store.Store
+	// Logger receives structured logs. Secrets never reach it.
+	Logger *slog.Logger
+	// Demo loads the demo workspace.
+	Demo bool
+	// BaseURL is the externally visible URL (scheme://host:port), used in
+	// printed links and for same-origin checks. Empty means the listener's
+	// address over http.
+	BaseURL string
+	// RateLimit is the sustained requests per second allowed per principal
+	// (default 100); RateBurst the burst (default 200). A negative RateLimit
+	// disables limiting.
+	RateLimit float64
+	RateBurst int
+	// SessionTimeout ends idle MCP sessions (default 30 minutes).
+	SessionTimeout time.Duration
+	// MaxSessions caps the live MCP sessions one principal may hold
+	// (default 32). Opening one more first closes that principal's
+	// least recently used idle session; when none is idle the new session
+	// is refused with too_many_sessions. A negative value disables the cap.
+	MaxSessions int
+	// BodyReadTimeout bounds how long reading a request body may take
+	// (default 30 seconds); a slower body is cut and its connection
+	// closed. Responses, including event and MCP streams, are not bounded
+	// by it. A negative value disables it.
+	BodyReadTimeout time.Duration
+	// SignInRate is how many sign-in attempts per minute one client
+	// address may make (default 20, which is also the burst). A negative
+	// value disables the limit.
+	SignInRate int
+	// ShutdownGrace bounds how long in-flight requests may take to finish
+	// on shutdown (default 10 seconds).
+	ShutdownGrace time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// RunUser is the user Run and tool processes run as when the server
+	// runs as root: a user name or numeric "uid:gid" (default "nobody").
+	RunUser string
+}
+
+// Host is what the server shares with its parts: configuration, the
+// store, the event bus, the tool registry, authentication and the page
+// layout.
+type Host struct {
+	Config  Config
+	Log     *slog.Logger
+	Store   Stores
+	Bus     *event.Bus
+	Tools   *tool.Registry
+	Started time.Time
+	Now     func() time.Time
+	Web     *WebUI
+
+	limMu    sync.Mutex
+	limiters map[string]*rate.Limiter
+
+	// signInLimits rate-limits sign-in attempts per client address.
+	signInLimits *limiterSet
+
+	// live tracks what each principal holds open, so revoking the
+	// principal ends it.
+	live *liveSet
+
+	// principals caches the principals of recently used bearer tokens.
+	principals *principalCache
+
+	// notices holds one-shot banners for web sessions.
+	notices *noticeBox
+
+	// supervision caches who supervises whom (see supervision.go).
+	supervision supervisionCache
+
+	// Streams is cancelled when the server shuts down, ending long-lived
+	// responses (event Streams) so shutdown is not held up by them.
+	Streams      context.Context
+	cancelStream context.CancelFunc
+
+	// OpenItems counts what a principal has waiting, by kind; the server
+	// sets it to sum its parts' counters.
+	OpenItems func(ctx context.Context, p store.Principal) map[string]int
+}
+
+// Stores is the store as the server uses it: each part is looked up once,
+// when the server is built, so s.store.Principal(…) reads the principals
+// part directly. Selectors are unambiguous because no two parts share a
+// method name.
+type Stores struct {
+	store.Principals
+	store.Sessions
+	store.Settings
+	store.Audit
+	store.Proposals
+	store.Runs
+	Flows flow.Store
+	// Backend is the Store the parts came from.
+	Backend store.Store
+}
+
+func newStores(st store.Store) Stores {
+	return Stores{
+		Principals: st.Principals(),
+		Sessions:   st.Sessions(),
+		Settings:   st.Settings(),
+		Audit:      st.Audit(),
+		Proposals:  st.Proposals(),
+		Runs:       st.Runs(),
+		Flows:      st.Flows(),
+		Backend:    st,
+	}
+}
+
+// Mux is the server's ServeMux, remembering the patterns registered
+// on it so that the routes can be listed.
+type Mux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func NewMux() *Mux { return &Mux{ServeMux: http.NewServeMux()} }
+
+// Handle registers handler for pattern.
+func (m *Mux) Handle(pattern string, handler http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, handler)
+}
+
+// HandleFunc registers handler for pattern.
+func (m *Mux) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(handler))
+}
+
+func (s *Host) Recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				WriteError(w, wire.Internal, "the request failed inside the server; try again, and report it if it persists")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func SecurityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// NewHost applies cfg's defaults and builds what the parts share.
+func NewHost(cfg Config) (*Host, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = 100
+	}
+	if cfg.RateBurst == 0 {
+		cfg.RateBurst = 200
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 30 * time.Minute
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 32
+	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = 30 * time.Second
+	}
+	if cfg.SignInRate == 0 {
+		cfg.SignInRate = 20
+	}
+	s := &Host{
+		Config:   cfg,
+		Log:      cfg.Logger,
+		Store:    newStores(cfg.Store),
+		Bus:      event.New(event.Options{Now: cfg.Now}),
+		Tools:    tool.NewRegistry(),
+		Started:  cfg.Now(),
+		Now:      cfg.Now,
+		limiters: map[string]*rate.Limiter{},
+		notices:  newNoticeBox(),
+	}
+	s.Streams, s.cancelStream = context.WithCancel(context.Background())
+	s.live = newLiveSet(s.Streams, s.stillValid, revalidateInterval)
+	s.live.revoked = s.announceRevoked
+	s.principals = newPrincipalCache(s.Bus, principalCacheSize, PrincipalCacheTTL)
+	s.principals.now = cfg.Now
+	if cfg.SignInRate > 0 {
+		s.signInLimits = newLimiterSet(rate.Limit(float64(cfg.SignInRate)/60), cfg.SignInRate)
+	}
+	var err error
+	if s.Web, err = newWebUI(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Hold keeps end, to be called when principalID is revoked; release
+// forgets it. Whatever a principal keeps open (an event stream, an MCP
+// session) is held, so that revoking the principal ends it.
+func (s *Host) Hold(principalID string, end func()) (release func()) {
+	return s.live.hold(principalID, end)
+}
+
+// EndStreams ends the long-lived responses (event streams, live feeds),
+// so that shutdown is not held up by them.
+func (s *Host) EndStreams() { s.cancelStream() }
+
+// Close ends the streams and releases what the host holds (not the store).
+func (s *Host) Close() {
+	s.cancelStream()
+	s.principals.close()
+	s.Bus.Close()
+}
+
+// Patterns returns the route patterns registered on m, in order.
+func (m *Mux) Patterns() []string { return slices.Clone(m.patterns) }
+
+// CachedPrincipals reports how many bearer tokens' principals are cached.
+func (s *Host) CachedPrincipals() int { return s.principals.len() }
+
+// Held reports how many things principalID holds open (event streams, MCP
+// sessions) that its revocation would end.
+func (s *Host) Held(principalID string) int { return s.live.len(principalID) }
+
+// PendingNotices reports how many one-shot banners wait to be shown.
+func (s *Host) PendingNotices() int {
+	s.notices.mu.Lock()
+	defer s.notices.mu.Unlock()
+	return len(s.notices.m)
+}

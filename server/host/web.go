@@ -1,0 +1,324 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var StaticFS embed.FS
+
+// WebUI draws the server's pages. Every page is one template file drawn
+// inside the shared layout; each part adds its own pages with AddPages
+// while the server is being built.
+type WebUI struct {
+	funcs template.FuncMap
+	pages map[string]*template.Template
+}
+
+func newWebUI() (*WebUI, error) {
+	ui := &WebUI{
+		funcs: template.FuncMap{"version": func() string { return assent.Version }},
+		pages: map[string]*template.Template{},
+	}
+	if err := ui.AddPages(templateFS, "templates/sign*.html"); err != nil {
+		return nil, err
+	}
+	return ui, nil
+}
+
+// AddPages parses the page templates of fsys that match pattern, each
+// within the layout, named by its file name without ".html". Templates in
+// extra (for example a renderer the page calls) are parsed into every one
+// of them. AddPages must be called before the server serves.
+func (ui *WebUI) AddPages(fsys fs.FS, pattern string, extra ...string) error {
+	names, err := fs.Glob(fsys, pattern)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("web: no page matches %q", pattern)
+	}
+	for _, n := range names {
+		base := strings.TrimSuffix(path.Base(n), ".html")
+		if _, dup := ui.pages[base]; dup {
+			return fmt.Errorf("web: page %q is added twice", base)
+		}
+		t, err := template.New("layout.html").Funcs(ui.funcs).ParseFS(templateFS, "templates/layout.html")
+		if err != nil {
+			return err
+		}
+		if t, err = t.ParseFS(fsys, n); err != nil {
+			return err
+		}
+		for _, x := range extra {
+			if t, err = t.Parse(x); err != nil {
+				return err
+			}
+		}
+		ui.pages[base] = t
+	}
+	return nil
+}
+
+// Page is the data every page gets.
+type Page struct {
+	Title     string
+	Principal *store.Principal
+	CSRF      string
+	Open      int
+	Data      any
+}
+
+func (ui *WebUI) Render(w http.ResponseWriter, status int, name string, p Page) {
+	t, ok := ui.pages[name]
+	if !ok {
+		WriteError(w, wire.Internal, "the page is missing from this build; report it")
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		WriteError(w, wire.Internal, "the page could not be drawn; reload it, and report it if it persists")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// webPrincipal returns the signed-in person of r, if any.
+func (s *Host) WebSession(r *http.Request) (store.Principal, store.Session, bool) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return store.Principal{}, store.Session{}, false
+	}
+	sess, err := s.Store.Session(r.Context(), auth.Hash(c.Value), s.Now())
+	if err != nil {
+		return store.Principal{}, store.Session{}, false
+	}
+	p, err := s.Store.Principal(r.Context(), sess.PrincipalID)
+	if err != nil || p.Revoked {
+		return store.Principal{}, store.Session{}, false
+	}
+	return p, sess, true
+}
+
+// WebPage wraps a page handler that needs a signed-in person. Unsafe
+// methods get the Origin and CSRF checks.
+func (s *Host) WebPage(h func(w http.ResponseWriter, r *http.Request, pg Page)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, sess, ok := s.WebSession(r)
+		if !ok {
+			s.Web.Render(w, http.StatusUnauthorized, "signedout", Page{Title: "Sign in"})
+			return
+		}
+		if UnsafeMethod(r.Method) {
+			if e := s.CheckWebChange(r, sess); e != nil {
+				WriteAPIError(w, e)
+				return
+			}
+		}
+		if !s.Allow(w, p) {
+			return
+		}
+		ctx := auth.WithPrincipal(r.Context(), p)
+		ctx = context.WithValue(ctx, transportKey{}, viaWeb)
+		total := 0
+		for _, n := range s.OpenItems(ctx, p) {
+			total += n
+		}
+		h(w, r.WithContext(ctx), Page{Principal: &p, CSRF: sess.CSRF, Open: total})
+	})
+}
+
+// InboxSection is one kind of open item in a person's inbox.
+type InboxSection struct {
+	ID    string
+	Title string
+	Empty string
+	Items []InboxItem
+}
+
+// InboxItem is one thing waiting for a person.
+type InboxItem struct {
+	Title   string
+	Fields  []InboxField
+	Note    string
+	Warn    string
+	Actions []InboxAction
+
+	// Summary, when set, is the card's first line: the decision in a
+	// person's words; Lines add detail under it.
+	Summary string
+	Lines   []string
+	// Link, when set, is a page with more about the item; LinkLabel
+	// names it.
+	Link, LinkLabel string
+}
+
+type InboxField struct{ Label, Value string }
+
+// InboxAction is a button that posts a form to URL.
+type InboxAction struct {
+	Label   string
+	URL     string
+	Values  map[string]string
+	Primary bool
+	Danger  bool
+	// Input, when set, names a text field the person fills in before
+	// pressing the button (for example a reason); InputLabel labels it.
+	Input, InputLabel string
+}
+
+func (ui *WebUI) RenderPartial(w http.ResponseWriter, name, block string, p Page) {
+	t, ok := ui.pages[name]
+	if !ok {
+		WriteError(w, wire.Internal, "the page is missing from this build; report it")
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, block, p); err != nil {
+		WriteError(w, wire.Internal, "the page could not be drawn; reload it, and report it if it persists")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
+// noticeBox keeps at most one pending banner per web session, keyed by the
+// hash of the session cookie. Banners live only in the server, so no URL
+// or cookie a third party can craft puts text on a person's page.
+type noticeBox struct {
+	mu sync.Mutex
+	m  map[string]notice
+}
+
+type notice struct {
+	msg     string
+	expires time.Time
+}
+
+func newNoticeBox() *noticeBox { return &noticeBox{m: map[string]notice{}} }
+
+func (b *noticeBox) put(key, msg string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[key]; !ok && len(b.m) >= maxNotices {
+		for k, n := range b.m {
+			if now.After(n.expires) {
+				delete(b.m, k)
+			}
+		}
+		if len(b.m) >= maxNotices {
+			// Drop an arbitrary banner rather than grow: a banner is a
+			// courtesy, never the record of a decision.
+			for k := range b.m {
+				delete(b.m, k)
+				break
+			}
+		}
+	}
+	b.m[key] = notice{msg: msg, expires: now.Add(noticeTTL)}
+}
+
+func (b *noticeBox) take(key string, now time.Time) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, ok := b.m[key]
+	if !ok {
+		return ""
+	}
+	delete(b.m, key)
+	if now.After(n.expires) {
+		return ""
+	}
+	return n.msg
+}
+
+// noticeKey identifies r's web session, or "" when r has none.
+func noticeKey(r *http.Request) string {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	return string(auth.Hash(c.Value))
+}
+
+// SetNotice keeps msg as the banner the person behind r sees on the next
+// page that shows banners. Without a web session it does nothing.
+func (s *Host) SetNotice(w http.ResponseWriter, r *http.Request, msg string) {
+	key := noticeKey(r)
+	if key == "" || msg == "" {
+		return
+	}
+	if len(msg) > maxNoticeBytes {
+		msg = strings.ToValidUTF8(msg[:maxNoticeBytes], "") + "…"
+	}
+	s.notices.put(key, msg, s.Now())
+}
+
+// TakeNotice returns and forgets the banner pending for r's web session.
+func (s *Host) TakeNotice(w http.ResponseWriter, r *http.Request) string {
+	key := noticeKey(r)
+	if key == "" {
+		return ""
+	}
+	return s.notices.take(key, s.Now())
+}
+
+// SafeBack returns back when it is a path on this site, and fallback
+// otherwise: it must start with one "/", not "//" or "/\\" (which browsers
+// read as another host), and carry no scheme, host or control characters.
+func SafeBack(back, fallback string) string {
+	if len(back) == 0 || len(back) > 2048 || back[0] != '/' {
+		return fallback
+	}
+	if len(back) > 1 && (back[1] == '/' || back[1] == '\\') {
+		return fallback
+	}
+	for i := 0; i < len(back); i++ {
+		if c := back[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return fallback
+		}
+	}
+	u, err := url.Parse(back)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return fallback
+	}
+	return back
+}
+
+// Bounds of the one-shot banners kept for web sessions.
+const (
+	noticeTTL      = 5 * time.Minute
+	maxNotices     = 4096
+	maxNoticeBytes = 1024
+)
+
+// Page returns the template of the page name, drawn within the layout.
+func (ui *WebUI) Page(name string) (*template.Template, bool) {
+	t, ok := ui.pages[name]
+	return t, ok
+}
