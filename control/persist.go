@@ -566,28 +566,9 @@ func (r *Registry) Restore(ctx context.Context) ([]HostedForm, error) {
 	}
 	slots := make(map[Key]*restoredSlot, len(saved.Controls))
 	for _, c := range saved.Controls {
-		rs := &restoredSlot{}
-		if p := c.Proposal; p != nil {
-			v, err := decode(p.Value)
-			if err != nil {
-				return nil, damaged(keyIdentity(c.Key).String(), err)
-			}
-			b, err := decode(p.Base)
-			if err != nil {
-				return nil, damaged(keyIdentity(c.Key).String(), err)
-			}
-			rs.staged = &staged{value: v, base: b, prop: Proposal{Revision: p.Revision, Provenance: p.Provenance, StagedAt: p.StagedAt}}
-		}
-		for _, h := range c.History {
-			p, err := decode(h.Previous)
-			if err != nil {
-				return nil, damaged(keyIdentity(c.Key).String(), err)
-			}
-			a, err := decode(h.Applied)
-			if err != nil {
-				return nil, damaged(keyIdentity(c.Key).String(), err)
-			}
-			rs.hist = append(rs.hist, undoEntry{action: h.Action, previous: p, applied: a, prov: h.Provenance, at: h.At})
+		rs, err := restoredSlotOf(c)
+		if err != nil {
+			return nil, damaged(keyIdentity(c.Key).String(), err)
 		}
 		slots[c.Key] = rs
 	}
@@ -633,6 +614,126 @@ func (r *Registry) Restore(ctx context.Context) ([]HostedForm, error) {
 		r.installHosted(f, regs[i])
 	}
 	return forms, nil
+}
+
+// restoredSlotOf decodes the saved proposal and undo history of c.
+func restoredSlotOf(c SavedControl) (*restoredSlot, error) {
+	rs := &restoredSlot{}
+	if p := c.Proposal; p != nil {
+		v, err := decode(p.Value)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decode(p.Base)
+		if err != nil {
+			return nil, err
+		}
+		rs.staged = &staged{value: v, base: b, prop: Proposal{Revision: p.Revision, Provenance: p.Provenance, StagedAt: p.StagedAt}}
+	}
+	for _, h := range c.History {
+		p, err := decode(h.Previous)
+		if err != nil {
+			return nil, err
+		}
+		a, err := decode(h.Applied)
+		if err != nil {
+			return nil, err
+		}
+		rs.hist = append(rs.hist, undoEntry{action: h.Action, previous: p, applied: a, prov: h.Provenance, at: h.At})
+	}
+	return rs, nil
+}
+
+// Refresh makes the control k show what its [Persister] holds now: the
+// open proposal, the undo history and, for a hosted control, the value.
+// It is for registries on several nodes that share one store: when
+// another node changed k, Refresh brings this registry up to date. It
+// waits for a change of k in progress here, and it does not save.
+//
+// Without a Persister, or for a k not registered here, it does nothing
+// (a control registered later finds its state as after Restore). The
+// error, an [*Error], is store_unavailable when the store cannot be read.
+func (r *Registry) Refresh(ctx context.Context, k Key) error {
+	if !r.persisting() {
+		return nil
+	}
+	ctx = orBackground(ctx)
+	saved, err := r.store.LoadControls(ctx)
+	if err != nil {
+		return &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("the saved state of %s could not be read: %v; try again", keyIdentity(k), err)}
+	}
+	rs := &restoredSlot{}
+	for _, c := range saved.Controls {
+		if c.Key == k {
+			if rs, err = restoredSlotOf(c); err != nil {
+				return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved state of %s is damaged: %v", keyIdentity(k), err)}
+			}
+			break
+		}
+	}
+	hosted, hasValue, err := savedHostedValue(saved, k)
+	if err != nil {
+		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved value of %s is damaged: %v", keyIdentity(k), err)}
+	}
+	for {
+		cur := r.revision.Load()
+		if saved.Revision <= cur || r.revision.CompareAndSwap(cur, saved.Revision) {
+			break
+		}
+	}
+	s := r.lookup(k)
+	if s == nil {
+		r.mu.Lock()
+		if _, waiting := r.restored[k]; waiting {
+			r.restored[k] = rs
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return &Error{Reason: ReasonCommandFailed, Message: "refreshing " + keyIdentity(k).String() + " was cancelled while it waited for another change: " + ctx.Err().Error()}
+	}
+	defer func() { <-s.sem }()
+	rg := s.reg.Load()
+	if rs.staged != nil && !rg.secret {
+		s.staged.Store(rs.staged)
+	} else {
+		s.staged.Store(nil)
+	}
+	s.mu.Lock()
+	s.hist = history{}
+	for _, e := range rs.hist {
+		s.hist.push(e, r.depth)
+	}
+	s.mu.Unlock()
+	if rg.hosted != nil && hasValue && !rg.secret {
+		rg.hosted.Store(hosted)
+	}
+	return nil
+}
+
+// savedHostedValue returns the saved value of the hosted control k, and
+// whether saved holds one.
+func savedHostedValue(saved Saved, k Key) (any, bool, error) {
+	for _, sf := range saved.Forms {
+		if sf.FormID != k.FormID {
+			continue
+		}
+		for _, sh := range sf.Controls {
+			var spec hostedSpec
+			if err := json.Unmarshal(sh.Spec, &spec); err != nil {
+				return nil, false, err
+			}
+			if spec.Identity.Key() != k {
+				continue
+			}
+			v, err := decode(sh.Value)
+			return v, err == nil, err
+		}
+	}
+	return nil, false, nil
 }
 
 // adopt gives s the restored state rs unless s has a proposal or history

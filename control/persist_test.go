@@ -531,3 +531,54 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// Two registries on one store, as two nodes: what one changes, the other
+// sees after Refresh, and a person applies there what an agent staged on
+// the first.
+func TestRefreshSharesAStore(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore()
+	clk := newClock()
+	a := New(Config{Store: st, Now: clk.now})
+	if err := a.Host(ctx, profileForm()); err != nil {
+		t.Fatal(err)
+	}
+	b := New(Config{Store: st, Now: clk.now})
+	if _, err := b.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, exec(t, a, Command{Action: Stage, Identity: nameID, Value: "Grace"}, agent), "")
+	if got := b.Proposals(ctx, ""); len(got) != 0 {
+		t.Fatalf("b sees %d proposals before Refresh", len(got))
+	}
+	if err := b.Refresh(ctx, nameID.Key()); err != nil {
+		t.Fatal(err)
+	}
+	props := b.Proposals(ctx, "")
+	if len(props) != 1 || !Equal(props[0].State.StagedValue, "Grace") {
+		t.Fatalf("b's proposals after Refresh = %+v", props)
+	}
+	wantReason(t, exec(t, b, Command{Action: Apply, Identity: nameID, Revision: props[0].State.Staged.Revision}, person), "")
+
+	if err := a.Refresh(ctx, nameID.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Proposals(ctx, ""); len(got) != 0 {
+		t.Fatalf("a still shows %d proposals after b applied", len(got))
+	}
+	snap, ok := a.Get(ctx, nameID)
+	if !ok || !Equal(snap.State.Value, "Grace") {
+		t.Fatalf("a's value after b applied = %+v", snap.State)
+	}
+	// The undo history came along: a person on a may undo b's apply.
+	wantReason(t, exec(t, a, Command{Action: Undo, Identity: nameID}, person), "")
+	// A new stage on a gets a revision above every one b handed out.
+	wantReason(t, exec(t, a, Command{Action: Stage, Identity: nameID, Value: "Ada"}, agent), "")
+	if got := a.Proposals(ctx, ""); len(got) != 1 || got[0].State.Staged.Revision <= props[0].State.Staged.Revision {
+		t.Fatalf("revision after refresh = %+v, want above %d", got, props[0].State.Staged.Revision)
+	}
+	// Refreshing a control nobody registered here does nothing.
+	if err := a.Refresh(ctx, Key{FormID: "none", ControlID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+}

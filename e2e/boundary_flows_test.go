@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
@@ -24,109 +24,29 @@ import (
 // does what an agent did with only its own token, and checks that it is
 // refused with a code or turned into something a person decides.
 
-// flowsAPI sends a JSON request with a bearer token.
-func (a *app) flowsAPI(method, path, token string, body any) (int, map[string]any, string) {
-	a.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	r, _ := http.NewRequest(method, a.http.URL+path, rd)
-	r.Header.Set("Authorization", "Bearer "+token)
-	r.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Client().Do(r)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	json.Unmarshal(raw, &out)
-	return resp.StatusCode, out, string(raw)
-}
-
-// flowsCode is the error code of an API answer.
-func flowsCode(m map[string]any) string {
-	e, _ := m["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
-}
-
-// flowField walks nested maps by keys.
-func flowField(m any, keys ...string) any {
-	for _, k := range keys {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = mm[k]
-	}
-	return m
-}
-
 // person issues a person with grants and returns their token.
 func (a *app) person(name string, grants ...string) (string, store.Principal) {
-	a.t.Helper()
-	tok, p, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, name, grants, time.Now())
+	a.T.Helper()
+	tok, p, err := auth.IssueToken(context.Background(), a.DB, store.KindHuman, name, grants, time.Now())
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	return tok, p
 }
 
-// personWeb signs p in to the web UI over HTTP and returns the session
-// cookie and the page's CSRF token.
-func (a *app) personWeb(p store.Principal) (*http.Cookie, string) {
-	a.t.Helper()
-	link, err := auth.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	r, _ := http.NewRequest("POST", a.http.URL+"/signin", strings.NewReader(url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}.Encode()))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	r.Header.Set("Origin", a.http.URL)
-	resp, err := a.webClient().Do(r)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	resp.Body.Close()
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == "assent_session" {
-			cookie = c
-		}
-	}
-	if cookie == nil {
-		a.t.Fatalf("sign in: %d, no session cookie", resp.StatusCode)
-	}
-	page := a.webPage("/inbox", cookie)
-	const marker = `name="csrf-token" content="`
-	i := strings.Index(page, marker)
-	if i < 0 {
-		a.t.Fatal("the inbox has no CSRF token")
-	}
-	rest := page[i+len(marker):]
-	return cookie, rest[:strings.IndexByte(rest, '"')]
-}
-
 func (a *app) webClient() *http.Client {
-	c := *a.http.Client()
+	c := *a.HTTP.Client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &c
 }
 
 func (a *app) webPage(path string, cookie *http.Cookie) string {
-	a.t.Helper()
-	r, _ := http.NewRequest("GET", a.http.URL+path, nil)
+	a.T.Helper()
+	r, _ := http.NewRequest("GET", a.HTTP.URL+path, nil)
 	r.AddCookie(cookie)
 	resp, err := a.webClient().Do(r)
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -136,19 +56,19 @@ func (a *app) webPage(path string, cookie *http.Cookie) string {
 // press posts a person's button in the inbox and returns where it led and
 // the page there, with its banner.
 func (a *app) press(path string, form url.Values, cookie *http.Cookie) (string, string) {
-	a.t.Helper()
-	r, _ := http.NewRequest("POST", a.http.URL+path, strings.NewReader(form.Encode()))
+	a.T.Helper()
+	r, _ := http.NewRequest("POST", a.HTTP.URL+path, strings.NewReader(form.Encode()))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	r.Header.Set("Origin", a.http.URL)
+	r.Header.Set("Origin", a.HTTP.URL)
 	r.AddCookie(cookie)
 	resp, err := a.webClient().Do(r)
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	resp.Body.Close()
 	loc := resp.Header.Get("Location")
 	if resp.StatusCode != http.StatusSeeOther {
-		a.t.Fatalf("%s: %d", path, resp.StatusCode)
+		a.T.Fatalf("%s: %d", path, resp.StatusCode)
 	}
 	return loc, a.webPage(loc, cookie)
 }
@@ -174,26 +94,26 @@ const emailChange = `{
 func TestAttackRestageAfterApprovalFiled(t *testing.T) {
 	a := newApp(t, true)
 	personTok, p := a.person("approver", "control.write")
-	if code, _, raw := a.flowsAPI("POST", "/v1/flows/programs", personTok, []byte(emailChange)); code != 201 {
+	if code, _, raw := a.API("POST", "/v1/flows/programs", personTok, []byte(emailChange)); code != 201 {
 		t.Fatalf("a person loads the program: %d %s", code, raw)
 	}
-	agentTok := a.boot.AgentToken
-	if code, _, raw := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "email-change", "id": "em-1", "phase": "proposed"}); code != 201 {
+	agentTok := a.Boot.AgentToken
+	if code, _, raw := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "email-change", "id": "em-1", "phase": "proposed"}); code != 201 {
 		t.Fatalf("start: %d %s", code, raw)
 	}
 	cs := a.agent()
 	stage := func(v string) {
-		if out, isErr := call(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": v}); isErr {
+		if out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "email"}, "value": v}); isErr {
 			t.Fatalf("stage %s: %v", v, out)
 		}
 	}
 	stage("ada.new@example.com")
-	out, _ := call(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
-	aprID, _ := flowField(out, "approval", "id").(string)
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	if aprID == "" {
 		t.Fatalf("prescribe: %v", out)
 	}
-	cookie, csrf := a.personWeb(p)
+	cookie, csrf := a.SignInAs(p.ID)
 	if inbox := a.webPage("/inbox", cookie); !strings.Contains(inbox, "ada.new@example.com") || !strings.Contains(inbox, "ada@example.com") {
 		t.Fatalf("the approval card does not show the current and proposed email:\n%s", inbox)
 	}
@@ -203,11 +123,11 @@ func TestAttackRestageAfterApprovalFiled(t *testing.T) {
 	if loc != "/inbox" || !strings.Contains(page, flow.CodeStalePrescription) || !strings.Contains(page, "attacker@evil.example") {
 		t.Fatalf("Approve after the agent re-staged: %s\n%s", loc, page)
 	}
-	snap, _ := call(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
-	if v := flowField(snap, "state", "value"); v != "ada@example.com" {
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
+	if v := assenttest.Dig(snap, "state", "value"); v != "ada@example.com" {
 		t.Fatalf("email = %v after the refused approval", v)
 	}
-	if code, apr, _ := a.flowsAPI("GET", "/v1/flows/approvals/"+aprID, agentTok, nil); code != 200 || apr["status"] != "stale" {
+	if code, apr, _ := a.API("GET", "/v1/flows/approvals/"+aprID, agentTok, nil); code != 200 || apr["status"] != "stale" {
 		t.Fatalf("approval: %d %v", code, apr)
 	}
 }
@@ -234,28 +154,28 @@ const sneakPay = `{
 // Starting the real expense-approval by id still works for everyone.
 func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 	a := newApp(t, true)
-	agentTok := a.boot.AgentToken
-	code, out, raw := a.flowsAPI("POST", "/v1/flows/programs", agentTok, []byte(sneakPay))
-	fp, _ := flowField(out, "program", "fingerprint").(string)
+	agentTok := a.Boot.AgentToken
+	code, out, raw := a.API("POST", "/v1/flows/programs", agentTok, []byte(sneakPay))
+	fp, _ := assenttest.Dig(out, "program", "fingerprint").(string)
 	if code != 202 || out["status"] != "pending_approval" || fp == "" {
 		t.Fatalf("agent's load: %d %s", code, raw)
 	}
-	code, body, _ := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": fp, "id": "mine", "phase": "start"})
-	if code != 403 || flowsCode(body) != flow.CodeProgramNotActive {
+	code, body, _ := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": fp, "id": "mine", "phase": "start"})
+	if code != 403 || assenttest.ErrCode(body) != flow.CodeProgramNotActive {
 		t.Fatalf("start the proposed program: %d %v", code, body)
 	}
 	// By id, the demo program a person's operator loaded is chosen, not the
 	// agent's; its pay transition cannot be reached from "start".
-	code, inst, raw := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "mine-2", "phase": "start"})
+	code, inst, raw := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "mine-2", "phase": "start"})
 	if code != 201 || inst["program_fingerprint"] == fp {
 		t.Fatalf("start by id: %d %s", code, raw)
 	}
 	cs := a.agent()
-	res, _ := call(t, cs, "flows_prescribe", map[string]any{"instance": "mine-2", "transition": "pay", "parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	if flowField(res, "decision", "kind") == "PRESCRIBED" {
+	res, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "mine-2", "transition": "pay", "parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	if assenttest.Dig(res, "decision", "kind") == "PRESCRIBED" {
 		t.Fatalf("pay from start was prescribed: %v", res)
 	}
-	if direct, isErr := call(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || flowField(direct, "error", "code") != "forbidden" {
+	if direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || assenttest.Dig(direct, "error", "code") != "forbidden" {
 		t.Fatalf("direct payments_send: %v", direct)
 	}
 }
@@ -267,7 +187,7 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 func TestAttackUncertainPaymentReapplied(t *testing.T) {
 	a := newApp(t, true)
 	var sent atomic.Int32
-	err := a.srv.Flows().RegisterEffectOnlyTool(tool.Tool{
+	err := a.Srv.Flows().RegisterEffectOnlyTool(tool.Tool{
 		Name: "bank_send", Description: "test bank", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			sent.Add(1)
@@ -280,27 +200,27 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 	prog := strings.NewReplacer(`"expense-approval"`, `"bank"`, "payments_send", "bank_send",
 		`"required_capabilities"`, `"target_conditions": [{"facet": "payment.status", "statuses": ["known"], "values": ["sent"]}], "required_capabilities"`).Replace(sneakPay)
 	personTok, _ := a.person("ops")
-	if code, _, raw := a.flowsAPI("POST", "/v1/flows/programs", personTok, []byte(prog)); code != 201 {
+	if code, _, raw := a.API("POST", "/v1/flows/programs", personTok, []byte(prog)); code != 201 {
 		t.Fatalf("a person loads the program: %d %s", code, raw)
 	}
-	agentTok, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	agentTok, _, err := auth.IssueToken(context.Background(), a.DB, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
-	_, out, _ := a.flowsAPI("POST", "/v1/flows/instances/b-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := flowField(out, "decision", "prescription", "id").(string)
+	a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
+	_, out, _ := a.API("POST", "/v1/flows/instances/b-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 	for i := range 3 {
-		if code, body, _ := a.flowsAPI("POST", "/v1/flows/prescriptions/"+prx+"/apply", agentTok, nil); code != 409 || flowsCode(body) != flow.CodeRecoveryRequired {
+		if code, body, _ := a.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", agentTok, nil); code != 409 || assenttest.ErrCode(body) != flow.CodeRecoveryRequired {
 			t.Fatalf("apply %d: %d %v", i+1, code, body)
 		}
 	}
 	if n := sent.Load(); n != 1 {
 		t.Fatalf("the payment went out %d times", n)
 	}
-	_, v, _ := a.flowsAPI("GET", "/v1/flows/instances/b-1", agentTok, nil)
-	if flowField(v, "instance", "facts", "payment.status", "status") != "unknown" {
-		t.Fatalf("payment.status: %v", flowField(v, "instance", "facts"))
+	_, v, _ := a.API("GET", "/v1/flows/instances/b-1", agentTok, nil)
+	if assenttest.Dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
+		t.Fatalf("payment.status: %v", assenttest.Dig(v, "instance", "facts"))
 	}
 }
 
@@ -310,21 +230,21 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 // (keyed on unknown) applies, and pay cannot be applied again.
 func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	a := newApp(t, true)
-	agentTok, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	agentTok, _, err := auth.IssueToken(context.Background(), a.DB, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, raw := a.flowsAPI("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "x-1", "phase": "approved"}); code != 201 {
+	if code, _, raw := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "x-1", "phase": "approved"}); code != 201 {
 		t.Fatalf("start: %d %s", code, raw)
 	}
-	_, out, _ := a.flowsAPI("POST", "/v1/flows/instances/x-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := flowField(out, "decision", "prescription", "id").(string)
+	_, out, _ := a.API("POST", "/v1/flows/instances/x-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
+	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 	if prx == "" {
 		t.Fatalf("prescribe: %v", out)
 	}
 	// What kill -9 leaves: the instance marked with the prescription, the
 	// journal at executing.
-	err = a.db.Flows().Update(context.Background(), func(tx flow.Tx) error {
+	err = a.DB.Flows().Update(context.Background(), func(tx flow.Tx) error {
 		in, err := tx.Instance("x-1")
 		if err != nil {
 			return err
@@ -344,7 +264,7 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: a.db, Demo: true, RateLimit: -1})
+	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: a.DB, Demo: true, RateLimit: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
 
@@ -38,36 +39,36 @@ const supervisedScreen = "root = Card([title, note])\ntitle = Heading(\"Travel p
 // newSupervisedAgent issues an agent supervised by the person with id
 // supervisor and connects it over MCP.
 func (a *app) newSupervisedAgent(name, supervisor string) *supervisedAgent {
-	a.t.Helper()
-	tok, _, err := auth.IssueTokenFor(context.Background(), a.db, store.KindAgent, name,
+	a.T.Helper()
+	tok, _, err := auth.IssueTokenFor(context.Background(), a.DB, store.KindAgent, name,
 		[]string{"state.write", "tool.invoke", "command.execute"}, []string{supervisor}, time.Now())
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	return &supervisedAgent{name: name, token: tok, cs: a.execAgent(tok)}
 }
 
 // act makes the agent's Run, screen, proposal and Flow instance.
 func (a *app) act(ag *supervisedAgent, suffix string) {
-	t := a.t
+	t := a.T
 	t.Helper()
 	ag.run, ag.value, ag.flowID = "run-"+suffix, "plan-from-"+suffix, "trip-"+suffix
-	out, isErr := call(t, ag.cs, "actors_run_spawn", map[string]any{"template": "sleep 60", "as": "run:" + ag.run})
+	out, isErr := assenttest.CallTool(t, ag.cs, "actors_run_spawn", map[string]any{"template": "sleep 60", "as": "run:" + ag.run})
 	if isErr {
 		t.Fatalf("%s spawn: %v", ag.name, out)
 	}
-	t.Cleanup(func() { a.flowsAPI("POST", "/v1/runs/"+ag.run+"/kill", ag.token, nil) })
-	out, isErr = call(t, ag.cs, "show_screen", map[string]any{"screen": supervisedScreen})
+	t.Cleanup(func() { a.API("POST", "/v1/runs/"+ag.run+"/kill", ag.token, nil) })
+	out, isErr = assenttest.CallTool(t, ag.cs, "show_screen", map[string]any{"screen": supervisedScreen})
 	if isErr {
 		t.Fatalf("%s show_screen: %v", ag.name, out)
 	}
 	ag.screen, _ = out["screen"].(string)
-	out, isErr = call(t, ag.cs, "controls_execute", map[string]any{"action": "stage",
+	out, isErr = assenttest.CallTool(t, ag.cs, "controls_execute", map[string]any{"action": "stage",
 		"identity": map[string]any{"formId": ag.screen, "controlId": "note"}, "value": ag.value})
 	if isErr || out["ok"] != true {
 		t.Fatalf("%s stage: %v", ag.name, out)
 	}
-	if code, _, raw := a.flowsAPI("POST", "/v1/flows/instances", ag.token,
+	if code, _, raw := a.API("POST", "/v1/flows/instances", ag.token,
 		map[string]any{"program": "expense-approval", "id": ag.flowID, "phase": "approved"}); code != http.StatusCreated {
 		t.Fatalf("%s flow start: %d %s", ag.name, code, raw)
 	}
@@ -91,7 +92,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 	agentB := a.newSupervisedAgent("agent-b", q.ID)
 	a.act(agentA, "a")
 	a.act(agentB, "b")
-	a.srv.Bus.Publish(event.Event{Type: "test.marker"})
+	a.Srv.Bus.Publish(event.Event{Type: "test.marker"})
 
 	// P's browser: every page names A's items and shows none of B's.
 	ctx := browser(t)
@@ -103,7 +104,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 		{"/flows", agentA.flowID},
 		{"/audit", agentA.value},
 	} {
-		if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+pg.path), chromedp.WaitVisible(chromedp.ID("main"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+pg.path), chromedp.WaitVisible(chromedp.ID("main"))); err != nil {
 			t.Fatalf("%s: %v", pg.path, err)
 		}
 		body := text(t, ctx, chromedp.ID("main"))
@@ -120,7 +121,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 		}
 	}
 	// The audit page shows A's stage as a row with its time.
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit-table tr[data-command="stage"]`))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS(`#audit-table tr[data-command="stage"]`))); err != nil {
 		screenshot(t, ctx, "audit")
 		t.Fatalf("audit row: %v", err)
 	}
@@ -143,7 +144,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 
 	// P over /v1.
 	for _, path := range []string{"/v1/runs", "/v1/screens", "/v1/flows/instances", "/v1/audit"} {
-		_, _, raw := a.flowsAPI("GET", path, pTok, nil)
+		_, _, raw := a.API("GET", path, pTok, nil)
 		if path != "/v1/audit" && !containsAny(raw, agentA.items()) {
 			t.Errorf("P's %s lacks A's items: %s", path, raw)
 		}
@@ -151,7 +152,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 			t.Errorf("P's %s shows B's items: %s", path, raw)
 		}
 	}
-	_, _, raw := a.flowsAPI("GET", "/v1/audit", pTok, nil)
+	_, _, raw := a.API("GET", "/v1/audit", pTok, nil)
 	if !strings.Contains(raw, agentA.screen) {
 		t.Errorf("P's audit lacks A's stage: %s", raw)
 	}
@@ -208,17 +209,17 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 
 // subscribe opens the event stream with token.
 func (a *app) subscribe(token string) *bufio.Reader {
-	a.t.Helper()
-	r, _ := http.NewRequest("GET", a.http.URL+"/v1/events", nil)
+	a.T.Helper()
+	r, _ := http.NewRequest("GET", a.HTTP.URL+"/v1/events", nil)
 	r.Header.Set("Authorization", "Bearer "+token)
-	resp, err := a.http.Client().Do(r)
+	resp, err := a.HTTP.Client().Do(r)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		a.t.Fatalf("events: %v", err)
+		a.T.Fatalf("events: %v", err)
 	}
-	a.t.Cleanup(func() { resp.Body.Close() })
+	a.T.Cleanup(func() { resp.Body.Close() })
 	rd := bufio.NewReader(resp.Body)
 	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, ":") {
-		a.t.Fatalf("events: first line %q, %v", line, err)
+		a.T.Fatalf("events: first line %q, %v", line, err)
 	}
 	return rd
 }
@@ -242,10 +243,10 @@ func readUntilMarker(t *testing.T, rd *bufio.Reader) string {
 // pageStatus opens path in the browser and returns the HTTP status of the
 // document.
 func (a *app) pageStatus(ctx context.Context, path string) int {
-	a.t.Helper()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(a.http.URL+path))
+	a.T.Helper()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(a.HTTP.URL+path))
 	if err != nil {
-		a.t.Fatalf("%s: %v", path, err)
+		a.T.Fatalf("%s: %v", path, err)
 	}
 	return int(resp.Status)
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/screens"
@@ -39,7 +40,7 @@ func newBoundaryApp(t *testing.T, mod func(*server.Config)) *boundaryApp {
 
 // send makes a request with a bearer token and returns the status and body.
 func (a *boundaryApp) send(method, path, token string, body any, hdr map[string]string) (int, []byte) {
-	a.t.Helper()
+	a.T.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -49,9 +50,9 @@ func (a *boundaryApp) send(method, path, token string, body any, hdr map[string]
 		raw, _ := json.Marshal(b)
 		rd = bytes.NewReader(raw)
 	}
-	r, err := http.NewRequest(method, a.http.URL+path, rd)
+	r, err := http.NewRequest(method, a.HTTP.URL+path, rd)
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	if rd != nil {
 		r.Header.Set("Content-Type", "application/json")
@@ -62,9 +63,9 @@ func (a *boundaryApp) send(method, path, token string, body any, hdr map[string]
 	for k, v := range hdr {
 		r.Header.Set(k, v)
 	}
-	resp, err := a.http.Client().Do(r)
+	resp, err := a.HTTP.Client().Do(r)
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
@@ -92,20 +93,20 @@ func codeOf(t *testing.T, body []byte) string {
 // and writes its environment, and returns the run-scoped token and
 // generation read from that output.
 func (a *boundaryApp) spawnService(runID string) (token, instance string) {
-	a.t.Helper()
+	a.T.Helper()
 	recipe := `{"description":"boundary test service","template":"env > env.txt; exec 3<>\"$ASSENT_CONTROL_FIFO\"; exec sleep 300","control":["ping"]}`
-	if err := os.MkdirAll(filepath.Join(a.dir, "recipes"), 0o700); err != nil {
-		a.t.Fatal(err)
+	if err := os.MkdirAll(filepath.Join(a.Dir, "recipes"), 0o700); err != nil {
+		a.T.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(a.dir, "recipes", "svc.json"), []byte(recipe), 0o600); err != nil {
-		a.t.Fatal(err)
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "svc.json"), []byte(recipe), 0o600); err != nil {
+		a.T.Fatal(err)
 	}
-	code, body := a.send("POST", "/v1/runs", a.boot.AgentToken, map[string]any{"recipe": "svc", "run_id": runID}, nil)
+	code, body := a.send("POST", "/v1/runs", a.Boot.AgentToken, map[string]any{"recipe": "svc", "run_id": runID}, nil)
 	if code != http.StatusCreated {
-		a.t.Fatalf("spawn %s: %d %s", runID, code, body)
+		a.T.Fatalf("spawn %s: %d %s", runID, code, body)
 	}
-	a.t.Cleanup(func() { a.send("POST", "/v1/runs/"+runID+"/kill", a.boot.AgentToken, nil, nil) })
-	path := filepath.Join(a.dir, "runs", runID, "env.txt")
+	a.T.Cleanup(func() { a.send("POST", "/v1/runs/"+runID+"/kill", a.Boot.AgentToken, nil, nil) })
+	path := filepath.Join(a.Dir, "runs", runID, "env.txt")
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		b, err := os.ReadFile(path)
@@ -126,29 +127,29 @@ func (a *boundaryApp) spawnService(runID string) (token, instance string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	a.t.Fatalf("Run %s did not write its environment", runID)
+	a.T.Fatalf("Run %s did not write its environment", runID)
 	return "", ""
 }
 
 // applyPing applies the ping Control to runID as the agent, waiting for the
 // service's FIFO to be open, and returns the Control's id.
 func (a *boundaryApp) applyPing(runID string) string {
-	a.t.Helper()
+	a.T.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, body := a.send("POST", "/v1/runs/"+runID+"/controls", a.boot.AgentToken, map[string]any{"action": "ping"}, nil)
+		code, body := a.send("POST", "/v1/runs/"+runID+"/controls", a.Boot.AgentToken, map[string]any{"action": "ping"}, nil)
 		if code == http.StatusOK {
 			var c struct {
 				ID string `json:"control_id"`
 			}
 			json.Unmarshal(body, &c)
 			if c.ID == "" {
-				a.t.Fatalf("apply answered no id: %s", body)
+				a.T.Fatalf("apply answered no id: %s", body)
 			}
 			return c.ID
 		}
 		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			a.t.Fatalf("apply ping to %s: %d %s", runID, code, body)
+			a.T.Fatalf("apply ping to %s: %d %s", runID, code, body)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -215,16 +216,16 @@ func TestAttackRunTokenOutsideItsRun(t *testing.T) {
 // openMCPSession initializes a session on the older protocol revision and
 // returns its id.
 func (a *boundaryApp) openMCPSession(token string) (string, int) {
-	a.t.Helper()
-	r, _ := http.NewRequest("POST", a.http.URL+"/mcp", strings.NewReader(initializeBody))
+	a.T.Helper()
+	r, _ := http.NewRequest("POST", a.HTTP.URL+"/mcp", strings.NewReader(initializeBody))
 	r.Header.Set("Authorization", "Bearer "+token)
 	r.Header.Set("Content-Type", "application/json")
 	for k, v := range mcpHeaders {
 		r.Header.Set(k, v)
 	}
-	resp, err := a.http.Client().Do(r)
+	resp, err := a.HTTP.Client().Do(r)
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -233,7 +234,7 @@ func (a *boundaryApp) openMCPSession(token string) (string, int) {
 
 // pingSession reports whether session id still answers.
 func (a *boundaryApp) pingSession(token, id string) bool {
-	a.t.Helper()
+	a.T.Helper()
 	hdr := map[string]string{"Mcp-Session-Id": id}
 	for k, v := range mcpHeaders {
 		hdr[k] = v
@@ -247,7 +248,7 @@ func TestAttackUnboundedMCPSessions(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	var ids []string
 	for i := 0; i < 40; i++ {
-		id, code := a.openMCPSession(a.boot.AgentToken)
+		id, code := a.openMCPSession(a.Boot.AgentToken)
 		if code != http.StatusOK || id == "" {
 			t.Fatalf("session %d: %d, id %q", i, code, id)
 		}
@@ -255,21 +256,21 @@ func TestAttackUnboundedMCPSessions(t *testing.T) {
 	}
 	alive := 0
 	for _, id := range ids {
-		if a.pingSession(a.boot.AgentToken, id) {
+		if a.pingSession(a.Boot.AgentToken, id) {
 			alive++
 		}
 	}
 	if alive > limit {
 		t.Fatalf("%d sessions alive for one token, want at most %d", alive, limit)
 	}
-	if a.pingSession(a.boot.AgentToken, ids[0]) {
+	if a.pingSession(a.Boot.AgentToken, ids[0]) {
 		t.Error("the least recently used idle session was not the one closed")
 	}
-	if !a.pingSession(a.boot.AgentToken, ids[len(ids)-1]) {
+	if !a.pingSession(a.Boot.AgentToken, ids[len(ids)-1]) {
 		t.Error("the newest session was closed")
 	}
 	// Another principal is not affected by this token's sessions.
-	other, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "other", []string{"tool.invoke"}, time.Now())
+	other, _, err := auth.IssueToken(context.Background(), a.DB, store.KindAgent, "other", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func trickle(t *testing.T, addr, path, contentType string, giveUp time.Duration)
 
 func TestAttackTricklingBody(t *testing.T) {
 	a := newBoundaryApp(t, func(c *server.Config) { c.BodyReadTimeout = 300 * time.Millisecond })
-	addr := a.http.Listener.Addr().String()
+	addr := a.HTTP.Listener.Addr().String()
 	for _, tc := range []struct{ path, contentType string }{
 		{"/signin", "application/x-www-form-urlencoded"},
 		{"/api/mutate", "application/json"},
@@ -331,10 +332,10 @@ func TestAttackSignInFlood(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	limited := false
 	for i := 0; i < 60 && !limited; i++ {
-		r, _ := http.NewRequest("POST", a.http.URL+"/signin", strings.NewReader(url.Values{"link": {"asnt_sl_guess"}}.Encode()))
+		r, _ := http.NewRequest("POST", a.HTTP.URL+"/signin", strings.NewReader(url.Values{"link": {"asnt_sl_guess"}}.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Set("Origin", a.http.URL)
-		resp, err := a.http.Client().Do(r)
+		r.Header.Set("Origin", a.HTTP.URL)
+		resp, err := a.HTTP.Client().Do(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,60 +353,9 @@ func TestAttackSignInFlood(t *testing.T) {
 	}
 }
 
-// webSession signs the owner in over HTTP and returns the cookie and the
-// page's CSRF token.
-func (a *boundaryApp) webSession() (*http.Cookie, string) {
-	a.t.Helper()
-	link := a.signInLink()
-	r, _ := http.NewRequest("POST", a.http.URL+"/signin", strings.NewReader(url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}.Encode()))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	r.Header.Set("Origin", a.http.URL)
-	resp, err := a.noRedirect().Do(r)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	resp.Body.Close()
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == "assent_session" {
-			cookie = c
-		}
-	}
-	if cookie == nil {
-		a.t.Fatalf("sign in: %d, no session cookie", resp.StatusCode)
-	}
-	_, page := a.page("/inbox", cookie)
-	const marker = `name="csrf-token" content="`
-	i := strings.Index(page, marker)
-	if i < 0 {
-		a.t.Fatal("the inbox has no CSRF token")
-	}
-	rest := page[i+len(marker):]
-	return cookie, rest[:strings.IndexByte(rest, '"')]
-}
-
-func (a *boundaryApp) noRedirect() *http.Client {
-	c := *a.http.Client()
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &c
-}
-
-func (a *boundaryApp) page(path string, cookie *http.Cookie) (*http.Response, string) {
-	a.t.Helper()
-	r, _ := http.NewRequest("GET", a.http.URL+path, nil)
-	r.AddCookie(cookie)
-	resp, err := a.noRedirect().Do(r)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 func TestAttackNoticeInURL(t *testing.T) {
 	a := newBoundaryApp(t, nil)
-	cookie, _ := a.webSession()
+	cookie, _ := a.SignIn()
 	const planted = "Your session expired. Re-enter your password at evil.example"
 	for _, path := range []string{
 		"/inbox?notice=" + url.QueryEscape(planted),
@@ -423,14 +373,14 @@ func TestAttackNoticeInURL(t *testing.T) {
 
 func TestAttackBackToAnotherSite(t *testing.T) {
 	a := newBoundaryApp(t, nil)
-	cookie, csrf := a.webSession()
+	cookie, csrf := a.SignIn()
 	for _, back := range []string{"//evil.example", `/\evil.example`, "https://evil.example/", "/\t/evil.example", "javascript:alert(1)"} {
 		form := url.Values{"csrf": {csrf}, "formId": {"nope"}, "controlId": {"nope"}, "back": {back}}
-		r, _ := http.NewRequest("POST", a.http.URL+"/web/controls/discard", strings.NewReader(form.Encode()))
+		r, _ := http.NewRequest("POST", a.HTTP.URL+"/web/controls/discard", strings.NewReader(form.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Set("Origin", a.http.URL)
+		r.Header.Set("Origin", a.HTTP.URL)
 		r.AddCookie(cookie)
-		resp, err := a.noRedirect().Do(r)
+		resp, err := a.NoRedirect().Do(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,15 +413,15 @@ func sseEnded(body io.ReadCloser, giveUp time.Duration) bool {
 func TestAttackRevokedTokenKeepsStreaming(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	ctx := context.Background()
-	tok, p, err := auth.IssueToken(ctx, a.db, store.KindAgent, "leaked", []string{"state.write", "tool.invoke"}, time.Now())
+	tok, p, err := auth.IssueToken(ctx, a.DB, store.KindAgent, "leaked", []string{"state.write", "tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// An event stream and an MCP session with its notification stream.
-	r, _ := http.NewRequest("GET", a.http.URL+"/v1/events", nil)
+	r, _ := http.NewRequest("GET", a.HTTP.URL+"/v1/events", nil)
 	r.Header.Set("Authorization", "Bearer "+tok)
-	events, err := a.http.Client().Do(r)
+	events, err := a.HTTP.Client().Do(r)
 	if err != nil || events.StatusCode != http.StatusOK {
 		t.Fatalf("events: %v %v", err, events)
 	}
@@ -479,19 +429,19 @@ func TestAttackRevokedTokenKeepsStreaming(t *testing.T) {
 	if code != http.StatusOK || sid == "" {
 		t.Fatalf("mcp session: %d", code)
 	}
-	r, _ = http.NewRequest("GET", a.http.URL+"/mcp", nil)
+	r, _ = http.NewRequest("GET", a.HTTP.URL+"/mcp", nil)
 	r.Header.Set("Authorization", "Bearer "+tok)
 	r.Header.Set("Accept", "text/event-stream")
 	r.Header.Set("Mcp-Session-Id", sid)
 	r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	notify, err := a.http.Client().Do(r)
+	notify, err := a.HTTP.Client().Do(r)
 	if err != nil || notify.StatusCode != http.StatusOK {
 		t.Fatalf("mcp stream: %v %v", err, notify)
 	}
 
 	// The token is revoked by another process writing the same database,
 	// as `assent token revoke` does.
-	other, err := sqlite.Open(ctx, filepath.Join(a.dir, "assent.db"))
+	other, err := sqlite.Open(ctx, filepath.Join(a.Dir, "assent.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,11 +470,11 @@ func TestAttackRevokedTokenKeepsStreaming(t *testing.T) {
 func TestAttackSecretScreenValueInHTML(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	noop := func(context.Context, confirm.Request) (confirm.Result, error) { return confirm.Result{}, nil }
-	if err := a.srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "bank.login", Secret: []string{"pin"}, Handler: noop}}); err != nil {
+	if err := a.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "bank.login", Secret: []string{"pin"}, Handler: noop}}); err != nil {
 		t.Fatal(err)
 	}
 	stream := "root = Card([pin, go])\n$pin = \"\"\npin = Input($pin, label=\"PIN\")\ngo = Button(\"Go\", action=\"go\")\ngoIt = McpMutation(go, tool=\"bank.login\", params={pin: $pin})\n"
-	code, body := a.send("POST", "/v1/screens", a.boot.AgentToken, stream, nil)
+	code, body := a.send("POST", "/v1/screens", a.Boot.AgentToken, stream, nil)
 	if code != http.StatusOK && code != http.StatusCreated {
 		t.Fatalf("show screen: %d %s", code, body)
 	}
@@ -540,14 +490,14 @@ func TestAttackSecretScreenValueInHTML(t *testing.T) {
 	if id == "" {
 		t.Fatalf("no screen id in %s", body)
 	}
-	cookie, csrf := a.webSession()
+	cookie, csrf := a.SignIn()
 	const pin = "8675309"
-	r, _ := http.NewRequest("POST", a.http.URL+"/screens/"+id+"/state", strings.NewReader(`{"field":"pin","value":"`+pin+`","touched":true}`))
+	r, _ := http.NewRequest("POST", a.HTTP.URL+"/screens/"+id+"/state", strings.NewReader(`{"field":"pin","value":"`+pin+`","touched":true}`))
 	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Origin", a.http.URL)
+	r.Header.Set("Origin", a.HTTP.URL)
 	r.Header.Set("X-CSRF-Token", csrf)
 	r.AddCookie(cookie)
-	resp, err := a.http.Client().Do(r)
+	resp, err := a.HTTP.Client().Do(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,11 +521,11 @@ func TestAttackSecretScreenValueInHTML(t *testing.T) {
 func TestAttackDatabaseFilesReadable(t *testing.T) {
 	a := newBoundaryApp(t, nil)
 	// Make sure the write-ahead log exists.
-	if _, _, err := auth.IssueToken(context.Background(), a.db, store.KindAgent, "x", nil, time.Now()); err != nil {
+	if _, _, err := auth.IssueToken(context.Background(), a.DB, store.KindAgent, "x", nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"assent.db", "assent.db-wal", "assent.db-shm"} {
-		fi, err := os.Stat(filepath.Join(a.dir, name))
+		fi, err := os.Stat(filepath.Join(a.Dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,4 +533,12 @@ func TestAttackDatabaseFilesReadable(t *testing.T) {
 			t.Errorf("%s has mode %o, want 600", name, perm)
 		}
 	}
+}
+
+// page fetches path with the session cookie and returns the answer and its
+// body.
+func (a *boundaryApp) page(path string, cookie *http.Cookie) (*http.Response, string) {
+	a.T.Helper()
+	resp := a.Get(path, cookie)
+	return resp, assenttest.ReadAll(resp)
 }

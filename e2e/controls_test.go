@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
 
@@ -24,11 +25,11 @@ func TestAgentProposesPersonApplies(t *testing.T) {
 	agent := a.agent()
 	email := map[string]any{"formId": "profile", "controlId": "email"}
 
-	out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": email, "value": "ada@analytical.engine"})
+	out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": email, "value": "ada@analytical.engine"})
 	if isErr {
 		t.Fatalf("stage: %v", out)
 	}
-	out, isErr = call(t, agent, "controls_execute", map[string]any{"action": "apply", "identity": email})
+	out, isErr = assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "apply", "identity": email})
 	if !isErr || out["reason"] != "human_confirmation_required" {
 		t.Fatalf("agent apply: %v", out)
 	}
@@ -50,11 +51,11 @@ func TestAgentProposesPersonApplies(t *testing.T) {
 	}
 	screenshot(t, ctx, "applied")
 
-	snap, _ := call(t, agent, "controls_inspect", map[string]any{"identity": email})
+	snap, _ := assenttest.CallTool(t, agent, "controls_inspect", map[string]any{"identity": email})
 	if v := snap["state"].(map[string]any)["value"]; v != "ada@analytical.engine" {
 		t.Fatalf("value after the person's apply = %v", v)
 	}
-	recs, err := a.db.ListAudit(context.Background(), store.AuditFilter{FormID: "profile"})
+	recs, err := a.DB.ListAudit(context.Background(), store.AuditFilter{FormID: "profile"})
 	if err != nil {
 		t.Fatal(err)
 	}

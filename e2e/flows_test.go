@@ -9,16 +9,17 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
 
 // signInAs signs a person other than the owner in through a fresh one-time
 // link.
 func (a *app) signInAs(ctx context.Context, p store.Principal) {
-	a.t.Helper()
-	link, err := auth.NewSignInLink(context.Background(), a.db, p.ID, a.http.URL, time.Now())
+	a.T.Helper()
+	link, err := auth.NewSignInLink(context.Background(), a.DB, p.ID, a.HTTP.URL, time.Now())
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(link),
@@ -27,10 +28,10 @@ func (a *app) signInAs(ctx context.Context, p store.Principal) {
 		chromedp.WaitVisible(chromedp.ID("who-name")),
 	)
 	if err != nil {
-		a.t.Fatalf("sign in: %v", err)
+		a.T.Fatalf("sign in: %v", err)
 	}
-	if who := text(a.t, ctx, chromedp.ID("who-name")); who != p.Name {
-		a.t.Fatalf("signed in as %q, want %q", who, p.Name)
+	if who := text(a.T, ctx, chromedp.ID("who-name")); who != p.Name {
+		a.T.Fatalf("signed in as %q, want %q", who, p.Name)
 	}
 }
 
@@ -43,7 +44,7 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 	a := newApp(t, true)
 	// A person whose token grants what the approve transition needs besides
 	// human.approve, which approving adds for this one admission.
-	_, person, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	_, person, err := auth.IssueToken(context.Background(), a.DB, store.KindHuman, "approver", []string{"state.write"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 	a.signInAs(ctx, person)
 	agent := a.agent()
 
-	out, isErr := call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
+	out, isErr := assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
 	decision, _ := out["decision"].(map[string]any)
 	approval, _ := out["approval"].(map[string]any)
 	if isErr || decision["kind"] != "FRONTIER" || decision["awaiting"] != "human" || approval == nil {
@@ -85,7 +86,7 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 	screenshot(t, ctx, "approved")
 
 	// The programs page draws the phase graph the transition moved along.
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/flows"), chromedp.WaitVisible(chromedp.CSS(".flow-graph svg"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/flows"), chromedp.WaitVisible(chromedp.CSS(".flow-graph svg"))); err != nil {
 		t.Fatalf("programs page: %v", err)
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll(".flow-graph svg .node").length`); n < 8 {
@@ -93,7 +94,7 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 	}
 	screenshot(t, ctx, "programs")
 
-	view, isErr := call(t, agent, "flows_inspect", map[string]any{"instance": "expense-1001", "approval": aprID})
+	view, isErr := assenttest.CallTool(t, agent, "flows_inspect", map[string]any{"instance": "expense-1001", "approval": aprID})
 	got, _ := view["approval"].(map[string]any)
 	receipts, _ := view["receipts"].([]any)
 	if isErr || got["status"] != "approved" || got["decider"] != person.ID || len(receipts) != 1 {
@@ -112,12 +113,12 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 // and takes a decline with a reason.
 func TestExpenseCardReadsLikeTheDecision(t *testing.T) {
 	a := newApp(t, true)
-	_, person, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	_, person, err := auth.IssueToken(context.Background(), a.DB, store.KindHuman, "approver", []string{"state.write"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent := a.agent()
-	out, isErr := call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
+	out, isErr := assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
 	approval, _ := out["approval"].(map[string]any)
 	if isErr || approval == nil {
 		t.Fatalf("prescribe: %v", out)
@@ -127,7 +128,7 @@ func TestExpenseCardReadsLikeTheDecision(t *testing.T) {
 	ctx := browser(t)
 	a.signInAs(ctx, person)
 	card := `#section-flow-approvals .item:has(form[action="/web/flows/approvals/` + aprID + `/decline"])`
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
 		screenshot(t, ctx, "timeout")
 		t.Fatalf("the approval card did not appear: %v", err)
 	}
@@ -166,7 +167,7 @@ func TestExpenseCardReadsLikeTheDecision(t *testing.T) {
 	if closed := text(t, ctx, chromedp.ID("flow-closed-approvals")); !strings.Contains(closed, "declined") || !strings.Contains(closed, "Lisbon trip was cancelled") {
 		t.Fatalf("decided approvals: %s", closed)
 	}
-	view, _ := call(t, agent, "flows_inspect", map[string]any{"instance": "expense-1001", "approval": aprID})
+	view, _ := assenttest.CallTool(t, agent, "flows_inspect", map[string]any{"instance": "expense-1001", "approval": aprID})
 	if got, _ := view["approval"].(map[string]any); got["status"] != "declined" || got["reason"] != "Lisbon trip was cancelled" || got["summary"] != sentence {
 		t.Fatalf("the agent sees %v", got)
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,21 +11,14 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/browsertest"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
-// app is a running assent server on a fresh data directory.
-type app struct {
-	t    *testing.T
-	srv  *server.Server
-	db   *sqlite.DB
-	http *httptest.Server
-	boot auth.Bootstrap
-	// dir is the data directory, as the server was given it.
-	dir string
-}
+// app is a running assent server on a fresh data directory, its BaseURL
+// its real address (see package assenttest).
+type app struct{ *assenttest.Kit }
 
 func newApp(t *testing.T, demo bool) *app {
 	t.Helper()
@@ -37,56 +29,30 @@ func newApp(t *testing.T, demo bool) *app {
 // missing; it may be relative) with a configuration mod may change.
 func newAppIn(t *testing.T, dir string, mod func(*server.Config)) *app {
 	t.Helper()
-	ctx := context.Background()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The base URL is only known once listening; start the listener first.
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
-	cfg := server.Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1}
-	if mod != nil {
-		mod(&cfg)
-	}
-	srv, err := server.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.Config.Handler = srv.Handler()
-	hs.Start()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	return &app{t: t, srv: srv, db: db, http: hs, boot: boot, dir: dir}
+	return &app{assenttest.StartIn(t, dir, func(c *server.Config) {
+		c.RateLimit = -1
+		if mod != nil {
+			mod(c)
+		}
+	})}
 }
 
 // issue makes a token for a new principal on a's store.
 func (a *app) issue(kind, name string, grants ...string) string {
-	a.t.Helper()
-	tok, _, err := auth.IssueToken(context.Background(), a.db, kind, name, grants, time.Now())
+	a.T.Helper()
+	tok, _, err := auth.IssueToken(context.Background(), a.DB, kind, name, grants, time.Now())
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	return tok
 }
 
 // signInLink returns a fresh one-time link for the owner.
 func (a *app) signInLink() string {
-	a.t.Helper()
-	link, err := auth.NewSignInLink(context.Background(), a.db, a.boot.Owner.ID, a.http.URL, time.Now())
+	a.T.Helper()
+	link, err := auth.NewSignInLink(context.Background(), a.DB, a.Boot.Owner.ID, a.HTTP.URL, time.Now())
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	return link
 }
@@ -122,7 +88,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 
 // signIn opens a fresh sign-in link and continues to the inbox.
 func (a *app) signIn(ctx context.Context) {
-	a.t.Helper()
+	a.T.Helper()
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(a.signInLink()),
 		chromedp.WaitVisible(chromedp.ID("signin-continue")),
@@ -130,16 +96,16 @@ func (a *app) signIn(ctx context.Context) {
 		chromedp.WaitVisible(chromedp.ID("who-name")),
 	)
 	if err != nil {
-		a.t.Fatalf("sign in: %v", err)
+		a.T.Fatalf("sign in: %v", err)
 	}
-	who := text(a.t, ctx, chromedp.ID("who-name"))
-	if who != a.boot.Owner.Name {
-		a.t.Fatalf("signed in as %q, want %q", who, a.boot.Owner.Name)
+	who := text(a.T, ctx, chromedp.ID("who-name"))
+	if who != a.Boot.Owner.Name {
+		a.T.Fatalf("signed in as %q, want %q", who, a.Boot.Owner.Name)
 	}
 }
 
 // text returns the text of the element sel selects.
-func text[S chromedp.Selectable](t *testing.T, ctx context.Context, sel S) string {
+func text[S chromedp.Selectable](t testing.TB, ctx context.Context, sel S) string {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Text(sel))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // request in front of the person.
 func TestDeclineReasonReachesWaitingAgent(t *testing.T) {
 	a := newApp(t, true)
-	_, person, err := auth.IssueToken(context.Background(), a.db, store.KindHuman, "approver", []string{"state.write"}, time.Now())
+	_, person, err := auth.IssueToken(context.Background(), a.DB, store.KindHuman, "approver", []string{"state.write"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestDeclineReasonReachesWaitingAgent(t *testing.T) {
 	a.signInAs(ctx, person)
 	agent := a.agent()
 
-	out, isErr := call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
+	out, isErr := assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
 	approval, _ := out["approval"].(map[string]any)
 	if isErr || approval == nil {
 		t.Fatalf("prescribe: %v", out)
@@ -50,7 +51,7 @@ func TestDeclineReasonReachesWaitingAgent(t *testing.T) {
 
 	decline := `#section-flow-approvals form[action="/web/flows/approvals/` + aprID + `/decline"]`
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(a.http.URL+"/inbox"),
+		chromedp.Navigate(a.HTTP.URL+"/inbox"),
 		chromedp.WaitVisible(chromedp.CSS(decline+` input[name="reason"]`)),
 		chromedp.SendKeys(chromedp.CSS(decline+` input[name="reason"]`), "over the travel budget"),
 		chromedp.Click(chromedp.CSS(decline+" button")),
@@ -80,17 +81,17 @@ func TestDeclineReasonReachesWaitingAgent(t *testing.T) {
 		t.Fatalf("outcome: %+v", it)
 	}
 
-	out, _ = call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
+	out, _ = assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
 	if next, _ := out["next"].(string); !strings.Contains(next, "over the travel budget") || strings.Contains(next, "must approve") {
 		t.Fatalf("prescribe after the decline: %v", out)
 	}
-	out, _ = call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001", "ask_again": true})
+	out, _ = assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001", "ask_again": true})
 	again, _ := out["approval"].(map[string]any)
 	if again == nil || again["id"] == aprID || again["status"] != "pending" {
 		t.Fatalf("ask again: %v", out)
 	}
 	approve := `#section-flow-approvals form[action="/web/flows/approvals/` + again["id"].(string) + `/approve"] button`
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(approve))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS(approve))); err != nil {
 		screenshot(t, ctx, "timeout")
 		t.Fatalf("the new request is not in the inbox: %v", err)
 	}

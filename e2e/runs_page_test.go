@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
 )
 
@@ -67,17 +68,17 @@ func reloadUntil(t *testing.T, ctx context.Context, url, what, expr string) {
 func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
 	exe := buildAssent(t)
 	a := newApp(t, true)
-	pointDemoRecipe(t, a.dir, exe)
+	pointDemoRecipe(t, a.Dir, exe)
 	ctx := browser(t)
 
 	cs := a.agent()
-	out, isErr := call(t, cs, "actors_run_spawn", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
+	out, isErr := assenttest.CallTool(t, cs, "actors_run_spawn", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
 	if isErr || out["status"] != "running" {
 		t.Fatalf("the agent's spawn: %v", out)
 	}
 	t.Cleanup(func() {
-		r, _ := http.NewRequest("POST", a.http.URL+"/v1/runs/demo-player/kill", nil)
-		r.Header.Set("Authorization", "Bearer "+a.boot.AgentToken)
+		r, _ := http.NewRequest("POST", a.HTTP.URL+"/v1/runs/demo-player/kill", nil)
+		r.Header.Set("Authorization", "Bearer "+a.Boot.AgentToken)
 		if resp, err := http.DefaultClient.Do(r); err == nil {
 			resp.Body.Close()
 		}
@@ -85,21 +86,21 @@ func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
 
 	a.signIn(ctx)
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.http.URL+"/runs?status=running"),
+		chromedp.Navigate(a.HTTP.URL+"/runs?status=running"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="/runs/demo-player"]`)),
 	)
 	if err != nil {
 		screenshot(t, ctx, "list")
 		t.Fatalf("the agent's Run is not on the Runs page: %v", err)
 	}
-	if list := text(t, ctx, chromedp.ID("run-list")); !strings.Contains(list, "demo-player") || !strings.Contains(list, "started by "+a.boot.Agent.Name) {
+	if list := text(t, ctx, chromedp.ID("run-list")); !strings.Contains(list, "demo-player") || !strings.Contains(list, "started by "+a.Boot.Agent.Name) {
 		t.Fatalf("the Runs page says %q", list)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/runs/demo-player"]`)), chromedp.WaitVisible(chromedp.ID("control-pause"))); err != nil {
 		screenshot(t, ctx, "run")
 		t.Fatalf("the Run page has no pause button: %v", err)
 	}
-	page := a.http.URL + "/runs/demo-player"
+	page := a.HTTP.URL + "/runs/demo-player"
 	// The player is up once its Trace shows its events; a Control sent
 	// before it reads its FIFO is refused as not ready.
 	reloadUntil(t, ctx, page, "the player to start", `document.querySelector("#run-detail").textContent.includes("player.")`)
@@ -117,7 +118,7 @@ func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
 		reloadUntil(t, ctx, page, step.status, `document.getElementById("run-status").textContent.trim() === `+jsString(step.status))
 	}
 	senders := eval[[]string](t, ctx, `[...document.querySelectorAll("td.sender")].map(e => e.textContent)`)
-	if len(senders) < 2 || senders[0] != a.boot.Owner.Name || senders[1] != a.boot.Owner.Name {
+	if len(senders) < 2 || senders[0] != a.Boot.Owner.Name || senders[1] != a.Boot.Owner.Name {
 		t.Fatalf("the Control journal names %v as senders, want the person", senders)
 	}
 	screenshot(t, ctx, "resumed")

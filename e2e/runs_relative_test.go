@@ -44,7 +44,7 @@ func TestRunsFromRelativeDataDir(t *testing.T) {
 	t.Chdir(t.TempDir())
 	a := newAppIn(t, "assent-data", func(c *server.Config) { c.Demo = true })
 	token := a.issue(store.KindAgent, "player-agent")
-	rt := runsTarget{url: a.http.URL, dir: "assent-data", attacker: token}
+	rt := runsTarget{url: a.HTTP.URL, dir: "assent-data", attacker: token}
 
 	// The server wrote the demo Recipe for the binary running now, which
 	// here is the test binary: point it at the real assent binary.

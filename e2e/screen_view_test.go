@@ -52,10 +52,10 @@ func appBridge(t *testing.T) []byte {
 // appsAgent connects the first agent with a client that declares MCP Apps
 // support, as a host does.
 func (a *app) appsAgent() *mcp.ClientSession {
-	a.t.Helper()
+	a.T.Helper()
 	caps := &mcp.ClientCapabilities{}
 	caps.AddExtension("io.modelcontextprotocol/ui", map[string]any{"mimeTypes": []string{view.MIMEType}})
-	return a.connect(a.boot.AgentToken, &mcp.ClientOptions{Capabilities: caps})
+	return a.connect(a.Boot.AgentToken, &mcp.ClientOptions{Capabilities: caps})
 }
 
 // inView evaluates expr in the view's frame (a sandboxed frame of another
@@ -128,7 +128,7 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	pays := a.payTool()
 	var noteMu sync.Mutex
 	var notes []map[string]any
-	err := a.srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
+	err := a.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
 		Name:   "orders.note",
 		Params: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","minLength":1,"maxLength":40}},"required":["note"],"additionalProperties":false}`),
 		Handler: func(ctx context.Context, req confirm.Request) (confirm.Result, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/server/screens"
@@ -43,16 +44,16 @@ func (c *calls) list() []map[string]any {
 
 // payTool registers "billing.pay", whose confirmation is "Pay {amount}?".
 func (a *app) payTool() *calls {
-	a.t.Helper()
+	a.T.Helper()
 	c := &calls{}
-	err := a.srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
+	err := a.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
 		Name:    "billing.pay",
 		Params:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","exclusiveMinimum":0},"note":{"type":"string","minLength":1,"maxLength":200}},"required":["amount","note"],"additionalProperties":false}`),
 		Confirm: confirm.Template("Pay {amount}?"),
 		Handler: c.handle,
 	}})
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
 	return c
 }
@@ -72,13 +73,13 @@ payIt = McpMutation(pay, tool="billing.pay", params={amount: $amount, note: $not
 
 // show shows stream as a screen of the first agent and opens it.
 func (a *app) show(ctx context.Context, stream string) string {
-	a.t.Helper()
-	id, err := a.srv.Screens().Show(context.Background(), a.boot.Agent, stream, screens.Options{})
+	a.T.Helper()
+	id, err := a.Srv.Screens().Show(context.Background(), a.Boot.Agent, stream, screens.Options{})
 	if err != nil {
-		a.t.Fatal(err)
+		a.T.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
-		a.t.Fatalf("open screen: %v", err)
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
+		a.T.Fatalf("open screen: %v", err)
 	}
 	return id
 }
@@ -118,8 +119,8 @@ func TestScreenStreamsInLineByLine(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		r, _ := http.NewRequest("POST", a.http.URL+"/v1/screens", pr)
-		r.Header.Set("Authorization", "Bearer "+a.boot.AgentToken)
+		r, _ := http.NewRequest("POST", a.HTTP.URL+"/v1/screens", pr)
+		r.Header.Set("Authorization", "Bearer "+a.Boot.AgentToken)
 		resp, err := http.DefaultClient.Do(r)
 		if err == nil {
 			resp.Body.Close()
@@ -136,7 +137,7 @@ func TestScreenStreamsInLineByLine(t *testing.T) {
 		`i2 = ListItem("Filter papers", trailing="$4.50")`,
 	}
 	io.WriteString(pw, lines[0]+"\n")
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list a"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list a"))); err != nil {
 		t.Fatalf("the screen is not listed while it streams: %v", err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".o-screen-list a")), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
@@ -331,23 +332,23 @@ func TestAgentStagedValueAppliedByPerson(t *testing.T) {
 	ctx := browser(t)
 	a.signIn(ctx)
 	agent := a.agent()
-	out, isErr := call(t, agent, "show_screen", map[string]any{"screen": payStream})
+	out, isErr := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStream})
 	if isErr {
 		t.Fatalf("show_screen: %v", out)
 	}
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
 		t.Fatal(err)
 	}
 	note := map[string]any{"formId": id, "controlId": "note"}
-	snap, _ := call(t, agent, "controls_inspect", map[string]any{"identity": note})
+	snap, _ := assenttest.CallTool(t, agent, "controls_inspect", map[string]any{"identity": note})
 	if st := snap["state"].(map[string]any); st["valid"] != false {
 		t.Fatalf("an empty required note is valid: %v", snap)
 	}
-	if out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": note, "value": "leave at the door"}); isErr {
+	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": note, "value": "leave at the door"}); isErr {
 		t.Fatalf("stage: %v", out)
 	}
-	if out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "apply", "identity": note}); !isErr || out["reason"] != "human_confirmation_required" {
+	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "apply", "identity": note}); !isErr || out["reason"] != "human_confirmation_required" {
 		t.Fatalf("the agent's own apply: %v", out)
 	}
 	waitFor(t, ctx, "the proposal", `document.querySelector("#s-note .o-staged-value")?.textContent === "leave at the door"`)
@@ -360,7 +361,7 @@ func TestAgentStagedValueAppliedByPerson(t *testing.T) {
 	}
 	waitFor(t, ctx, "the applied value", `document.getElementById("f-note")?.value === "leave at the door" && !document.getElementById("s-note")`)
 	screenshot(t, ctx, "applied")
-	snap, _ = call(t, agent, "controls_inspect", map[string]any{"identity": note})
+	snap, _ = assenttest.CallTool(t, agent, "controls_inspect", map[string]any{"identity": note})
 	if st := snap["state"].(map[string]any); st["value"] != "leave at the door" || st["valid"] != true {
 		t.Fatalf("after apply: %v", snap)
 	}
@@ -373,13 +374,13 @@ func TestDemoScreensInBrowser(t *testing.T) {
 	a := newApp(t, true)
 	ctx := browser(t)
 	a.signIn(ctx)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list"))); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "list")
 	n := eval[int](t, ctx, `document.querySelectorAll(".o-screen-list a").length`)
 	for i := range n {
-		if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list"))); err != nil {
 			t.Fatal(err)
 		}
 		title := eval[string](t, ctx, fmt.Sprintf(`document.querySelectorAll(".o-screen-list a")[%d].textContent`, i))
@@ -400,8 +401,8 @@ func TestTypingKeepsFocusWhileLinesArrive(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		r, _ := http.NewRequest("POST", a.http.URL+"/v1/screens", pr)
-		r.Header.Set("Authorization", "Bearer "+a.boot.AgentToken)
+		r, _ := http.NewRequest("POST", a.HTTP.URL+"/v1/screens", pr)
+		r.Header.Set("Authorization", "Bearer "+a.Boot.AgentToken)
 		resp, err := http.DefaultClient.Do(r)
 		if err == nil {
 			resp.Body.Close()
@@ -410,7 +411,7 @@ func TestTypingKeepsFocusWhileLinesArrive(t *testing.T) {
 	}()
 	defer pw.Close()
 	io.WriteString(pw, "root = Card([name, greet, later])\n$name = \"\"\nname = Input($name, label=\"Your name\")\n")
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list a")), chromedp.Click(chromedp.CSS(".o-screen-list a")), chromedp.WaitVisible(chromedp.ID("f-name"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list a")), chromedp.Click(chromedp.CSS(".o-screen-list a")), chromedp.WaitVisible(chromedp.ID("f-name"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("f-name"), "Ada")); err != nil {
@@ -465,12 +466,12 @@ func TestAgentPointsAtAField(t *testing.T) {
 	ctx := browser(t)
 	a.signIn(ctx)
 	agent := a.agent()
-	out, _ := call(t, agent, "show_screen", map[string]any{"screen": payStream})
+	out, _ := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStream})
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen")), chromedp.Focus(chromedp.ID("f-note"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen")), chromedp.Focus(chromedp.ID("f-note"))); err != nil {
 		t.Fatal(err)
 	}
-	if out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 5000}); isErr {
+	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 5000}); isErr {
 		t.Fatalf("highlight: %v", out)
 	}
 	waitFor(t, ctx, "the highlight", `document.getElementById("n-email").classList.contains("o-highlight")`)

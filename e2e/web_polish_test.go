@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -16,18 +17,18 @@ func TestHighlightOutlivesRedraws(t *testing.T) {
 	ctx := browser(t)
 	a.signIn(ctx)
 	agent := a.agent()
-	out, _ := call(t, agent, "show_screen", map[string]any{"screen": payStream})
+	out, _ := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStream})
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
 		t.Fatal(err)
 	}
-	if out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 8000}); isErr {
+	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 8000}); isErr {
 		t.Fatalf("highlight: %v", out)
 	}
 	waitFor(t, ctx, "the highlight", `document.getElementById("n-email").classList.contains("o-highlight")`)
 	start := time.Now()
 	// A proposal on another field redraws the screen.
-	if out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": id, "controlId": "note"}, "value": "table 4"}); isErr {
+	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": id, "controlId": "note"}, "value": "table 4"}); isErr {
 		t.Fatalf("stage: %v", out)
 	}
 	waitFor(t, ctx, "the redraw", `document.querySelector("#s-note .o-staged-value")?.textContent === "table 4"`)
@@ -48,16 +49,16 @@ func TestNarrowPagesDoNotScrollSideways(t *testing.T) {
 	}
 	a.signIn(ctx)
 	agent := a.agent()
-	if out, isErr := call(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"}); isErr {
+	if out, isErr := assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"}); isErr {
 		t.Fatalf("prescribe: %v", out)
 	}
-	out, isErr := call(t, agent, "show_screen", map[string]any{"screen": payStreamWide})
+	out, isErr := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStreamWide})
 	if isErr {
 		t.Fatalf("show_screen: %v", out)
 	}
 	id := out["screen"].(string)
 	for _, path := range []string{"/inbox", "/runs", "/flows", "/flows/instances/expense-1001", "/screens", "/screens/" + id, "/no/such/page"} {
-		if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+path), chromedp.WaitReady("main")); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+path), chromedp.WaitReady("main")); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		time.Sleep(300 * time.Millisecond) // let the screen and the times draw
@@ -66,7 +67,7 @@ func TestNarrowPagesDoNotScrollSideways(t *testing.T) {
 			t.Errorf("%s is %d px wide at a 390 px viewport", path, w)
 		}
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/screens"), chromedp.WaitReady("time[datetime]")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitReady("time[datetime]")); err != nil {
 		t.Fatal(err)
 	}
 	iso := js[string](t, ctx, `document.querySelector("time[datetime]").getAttribute("datetime")`)
@@ -96,15 +97,15 @@ func TestInboxBadgeFollowsEvents(t *testing.T) {
 	ctx := browser(t)
 	a.signIn(ctx)
 	agent := a.agent()
-	out, _ := call(t, agent, "show_screen", map[string]any{"screen": payStream})
+	out, _ := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStream})
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.http.URL+"/flows"), chromedp.WaitVisible(chromedp.ID("who-name"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/flows"), chromedp.WaitVisible(chromedp.ID("who-name"))); err != nil {
 		t.Fatal(err)
 	}
 	const badge = `(document.querySelector('nav a[href="/inbox"]').textContent)`
 	before := js[string](t, ctx, badge)
 	waitFor(t, ctx, "the event stream", `document.body.dataset.live === "1"`)
-	if out, isErr := call(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": id, "controlId": "note"}, "value": "table 4"}); isErr {
+	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": id, "controlId": "note"}, "value": "table 4"}); isErr {
 		t.Fatalf("stage: %v", out)
 	}
 	waitFor(t, ctx, "the badge", badge+` !== `+jsString(before))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 )
 
@@ -29,7 +30,7 @@ const DefaultLeaseTTL = 15 * time.Second
 // RestartOnLost is the value of a Recipe's "restart" field asking that a
 // lost Run be started again, as a new generation, by the node that finds
 // it lost.
-const RestartOnLost = "on_lost"
+const RestartOnLost = recipe.RestartOnLost
 
 // Lost says which node lost a Run and when.
 type Lost struct {
@@ -48,6 +49,8 @@ type Leases interface {
 	RenewLeases(ctx context.Context, node string, now time.Time, ttl time.Duration) ([]store.Lease, error)
 	ReleaseLease(ctx context.Context, runID, node string) error
 	ExpiredLeases(ctx context.Context, now time.Time) ([]store.Lease, error)
+	Lease(ctx context.Context, runID string) (store.Lease, error)
+	RestartRun(ctx context.Context, rec store.RunRecord, lostInstance string) error
 }
 
 // LeaseConfig configures a LeaseKeeper.
@@ -142,11 +145,14 @@ type LeaseReport struct {
 
 // LostRun is a Run a node marked lost.
 type LostRun struct {
+	// Run is the lost generation, as it was marked.
 	Run *Run
 	// Restart is set when the Run's Recipe asks for a restart
-	// (RestartOnLost): this node holds its lease and should start the
-	// Run's next generation.
+	// (RestartOnLost): this node started the Run's next generation.
 	Restart bool
+	// Restarted is that next generation, when it started; when it could
+	// not, the report's Errors say why and the Run stays lost.
+	Restarted *Run
 }
 
 // Tick is one round of lease keeping: it renews every lease this node
@@ -212,13 +218,23 @@ func (k *LeaseKeeper) takeOver(ctx context.Context, l store.Lease, now time.Time
 	case err != nil:
 		rep.Errors = append(rep.Errors, err)
 	default:
-		rep.Lost = append(rep.Lost, LostRun{Run: v, Restart: restart})
+		lr := LostRun{Run: v, Restart: restart}
 		if restart {
 			k.mu.Lock()
 			k.held[l.RunID] = true
 			k.mu.Unlock()
-			return
+			next, err := k.cfg.Manager.restartLost(ctx, l.RunID, k.cfg.Node, k.cfg.Leases)
+			if err == nil {
+				lr.Restarted = next
+				rep.Lost = append(rep.Lost, lr)
+				return
+			}
+			rep.Errors = append(rep.Errors, fmt.Errorf("run: restart lost Run %s: %w", l.RunID, err))
+			k.mu.Lock()
+			delete(k.held, l.RunID)
+			k.mu.Unlock()
 		}
+		rep.Lost = append(rep.Lost, lr)
 	}
 	if err := k.cfg.Leases.ReleaseLease(ctx, l.RunID, k.cfg.Node); err != nil && !errors.Is(err, store.ErrNotFound) {
 		rep.Errors = append(rep.Errors, fmt.Errorf("run: release the lease of Run %s: %w", l.RunID, err))
@@ -282,6 +298,58 @@ func (m *Manager) markLost(ctx context.Context, id string, lost Lost, now time.T
 		return nil, false, fmt.Errorf("run: mark Run %s lost: %w", id, err)
 	}
 	return m.view(r), wantsRestart(d.Definition), nil
+}
+
+// lostRestartReason is the error of the pending Controls of a lost
+// generation when its Run restarts.
+const lostRestartReason = "the Run's node was lost before the Control was handled; the Run restarted as a new generation"
+
+// restartLost starts the next generation of the lost Run id on node, from
+// the Recipe and values of the lost generation, keeping the Run's Control
+// journal and Trace. The lost generation's pending Controls fail first.
+// A Run with secret values cannot restart: secrets are not stored.
+func (m *Manager) restartLost(ctx context.Context, id, node string, leases Leases) (*Run, error) {
+	r, err := m.st.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := decodeDoc(r)
+	rec, err := DecodeRecipe(d.Definition)
+	if err != nil {
+		return nil, err
+	}
+	dir := m.stateDir(id)
+	vals := make(map[string]string, len(d.Values)+2)
+	for k, v := range d.Values {
+		if v == redactedMarker {
+			return nil, errorf(CodeInvalidRequest, "Run %s was not restarted: its value %s is secret, and secret values are not stored; start it again with its values", id, k)
+		}
+		vals[k] = v
+	}
+	vals["run_id"], vals["state_dir"] = id, dir
+	script, err := rec.Script(vals)
+	if err != nil {
+		return nil, fromRecipe(err)
+	}
+	artifacts, err := rec.ArtifactPaths(vals, dir)
+	if err != nil {
+		return nil, fromRecipe(err)
+	}
+	cs, err := m.st.Controls(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if store.ControlPending(c.Status) {
+			if _, err := m.st.TransitionControl(ctx, id, c.ID, store.ControlFailed, nil, lostRestartReason, m.now()); err != nil && !errors.Is(err, store.ErrConflict) {
+				return nil, err
+			}
+		}
+	}
+	req := SpawnRequest{Recipe: d.Recipe, Tool: d.Tool, LaunchKind: d.LaunchKind}
+	v, _, err := m.spawnLocked(ctx, r.OwnerID, id, req, rec, d.Definition, spawnPlan{vals: vals, script: script, shownScript: script,
+		env: rec.Environment(vals), artifacts: artifacts, dir: dir, node: node, restart: leases.RestartRun})
+	return v, err
 }
 
 // wantsRestart reports whether a Recipe definition asks for a restart when

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func (c *clock) now() time.Time { return c.t }
 // Run another node supervises looks from here.
 func claimLive(t *testing.T, f *fixture, id, def string) store.RunRecord {
 	t.Helper()
-	doc, _ := json.Marshal(runDoc{LaunchKind: "spawn", Definition: json.RawMessage(def), TokenID: ""})
+	doc, _ := json.Marshal(runDoc{LaunchKind: "spawn", Definition: json.RawMessage(def), Node: "node-a"})
 	r := store.RunRecord{ID: id, OwnerID: "alice", InstanceID: "inst-" + id, Generation: 1, PID: 1 << 30, StartTime: "0",
 		CreatedAt: t0, StartedAt: t0, Doc: doc}
 	if err := f.db.ClaimRun(t.Context(), r, ""); err != nil {
@@ -75,12 +76,26 @@ func TestLeaseKeeperMarksLost(t *testing.T) {
 				t.Errorf("lost Run = status %s lost %+v restart %v; want lost %+v restart %v", got.Run.Status, got.Run.Lost, got.Restart, want, tt.restart)
 			}
 			v, err := f.m.Status(t.Context(), "alice", "r1")
-			if err != nil || v.Status != StatusLost || v.EndedAt != store.FormatTime(cb.t) || !v.Status.Terminal() {
-				t.Errorf("Status after = %+v, %v; want lost, ended at detection", v, err)
-			}
-			trace, _ := f.db.Trace(t.Context(), "r1", 0)
-			if len(trace) == 0 || trace[len(trace)-1].Kind != "run.lost" {
-				t.Errorf("Trace = %+v, want a run.lost event last", trace)
+			kinds := traceKinds(t, f, "r1")
+			if tt.restart {
+				// The next generation runs here, with the lost one's Trace.
+				if next := got.Restarted; next == nil || next.Generation != 2 || next.Node != "node-b" || next.InstanceID == "inst-r1" {
+					t.Errorf("restarted generation = %+v; want generation 2 on node-b", next)
+				}
+				if err != nil || v.Status != StatusRunning || v.Generation != 2 {
+					t.Errorf("Status after restart = %+v, %v; want generation 2 running", v, err)
+				}
+				if i := slices.Index(kinds, "run.lost"); i < 0 || !slices.Contains(kinds[i:], "run.start") {
+					t.Errorf("Trace kinds = %v; want run.lost then run.start", kinds)
+				}
+				t.Cleanup(func() { f.m.Kill(context.Background(), "alice", "r1") })
+			} else {
+				if err != nil || v.Status != StatusLost || v.EndedAt != store.FormatTime(cb.t) || !v.Status.Terminal() {
+					t.Errorf("Status after = %+v, %v; want lost, ended at detection", v, err)
+				}
+				if len(kinds) == 0 || kinds[len(kinds)-1] != "run.lost" {
+					t.Errorf("Trace kinds = %v, want run.lost last", kinds)
+				}
 			}
 			l, err := f.db.Lease(t.Context(), "r1")
 			if tt.restart != (err == nil && l.Node == "node-b") {
@@ -152,5 +167,134 @@ func TestLeaseKeeperRenews(t *testing.T) {
 	}
 	if _, err := NewLeaseKeeper(LeaseConfig{Node: "", Leases: f.db.Cluster(), Manager: f.m}); err == nil {
 		t.Error("NewLeaseKeeper without node succeeded")
+	}
+}
+
+func traceKinds(t *testing.T, f *fixture, id string) []string {
+	t.Helper()
+	trace, err := f.db.Trace(t.Context(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range trace {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds
+}
+
+// openNode opens a second Manager on f's store as node, keeping leases.
+func openNode(t *testing.T, f *fixture, node string) *Manager {
+	t.Helper()
+	m, err := New(t.Context(), Config{Store: f.db, DataDir: f.dir, PollInterval: 20 * time.Millisecond, Node: node, Leases: f.db.Cluster(), LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func TestReconcileLeavesOtherNodesRuns(t *testing.T) {
+	f := newFixture(t)
+	claimLive(t, f, "theirs", `{"template":"sleep 100"}`)
+	if _, err := f.db.AcquireLease(t.Context(), "theirs", "node-a", time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	orphan := claimLive(t, f, "orphan", `{"template":"sleep 100"}`)
+	orphan.Doc = json.RawMessage(`{"launch_kind":"spawn"}`) // started before nodes had names
+	if err := f.db.SaveRun(t.Context(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	b := openNode(t, f, "node-b")
+	tests := []struct {
+		id        string
+		status    Status
+		ident     string
+		ended     bool
+		leaseNode string
+	}{
+		// node-a holds the lease: its process is not checked here, and
+		// the Run is not ended.
+		{"theirs", StatusRunning, identityOtherNode, false, "node-a"},
+		// Nobody holds it and its process is gone: node-b records the end
+		// and lets go of the lease it took to do so.
+		{"orphan", StatusExited, identityDead, true, ""},
+	}
+	for _, tt := range tests {
+		v, err := b.Status(t.Context(), "alice", tt.id)
+		if err != nil || v.Status != tt.status || v.ProcessIdentity != tt.ident || (v.EndedAt != "") != tt.ended {
+			t.Errorf("%s on node-b = %+v, %v; want %s (%s), ended %v", tt.id, v, err, tt.status, tt.ident, tt.ended)
+		}
+		l, err := f.db.Lease(t.Context(), tt.id)
+		if tt.leaseNode != l.Node || (tt.leaseNode == "") != errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s lease = %+v, %v; want held by %q", tt.id, l, err, tt.leaseNode)
+		}
+	}
+}
+
+func TestSpawnHoldsLeaseWhileRunning(t *testing.T) {
+	f := newFixture(t)
+	a := openNode(t, f, "node-a")
+	r, err := DecodeRecipe([]byte(`{"template":"sleep 100"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := a.Spawn(t.Context(), "alice", SpawnRequest{Definition: r, RunID: "leased"})
+	if err != nil || v.Node != "node-a" || v.Status != StatusRunning {
+		t.Fatalf("Spawn = %+v, %v; want a Run running on node-a", v, err)
+	}
+	if l, err := f.db.Lease(t.Context(), "leased"); err != nil || l.Node != "node-a" {
+		t.Errorf("lease while running = %+v, %v; want node-a's", l, err)
+	}
+	// Another node cannot start the same id while it runs.
+	b := openNode(t, f, "node-b")
+	if _, err := b.Spawn(t.Context(), "alice", SpawnRequest{Definition: r, RunID: "leased"}); code(err) != CodeRunActive {
+		t.Errorf("Spawn of a running id on another node = %v, want run_active", err)
+	}
+	if _, err := a.Kill(t.Context(), "alice", "leased"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEnded("leased")
+	// The lease goes once the end is recorded, just after.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := f.db.Lease(t.Context(), "leased")
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease after the Run ended: %v; want none", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRestartFailsPendingControls(t *testing.T) {
+	f := newFixture(t)
+	c := &clock{t0}
+	b := newKeeper(t, f, "node-b", c)
+	r := claimLive(t, f, "svc", `{"template":"sleep 100","control":["pause"],"restart":"on_lost"}`)
+	q := t0
+	if _, err := f.db.AdmitControl(t.Context(), "svc", store.Control{ID: "c1", InstanceID: r.InstanceID, Action: "pause", QueuedAt: &q}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.AcquireLease(t.Context(), "svc", "node-a", t0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.t = t0.Add(time.Minute)
+	rep, err := b.Tick(t.Context())
+	if err != nil || len(rep.Lost) != 1 || rep.Lost[0].Restarted == nil || len(rep.Errors) != 0 {
+		t.Fatalf("Tick = %+v, %v; want svc lost and restarted", rep, err)
+	}
+	t.Cleanup(func() { f.m.Kill(context.Background(), "alice", "svc") })
+	cs, err := f.db.Controls(t.Context(), "svc")
+	if err != nil || len(cs) != 1 || cs[0].Status != store.ControlFailed || cs[0].Error != lostRestartReason {
+		t.Fatalf("journal = %+v, %v; want c1 failed by the restart", cs, err)
+	}
+	// The new generation takes Controls.
+	next := rep.Lost[0].Restarted
+	q2 := t0.Add(2 * time.Minute)
+	if _, err := f.db.AdmitControl(t.Context(), "svc", store.Control{ID: "c2", InstanceID: next.InstanceID, Action: "pause", QueuedAt: &q2}); err != nil {
+		t.Errorf("admission to the restarted generation: %v", err)
 	}
 }

@@ -69,6 +69,18 @@ type Config struct {
 	// answering, so a Run that cannot start answers failed, not running;
 	// DefaultStartGrace when zero, no wait when negative.
 	StartGrace time.Duration
+	// Node names this node when several nodes share the store: Runs
+	// started here record it, and a Run another node supervises is not
+	// this node's to reconcile. It must be unique among the nodes and
+	// stay the same across restarts of this node.
+	Node string
+	// Leases, when set, makes this node take a lease on each Run it
+	// starts, renewed by the Manager's LeaseKeeper (see LeaseKeeper), so
+	// that another node finds the Run lost if this one dies. It needs
+	// Node.
+	Leases Leases
+	// LeaseTTL is the time to live of a lease; DefaultLeaseTTL when zero.
+	LeaseTTL time.Duration
 	// Notify, when set, is told of changes so live views can refresh:
 	// kind "run.trace" after Trace appends, "run.status" after a Run
 	// starts, ends, is killed, archived or pruned, and "run.control" after
@@ -104,6 +116,9 @@ type Manager struct {
 
 	traces   *group[store.TraceAppend]
 	controls *group[store.ControlAdmission]
+
+	// keeper keeps this node's Run leases when Config.Leases is set.
+	keeper *LeaseKeeper
 }
 
 // New returns a Manager and reconciles every Run in the store: a Run whose
@@ -152,12 +167,25 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if cfg.Leases != nil {
+		if m.keeper, err = NewLeaseKeeper(LeaseConfig{Node: cfg.Node, Leases: cfg.Leases, Manager: m, TTL: cfg.LeaseTTL}); err != nil {
+			return nil, err
+		}
+	}
 	if err := m.reconcile(ctx); err != nil {
 		m.Close()
 		return nil, err
 	}
 	return m, nil
 }
+
+// LeaseKeeper returns the keeper of this node's Run leases, or nil when
+// the Manager was configured without Leases. Run its Keep while the
+// Manager supervises.
+func (m *Manager) LeaseKeeper() *LeaseKeeper { return m.keeper }
+
+// Node returns this node's name (Config.Node).
+func (m *Manager) Node() string { return m.cfg.Node }
 
 // Close stops supervising Runs. Runs keep running; a later Manager
 // re-adopts them and records the end of any that exited meanwhile. Once
@@ -278,6 +306,8 @@ type runDoc struct {
 	FIFO       string              `json:"fifo,omitempty"`
 	TokenID    string              `json:"token_id,omitempty"`
 	Lost       *Lost               `json:"lost,omitempty"`
+	// Node names the node that started this generation.
+	Node string `json:"node,omitempty"`
 }
 
 func decodeDoc(rec store.RunRecord) runDoc {
@@ -429,7 +459,7 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 		shownScript = ""
 	}
 	env := rec.Environment(vals)
-	v, done, err := m.spawnLocked(ctx, ownerID, id, req, rec, def, spawnPlan{vals: shown, script: script, shownScript: shownScript, env: env, artifacts: artifacts, dir: dir})
+	v, done, err := m.spawnLocked(ctx, ownerID, id, req, rec, def, spawnPlan{vals: shown, script: script, shownScript: shownScript, env: env, artifacts: artifacts, dir: dir, node: m.cfg.Node})
 	if err != nil || done == nil {
 		return v, err
 	}
@@ -457,6 +487,13 @@ type spawnPlan struct {
 	env                 []string
 	artifacts           map[string]Artifact
 	dir                 string
+	// node supervises the new generation: this node, unless a lease
+	// keeper restarts a lost Run under its own name.
+	node string
+	// restart, when set, claims the new generation in place of the
+	// ended one keeping the Run's Control journal and Trace
+	// (store.Cluster.RestartRun).
+	restart func(ctx context.Context, rec store.RunRecord, lostInstance string) error
 }
 
 // maskSecrets returns vals with the secret ones masked: declared secret
@@ -485,8 +522,6 @@ func maskSecrets(vals map[string]string, declared, extra []string) map[string]st
 func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req SpawnRequest, rec *Recipe, def json.RawMessage, p spawnPlan) (*Run, <-chan struct{}, error) {
 	unlock := m.lock(id)
 	defer unlock()
-	dir := p.dir
-
 	old, err := m.st.Run(ctx, id)
 	replace := ""
 	gen := 1
@@ -517,6 +552,30 @@ func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req Spawn
 		}
 		replace, gen = old.InstanceID, old.Generation+1
 	}
+	if p.restart != nil && replace == "" {
+		return nil, nil, errorf(CodeNotFound, "Run %s has no ended generation to restart", id)
+	}
+	// The lease comes first: of two nodes starting the same id, the one
+	// that does not get it starts nothing.
+	if m.keeper != nil {
+		if err := m.keeper.Acquire(ctx, id); err != nil {
+			return nil, nil, err
+		}
+	}
+	v, done, err := m.startGeneration(ctx, ownerID, id, req, rec, def, p, old, replace, gen)
+	if err != nil && m.keeper != nil {
+		if rerr := m.keeper.Release(context.WithoutCancel(ctx), id); rerr != nil {
+			m.log.Warn("release run lease", "run", id, "err", rerr)
+		}
+	}
+	return v, done, err
+}
+
+// startGeneration claims generation gen of Run id (replacing generation
+// replace of old, when set) and starts its process. The caller holds the
+// Run's lock and, with several nodes, its lease.
+func (m *Manager) startGeneration(ctx context.Context, ownerID, id string, req SpawnRequest, rec *Recipe, def json.RawMessage, p spawnPlan, old store.RunRecord, replace string, gen int) (*Run, <-chan struct{}, error) {
+	dir := p.dir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("run: %w", err)
 	}
@@ -539,7 +598,7 @@ func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req Spawn
 	}
 	now := m.now()
 	doc := runDoc{Recipe: strings.TrimSuffix(req.Recipe, ".json"), Tool: req.Tool, LaunchKind: req.LaunchKind, Definition: def,
-		Values: p.vals, Script: p.shownScript, Control: rec.Control, Artifacts: p.artifacts, Singleton: rec.Singleton, FIFO: fifo}
+		Values: p.vals, Script: p.shownScript, Control: rec.Control, Artifacts: p.artifacts, Singleton: rec.Singleton, FIFO: fifo, Node: p.node}
 	if doc.LaunchKind == "" {
 		doc.LaunchKind = "spawn"
 	}
@@ -549,7 +608,11 @@ func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req Spawn
 		r.CreatedAt = old.CreatedAt
 	}
 	defer m.forget(id)
-	if err := m.st.ClaimRun(ctx, r, replace); err != nil {
+	claim := m.st.ClaimRun
+	if p.restart != nil {
+		claim = p.restart
+	}
+	if err := claim(ctx, r, replace); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, nil, errorf(CodeConflict, "Run id %s is not available; choose another id.", id)
 		}
@@ -561,6 +624,7 @@ func (m *Manager) spawnLocked(ctx context.Context, ownerID, id string, req Spawn
 		r.ExitCode, r.EndedAt = &code, m.now()
 		_ = m.saveRun(ctx, r)
 		m.emit(ctx, r, "run.failed", "Run "+id+" failed to start", map[string]any{"error": err.Error()}, "error")
+		m.releaseLease(id)
 		return nil, nil, errorf(CodeStartFailed, "Run %s could not start: %v. Its status is failed; fix the cause and spawn it again.", id, err)
 	}
 	return m.view(r), done, nil
@@ -667,6 +731,21 @@ func (m *Manager) finish(id, instance string) {
 	}
 	if err := m.saveRun(ctx, r); err != nil {
 		m.log.Error("record run exit", "run", id, "err", err)
+		return
+	}
+	m.releaseLease(id)
+}
+
+// releaseLease gives up this node's lease of Run id once its generation
+// ended, when the Manager keeps leases.
+func (m *Manager) releaseLease(id string) {
+	if m.keeper == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.keeper.Release(ctx, id); err != nil {
+		m.log.Warn("release run lease", "run", id, "err", err)
 	}
 }
 
@@ -691,6 +770,23 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	for _, r := range runs {
 		if !r.EndedAt.IsZero() || r.Archived {
 			continue
+		}
+		if m.keeper != nil {
+			// A Run whose lease another node holds is that node's, even
+			// when its process can be seen from here; once that lease
+			// expires, the lease keeper finds the Run lost. A Run without
+			// a lease (started before leases) becomes this node's.
+			l, err := m.cfg.Leases.Lease(ctx, r.ID)
+			switch {
+			case err == nil && l.Node != m.cfg.Node:
+				continue
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("run: reconcile: %w", err)
+			case err != nil:
+				if err := m.keeper.Acquire(ctx, r.ID); err != nil {
+					continue // another node took it meanwhile
+				}
+			}
 		}
 		if verifyProcess(r.PID, r.StartTime) == identityValid {
 			m.adopt(r.ID, r.InstanceID, r.PID, r.StartTime)
@@ -722,11 +818,26 @@ func (m *Manager) adopt(id, instance string, pid int, start string) {
 	}()
 }
 
+// otherNode reports whether another node started r's current generation.
+func (m *Manager) otherNode(r store.RunRecord) bool {
+	var d struct {
+		Node string `json:"node"`
+	}
+	_ = json.Unmarshal(r.Doc, &d)
+	return d.Node != "" && d.Node != m.cfg.Node
+}
+
 // status derives a Run's status and its process identity status.
 func (m *Manager) status(r store.RunRecord) (Status, string) {
 	ident := verifyProcess(r.PID, r.StartTime)
 	if r.EndedAt.IsZero() && (ident == identityValid || ident == identityUnsupported && r.PID > 0) {
 		return StatusRunning, ident
+	}
+	if r.EndedAt.IsZero() && m.otherNode(r) {
+		// Its process lives on the node that supervises it, which
+		// records its end, or, should that node die, another node
+		// records it lost.
+		return StatusRunning, identityOtherNode
 	}
 	if r.ExitCode == nil && r.EndedAt.IsZero() {
 		// Ended but not yet recorded by the supervisor: the exit file
@@ -755,7 +866,7 @@ func (m *Manager) view(r store.RunRecord) *Run {
 		StateDir: dir, StdoutLog: filepath.Join(dir, "stdout.log"), StderrLog: filepath.Join(dir, "stderr.log"),
 		CreatedAt: store.FormatTime(r.CreatedAt), StartedAt: store.FormatTime(r.StartedAt),
 		LaunchKind: d.LaunchKind, Recipe: d.Recipe, Tool: d.Tool, Control: nonNilStrings(d.Control),
-		ExitCode: r.ExitCode, Archived: r.Archived,
+		ExitCode: r.ExitCode, Archived: r.Archived, Node: d.Node,
 	}
 	if !r.EndedAt.IsZero() {
 		v.EndedAt = store.FormatTime(r.EndedAt)

@@ -14,6 +14,9 @@ const (
 	identityDead        = "dead_pid"
 	identityMismatch    = "owner_mismatch"
 	identityUnsupported = "unsupported_proof"
+	// identityOtherNode: another node supervises the Run; its process
+	// lives there and is not checked here.
+	identityOtherNode = "other_node"
 )
 
 // procStartTime returns the kernel start time of pid (field 22 of

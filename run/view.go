@@ -43,7 +43,8 @@ type Run struct {
 	OwnerID    string `json:"owner_id"`
 	// PID is the process group leader; ProcessIdentity tells whether the
 	// live process is still the one recorded (valid, dead_pid,
-	// owner_mismatch or unsupported_proof).
+	// owner_mismatch or unsupported_proof), or other_node when another
+	// node supervises the Run and its process cannot be checked here.
 	PID             int    `json:"pid"`
 	ProcessIdentity string `json:"process_identity_status"`
 	StateSchema     string `json:"state_schema"`
@@ -66,6 +67,9 @@ type Run struct {
 	StderrHead string `json:"stderr_head,omitempty"`
 	Archived   bool   `json:"archived,omitempty"`
 	ArchiveDir string `json:"archive_dir,omitempty"`
+	// Node names the node that started the current generation and
+	// supervises it, when the Manager has a node name.
+	Node string `json:"node,omitempty"`
 	// Lost says which node lost the Run and when; set when Status is
 	// StatusLost.
 	Lost *Lost `json:"lost,omitempty"`

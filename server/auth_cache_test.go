@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,28 +10,11 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/testclock"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
 )
-
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func TestRevokedTokenRefused(t *testing.T) {
 	if host.PrincipalCacheTTL > time.Second {
@@ -68,8 +50,8 @@ func TestRevokedTokenRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &fakeClock{t: time.Now()}
-			f := newFixture(t, func(c *server.Config) { c.RateLimit, c.Now = -1, clock.now })
+			clock := testclock.New(time.Now())
+			f := newFixture(t, func(c *server.Config) { c.RateLimit, c.Now = -1, clock.Now })
 			tok, p, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "svc", []string{"tool.invoke"}, time.Now())
 			if err != nil {
 				t.Fatal(err)
@@ -95,7 +77,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 			if wait := tc.revoke(t, f, p); wait > 0 {
 				// Until the entry is stale it may still be trusted; once
 				// it is, the store is asked again.
-				clock.advance(wait)
+				clock.Advance(wait)
 			}
 			if resp := f.Req("GET", "/v1/whoami", tok, nil, nil); resp.StatusCode != 401 {
 				t.Fatalf("whoami with the revoked token: %d, want 401", resp.StatusCode)

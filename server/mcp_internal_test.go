@@ -1,50 +1,32 @@
 package server
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/testclock"
 	"github.com/assent-run/assent/store"
 )
-
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func TestOpenMemo(t *testing.T) {
 	p := store.Principal{ID: "p_a", Kind: store.KindAgent}
 	tests := []struct {
 		name      string
-		between   func(bus *event.Bus, clock *fakeClock)
+		between   func(bus *event.Bus, clock *testclock.Clock)
 		wantCount int // counts made after the second get
 	}{
-		{"nothing happened", func(*event.Bus, *fakeClock) {}, 1},
-		{"an event was published", func(bus *event.Bus, _ *fakeClock) { bus.Publish(event.Event{Type: "run.status"}) }, 2},
-		{"the counts grew old", func(_ *event.Bus, c *fakeClock) { c.advance(openMemoTTL) }, 2},
-		{"some time passed", func(_ *event.Bus, c *fakeClock) { c.advance(openMemoTTL / 2) }, 1},
+		{"nothing happened", func(*event.Bus, *testclock.Clock) {}, 1},
+		{"an event was published", func(bus *event.Bus, _ *testclock.Clock) { bus.Publish(event.Event{Type: "run.status"}) }, 2},
+		{"the counts grew old", func(_ *event.Bus, c *testclock.Clock) { c.Advance(openMemoTTL) }, 2},
+		{"some time passed", func(_ *event.Bus, c *testclock.Clock) { c.Advance(openMemoTTL / 2) }, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			bus := event.New(event.Options{})
 			defer bus.Close()
-			clock := &fakeClock{t: time.Unix(1e9, 0)}
-			memo := &openMemo{now: clock.now}
+			clock := testclock.New(time.Unix(1e9, 0))
+			memo := &openMemo{now: clock.Now}
 			counted := 0
 			count := func() map[string]int {
 				counted++

@@ -140,6 +140,11 @@ func (s *Server) Close() {
 	if s.mcp != nil {
 		s.mcp.close()
 	}
+	if s.controls != nil {
+		// The registry stops writing first, so the screens closing next
+		// unregister their fields without erasing what the store keeps.
+		s.controls.Close()
+	}
 	for _, p := range slices.Backward(s.parts) {
 		if c, ok := p.(interface{ Close() }); ok {
 			c.Close()

@@ -68,6 +68,16 @@ type Cluster interface {
 	// expired first (ties by Run id).
 	ExpiredLeases(ctx context.Context, now time.Time) ([]Lease, error)
 
+	// RestartRun stores rec as the next generation of Run rec.ID, whose
+	// current generation lostInstance has ended, keeping the Run's Control
+	// journal and Trace (and its creation time): a node restarting a lost
+	// Run carries them over to the new generation. The caller first
+	// settles the old generation's pending Controls, since a journal may
+	// not hold pending records of another generation. A Run whose current
+	// generation is not lostInstance gives ErrConflict; an unknown Run
+	// ErrNotFound.
+	RestartRun(ctx context.Context, rec RunRecord, lostInstance string) error
+
 	// EventLog returns the log of events shared by every node on this
 	// store. Buses opened on it (event.Open) deliver every node's events
 	// in one order, numbered by the log.

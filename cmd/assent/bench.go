@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ type benchOpts struct {
 	batchTimeout time.Duration
 	only         string
 	asJSON       bool
+	cpuProfile   string
 }
 
 // Ratio targets of the rows that have one.
@@ -96,6 +98,12 @@ reported as medians:
   screen press /api/mutate          A screen tool run through /api/mutate
                                     with a bearer token. Floor: a net/http
                                     handler decoding the same JSON body.
+  control admission                 A Control applied to a running Run
+                                    through POST /v1/runs/{id}/controls
+                                    (admitted to the journal, written to
+                                    the Run's FIFO). Floor: the net/http
+                                    JSON handler. The Controls are settled
+                                    between calls, outside the figures.
   event fan-out, N subscribers      Delivery latency of events published
                                     at RATE per second to N clients of
                                     GET /v1/events. Floor: a net/http SSE
@@ -121,6 +129,17 @@ round by --duration. Figures depend on the machine: compare the ratios.`,
 				if n < 1 || n > 10000 {
 					return usageErr("bench: each --subscribers value must be between 1 and 10000")
 				}
+			}
+			if o.cpuProfile != "" {
+				f, err := os.Create(o.cpuProfile)
+				if err != nil {
+					return refused("bench: %v", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return refused("bench: %v", err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			rows, err := runBench(cmd.Context(), o, c.err)
 			if err != nil {
@@ -151,6 +170,7 @@ round by --duration. Figures depend on the machine: compare the ratios.`,
 	f.DurationVar(&o.batchTimeout, "batch-timeout", 20*time.Second, "the longest one batch of calls may run")
 	f.StringVar(&o.only, "only", "", "run only the rows whose name contains this text")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (assent, the floor and the clients) to this file")
 	return cmd
 }
 
@@ -162,8 +182,12 @@ type benchEnv struct {
 	token string
 	srv   *server.Server
 	floor *floorServer
+	// agentID is the principal of token.
+	agentID string
 	// flowInstance is the Flow instance the flows row steps.
 	flowInstance string
+	// controlInstance is the generation of the admission row's Run.
+	controlInstance string
 }
 
 // benchScreenTool is the screen tool the /api/mutate row presses.
@@ -225,10 +249,15 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		return nil, err
 	}
 	defer floor.close()
-	e := &benchEnv{o: o, log: progress, base: "http://" + ln.Addr().String(), token: boot.AgentToken, srv: srv, floor: floor}
+	e := &benchEnv{o: o, log: progress, base: "http://" + ln.Addr().String(), token: boot.AgentToken, agentID: boot.Agent.ID, srv: srv, floor: floor}
 	if err := e.setUpFlow(ctx, db); err != nil {
 		return nil, fmt.Errorf("setting up the Flow row: %w", err)
 	}
+	kill, err := e.setUpControlRun(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the admission row: %w", err)
+	}
+	defer kill()
 
 	type benchCase struct {
 		name string
@@ -250,6 +279,9 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		}},
 		benchCase{"screen press POST /api/mutate, 1 client", func(ctx context.Context, name string) (benchRow, error) {
 			return e.mutateRow(ctx, name)
+		}},
+		benchCase{"control admission POST /v1/runs/{id}/controls, 1 client", func(ctx context.Context, name string) (benchRow, error) {
+			return e.admissionRow(ctx, name)
 		}},
 	)
 	for _, n := range o.subscribers {
@@ -333,6 +365,14 @@ func (s sample) perSec() float64 {
 // worker's index), stopping early after limit, and records each
 // operation's latency.
 func batch(ctx context.Context, calls, conc int, limit time.Duration, op func(context.Context, int) error) (sample, error) {
+	return batchWith(ctx, calls, conc, limit, op, nil)
+}
+
+// batchWith is batch with housekeeping: after, when not nil, runs after
+// each operation, outside its latency, and the time it takes is left out
+// of the batch's elapsed time. It is meant for one worker, where nothing
+// else runs meanwhile.
+func batchWith(ctx context.Context, calls, conc int, limit time.Duration, op func(context.Context, int) error, after func(context.Context) error) (sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	lat := make([]time.Duration, calls)
@@ -342,7 +382,13 @@ func batch(ctx context.Context, calls, conc int, limit time.Duration, op func(co
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
+		paused   atomic.Int64
 	)
+	fail := func(err error) {
+		if ctx.Err() == nil {
+			errOnce.Do(func() { firstErr = err; cancel() })
+		}
+	}
 	start := time.Now()
 	for w := range conc {
 		wg.Add(1)
@@ -355,18 +401,24 @@ func batch(ctx context.Context, calls, conc int, limit time.Duration, op func(co
 				}
 				t0 := time.Now()
 				if err := op(ctx, w); err != nil {
-					if ctx.Err() == nil {
-						errOnce.Do(func() { firstErr = err; cancel() })
-					}
+					fail(err)
 					return
 				}
 				lat[i] = time.Since(t0)
 				done.Add(1)
+				if after != nil {
+					t1 := time.Now()
+					if err := after(ctx); err != nil {
+						fail(err)
+						return
+					}
+					paused.Add(int64(time.Since(t1)))
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := time.Since(start) - time.Duration(paused.Load())
 	if firstErr != nil {
 		return sample{}, firstErr
 	}

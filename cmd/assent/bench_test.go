@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -135,5 +138,115 @@ func TestFloorServer(t *testing.T) {
 	}
 	if want := "id: 1\nevent: bench.tick\ndata: {\"t\":1}\n\n"; got.String() != want {
 		t.Fatalf("event %q, want %q", got.String(), want)
+	}
+}
+
+func TestBatchWithAfter(t *testing.T) {
+	ctx := context.Background()
+	var ops, afters int
+	s, err := batchWith(ctx, 5, 1, time.Minute, func(context.Context, int) error {
+		ops++
+		return nil
+	}, func(context.Context) error {
+		if afters >= ops {
+			t.Errorf("after ran %d times before operation %d", afters+1, ops)
+		}
+		afters++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops != 5 || afters != 5 || len(s.lat) != 5 {
+		t.Fatalf("%d operations, %d afters, %d latencies; want 5 each", ops, afters, len(s.lat))
+	}
+
+	// An error from after ends the batch with it.
+	boom := errors.New("settling failed")
+	n := 0
+	_, err = batchWith(ctx, 5, 1, time.Minute, func(context.Context, int) error { n++; return nil },
+		func(context.Context) error { return boom })
+	if !errors.Is(err, boom) || n != 1 {
+		t.Fatalf("err %v after %d operations, want %v after 1", err, n, boom)
+	}
+}
+
+func TestAdmitOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		wantID string
+		errHas string
+	}{
+		{"delivered", http.StatusOK, `{"action":"tick","control_id":"c-1","delivery":"delivered"}`, "c-1", ""},
+		{"refused", http.StatusTooManyRequests, `{"error":{"code":"control_backpressure"}}`, "", "control_backpressure"},
+		{"no id", http.StatusOK, `{"action":"tick"}`, "", "no control_id"},
+		{"not JSON", http.StatusOK, `ok`, "", "no control_id"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []byte
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got, _ = io.ReadAll(r.Body)
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			id, err := admitOnce(context.Background(), srv.Client(), srv.URL, []byte(`{"action":"tick"}`))
+			if string(got) != `{"action":"tick"}` {
+				t.Errorf("server got body %q", got)
+			}
+			if tc.errHas == "" {
+				if err != nil || id != tc.wantID {
+					t.Fatalf("id %q, err %v; want %q", id, err, tc.wantID)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("err %v, want one containing %q", err, tc.errHas)
+			}
+		})
+	}
+}
+
+// TestRunBenchRows runs every row once, briefly: each is measured on both
+// sides and yields a ratio, and the rows with a target carry it.
+func TestRunBenchRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server, a Run and event streams")
+	}
+	o := benchOpts{calls: 5, rounds: 1, subscribers: []int{2}, rate: 20, duration: 200 * time.Millisecond, batchTimeout: time.Minute}
+	rows, err := runBench(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		prefix string
+		target float64
+	}{
+		{"mcp runtime_status, 1 client(s)", targetStatus},
+		{"mcp runtime_status, 16 client(s)", targetStatus},
+		{"mcp runtime_status, 64 client(s)", targetStatus},
+		{"mcp controls_execute stage", targetControls},
+		{"mcp flows_prescribe+flows_apply", 0},
+		{"screen press POST /api/mutate", 0},
+		{"control admission POST /v1/runs/{id}/controls", 0},
+		{"event fan-out, 2 subscribers", round2(targetFanOut)},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), len(want), rows)
+	}
+	for i, w := range want {
+		r := rows[i]
+		if !strings.HasPrefix(r.Name, w.prefix) {
+			t.Errorf("row %d is %q, want %q…", i, r.Name, w.prefix)
+		}
+		if r.Ratio <= 0 || r.PerSec <= 0 || r.FloorPerSec <= 0 || r.N == 0 {
+			t.Errorf("%s: ratio %v, per_s %v, floor_per_s %v, n %d; want all positive", r.Name, r.Ratio, r.PerSec, r.FloorPerSec, r.N)
+		}
+		if r.Target != w.target {
+			t.Errorf("%s: target %v, want %v", r.Name, r.Target, w.target)
+		}
 	}
 }

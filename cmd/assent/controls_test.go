@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -18,28 +15,8 @@ import (
 // a fresh data directory and returns its URL, bootstrap and store.
 func startServer(t *testing.T, demo bool) (string, auth.Bootstrap, *sqlite.DB) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Demo: demo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	return hs.URL, boot, db
+	k := assenttest.Start(t, func(c *server.Config) { c.Demo = demo })
+	return k.URL(), k.Boot, k.DB
 }
 
 // demoServer starts a demo server and returns its URL and the agent token.

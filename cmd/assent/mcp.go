@@ -19,14 +19,13 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
 func newMCPCmd(c *cli) *cobra.Command {
 	var (
-		o    clientOpts
-		data string
-		demo bool
+		o               clientOpts
+		data, storeFlag string
+		demo            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -39,9 +38,10 @@ refusals are the server's. With --data it runs in process on a data directory
 instead, acting as the agent created at first start (or as --token's
 principal). With --data and --demo it loads the same demo workspace as
 "assent serve --demo": the profile form, the screens, the player Recipe and
-the Flows. Proposals and screens live in memory, so those made in process
-are seen only by this process's clients, not in a server's web inbox; Runs
-and Flow instances live in the data directory and are. Runs started in
+the Flows. Proposals and screens made in process are kept in the store, but
+a server already running on it reads them only when it next starts; Runs
+and Flow instances are seen by both at once. --store names a PostgreSQL
+store instead of the data directory's SQLite. Runs started in
 process report to this process's own loopback HTTP API, so a service Run
 (such as the demo player) can be steered only while it runs.`,
 		Example: `  ASSENT_TOKEN=asnt_… assent mcp --url http://127.0.0.1:7410
@@ -51,7 +51,7 @@ process report to this process's own loopback HTTP API, so a service Run
 			ctx := cmd.Context()
 			t := &mcp.IOTransport{Reader: io.NopCloser(c.in), Writer: nopWriteCloser{c.out}}
 			if data != "" {
-				return serveMCPInProcess(ctx, c, data, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), demo, t)
+				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), demo, t)
 			}
 			if demo {
 				return usageErr("--demo goes with --data; a server started with assent serve --demo already serves the demo")
@@ -66,6 +66,7 @@ process report to this process's own loopback HTTP API, so a service Run
 	addClientFlags(cmd, &o)
 	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
 	cmd.Flags().BoolVar(&demo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
+	cmd.Flags().StringVar(&storeFlag, "store", "", "with --data: "+storeFlagUsage)
 	return cmd
 }
 
@@ -75,8 +76,8 @@ func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPInProcess runs the full runtime on the data directory and serves
 // its tools over t.
-func serveMCPInProcess(ctx context.Context, c *cli, dir, token string, demo bool, t mcp.Transport) error {
-	rt, err := startInProcess(ctx, c, dir, token, demo)
+func serveMCPInProcess(ctx context.Context, c *cli, dir, storeFlag, token string, demo bool, t mcp.Transport) error {
+	rt, err := startInProcess(ctx, c, dir, storeFlag, token, demo)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ type inProcess struct {
 	// base is the loopback URL of this process's HTTP API and web UI, which
 	// Runs started here call back (ASSENT_URL) while the process lives.
 	base  string
-	db    *sqlite.DB
+	db    store.Store
 	owner string
 	close func()
 }
@@ -102,19 +103,19 @@ type inProcess struct {
 // signInLink returns a one-time sign-in link to this process's web UI for
 // the workspace's owner.
 func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
-	return auth.NewSignInLink(ctx, rt.db, rt.owner, rt.base, time.Now())
+	return auth.NewSignInLink(ctx, rt.db.Sessions(), rt.owner, rt.base, time.Now())
 }
 
 // startInProcess opens the data directory, builds the runtime, serves its
 // HTTP API on a loopback port (so Runs can reach it) and builds an MCP
 // server over its tools that acts as the agent created at first start, or
 // as token's principal.
-func startInProcess(ctx context.Context, c *cli, data, token string, demo bool) (*inProcess, error) {
+func startInProcess(ctx context.Context, c *cli, data, storeFlag, token string, demo bool) (*inProcess, error) {
 	dir, err := absDataDir(data)
 	if err != nil {
 		return nil, err
 	}
-	db, err := openStore(ctx, dir, true)
+	db, err := openCommandStore(ctx, dir, storeFlag, true)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func startInProcess(ctx context.Context, c *cli, data, token string, demo bool) 
 	}
 	p := boot.Agent
 	if token != "" {
-		if p, err = db.PrincipalByToken(ctx, auth.Hash(token)); err != nil {
+		if p, err = db.Principals().PrincipalByToken(ctx, auth.Hash(token)); err != nil {
 			return fail(refused("sign_in_required: the token is unknown or revoked"))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/postgres"
@@ -68,23 +69,19 @@ func openServeStore(ctx context.Context, dir, rawURL string) (store.Store, error
 		return openStore(ctx, dir, true)
 	}
 	if !postgres.IsURL(rawURL) {
-		return nil, refused("%s: --store (or ASSENT_STORE) takes a PostgreSQL URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE, not %q; leave it unset for SQLite in the data directory",
-			postgres.CodeURLInvalid, postgres.Redact(rawURL))
+		return nil, badStoreURL(rawURL)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, refused("cannot create data directory %s: %v", dir, err)
 	}
-	db, err := postgres.Open(ctx, rawURL)
-	if err != nil {
-		return nil, refused("%v", err)
-	}
-	return db, nil
+	return openPostgres(ctx, rawURL)
 }
 
 func newServeCmd(c *cli) *cobra.Command {
 	var (
-		data, addr, baseURL, logFormat, runUser, storeFlag string
-		demo                                               bool
+		data, addr, baseURL, logFormat, runUser, storeFlag, node string
+		demo                                                     bool
+		leaseTTL                                                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -103,6 +100,12 @@ sign-in link for the owner (valid 15 minutes) and a ready-to-paste MCP client
 configuration whose stdio command exists on this machine (the binary's
 absolute path, or "go -C REPO run ./cmd/assent" when started by go run).
 The data directory is made absolute at start.
+
+Several nodes may share one PostgreSQL store (see docs/deploy.md). Each
+needs a name of its own, the same across its restarts: --node (or
+ASSENT_NODE; default the host name and a digest of the data directory). A
+node holds a lease on each Run it supervises, renewed every third of
+--lease-ttl; when a node stops renewing, another one finds its Runs lost.
 
 With --demo it loads the demo workspace (a profile form, screens, a player
 Recipe, expense and deployment Flows), puts a proposed profile change, the
@@ -139,7 +142,18 @@ down gracefully.`,
 				ln.Close()
 				return refused("%v", err)
 			}
-			srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base, RunUser: runUser})
+			if leaseTTL == 0 && os.Getenv("ASSENT_LEASE_TTL") != "" {
+				if leaseTTL, err = time.ParseDuration(os.Getenv("ASSENT_LEASE_TTL")); err != nil {
+					ln.Close()
+					return refused("bad_lease_ttl: ASSENT_LEASE_TTL must be a duration such as 15s, not %q", os.Getenv("ASSENT_LEASE_TTL"))
+				}
+			}
+			if leaseTTL < 0 || leaseTTL > store.LeaseMaxTTL {
+				ln.Close()
+				return refused("bad_lease_ttl: --lease-ttl must be between 0 (the default, %s) and %s, not %s", run.DefaultLeaseTTL, store.LeaseMaxTTL, leaseTTL)
+			}
+			srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base, RunUser: runUser,
+				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL})
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
@@ -160,7 +174,7 @@ down gracefully.`,
 				return refused("%v", err)
 			}
 			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: demo, seed: seed, self: currentInvocation()})
-			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "demo", demo)
+			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "node", srv.Config.Node, "demo", demo)
 			if err := srv.Serve(ctx, ln); err != nil {
 				return refused("%v", err)
 			}
@@ -175,6 +189,8 @@ down gracefully.`,
 	f.StringVar(&baseURL, "base-url", "", "public URL of this server, when behind a proxy (default http://ADDR)")
 	f.BoolVar(&demo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")
 	f.StringVar(&logFormat, "log", "text", "log format on stderr: text or json")
+	f.StringVar(&node, "node", "", "name of this node among the nodes sharing the store; unique, and the same across restarts (default $ASSENT_NODE, else the host name and a digest of the data directory)")
+	f.DurationVar(&leaseTTL, "lease-ttl", 0, "time to live of this node's Run leases: a Run whose node dies is found lost within about this time and a third (default $ASSENT_LEASE_TTL, else 15s)")
 	f.StringVar(&runUser, "run-user", "", "when serving as root, the user Run and tool processes run as: a name or UID:GID (default nobody)")
 	return cmd
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,5 +87,37 @@ func TestServePostgres(t *testing.T) {
 	second := serveInProcess(t, "--data", t.TempDir())
 	if second.token != "" || !strings.Contains(second.out.String(), "store: postgres") {
 		t.Errorf("second start on the same database showed a new agent token or another store:\n%s", second.out.String())
+	}
+}
+
+// TestTokenCommandsOnPostgres: the token commands work on the store a
+// PostgreSQL server uses, with no data directory on this machine.
+func TestTokenCommandsOnPostgres(t *testing.T) {
+	u, _ := pgtest.URL(t)
+	t.Setenv("ASSENT_STORE", "")
+	run := func(args ...string) (int, string, string) {
+		var out, errw bytes.Buffer
+		code := executeContext(context.Background(), args, strings.NewReader(""), &out, &errw)
+		return code, out.String(), errw.String()
+	}
+	missing := filepath.Join(t.TempDir(), "never-made")
+	if code, out, errOut := run("token", "create", "--data", missing, "--store", u, "--kind", "human", "--name", "alice"); code != 0 || !strings.Contains(out, "/signin/") {
+		t.Fatalf("token create on PostgreSQL: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("ASSENT_STORE", u)
+	code, out, errOut := run("token", "list", "--data", missing, "--json")
+	if code != 0 || !strings.Contains(out, `"alice"`) {
+		t.Fatalf("token list through ASSENT_STORE: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run("token", "link", "alice", "--data", missing); code != 0 || !strings.Contains(out, "/signin/") {
+		t.Fatalf("token link: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("the token commands made a data directory though the store is PostgreSQL")
+	}
+	// A --store that is not a PostgreSQL URL is refused with its code.
+	t.Setenv("ASSENT_STORE", "")
+	if code, _, errOut := run("token", "list", "--store", "mysql://x"); code == 0 || !strings.Contains(errOut, "store_url_invalid") {
+		t.Fatalf("token list with a bad --store: exit %d, %s", code, errOut)
 	}
 }

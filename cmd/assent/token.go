@@ -17,7 +17,7 @@ import (
 func newTokenCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Create, list and revoke principals and their bearer tokens (offline, on the data directory)",
+		Short: "Create, list and revoke principals and their bearer tokens (offline, on the server's store: --data or --store)",
 		Example: `  assent token create --kind agent --name planner --grant control.write
   assent token list
   assent token revoke p_0123456789abcdef0123`,
@@ -29,9 +29,9 @@ func newTokenCmd(c *cli) *cobra.Command {
 
 func newTokenCreateCmd(c *cli) *cobra.Command {
 	var (
-		data, kind, name, base string
-		grants, forNames       []string
-		asJSON                 bool
+		data, kind, name, base, storeFlag string
+		grants, forNames                  []string
+		asJSON                            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create",
@@ -54,12 +54,12 @@ one-time sign-in link for the web UI is printed too.`,
 				return usageErr("--name is required")
 			}
 			ctx := cmd.Context()
-			db, err := openStore(ctx, dataDir(data), true)
+			db, err := openCommandStore(ctx, data, storeFlag, true)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			sup, err := supervisorIDs(ctx, db, splitList(forNames))
+			sup, err := supervisorIDs(ctx, db.Principals(), splitList(forNames))
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ one-time sign-in link for the web UI is printed too.`,
 			}
 			var link string
 			if kind == store.KindHuman {
-				if link, err = auth.NewSignInLink(ctx, db, p.ID, firstNonEmpty(base, defaultURL), time.Now()); err != nil {
+				if link, err = auth.NewSignInLink(ctx, db.Sessions(), p.ID, firstNonEmpty(base, defaultURL), time.Now()); err != nil {
 					return refused("%v", err)
 				}
 			}
@@ -88,7 +88,7 @@ one-time sign-in link for the web UI is printed too.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	addDataFlags(f, &data, &storeFlag)
 	f.StringVar(&kind, "kind", "", "human, agent or service (required)")
 	f.StringVar(&name, "name", "", "a name people will recognise (required)")
 	f.StringSliceVar(&grants, "grant", nil, "capabilities to grant, comma-separated or repeated")
@@ -100,8 +100,8 @@ one-time sign-in link for the web UI is printed too.`,
 
 func newTokenListCmd(c *cli) *cobra.Command {
 	var (
-		data   string
-		asJSON bool
+		data, storeFlag string
+		asJSON          bool
 	)
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -110,12 +110,12 @@ func newTokenListCmd(c *cli) *cobra.Command {
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			db, err := openStore(ctx, dataDir(data), false)
+			db, err := openCommandStore(ctx, data, storeFlag, false)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			ps, err := db.ListPrincipals(ctx)
+			ps, err := db.Principals().ListPrincipals(ctx)
 			if err != nil {
 				return refused("%v", err)
 			}
@@ -137,13 +137,13 @@ func newTokenListCmd(c *cli) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	addDataFlags(cmd.Flags(), &data, &storeFlag)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func newTokenRevokeCmd(c *cli) *cobra.Command {
-	var data string
+	var data, storeFlag string
 	cmd := &cobra.Command{
 		Use:     "revoke PRINCIPAL_ID",
 		Short:   "Revoke a principal's tokens and web sessions",
@@ -151,12 +151,12 @@ func newTokenRevokeCmd(c *cli) *cobra.Command {
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			db, err := openStore(ctx, dataDir(data), false)
+			db, err := openCommandStore(ctx, data, storeFlag, false)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			if err := db.RevokePrincipal(ctx, args[0]); err != nil {
+			if err := db.Principals().RevokePrincipal(ctx, args[0]); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return refused("not_found: no active principal %q (assent token list shows them)", args[0])
 				}
@@ -166,7 +166,7 @@ func newTokenRevokeCmd(c *cli) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	addDataFlags(cmd.Flags(), &data, &storeFlag)
 	return cmd
 }
 

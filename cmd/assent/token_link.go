@@ -12,7 +12,7 @@ import (
 // works on the data directory, so a running server accepts the link
 // without a restart.
 func newTokenLinkCmd(c *cli) *cobra.Command {
-	var data, base string
+	var data, base, storeFlag string
 	cmd := &cobra.Command{
 		Use:     "link NAME",
 		Short:   "Print a fresh one-time sign-in link for the person NAME",
@@ -20,12 +20,12 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			db, err := openStore(ctx, dataDir(data), false)
+			db, err := openCommandStore(ctx, data, storeFlag, false)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			ps, err := db.ListPrincipals(ctx)
+			ps, err := db.Principals().ListPrincipals(ctx)
 			if err != nil {
 				return refused("%v", err)
 			}
@@ -33,7 +33,7 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 			if !ok {
 				return refused("not_found: no active person named %q (assent token list shows them; assent token create --kind human --name %s adds one)", args[0], args[0])
 			}
-			link, err := auth.NewSignInLink(ctx, db, found.ID, firstNonEmpty(base, defaultURL), time.Now())
+			link, err := auth.NewSignInLink(ctx, db.Sessions(), found.ID, firstNonEmpty(base, defaultURL), time.Now())
 			if err != nil {
 				return refused("%v", err)
 			}
@@ -42,7 +42,7 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
+	addDataFlags(f, &data, &storeFlag)
 	f.StringVar(&base, "base-url", "", "server URL for the link (default "+defaultURL+")")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,9 +59,22 @@ func StartListening(t testing.TB, mod func(*server.Config)) *Kit {
 	return start(t, true, mod)
 }
 
+// StartIn is StartListening on the data directory dir, created when
+// missing; dir may be relative, as a person's command line gives it.
+func StartIn(t testing.TB, dir string, mod func(*server.Config)) *Kit {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return startIn(t, dir, true, mod)
+}
+
 func start(t testing.TB, listen bool, mod func(*server.Config)) *Kit {
+	return startIn(t, t.TempDir(), listen, mod)
+}
+
+func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *Kit {
 	ctx := context.Background()
-	dir := t.TempDir()
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -69,6 +69,11 @@ type Recipe struct {
 	Artifacts map[string]Artifact `json:"artifacts,omitempty"`
 	// Control lists the actions the Run's service accepts.
 	Control []string `json:"control,omitempty"`
+	// Restart says what happens when the node supervising the Run stops
+	// renewing its lease and another node finds the Run lost: "never"
+	// (or empty), the Run stays lost; RestartOnLost, the node that found
+	// it lost starts its next generation.
+	Restart string `json:"restart,omitempty"`
 	// Env declares environment variables of the Run's process: NAME →
 	// template, with {placeholders} replaced by their (unquoted) values.
 	// Names match ^[A-Z_][A-Z0-9_]*$; ASSENT_* names are the runtime's.
@@ -116,8 +121,17 @@ func (a *Artifact) UnmarshalJSON(b []byte) error {
 var recipeFields = map[string]bool{
 	"description": true, "disabled": true, "args": true, "defaults": true, "values": true, "template": true,
 	"async": true, "singleton": true, "artifacts": true, "control": true, "label": true, "parallel": true,
-	"timeout": true, "retry": true, "env": true,
+	"timeout": true, "retry": true, "env": true, "restart": true,
 }
+
+// Values of a Recipe's "restart" field.
+const (
+	// RestartNever keeps a lost Run lost (the default).
+	RestartNever = "never"
+	// RestartOnLost starts the next generation of a lost Run on the node
+	// that found it lost.
+	RestartOnLost = "on_lost"
+)
 
 var envNamePattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
@@ -232,6 +246,11 @@ func (r *Recipe) Validate() error {
 	}
 	if r.Singleton && !r.Async {
 		return errorf(CodeInvalidRecipe, "singleton Recipes must declare async: true")
+	}
+	switch r.Restart {
+	case "", RestartNever, RestartOnLost:
+	default:
+		return errorf(CodeInvalidRecipe, "Recipe restart must be %q or %q, not %q", RestartNever, RestartOnLost, r.Restart)
 	}
 	root, err := parseNode(r.Template, 0)
 	if err != nil {

@@ -36,6 +36,12 @@ type Part struct {
 	// (for example those registered in process by a Go application) are
 	// visible to every principal.
 	forms map[string]*formDecl
+
+	// origin identifies this process on the control.command events it
+	// publishes, so that nodes sharing the store follow one another's
+	// changes (see nodes.go); stopFollowing ends that.
+	origin        string
+	stopFollowing func()
 }
 
 // formDecl is a form whose controls assent holds.
@@ -45,16 +51,29 @@ type formDecl struct {
 	// private forms (a screen's fields) are visible only to their owner and
 	// to the people who oversee it; others get not_found.
 	private bool
-	values  map[control.Key]*control.Value
-	remove  []func()
+	// hosted forms keep their values in the registry, which saves them
+	// with the form; the others (a screen's fields) are registered
+	// controls whose values live elsewhere, removed by calling remove.
+	hosted bool
+	remove []func()
 }
 
-// New builds the controls part on h and registers its tools.
+// New builds the controls part on h and registers its tools. The registry
+// writes through to the store and starts with what the store kept: open
+// proposals, undo histories and hosted forms with their values.
 func New(ctx context.Context, h *host.Host) (*Part, error) {
 	s := &Part{
 		Host:     h,
-		controls: control.New(control.Config{Now: h.Now}),
+		controls: control.New(control.Config{Now: h.Now, Store: h.Store.ControlRegistry}),
 		forms:    map[string]*formDecl{},
+		origin:   newOrigin(),
+	}
+	restored, err := s.controls.Restore(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("controls: %w", err)
+	}
+	for _, f := range restored {
+		s.forms[f.FormID] = &formDecl{owner: f.Owner, private: f.Private, hosted: true}
 	}
 	for _, t := range s.controlTools() {
 		if err := s.Tools.Register(t); err != nil {
@@ -62,14 +81,26 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		}
 	}
 	if s.Config.Demo {
-		if err := s.declareDemoProfile(); err != nil {
+		if err := s.declareDemoProfile(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
+	s.followOtherNodes()
 	return s, nil
+}
+
+// Close stops following other nodes and stops the registry from writing
+// to the store. Controls unregistered afterwards, as screens are while the
+// server shuts down, keep what the store holds for them, so the next start
+// restores it.
+func (s *Part) Close() {
+	if s.stopFollowing != nil {
+		s.stopFollowing()
+	}
+	s.controls.Close()
 }
 
 //go:embed templates/*.html
@@ -133,7 +164,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", map[string]any{
 		"action": cmd.Action, "identity": cmd.Identity, "ok": res.OK, "reason": res.Reason,
-		"source": cc.Source, "principalId": p.ID, "snapshot": res.Snapshot,
+		"source": cc.Source, "principalId": p.ID, "snapshot": res.Snapshot, "origin": s.origin,
 	})
 	return res
 }
@@ -386,87 +417,60 @@ type hostedControl struct {
 	State     *control.State   `json:"state,omitempty"`
 }
 
-// declareForm registers (or replaces) the hosted controls of formID for
-// owner.
-func (s *Part) declareForm(owner, formID string, private bool, ctrls []hostedControl) error {
+// declareForm hosts (or replaces) the controls of formID for owner. The
+// declaration is saved before it takes effect: when the store refuses it,
+// nothing changes and the error's code is store_unavailable.
+func (s *Part) declareForm(ctx context.Context, owner, formID string, private bool, ctrls []hostedControl) error {
 	s.formsMu.Lock()
 	defer s.formsMu.Unlock()
-	if old, ok := s.forms[formID]; ok && old.owner != owner {
+	old, ok := s.forms[formID]
+	if ok && old.owner != owner {
 		return tool.Errorf("forbidden", "form %q was declared by another principal; choose another form id", formID)
+	}
+	if ok && !old.hosted {
+		return tool.Errorf("forbidden", "form %q holds the fields of a screen; choose another form id", formID)
 	}
 	if len(ctrls) == 0 || len(ctrls) > 1000 {
 		return tool.Errorf("invalid_request", "declare 1 to 1,000 controls")
 	}
-	seen := map[control.Key]bool{}
-	regs := make([]control.Registration, 0, len(ctrls))
-	values := map[control.Key]*control.Value{}
+	hf := control.HostedForm{FormID: formID, Owner: owner, Private: private, Controls: make([]control.HostedControl, len(ctrls))}
 	for i, c := range ctrls {
-		id := control.Identity{FormID: formID, ControlID: c.ControlID, Subject: c.Subject}
-		if err := id.Validate(); err != nil {
-			var ce *control.Error
-			if errors.As(err, &ce) {
-				return &tool.Error{Code: string(ce.Reason), Message: fmt.Sprintf("controls[%d]: %s", i, ce.Message)}
-			}
-			return tool.Errorf("invalid_request", "controls[%d]: %v", i, err)
-		}
-		if seen[id.Key()] {
-			return tool.Errorf("invalid_request", "controls[%d]: %s is declared twice", i, id)
-		}
-		seen[id.Key()] = true
-		v := control.NewValue(c.Value)
-		if c.State != nil {
-			v.SetState(*c.State)
-		}
-		values[id.Key()] = v
-		regs = append(regs, control.Registration{Identity: id, Metadata: c.Metadata, Handles: control.Handles{
-			GetValue: v.Get, SetValue: v.Set, Clear: v.Clear, GetState: v.State,
-		}})
-	}
-	var removes []func()
-	for _, reg := range regs {
-		undo, err := s.controls.Register(reg)
-		if err != nil {
-			for _, u := range removes {
-				u()
-			}
-			var ce *control.Error
-			if errors.As(err, &ce) {
-				return &tool.Error{Code: string(ce.Reason), Message: ce.Message}
-			}
-			return tool.Errorf("invalid_request", "%v", err)
-		}
-		removes = append(removes, undo)
-	}
-	if old, ok := s.forms[formID]; ok {
-		// Drop controls of the old declaration that the new one left out.
-		for k := range old.values {
-			if !seen[k] {
-				s.controls.Unregister(keyIdentity(k))
-			}
+		hf.Controls[i] = control.HostedControl{
+			Identity: control.Identity{FormID: formID, ControlID: c.ControlID, Subject: c.Subject},
+			Metadata: c.Metadata, Value: c.Value, State: c.State,
 		}
 	}
-	s.forms[formID] = &formDecl{owner: owner, private: private, values: values, remove: removes}
+	if err := s.controls.Host(ctx, hf); err != nil {
+		return toolError(err)
+	}
+	s.forms[formID] = &formDecl{owner: owner, private: private, hosted: true}
 	return nil
 }
 
-func keyIdentity(k control.Key) control.Identity {
-	id := control.Identity{FormID: k.FormID, ControlID: k.ControlID}
-	if k.HasSubject {
-		id.Subject = &control.Subject{Type: k.SubjectType, ID: k.SubjectID}
+// toolError returns err, a registry error, with its reason as the code.
+func toolError(err error) error {
+	var ce *control.Error
+	if errors.As(err, &ce) {
+		return &tool.Error{Code: string(ce.Reason), Message: ce.Message}
 	}
-	return id
+	return tool.Errorf("invalid_request", "%v", err)
 }
 
-// removeForm unregisters the hosted form formID.
-func (s *Part) removeForm(owner, formID string) error {
+// removeForm unregisters the form formID. A hosted form is erased from
+// the store first; when the store refuses, the form stays.
+func (s *Part) removeForm(ctx context.Context, owner, formID string) error {
 	s.formsMu.Lock()
+	defer s.formsMu.Unlock()
 	f, ok := s.forms[formID]
 	if !ok || f.owner != owner {
-		s.formsMu.Unlock()
 		return tool.Errorf("not_found", "you have declared no form %q", formID)
 	}
+	if f.hosted {
+		if _, err := s.controls.Unhost(ctx, formID); err != nil {
+			return toolError(err)
+		}
+	}
 	delete(s.forms, formID)
-	s.formsMu.Unlock()
 	for _, u := range f.remove {
 		u()
 	}
@@ -486,7 +490,7 @@ func (s *Part) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	formID := r.PathValue("formId")
-	if err := s.declareForm(p.ID, formID, false, req.Controls); err != nil {
+	if err := s.declareForm(r.Context(), p.ID, formID, false, req.Controls); err != nil {
 		host.WriteToolError(w, err)
 		return
 	}
@@ -496,7 +500,7 @@ func (s *Part) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
 
 func (s *Part) handleFormRemove(w http.ResponseWriter, r *http.Request) {
 	formID := r.PathValue("formId")
-	if err := s.removeForm(host.PrincipalOf(r).ID, formID); err != nil {
+	if err := s.removeForm(r.Context(), host.PrincipalOf(r).ID, formID); err != nil {
 		host.WriteToolError(w, err)
 		return
 	}
@@ -519,16 +523,21 @@ func (s *Part) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
 	p := host.PrincipalOf(r)
 	s.formsMu.Lock()
 	f, ok := s.forms[id.FormID]
-	var v *control.Value
-	if ok && f.owner == p.ID {
-		v = f.values[id.Key()]
-	}
+	mine := ok && f.hosted && f.owner == p.ID
 	s.formsMu.Unlock()
-	if v == nil {
+	if !mine {
 		host.WriteError(w, wire.NotFound, fmt.Sprintf("you host no control %s", id))
 		return
 	}
-	v.Store(req.Value)
+	if err := s.controls.SetHostedValue(r.Context(), id, req.Value); err != nil {
+		var ce *control.Error
+		if errors.As(err, &ce) && ce.Reason == control.ReasonNotFound {
+			host.WriteError(w, wire.NotFound, fmt.Sprintf("you host no control %s", id))
+			return
+		}
+		host.WriteToolError(w, toolError(err))
+		return
+	}
 	snap, _ := s.controls.Get(r.Context(), id)
 	s.publishControl(id.FormID, "control.value", map[string]any{"identity": id, "snapshot": snap})
 	host.WriteJSON(w, http.StatusOK, snap)
@@ -705,9 +714,16 @@ func labelOf(label, fallback string) string {
 	return fallback
 }
 
-// declareDemoProfile hosts the demo "profile" form.
-func (s *Part) declareDemoProfile() error {
-	return s.declareForm("", "profile", false, []hostedControl{
+// declareDemoProfile hosts the demo "profile" form, unless the store kept
+// it from an earlier start.
+func (s *Part) declareDemoProfile(ctx context.Context) error {
+	s.formsMu.Lock()
+	_, kept := s.forms["profile"]
+	s.formsMu.Unlock()
+	if kept {
+		return nil
+	}
+	return s.declareForm(ctx, "", "profile", false, []hostedControl{
 		{ControlID: "displayName", Metadata: control.Metadata{Kind: control.KindText, Label: "Display name", Sensitivity: control.Personal}, Value: "Ada Lovelace"},
 		{ControlID: "email", Metadata: control.Metadata{Kind: control.KindEmail, Label: "Email", Sensitivity: control.Personal}, Value: "ada@example.com"},
 		{ControlID: "plan", Metadata: control.Metadata{Kind: control.KindSelect, Label: "Plan", Options: []control.Option{
@@ -724,9 +740,9 @@ func (s *Part) declareDemoProfile() error {
 // them.
 func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {
 	s.formsMu.Lock()
-	if old, ok := s.forms[formID]; ok && old.owner != owner {
+	if old, ok := s.forms[formID]; ok && (old.owner != owner || old.hosted) {
 		s.formsMu.Unlock()
-		return nil, tool.Errorf("forbidden", "form %q belongs to another principal", formID)
+		return nil, tool.Errorf("forbidden", "form %q belongs to another principal or is a hosted form", formID)
 	}
 	s.formsMu.Unlock()
 	var undos []func()
@@ -749,11 +765,13 @@ func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registra
 	s.formsMu.Lock()
 	old := s.forms[formID]
 	s.forms[formID] = &formDecl{owner: owner, private: true, remove: undos}
+	// Unlike a hosted form, a private form is not saved: its controls
+	// come back with the screen that registers them.
 	s.formsMu.Unlock()
 	if old != nil {
 		for _, u := range old.remove {
 			u()
 		}
 	}
-	return func() { _ = s.removeForm(owner, formID) }, nil
+	return func() { _ = s.removeForm(context.Background(), owner, formID) }, nil
 }

@@ -2,26 +2,22 @@ package flows
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
-
-// demoFlowsFS holds copies of examples/flows (a test keeps them equal).
-//
-//go:embed demo/flows/*.json
-var demoFlowsFS embed.FS
 
 // DemoExpenseID is the demo expense instance.
 const DemoExpenseID = "expense-1001"
@@ -44,17 +40,10 @@ type demoPayment struct {
 // expense, over the limit and submitted, owned by the workspace's first
 // agent: its next step waits for a person's approval.
 func (s *Part) loadDemoFlows(ctx context.Context) error {
-	names, err := fs.Glob(demoFlowsFS, "demo/flows/*.json")
-	if err != nil {
-		return err
-	}
+	programs := examples.Programs()
 	var expense *flow.Program
-	for _, n := range names {
-		src, err := demoFlowsFS.ReadFile(n)
-		if err != nil {
-			return err
-		}
-		p, err := s.flows.AddProgram(ctx, src)
+	for _, n := range slices.Sorted(maps.Keys(programs)) {
+		p, err := s.flows.AddProgram(ctx, programs[n])
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}

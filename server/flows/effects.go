@@ -503,7 +503,7 @@ func (w *flowRunWatch) check(ctx context.Context, id string) {
 	switch st.Status {
 	case run.StatusDone:
 		value = "succeeded"
-	case run.StatusFailed, run.StatusExited, run.StatusCancelled, run.StatusKilled:
+	case run.StatusFailed, run.StatusExited, run.StatusCancelled, run.StatusKilled, run.StatusLost:
 		value = "failed"
 	default:
 		return

@@ -2,7 +2,6 @@ package flows
 
 // Names the external tests reach inside the package.
 var (
-	DemoFlowsFS            = demoFlowsFS
 	WriteDemoDeployRecipes = writeDemoDeployRecipes
 	FormatAmount           = formatAmount
 	MaskIBAN               = maskIBAN

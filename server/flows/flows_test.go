@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
@@ -443,21 +444,6 @@ func TestFlowPagesRender(t *testing.T) {
 	}
 }
 
-// TestDemoFlowsAreTheExamples keeps the embedded demo programs equal to
-// examples/flows.
-func TestDemoFlowsAreTheExamples(t *testing.T) {
-	for _, name := range []string{"expense-approval.json", "deployment.json"} {
-		want, err := os.ReadFile("../../examples/flows/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := flows.DemoFlowsFS.ReadFile("demo/flows/" + name)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("server/demo/flows/%s differs from examples/flows/%s; copy it again", name, name)
-		}
-	}
-}
-
 // TestFlowRunSpawn runs the deployment program: run.spawn starts the
 // deploy Recipe, its end becomes the fact run.deploy, and the next step
 // records the deployment.
@@ -684,9 +670,9 @@ func TestFlowStartByIDPicksThePersonsProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := flows.DemoFlowsFS.ReadFile("demo/flows/expense-approval.json")
-	if err != nil {
-		t.Fatal(err)
+	src, ok := examples.Programs()["expense-approval.json"]
+	if !ok {
+		t.Fatal("no example expense-approval.json")
 	}
 	// Any change the kernel sees gives a new fingerprint.
 	other := bytes.Replace(src, []byte(`"priority": 1`), []byte(`"priority": 9`), 1)

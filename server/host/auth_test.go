@@ -11,26 +11,9 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/testclock"
 	"github.com/assent-run/assent/store"
 )
-
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // countingLoad is a principal loader that counts its calls per token.
 type countingLoad struct {
@@ -66,7 +49,7 @@ func TestPrincipalCache(t *testing.T) {
 	type env struct {
 		bus   *event.Bus
 		load  *countingLoad
-		clock *fakeClock
+		clock *testclock.Clock
 	}
 	type step struct {
 		before    func(e env)
@@ -86,11 +69,11 @@ func TestPrincipalCache(t *testing.T) {
 		{"a fresh entry is served without the store", 8, []step{
 			{tok: "a", wantLoads: 1},
 			{tok: "a", wantLoads: 1},
-			{before: func(e env) { e.clock.advance(PrincipalCacheTTL / 2) }, tok: "a", wantLoads: 1},
+			{before: func(e env) { e.clock.Advance(PrincipalCacheTTL / 2) }, tok: "a", wantLoads: 1},
 		}},
 		{"a stale entry is checked again", 8, []step{
 			{tok: "a", wantLoads: 1},
-			{before: func(e env) { e.clock.advance(PrincipalCacheTTL) }, tok: "a", wantLoads: 2},
+			{before: func(e env) { e.clock.Advance(PrincipalCacheTTL) }, tok: "a", wantLoads: 2},
 			{tok: "a", wantLoads: 2},
 		}},
 		{"an unknown token is not remembered", 8, []step{
@@ -132,11 +115,11 @@ func TestPrincipalCache(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := env{bus: event.New(event.Options{}), load: &countingLoad{calls: map[string]int{}}, clock: &fakeClock{t: time.Unix(1e9, 0)}}
+			e := env{bus: event.New(event.Options{}), load: &countingLoad{calls: map[string]int{}}, clock: testclock.New(time.Unix(1e9, 0))}
 			defer e.bus.Close()
 			c := newPrincipalCache(e.bus, tc.size, PrincipalCacheTTL)
 			defer c.close()
-			c.now = e.clock.now
+			c.now = e.clock.Now
 			for i, s := range tc.steps {
 				if s.before != nil {
 					s.before(e)

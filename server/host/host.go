@@ -2,10 +2,13 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -61,6 +64,27 @@ type Config struct {
 	// RunUser is the user Run and tool processes run as when the server
 	// runs as root: a user name or numeric "uid:gid" (default "nobody").
 	RunUser string
+	// Node names this node among the nodes sharing the store: it holds
+	// the leases of the Runs it supervises under this name. It must be
+	// unique among them and stay the same across restarts (default:
+	// DefaultNode of the data directory).
+	Node string
+	// LeaseTTL is the time to live of the lease a node holds on each Run
+	// it supervises (default 15 seconds): a Run whose node dies is found
+	// lost within about this time and a third.
+	LeaseTTL time.Duration
+}
+
+// DefaultNode is the node name of a server that is given none: the host
+// name and a short digest of the data directory, so that it stays the
+// same across restarts and differs between two servers on one host.
+func DefaultNode(dataDir string) string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "node"
+	}
+	sum := sha256.Sum256([]byte(dataDir))
+	return name + "-" + hex.EncodeToString(sum[:4])
 }
 
 // Host is what the server shares with its parts: configuration, the
@@ -117,20 +141,26 @@ type Stores struct {
 	store.Proposals
 	store.Runs
 	Flows flow.Store
+	// ControlRegistry keeps the control registry's proposals, undo histories
+	// and hosted forms; Screens keeps the screens shown to people.
+	ControlRegistry store.Controls
+	Screens         store.Screens
 	// Backend is the Store the parts came from.
 	Backend store.Store
 }
 
 func newStores(st store.Store) Stores {
 	return Stores{
-		Principals: st.Principals(),
-		Sessions:   st.Sessions(),
-		Settings:   st.Settings(),
-		Audit:      st.Audit(),
-		Proposals:  st.Proposals(),
-		Runs:       st.Runs(),
-		Flows:      st.Flows(),
-		Backend:    st,
+		Principals:      st.Principals(),
+		Sessions:        st.Sessions(),
+		Settings:        st.Settings(),
+		Audit:           st.Audit(),
+		Proposals:       st.Proposals(),
+		Runs:            st.Runs(),
+		Flows:           st.Flows(),
+		ControlRegistry: st.ControlRegistry(),
+		Screens:         st.Screens(),
+		Backend:         st,
 	}
 }
 
@@ -215,12 +245,19 @@ func NewHost(cfg Config) (*Host, error) {
 		Config:   cfg,
 		Log:      cfg.Logger,
 		Store:    newStores(cfg.Store),
-		Bus:      event.New(event.Options{Now: cfg.Now}),
 		Tools:    tool.NewRegistry(),
 		Started:  cfg.Now(),
 		Now:      cfg.Now,
 		limiters: map[string]*rate.Limiter{},
 		notices:  newNoticeBox(),
+	}
+	if cfg.Node == "" {
+		cfg.Node = DefaultNode(cfg.DataDir)
+		s.Config.Node = cfg.Node
+	}
+	var err error
+	if s.Bus, err = openBus(cfg); err != nil {
+		return nil, err
 	}
 	s.Streams, s.cancelStream = context.WithCancel(context.Background())
 	s.live = newLiveSet(s.Streams, s.stillValid, revalidateInterval)
@@ -230,11 +267,30 @@ func NewHost(cfg Config) (*Host, error) {
 	if cfg.SignInRate > 0 {
 		s.signInLimits = newLimiterSet(rate.Limit(float64(cfg.SignInRate)/60), cfg.SignInRate)
 	}
-	var err error
 	if s.Web, err = newWebUI(); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openBus returns the event bus. On PostgreSQL, which several nodes may
+// share, it runs on the store's event log: every node delivers every
+// node's events, in one order and with one numbering, so a client resumes
+// (Last-Event-ID) on any node. On SQLite, where one node owns the store,
+// the bus stays in this process.
+func openBus(cfg Config) (*event.Bus, error) {
+	opts := event.Options{Now: cfg.Now, Logger: cfg.Logger}
+	if cfg.Store.Kind() != "postgres" {
+		return event.New(opts), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := event.Open(ctx, cfg.Store.Cluster().EventLog(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("server: open the event bus on the store's event log: %w", err)
+	}
+	return b, nil
 }
 
 // Hold keeps end, to be called when principalID is revoked; release

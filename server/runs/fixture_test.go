@@ -19,12 +19,6 @@ func newFixture(t *testing.T, mod func(*server.Config)) *fixture {
 	return &fixture{assenttest.Start(t, mod)}
 }
 
-// demoFixture is a running server with the demo workspace.
-func demoFixture(t *testing.T) *fixture {
-	t.Helper()
-	return newFixture(t, func(c *server.Config) { c.Demo = true })
-}
-
 // newRunsFixture is a server whose BaseURL is its real address, so the
 // Runs it starts can call back.
 func newRunsFixture(t *testing.T) *fixture {

@@ -28,6 +28,11 @@ type Part struct {
 	*host.Host
 	runs     *run.Manager
 	runTools *run.ToolSet
+
+	// stopLeases ends the lease keeper; leasesDone is closed once it
+	// has.
+	stopLeases context.CancelFunc
+	leasesDone chan struct{}
 }
 
 // runTokens mints run-scoped tokens (ASSENT_RUN_TOKEN). Each is a service
@@ -55,6 +60,7 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 	m, err := run.New(ctx, run.Config{
 		Store: s.Store, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
 		Tokens: runTokens{s}, URL: s.Config.BaseURL, Version: assent.Version, RunUser: s.Config.RunUser,
+		Node: s.Config.Node, Leases: s.Store.Backend.Cluster(), LeaseTTL: s.Config.LeaseTTL,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
 			s.Bus.Publish(s.OwnedEvent(kind, ownerID, data))
@@ -74,7 +80,41 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 			s.Log.Warn("demo recipe not written", "err", err)
 		}
 	}
+	s.keepLeases()
 	return s, nil
+}
+
+// keepLeases runs the lease keeper until Close: it renews this node's
+// Run leases and finds the Runs of nodes that stopped renewing theirs.
+func (s *Part) keepLeases() {
+	k := s.runs.LeaseKeeper()
+	if k == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopLeases, s.leasesDone = cancel, make(chan struct{})
+	log := s.Log.With("part", "runs", "node", s.Config.Node)
+	go func() {
+		defer close(s.leasesDone)
+		k.Keep(ctx, func(rep run.LeaseReport, err error) {
+			if err != nil && ctx.Err() == nil {
+				log.Warn("run leases not kept this round; retrying", "err", err)
+			}
+			for _, id := range rep.Taken {
+				log.Warn("another node took over a Run this node supervised", "run", id)
+			}
+			for _, l := range rep.Lost {
+				args := []any{"run", l.Run.ID, "lost_node", l.Run.Lost.Node, "lease_expired_at", l.Run.Lost.LeaseExpiredAt}
+				if l.Restarted != nil {
+					args = append(args, "restarted_generation", l.Restarted.Generation)
+				}
+				log.Warn("Run lost: its node stopped renewing its lease", args...)
+			}
+			for _, e := range rep.Errors {
+				log.Warn("run lease", "err", e)
+			}
+		})
+	}()
 }
 
 //go:embed templates/*.html
@@ -174,6 +214,10 @@ func shareBinary(exe, dir string) (string, error) {
 
 // Close stops supervising; Runs keep running and are picked up by the next start.
 func (s *Part) Close() {
+	if s.stopLeases != nil {
+		s.stopLeases()
+		<-s.leasesDone
+	}
 	if s.runs != nil {
 		s.runs.Close()
 	}

@@ -62,7 +62,7 @@ type runFilter struct {
 
 // runStatusFilters are the status filter's choices, besides all.
 var runStatusFilters = []string{"active", "terminal", string(run.StatusRunning), string(run.StatusDone), string(run.StatusFailed),
-	string(run.StatusExited), string(run.StatusCancelled), string(run.StatusKilled)}
+	string(run.StatusExited), string(run.StatusCancelled), string(run.StatusKilled), string(run.StatusLost)}
 
 // maxRunQuery bounds the id search text.
 const maxRunQuery = 200

@@ -6,87 +6,15 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/store"
 )
 
-// builtinScreens are the canned screens of the mock generator and the demo
-// (the same text as examples/screens/*.omni).
-func builtinScreens() map[string]string {
-	return map[string]string{
-		"payment": `root = Card([title, merchant, amount, date, note, sep, actions])
-title = Heading("Confirm payment")
-merchant = Text("Blue Bottle Café, Oakland (CA)", tone="muted")
-$amount = 42.50
-amount = Text($amount, format="currency", currency="USD", tone="strong")
-date = Text("2026-09-30", format="date")
-$note = ""
-note = Input($note, label="Note for merchant (optional)", placeholder="e.g. table 4, no rush", maxLength=200)
-sep = Divider()
-actions = Stack([pay, cancel], direction="row", gap="sm")
-pay = Button("Pay", action="pay", variant="primary")
-payIt = McpMutation(pay, tool="payments.confirm", params={amount: $amount, note: $note})
-cancel = Button("Cancel", variant="secondary")
-`,
-		"signup": `root = Card([title, intro, form, actions], title="Create your account")
-title = Heading("Sign up", level=1)
-intro = Text("It takes a minute. We never share your address.", tone="muted")
-form = Stack([name, email, plan, birthday, terms], gap="md")
-$name = ""
-name = Input($name, label="Full name", required=true, minLength=2, maxLength=80)
-$email = ""
-email = Input($email, label="Email address", placeholder="you@example.com", required=true, format="email")
-$plan = ""
-plan = Select($plan, label="Plan", options=["Free", "Pro", "Team"], placeholder="Choose a plan", required=true)
-$birthday = ""
-birthday = DateInput($birthday, label="Date of birth", max="2010-12-31")
-$terms = false
-terms = Switch($terms, label="I accept the terms of service", required=true)
-actions = Stack([submit], direction="row")
-submit = Button("Create account", action="signUp", variant="primary")
-signUpIt = McpMutation(submit, tool="accounts.signUp", params={name: $name, email: $email, plan: $plan, terms: $terms})
-`,
-		"sales": `root = Stack([title, tabs], gap="lg")
-title = Heading("Sales this quarter")
-tabs = Tabs([overviewTab, regionsTab, ordersTab])
-overviewTab = Tab("Overview", [summary, bars])
-summary = Notice("Revenue is up 12% on last quarter.", tone="success", title="On track")
-bars = BarChart("Revenue by month", ["Jul", "Aug", "Sep"], [web, shop], format="currency", currency="USD")
-web = Series("Web", [12000, 15500, 17250])
-shop = Series("Shop", [8000, 7600, 9100])
-regionsTab = Tab("Regions", [pie, trend])
-pie = PieChart("Share by region", [north, south, west], format="percent")
-north = Slice("North", 45)
-south = Slice("South", 30)
-west = Slice("West", 25)
-trend = LineChart("Orders per week", ["W1", "W2", "W3", "W4"], [orders])
-orders = Series("Orders", [120, 135, 128, 160])
-ordersTab = Tab("Orders", [table, list])
-table = Table(["Order", "Customer", "Total"], [r1, r2])
-r1 = TableRow(["#1042", "Ada Lovelace", 120.5])
-r2 = TableRow(["#1043", "Alan Turing", 89])
-list = List([i1, i2])
-i1 = ListItem("Blue Bottle Café", detail="Oakland", trailing="$42.50")
-i2 = ListItem("Ritual Coffee", detail="San Francisco", trailing="$18.00")
-`,
-		"gallery": `root = Card([title, badges, rating, msgs, img, skel, notice, missingRef], title="Every component")
-title = Heading("Component gallery", level=2)
-badges = Stack([b1, b2, b3, b4], direction="row", gap="sm", align="center")
-b1 = Badge("Neutral")
-b2 = Badge("Shipped", tone="success")
-b3 = Badge("Late", tone="warning")
-b4 = Badge("Refunded", tone="danger")
-rating = Rating(4.5, max=5)
-msgs = Stack([m1, m2])
-m1 = Message("Can I change my delivery date?", from="user")
-m2 = Message("Yes: pick a new date below.", from="assistant")
-img = Image("cabin-pines", alt="A cabin among pines", ratio="16:9")
-skel = Skeleton(lines=3)
-notice = Notice("Stream text is always shown as text: <b>not bold</b>.", tone="info", title="Note")
-`,
-	}
-}
+// builtinScreens are the canned screens of the mock generator and the demo:
+// examples/screens/*.omni.
+func builtinScreens() map[string]string { return examples.Screens() }
 
 // cabinPines is the demo's one registered picture.
 const cabinPines = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 320 180"><rect width="320" height="180" fill="#cfe3f5"/><rect y="130" width="320" height="50" fill="#6b8f4e"/><polygon points="40,140 70,60 100,140" fill="#2f5d34"/><polygon points="230,140 265,50 300,140" fill="#2f5d34"/><polygon points="200,140 220,90 240,140" fill="#3c6e40"/><rect x="120" y="95" width="80" height="50" fill="#8a5a35"/><polygon points="112,98 160,62 208,98" fill="#5b3a22"/><rect x="150" y="115" width="20" height="30" fill="#3b2616"/><rect x="128" y="105" width="16" height="14" fill="#f6e7a6"/></svg>`
@@ -151,13 +79,36 @@ func (s *Part) loadDemoScreens(ctx context.Context) error {
 		}
 	}
 	owner := store.Principal{ID: "demo", Kind: store.KindService, Name: "demo"}
+	shown := s.demoStreams(owner.ID)
 	screens := builtinScreens()
 	for _, name := range []string{"gallery", "sales", "signup", "payment"} {
+		if shown[screens[name]] {
+			continue // kept by the store from an earlier start
+		}
 		if _, err := s.Show(ctx, owner, screens[name], Options{}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// demoStreams returns the streams of the screens ownerID has open.
+func (s *Part) demoStreams(ownerID string) map[string]bool {
+	s.scrMu.Lock()
+	open := make([]*liveScreen, 0, len(s.screens))
+	for _, sc := range s.screens {
+		if sc.owner.ID == ownerID {
+			open = append(open, sc)
+		}
+	}
+	s.scrMu.Unlock()
+	out := map[string]bool{}
+	for _, sc := range open {
+		sc.mu.RLock()
+		out[sc.stream.String()] = true
+		sc.mu.RUnlock()
+	}
+	return out
 }
 
 // DemoScreen returns the text of a built-in demo screen ("payment",

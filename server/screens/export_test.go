@@ -32,9 +32,6 @@ var NewIdemCache = newIdemCache
 // ScreenSummary is screenSummary.
 type ScreenSummary = screenSummary
 
-// BuiltinScreens is builtinScreens.
-var BuiltinScreens = builtinScreens
-
 // MetaButton is metaButton.
 const MetaButton = metaButton
 

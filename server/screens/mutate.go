@@ -55,8 +55,15 @@ func (s *Part) handleMutate(w http.ResponseWriter, r *http.Request) {
 			scope = "anon:" + host.ClientIP(r)
 		}
 		fp := host.Fingerprint(name, params)
-		var state idemState
-		entry, state = s.idem.begin(scope+"\x00"+key, fp, s.Now())
+		var (
+			state idemState
+			ierr  *wire.Error
+		)
+		entry, state, ierr = s.idemBegin(r.Context(), scope, key, fp)
+		if ierr != nil {
+			host.WriteAPIError(w, ierr)
+			return
+		}
 		switch state {
 		case idemReplay:
 			w.Header().Set("Idempotent-Replayed", "true")
@@ -74,7 +81,7 @@ func (s *Part) handleMutate(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		// Answers a retry may change (a failure worth retrying) are not
 		// kept; every other answer is replayed for the key's lifetime.
-		s.idem.finish(entry, status, body, status < 500)
+		s.idemFinish(r.Context(), entry, status, body, status < 500)
 	}
 	s.Log.Info("mutate", "tool", name, "principal", p.ID, "status", status)
 	writeRaw(w, status, body)

@@ -36,15 +36,13 @@ const (
 	maxScreenChars = 200_000
 	// maxScreenBytes bounds a stream posted to /v1/screens.
 	maxScreenBytes = 4 << 20
-	// maxScreensPerOwner bounds the screens one principal keeps; the oldest
-	// is closed when a new one would exceed it.
-	maxScreensPerOwner = 100
 	// maxPendingPresses bounds the presses waiting for a person's answer on
-	// one screen.
-	maxPendingPresses = 16
+	// one screen. (The store bounds the screens one principal keeps to
+	// store.ScreensPerOwner, closing the oldest.)
+	maxPendingPresses = store.ScreenPendingLimit
 	// keptUpdates is how many live updates a screen keeps for followers
 	// that reconnect; older ones are replaced by one catch-up update.
-	keptUpdates = 256
+	keptUpdates = store.ScreenUpdatesKept
 )
 
 // Access says who may run a screen tool.
@@ -108,7 +106,6 @@ func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
 		pictures:    map[string]picture{},
 		idem:        newIdemCache(10_000, 24*time.Hour),
 	}
-	s.generator = MockGenerator{Screens: mockScreens(s.Config.DataDir), Delay: 40 * time.Millisecond}
 	if err := s.Web.AddPages(templateFS, "templates/screens.html"); err != nil {
 		return nil, err
 	}
@@ -124,7 +121,12 @@ func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
 			return nil, err
 		}
 	}
+	if err := s.restoreScreens(ctx); err != nil {
+		return nil, err
+	}
 	if s.Config.Demo {
+		// The demo answers /api/generate with canned screens.
+		s.generator = MockGenerator{Screens: mockScreens(s.Config.DataDir), Delay: 40 * time.Millisecond}
 		if err := s.loadDemoScreens(ctx); err != nil {
 			return nil, err
 		}
@@ -138,7 +140,8 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "screens" }
 
-// Close ends every live screen's feed.
+// Close ends every live screen's feed. The store keeps the screens, so
+// the next start shows them again.
 func (s *Part) Close() {
 	s.scrMu.Lock()
 	all := make([]*liveScreen, 0, len(s.screens))
@@ -301,8 +304,14 @@ type liveScreen struct {
 	owner   store.Principal
 	created time.Time
 	secret  map[string]bool // $keys whose values are secret
+	// opts are what the screen's stream may use, as allowed when it was
+	// shown; a restored screen is read again with them.
+	opts screen.Options
 
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// stream is the text written before the stream ended: the document
+	// the store keeps.
+	stream  strings.Builder
 	parser  *screen.Parser
 	doc     *screen.Document
 	version int64
@@ -325,6 +334,9 @@ type liveScreen struct {
 	latest  map[string]string // id or $key → the latest update line that assigned it
 	order   []string          // keys of latest, in first-assignment order
 	changed chan struct{}     // closed and replaced at every change
+	// feedMu orders live updates, so the feed's sequence numbers, handed
+	// out by the store, follow the order the updates were applied in.
+	feedMu sync.Mutex
 }
 
 type liveUpdate struct {
@@ -343,9 +355,25 @@ func newLiveUpdate(seq int64, text string) liveUpdate {
 	return u
 }
 
+// pendingPress is a press waiting for a person's confirmation.
 type pendingPress struct {
-	button  string
+	button   string
+	tool     string
+	sentence string
+	// params are the checked params without the secret ones: what the
+	// store keeps.
+	params  map[string]any
+	created time.Time
+	// pending is the prepared press; nil for a press restored from the
+	// store, which is prepared again when the person confirms it.
 	pending *confirm.Pending
+}
+
+// cancel drops the prepared press, if there is one.
+func (pp *pendingPress) cancel() {
+	if pp.pending != nil {
+		pp.pending.Cancel()
+	}
 }
 
 func newScreenID() string {
@@ -354,42 +382,58 @@ func newScreenID() string {
 	return "scr_" + hex.EncodeToString(b[:])
 }
 
-// newScreen starts a screen owned by p and lists it.
-func (s *Part) newScreen(p store.Principal, opts Options) *liveScreen {
+// newScreen starts a screen owned by p, saves it and lists it. When the
+// owner then has more screens than the bound, the store drops the oldest,
+// which close. The error, a *tool.Error, is store_unavailable when the
+// store refused the screen.
+func (s *Part) newScreen(ctx context.Context, p store.Principal, opts Options) (*liveScreen, error) {
 	sc := &liveScreen{
 		id:      newScreenID(),
 		owner:   p,
 		created: s.Now(),
 		secret:  map[string]bool{},
-		parser:  screen.NewParser(s.screenOptions()),
+		opts:    s.screenOptions(),
 		touched: map[string]bool{},
 		presses: map[string]*pendingPress{},
 		latest:  map[string]string{},
 		changed: make(chan struct{}),
 	}
+	sc.parser = screen.NewParser(sc.opts)
 	sc.doc = sc.parser.Document()
 	for _, k := range opts.Secret {
 		sc.secret[k] = true
 	}
-	var evicted *liveScreen
+	sc.mu.Lock()
+	rec, err := s.screenRecordLocked(sc)
+	sc.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	evicted, err := s.Store.Screens.CreateScreen(context.WithoutCancel(ctx), rec)
+	if err != nil {
+		s.Log.Error("a screen could not be saved", "screen", sc.id, "err", err)
+		return nil, storeUnavailable("the screen")
+	}
 	s.scrMu.Lock()
-	var mine []*liveScreen
-	for _, o := range s.screens {
-		if o.owner.ID == p.ID {
-			mine = append(mine, o)
+	s.screens[sc.id] = sc
+	var gone []*liveScreen
+	for _, id := range evicted {
+		if o, ok := s.screens[id]; ok {
+			gone = append(gone, o)
+			delete(s.screens, id)
 		}
 	}
-	if len(mine) >= maxScreensPerOwner {
-		evicted = slices.MinFunc(mine, func(a, b *liveScreen) int { return a.created.Compare(b.created) })
-		delete(s.screens, evicted.id)
-	}
-	s.screens[sc.id] = sc
 	s.scrMu.Unlock()
-	if evicted != nil {
-		evicted.close()
-		s.publishScreen(evicted, map[string]any{"screen": evicted.id, "closed": true})
+	for _, o := range gone {
+		o.close()
+		s.publishScreen(o, map[string]any{"screen": o.id, "closed": true})
 	}
-	return sc
+	return sc, nil
+}
+
+// storeUnavailable is the refusal of a change the store could not save.
+func storeUnavailable(what string) *tool.Error {
+	return tool.Errorf(string(wire.StoreUnavailable), "%s could not be saved, so nothing changed; try again when the store is reachable", what)
 }
 
 // screenFor returns the screen id if p may see it: its owner and the
@@ -421,13 +465,20 @@ func (s *Part) visibleScreens(p store.Principal) []*liveScreen {
 	return out
 }
 
-// removeScreen closes a screen and forgets it.
-func (s *Part) removeScreen(sc *liveScreen) {
+// removeScreen deletes a screen from the store, then closes it and forgets
+// it. When the store refuses, the screen stays and the error is
+// store_unavailable.
+func (s *Part) removeScreen(sc *liveScreen) error {
+	if err := s.Store.Screens.DeleteScreen(context.Background(), sc.id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.Log.Error("a screen could not be deleted", "screen", sc.id, "err", err)
+		return storeUnavailable("the removal of the screen")
+	}
 	s.scrMu.Lock()
 	delete(s.screens, sc.id)
 	s.scrMu.Unlock()
 	sc.close()
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "closed": true})
+	return nil
 }
 
 // close ends the screen's live feed and unregisters its fields.
@@ -441,7 +492,7 @@ func (sc *liveScreen) close() {
 	remove := sc.removeControls
 	sc.removeControls = nil
 	for id, pp := range sc.presses {
-		pp.pending.Cancel()
+		pp.cancel()
 		delete(sc.presses, id)
 	}
 	close(sc.changed)
@@ -463,19 +514,26 @@ func (sc *liveScreen) bumpLocked() {
 // write feeds stream bytes to the screen's parser.
 func (s *Part) writeScreen(sc *liveScreen, b []byte) {
 	sc.mu.Lock()
+	if !sc.doc.Ended() {
+		sc.stream.Write(b)
+	}
 	_, _ = sc.parser.Write(b)
 	sc.bumpLocked()
 	sc.mu.Unlock()
 	s.screenChanged(sc)
 }
 
-// endScreen ends the screen's stream.
-func (s *Part) endScreen(sc *liveScreen) {
+// endScreen ends the screen's stream and saves the screen. The error, a
+// *tool.Error, is store_unavailable when the store refused it: the screen
+// shows, but a restart would lose what its stream wrote.
+func (s *Part) endScreen(sc *liveScreen) error {
 	sc.mu.Lock()
 	sc.doc = sc.parser.End()
 	sc.bumpLocked()
 	sc.mu.Unlock()
+	err := s.saveScreen(context.Background(), sc)
 	s.screenChanged(sc)
+	return err
 }
 
 // screenChanged keeps the screen's fields registered as controls and tells
@@ -526,9 +584,14 @@ func (s *Part) Show(ctx context.Context, owner store.Principal, stream string, o
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	sc := s.newScreen(owner, opts)
+	sc, err := s.newScreen(ctx, owner, opts)
+	if err != nil {
+		return "", err
+	}
 	s.writeScreen(sc, []byte(stream))
-	s.endScreen(sc)
+	if err := s.endScreen(sc); err != nil {
+		return "", err
+	}
 	return sc.id, nil
 }
 
@@ -544,12 +607,15 @@ func (s *Part) Update(ctx context.Context, id, text string) (screen.UpdateResult
 	if !ok {
 		return screen.UpdateResult{}, tool.Errorf("not_found", "no screen %q is open", id)
 	}
-	return s.applyUpdate(sc, text)
+	return s.applyUpdate(ctx, sc, text)
 }
 
 // applyUpdate applies text to sc and, when applied, records it in the live
-// feed. A rejected update is logged by issue code only.
-func (s *Part) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, error) {
+// feed, numbered by the store, and saves the screen. A rejected update is
+// logged by issue code only.
+func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (screen.UpdateResult, error) {
+	sc.feedMu.Lock()
+	defer sc.feedMu.Unlock()
 	sc.mu.Lock()
 	if sc.closed {
 		sc.mu.Unlock()
@@ -561,22 +627,7 @@ func (s *Part) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, er
 		return res, tool.Errorf("invalid_request", "%v", err)
 	}
 	if res.Applied {
-		sc.seq++
-		sc.updates = append(sc.updates, newLiveUpdate(sc.seq, text))
-		if len(sc.updates) > keptUpdates {
-			sc.updates = slices.Delete(sc.updates, 0, len(sc.updates)-keptUpdates)
-		}
-		for _, line := range strings.Split(text, "\n") {
-			k := assignedName(line)
-			if k == "" {
-				continue
-			}
-			if _, seen := sc.latest[k]; !seen {
-				sc.order = append(sc.order, k)
-			}
-			sc.latest[k] = strings.TrimSuffix(line, "\r")
-		}
-		sc.bumpLocked()
+		sc.noteAssignedLocked(text)
 	}
 	sc.mu.Unlock()
 	if !res.Applied {
@@ -587,8 +638,39 @@ func (s *Part) applyUpdate(sc *liveScreen, text string) (screen.UpdateResult, er
 		s.Log.Warn("screen update rejected", "screen", sc.id, "issues", strings.Join(codes, ","))
 		return res, nil
 	}
+	seq, serr := s.Store.Screens.AppendScreenUpdate(context.WithoutCancel(ctx), sc.id, text)
+	if serr != nil {
+		s.Log.Error("a screen update could not be saved; a restart loses it", "screen", sc.id, "err", serr)
+	}
+	sc.mu.Lock()
+	if serr != nil || seq <= sc.seq {
+		seq = sc.seq + 1
+	}
+	sc.seq = seq
+	sc.updates = append(sc.updates, newLiveUpdate(seq, text))
+	if len(sc.updates) > keptUpdates {
+		sc.updates = slices.Delete(sc.updates, 0, len(sc.updates)-keptUpdates)
+	}
+	sc.bumpLocked()
+	sc.mu.Unlock()
+	s.saveScreenLogged(ctx, sc)
 	s.screenChanged(sc)
 	return res, nil
+}
+
+// noteAssignedLocked records the latest line of each id and $key text
+// assigns, for followers that catch up; sc.mu is held.
+func (sc *liveScreen) noteAssignedLocked(text string) {
+	for _, line := range strings.Split(text, "\n") {
+		k := assignedName(line)
+		if k == "" {
+			continue
+		}
+		if _, seen := sc.latest[k]; !seen {
+			sc.order = append(sc.order, k)
+		}
+		sc.latest[k] = strings.TrimSuffix(line, "\r")
+	}
 }
 
 // assignedName returns the id or $key a statement line assigns, or "".
@@ -619,7 +701,11 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	// The stream may take a while: lift the server's read deadline.
 	_ = rc.SetReadDeadline(time.Time{})
-	sc := s.newScreen(p, opts)
+	sc, err := s.newScreen(r.Context(), p, opts)
+	if err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
 	body := http.MaxBytesReader(w, r.Body, maxScreenBytes)
 	buf := make([]byte, 32<<10)
 	for {
@@ -633,7 +719,7 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				s.removeScreen(sc)
+				_ = s.removeScreen(sc)
 				host.WriteError(w, wire.TooLarge, fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
 				return
 			}
@@ -641,7 +727,11 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	s.endScreen(sc)
+	if err := s.endScreen(sc); err != nil {
+		_ = s.removeScreen(sc)
+		host.WriteToolError(w, err)
+		return
+	}
 	host.WriteJSON(w, http.StatusCreated, sc.summary())
 }
 
@@ -670,7 +760,10 @@ func (s *Part) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.NotFound, "you have no such screen open; list your screens with GET /v1/screens")
 		return
 	}
-	s.removeScreen(sc)
+	if err := s.removeScreen(sc); err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -692,7 +785,7 @@ func (s *Part) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.TooLarge, "an update may be at most 1 MiB")
 		return
 	}
-	res, err := s.applyUpdate(sc, string(b))
+	res, err := s.applyUpdate(r.Context(), sc, string(b))
 	if err != nil {
 		host.WriteToolError(w, err)
 		return

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
@@ -772,21 +773,11 @@ func luminance(hex string) float64 {
 	return 0.2126*ch(r) + 0.7152*ch(g) + 0.0722*ch(b)
 }
 
-func TestExamplesAreTheBuiltinScreens(t *testing.T) {
-	dir := filepath.Join("..", "..", "examples", "screens")
-	files, err := screens.LoadMockScreens(os.DirFS(dir))
-	if err != nil || len(files) == 0 {
-		t.Skip("examples/screens is not available")
-	}
-	builtin := screens.BuiltinScreens()
-	if len(files) != len(builtin) {
-		t.Fatalf("%d example files, %d built-in screens", len(files), len(builtin))
-	}
+// The example screens, which the demo shows, parse without issues under
+// the server's tools and pictures.
+func TestExampleScreensParseClean(t *testing.T) {
 	f := newFixture(t, func(c *server.Config) { c.Demo = true })
-	for name, text := range files {
-		if builtin[name] != text {
-			t.Errorf("%s.omni differs from the built-in screen", name)
-		}
+	for name, text := range examples.Screens() {
 		if name == "gallery" {
 			continue // it shows the fallbacks on purpose
 		}
@@ -885,7 +876,10 @@ func TestToolsFileRefusesBadEntries(t *testing.T) {
 
 func TestNewerVersionNoticeAndPlaceholders(t *testing.T) {
 	f := newFixture(t, nil)
-	sc := screens.NewScreen(f.Srv.Screens(), f.Boot.Agent, screens.Options{})
+	sc, err := screens.NewScreen(f.Srv.Screens(), context.Background(), f.Boot.Agent, screens.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	screens.WriteScreen(f.Srv.Screens(), sc, []byte("# omni-ir 0.9\nroot = Card([a, b])\na = Text(\"here\")\n"))
 	cookie, _ := f.SignIn()
 	page := func() string {
@@ -1042,7 +1036,10 @@ func TestRenderConformanceStreams(t *testing.T) {
 			for _, a := range c.Assets {
 				f.Srv.Screens().RegisterPicture(a, []byte("GIF89a"), "image/gif")
 			}
-			sc := screens.NewScreen(f.Srv.Screens(), f.Boot.Agent, screens.Options{})
+			sc, err := screens.NewScreen(f.Srv.Screens(), context.Background(), f.Boot.Agent, screens.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, ch := range chunks {
 				screens.WriteScreen(f.Srv.Screens(), sc, []byte(ch))
 			}
@@ -1111,4 +1108,19 @@ func screenPage(t *testing.T, f *fixture) *template.Template {
 		t.Fatal("no screen page")
 	}
 	return tpl
+}
+
+// Only the demo answers /api/generate with canned screens; otherwise a
+// server without a generator says so.
+func TestGenerateNeedsAGenerator(t *testing.T) {
+	f := newFixture(t, nil)
+	resp := f.Req("POST", "/api/generate", f.Token, strings.NewReader(`{"prompt":"pay"}`), nil)
+	if resp.StatusCode != 403 || assenttest.ErrorCode(t, resp) != "unsupported" {
+		t.Fatalf("generate without a generator: %d", resp.StatusCode)
+	}
+	demo := demoFixture(t)
+	resp = demo.Req("POST", "/api/generate", demo.Token, strings.NewReader(`{"prompt":"payment"}`), nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("generate in the demo: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 }

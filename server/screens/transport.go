@@ -196,11 +196,15 @@ func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	gen := s.generator
 	s.scrMu.Unlock()
 	if gen == nil {
-		host.WriteError(w, wire.ServerError, "no generator is configured")
+		host.WriteError(w, wire.Unsupported, "this server has no screen generator: an application sets one (Screens().SetGenerator), and assent serve --demo answers with canned screens")
 		return
 	}
 	p := host.PrincipalOf(r)
-	sc := s.newScreen(p, Options{})
+	sc, err := s.newScreen(r.Context(), p, Options{})
+	if err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
 	startSSE(w)
 	start := s.Now()
 	send := func(text string) error {

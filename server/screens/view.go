@@ -92,7 +92,10 @@ func (s *Part) viewTool(t confirm.Tool) tool.Tool {
 			if !validIdemKey(k) {
 				return viewRefusal(wire.New(wire.InvalidRequest, "_meta[\""+metaIdempotencyKey+"\"] must be 1 to 200 letters, digits or _-:.")), nil
 			}
-			entry, state := s.idem.begin("mcp:"+c.Principal.ID+"\x00"+k, host.Fingerprint(t.Name, params), s.Now())
+			entry, state, ierr := s.idemBegin(ctx, "mcp:"+c.Principal.ID, k, host.Fingerprint(t.Name, params))
+			if ierr != nil {
+				return viewRefusal(ierr), nil
+			}
 			switch state {
 			case idemReplay:
 				var res tool.Result
@@ -107,7 +110,7 @@ func (s *Part) viewTool(t confirm.Tool) tool.Tool {
 			res := s.runViewTool(ctx, c, t.Name, params)
 			body, _ := json.Marshal(res)
 			retry, _ := res.Structured.(map[string]any)["retryable"].(bool)
-			s.idem.finish(entry, http.StatusOK, body, !retry)
+			s.idemFinish(ctx, entry, http.StatusOK, body, !retry)
 			return res, nil
 		},
 	}
@@ -172,7 +175,15 @@ func (s *Part) fileViewPress(ctx context.Context, c tool.Call, name string, para
 		}
 		return nil
 	}
-	id := s.addPress(sc, button, pend)
+	id, err := s.addPress(ctx, sc, button, pend)
+	if err != nil {
+		pend.Cancel()
+		e := wire.New(wire.StoreUnavailable, err.Error())
+		if te, ok := err.(*tool.Error); ok {
+			e = host.FromToolError(te)
+		}
+		return viewRefusal(e)
+	}
 	url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + sc.id + "?press=" + id
 	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent: " + url, Structured: map[string]any{
 		"code":      wire.ConfirmationRequired,

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
 // wordFailed is what a person sees when a press fails: plain text, never
@@ -82,7 +85,7 @@ func (s *Part) handleScreenPage(w http.ResponseWriter, r *http.Request, pg host.
 		// runtime's dialog for it.
 		sc.mu.Lock()
 		if pp, ok := sc.presses[id]; ok {
-			view.Press, view.PressSentence = id, pp.pending.Sentence()
+			view.Press, view.PressSentence = id, pp.sentence
 		}
 		sc.mu.Unlock()
 	}
@@ -218,6 +221,7 @@ func (s *Part) handleScreenState(w http.ResponseWriter, r *http.Request, pg host
 		host.WriteError(w, wire.InvalidRequest, err.Error())
 		return
 	}
+	s.saveScreenLogged(r.Context(), sc)
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "version": v})
 	host.WriteJSON(w, http.StatusOK, map[string]any{"message": msg, "invalid": msg != "", "version": v, "redraw": redraw})
 }
@@ -288,6 +292,10 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 	toolName := m.Tool
 	sc.bumpLocked()
 	sc.mu.Unlock()
+	if len(problems) > 0 {
+		// The fields the press read now show their messages.
+		s.saveScreenLogged(r.Context(), sc)
+	}
 
 	pend, err := s.screenTools.Prepare(confirm.WithDisplay(r.Context(), display), toolName, params, problems)
 	if err == nil {
@@ -315,25 +323,62 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 		s.finishPress(r.Context(), w, sc, req.Button, pend)
 		return
 	}
-	id := s.addPress(sc, req.Button, pend)
+	id, err := s.addPress(r.Context(), sc, req.Button, pend)
+	if err != nil {
+		pend.Cancel()
+		host.WriteToolError(w, err)
+		return
+	}
 	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": pend.Sentence()})
 }
 
-// addPress keeps a press that waits for a person's confirmation and
-// returns its id; past the bound, the oldest waiting press is cancelled.
-func (s *Part) addPress(sc *liveScreen, button string, pend *confirm.Pending) string {
-	id := newPressID()
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if len(sc.presses) >= maxPendingPresses {
-		for k, old := range sc.presses {
-			old.pending.Cancel()
-			delete(sc.presses, k)
-			break
+// addPress saves a press that waits for a person's confirmation and keeps
+// it, and returns its id; past the bound, the oldest waiting press is
+// cancelled first. The error, a *tool.Error, is store_unavailable when
+// the store refused the press.
+func (s *Part) addPress(ctx context.Context, sc *liveScreen, button string, pend *confirm.Pending) (string, error) {
+	ctx = context.WithoutCancel(ctx)
+	pp := &pendingPress{button: button, tool: pend.Tool(), sentence: pend.Sentence(), params: pend.Params(), created: s.Now(), pending: pend}
+	if t, ok := s.screenTools.Lookup(pp.tool); ok {
+		for _, name := range t.Secret {
+			delete(pp.params, name)
 		}
 	}
-	sc.presses[id] = &pendingPress{button: button, pending: pend}
-	return id
+	params, err := json.Marshal(pp.params)
+	if err != nil {
+		return "", tool.Errorf("invalid_params", "the params have no JSON form: %v", err)
+	}
+	id := newPressID()
+	sc.feedMu.Lock()
+	defer sc.feedMu.Unlock()
+	sc.mu.Lock()
+	var oldest string
+	if len(sc.presses) >= maxPendingPresses {
+		for k, old := range sc.presses {
+			if oldest == "" || old.created.Before(sc.presses[oldest].created) {
+				oldest = k
+			}
+		}
+	}
+	sc.mu.Unlock()
+	if oldest != "" {
+		if _, err := s.Store.Screens.TakeScreenPending(ctx, sc.id, oldest); err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.Log.Error("a press waiting for confirmation could not be dropped", "screen", sc.id, "err", err)
+			return "", storeUnavailable("the press")
+		}
+		if old := sc.takePress(oldest); old != nil {
+			old.cancel()
+		}
+	}
+	rec := store.ScreenPending{ScreenID: sc.id, ID: id, Button: button, Tool: pp.tool, Params: params, Sentence: pp.sentence, CreatedAt: pp.created}
+	if err := s.Store.Screens.AddScreenPending(ctx, rec); err != nil {
+		s.Log.Error("a press waiting for confirmation could not be saved", "screen", sc.id, "err", err)
+		return "", storeUnavailable("the press")
+	}
+	sc.mu.Lock()
+	sc.presses[id] = pp
+	sc.mu.Unlock()
+	return id, nil
 }
 
 func newPressID() string {
@@ -357,7 +402,15 @@ func (s *Part) handleScreenConfirm(w http.ResponseWriter, r *http.Request, pg ho
 	if pp == nil {
 		return
 	}
-	s.finishPress(r.Context(), w, sc, pp.button, pp.pending)
+	pend := pp.pending
+	if pend == nil {
+		var refusal string
+		if pend, refusal = s.preparePress(r.Context(), sc, pp); pend == nil {
+			host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": refusal})
+			return
+		}
+	}
+	s.finishPress(r.Context(), w, sc, pp.button, pend)
 }
 
 // handleScreenCancel is the person's Cancel: nothing runs.
@@ -366,7 +419,7 @@ func (s *Part) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg hos
 	if pp == nil {
 		return
 	}
-	pp.pending.Cancel()
+	pp.cancel()
 	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "cancelled"})
 }
 
@@ -380,6 +433,19 @@ func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*l
 		Press string `json:"press"`
 	}
 	if !host.DecodeJSON(w, r, 4<<10, &req) {
+		return nil, nil
+	}
+	// The store decides who takes a press: of two answers, one finds it.
+	if _, err := s.Store.Screens.TakeScreenPending(context.WithoutCancel(r.Context()), sc.id, req.Press); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			if pp := sc.takePress(req.Press); pp != nil {
+				pp.cancel()
+			}
+			host.WriteError(w, wire.NotFound, "that press is no longer waiting; press the button again")
+			return nil, nil
+		}
+		s.Log.Error("a press waiting for confirmation could not be taken", "screen", sc.id, "err", err)
+		host.WriteToolError(w, storeUnavailable("the answer"))
 		return nil, nil
 	}
 	pp := sc.takePress(req.Press)
@@ -403,7 +469,7 @@ func (s *Part) finishPress(ctx context.Context, w http.ResponseWriter, sc *liveS
 		return
 	}
 	if res.Update != "" {
-		if _, err := s.applyUpdate(sc, res.Update); err != nil {
+		if _, err := s.applyUpdate(ctx, sc, res.Update); err != nil {
 			s.Log.Warn("screen update from a press failed", "screen", sc.id, "tool", pend.Tool(), "err", err)
 		}
 	}

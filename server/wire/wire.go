@@ -66,6 +66,9 @@ const (
 	ToolFailed      Code = "tool_failed"
 	Unavailable     Code = "unavailable"
 	ModelUnverified Code = "model_unverified"
+	// StoreUnavailable: the store could not save the change, so nothing
+	// changed; send it again when the store is reachable.
+	StoreUnavailable Code = "store_unavailable"
 )
 
 // Refusal reasons of the control registry (docs/controls.md). A refused
@@ -157,13 +160,14 @@ var table = map[Code]entry{
 	IdempotencyInProgress: {http.StatusConflict, true},
 	ToolChanged:           {http.StatusConflict, false},
 
-	RateLimited:     {http.StatusTooManyRequests, true},
-	TooManySessions: {http.StatusTooManyRequests, true},
-	Internal:        {http.StatusInternalServerError, true},
-	ServerError:     {http.StatusInternalServerError, true},
-	ToolFailed:      {http.StatusInternalServerError, true},
-	Unavailable:     {http.StatusServiceUnavailable, true},
-	ModelUnverified: {http.StatusServiceUnavailable, true},
+	RateLimited:      {http.StatusTooManyRequests, true},
+	TooManySessions:  {http.StatusTooManyRequests, true},
+	Internal:         {http.StatusInternalServerError, true},
+	ServerError:      {http.StatusInternalServerError, true},
+	ToolFailed:       {http.StatusInternalServerError, true},
+	Unavailable:      {http.StatusServiceUnavailable, true},
+	ModelUnverified:  {http.StatusServiceUnavailable, true},
+	StoreUnavailable: {http.StatusServiceUnavailable, true},
 
 	StaleRevision:       {http.StatusConflict, false},
 	StagedValueStale:    {http.StatusConflict, false},

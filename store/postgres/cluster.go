@@ -169,6 +169,31 @@ func (s *DB) ReleaseLease(ctx context.Context, runID, node string) error {
 	})
 }
 
+// RestartRun implements store.Cluster.
+func (s *DB) RestartRun(ctx context.Context, rec store.RunRecord, lostInstance string) error {
+	if lostInstance == "" {
+		return fmt.Errorf("%w: restarting a Run needs the generation it replaces", store.ErrInvalid)
+	}
+	return s.write(ctx, "restart run", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE runs SET owner_id = $2, instance_id = $3, generation = $4, pid = $5, start_time = $6,
+			exit_code = $7, stop = $8, started_at = $9, ended_at = $10, archived = $11, archive_dir = $12, doc = $13
+			WHERE id = $1 AND instance_id = $14`,
+			rec.ID, rec.OwnerID, rec.InstanceID, rec.Generation, rec.PID, rec.StartTime, rec.ExitCode, rec.Stop,
+			rec.StartedAt, optTime(rec.EndedAt), rec.Archived, rec.ArchiveDir, docText(rec.Doc), lostInstance)
+		if err != nil {
+			return fmt.Errorf("restart run: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		var one int
+		if err := rowErr(tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, rec.ID).Scan(&one), "restart run"); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: Run %s is no longer at generation %s", store.ErrConflict, rec.ID, lostInstance)
+	})
+}
+
 // Lease implements store.Cluster.
 func (s *DB) Lease(ctx context.Context, runID string) (store.Lease, error) {
 	l, err := scanLease(s.pool.QueryRow(ctx, `SELECT `+leaseColumns+` FROM run_leases WHERE run_id = $1`, runID))

@@ -186,6 +186,35 @@ func (s *DB) ReleaseLease(ctx context.Context, runID, node string) error {
 	})
 }
 
+// RestartRun implements store.Cluster.
+func (s *DB) RestartRun(ctx context.Context, rec store.RunRecord, lostInstance string) error {
+	if lostInstance == "" {
+		return fmt.Errorf("%w: restarting a Run needs the generation it replaces", store.ErrInvalid)
+	}
+	return s.leaseTx(ctx, "restart run", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET owner_id = ?, instance_id = ?, generation = ?, pid = ?, start_time = ?,
+			exit_code = ?, stop = ?, started_at = ?, ended_at = ?, archived = ?, archive_dir = ?, doc = ?
+			WHERE id = ? AND instance_id = ?`,
+			rec.OwnerID, rec.InstanceID, rec.Generation, rec.PID, rec.StartTime, exitArg(rec.ExitCode), rec.Stop,
+			ms(rec.StartedAt), endedArg(rec.EndedAt), boolInt(rec.Archived), rec.ArchiveDir, docText(rec.Doc), rec.ID, lostInstance)
+		if err != nil {
+			return fmt.Errorf("restart run: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, rec.ID).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return store.ErrNotFound
+		case err != nil:
+			return fmt.Errorf("restart run: %w", err)
+		}
+		return fmt.Errorf("%w: Run %s is no longer at generation %s", store.ErrConflict, rec.ID, lostInstance)
+	})
+}
+
 // Lease implements store.Cluster.
 func (s *DB) Lease(ctx context.Context, runID string) (store.Lease, error) {
 	l, err := scanLease(s.db.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM run_leases WHERE run_id = ?`, runID))

@@ -68,12 +68,15 @@ CREATE TABLE control_undo (
 `}}
 
 // controlStore implements store.Controls on the database.
-type controlStore struct{ db *sql.DB }
+type controlStore struct {
+	db    *sql.DB
+	stmts *stmtCache
+}
 
 var _ store.Controls = controlStore{}
 
 // ControlRegistry returns the store of the control registry.
-func (s *DB) ControlRegistry() store.Controls { return controlStore{s.db} }
+func (s *DB) ControlRegistry() store.Controls { return controlStore{s.db, s.stmts} }
 
 const keyWhere = `form_id = ? AND control_id = ? AND subject_type = ? AND subject_id = ?`
 
@@ -100,7 +103,7 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 		switch {
 		case u.Stage != nil:
 			p := u.Stage
-			if _, err := tx.ExecContext(ctx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
+			if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
 				revision, source, principal_id, session_id, staged_at, value, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
 				source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
@@ -109,17 +112,17 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 					ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE control_registry SET revision = max(revision, ?) WHERE id = 1`, p.Revision); err != nil {
+			if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_registry SET revision = max(revision, ?) WHERE id = 1`, p.Revision); err != nil {
 				return err
 			}
 		case u.Unstage:
-			if _, err := tx.ExecContext(ctx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
+			if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
 				return err
 			}
 		}
 		switch {
 		case u.Pop:
-			if _, err := tx.ExecContext(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
+			if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
 				append(keyArgs(k), keyArgs(k)...)...); err != nil {
 				return err
 			}
@@ -129,18 +132,18 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 				return err
 			}
 			e := u.Push
-			if _, err := tx.ExecContext(ctx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
+			if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
 				seq, action, previous, applied, source, principal_id, session_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				keyArgs(k, seq, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
 					e.Provenance.PrincipalID, e.Provenance.SessionID, ms(e.At))...); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= ?`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
+			if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= ?`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
 				return err
 			}
 		}
 		if u.Value != nil {
-			if _, err := tx.ExecContext(ctx, `UPDATE control_hosted SET value = ? WHERE `+keyWhere, append([]any{string(u.Value)}, keyArgs(k)...)...); err != nil {
+			if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_hosted SET value = ? WHERE `+keyWhere, append([]any{string(u.Value)}, keyArgs(k)...)...); err != nil {
 				return err
 			}
 		}

@@ -258,7 +258,7 @@ func (s *DB) SetSetting(ctx context.Context, name, value string) error {
 
 // AppendAudit implements store.Audit.
 func (s *DB) AppendAudit(ctx context.Context, r store.AuditRecord) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
+	res, err := s.stmts.exec(ctx, `INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ms(r.Time), r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Subject, r.Action, r.OK, r.Reason, r.Detail)
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 type DB struct {
 	db     *sql.DB
 	events eventSignal // wakes followers of the event log
+	stmts  *stmtCache  // statements of the queries run on every request
 }
 
 var _ store.Store = (*DB)(nil)
@@ -83,7 +84,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &DB{db: db}
+	s := &DB{db: db, stmts: newStmtCache(db)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

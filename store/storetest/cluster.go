@@ -22,6 +22,7 @@ func Cluster(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("LeaseTakeoverRace", func(t *testing.T) { testLeaseTakeoverRace(t, open(t).Cluster()) })
 	t.Run("RenewLeases", func(t *testing.T) { testRenewLeases(t, open(t).Cluster()) })
 	t.Run("LeaseInvalid", func(t *testing.T) { testLeaseInvalid(t, open(t).Cluster()) })
+	t.Run("RestartRun", func(t *testing.T) { testRestartRun(t, open(t)) })
 	t.Run("EventLogOrder", func(t *testing.T) { testEventLogOrder(t, open(t).Cluster().EventLog()) })
 	t.Run("EventLogFields", func(t *testing.T) { testEventLogFields(t, open(t).Cluster().EventLog()) })
 	t.Run("EventLogFollow", func(t *testing.T) { testEventLogFollow(t, open(t).Cluster().EventLog()) })
@@ -337,5 +338,56 @@ func testEventLogFollow(t *testing.T, l event.Log) {
 	case e := <-got:
 		t.Errorf("Follow delivered %d after the events appended", e.Seq)
 	default:
+	}
+}
+
+func testRestartRun(t *testing.T, st store.Store) {
+	s, c := st.Runs(), st.Cluster()
+	r := newRun(t, s, "lost")
+	ctl, err := admitOne(s, t, r, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TransitionControl(ctx(t), r.ID, ctl.ID, store.ControlFailed, nil, "generation lost", at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendTrace(ctx(t), r.ID, store.TraceEvent{ID: "e1", TS: at(0), Kind: "progress.update", Summary: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop, r.EndedAt = "lost", at(time.Second)
+	if err := s.SaveRun(ctx(t), r); err != nil {
+		t.Fatal(err)
+	}
+	next := store.RunRecord{ID: r.ID, OwnerID: r.OwnerID, InstanceID: "lost-2", Generation: 2, PID: 42, StartTime: "7",
+		CreatedAt: at(time.Hour), StartedAt: at(2 * time.Second), Doc: json.RawMessage(`{"node":"b"}`)}
+	if err := c.RestartRun(ctx(t), next, "lost-wrong"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("RestartRun of another generation = %v, want ErrConflict", err)
+	}
+	if err := c.RestartRun(ctx(t), store.RunRecord{ID: "missing", InstanceID: "m-2"}, "m-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RestartRun of an unknown Run = %v, want ErrNotFound", err)
+	}
+	if err := c.RestartRun(ctx(t), next, ""); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("RestartRun without the lost generation = %v, want ErrInvalid", err)
+	}
+	if err := c.RestartRun(ctx(t), next, r.InstanceID); err != nil {
+		t.Fatalf("RestartRun: %v", err)
+	}
+	got, err := s.Run(ctx(t), r.ID)
+	if err != nil || got.InstanceID != "lost-2" || got.Generation != 2 || got.PID != 42 || got.Stop != "" || !got.EndedAt.IsZero() ||
+		!got.CreatedAt.Equal(at(0)) || !got.StartedAt.Equal(at(2*time.Second)) || string(got.Doc) != `{"node":"b"}` {
+		t.Errorf("Run after RestartRun = %+v, %v; want generation 2 running, created at the first generation's time", got, err)
+	}
+	if cs, err := s.Controls(ctx(t), r.ID); err != nil || len(cs) != 1 || cs[0].ID != ctl.ID {
+		t.Errorf("journal after RestartRun = %+v, %v; want the old generation's record kept", cs, err)
+	}
+	if tr, err := s.Trace(ctx(t), r.ID, 0); err != nil || len(tr) != 1 || tr[0].ID != "e1" {
+		t.Errorf("Trace after RestartRun = %+v, %v; want the old generation's event kept", tr, err)
+	}
+	// The new generation takes Controls and Trace as any other.
+	if _, err := admitOne(s, t, next, 2); err != nil {
+		t.Errorf("admission to the restarted generation: %v", err)
+	}
+	if err := s.AppendTrace(ctx(t), r.ID, store.TraceEvent{ID: "e2", TS: at(3 * time.Second), Kind: "progress.update", Summary: "two"}); err != nil {
+		t.Errorf("Trace append after RestartRun: %v", err)
 	}
 }
