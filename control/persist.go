@@ -44,6 +44,35 @@ type Persister interface {
 	LoadControls(ctx context.Context) (Saved, error)
 }
 
+// CommandSaver is implemented by a [Persister] that keeps, with the change
+// a command makes, a record of the command itself, such as an audit log
+// kept in the same database. When the registry's Persister implements it,
+// the change of a command run by [Registry.Execute] is saved with
+// SaveCommand instead of SaveControl; every other write (an edit through
+// [Registry.SetHostedValue], a form, a control unregistered) goes through
+// the Persister's other methods as before.
+type CommandSaver interface {
+	// SaveCommand applies u as SaveControl does. c is the command making
+	// the change, which succeeds exactly when the save does; a
+	// CommandSaver that records c writes it atomically with u, so that
+	// both are saved or neither is.
+	SaveCommand(ctx context.Context, u Update, c SavedCommand) error
+}
+
+// SavedCommand is the command whose change a [CommandSaver] saves. It
+// shares memory with the command under way: a CommandSaver reads it during
+// the call and does not modify or keep it.
+type SavedCommand struct {
+	// Command is the command as events show it: its Value is nil when
+	// ValueRedacted is set.
+	Command Command
+	Context CommandContext
+	// ValueRedacted reports that the control's value is hidden from those
+	// who read about it (a secret or unreadable control), so a record of
+	// the command must not carry the value.
+	ValueRedacted bool
+}
+
 // Update is the change one command makes to the saved state of one
 // control. Fields left zero leave that part unchanged.
 type Update struct {
@@ -214,6 +243,23 @@ func (r *Registry) save(ctx context.Context, u Update) error {
 	return r.store.SaveControl(ctx, u)
 }
 
+// save writes u through for the command under way, telling a
+// [CommandSaver] which command it is.
+func (x *execution) save(u Update) error {
+	cs, ok := x.r.store.(CommandSaver)
+	if !ok {
+		return x.r.save(x.ctx, u)
+	}
+	if x.r.closed.Load() {
+		return errClosed
+	}
+	c := SavedCommand{Command: x.cmd, Context: x.cc, ValueRedacted: x.reg.redacted}
+	if c.ValueRedacted {
+		c.Command.Value = nil
+	}
+	return cs.SaveCommand(x.ctx, u, c)
+}
+
 // savedProposal encodes sv.
 func savedProposal(sv *staged) (*SavedProposal, error) {
 	v, err := encode(sv.value)
@@ -263,7 +309,7 @@ func (x *execution) persist(u Update, revert func()) (Result, bool) {
 	} else if v != nil {
 		u.Value = v
 	}
-	if err := x.r.save(x.ctx, u); err != nil {
+	if err := x.save(u); err != nil {
 		if revert != nil {
 			revert()
 		}

@@ -582,3 +582,122 @@ func TestRefreshSharesAStore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// cmdStore is a memStore that is also a CommandSaver, recording the
+// commands it is told about.
+type cmdStore struct {
+	*memStore
+	cmds  []SavedCommand
+	fails error
+}
+
+func (c *cmdStore) SaveCommand(ctx context.Context, u Update, sc SavedCommand) error {
+	if c.fails != nil {
+		return c.fails
+	}
+	if err := c.SaveControl(ctx, u); err != nil {
+		return err
+	}
+	c.cmds = append(c.cmds, sc)
+	return nil
+}
+
+// TestCommandSaver checks that a CommandSaver learns the command of every
+// change Execute saves, without the value of a redacted control, and only
+// for changes made by commands; and that its failure is store_unavailable
+// with nothing changed.
+func TestCommandSaver(t *testing.T) {
+	ctx := context.Background()
+	unreadable := false
+	pinID := Identity{FormID: "profile", ControlID: "pin"}
+	tests := []struct {
+		name     string
+		setup    []Command
+		cmd      Command
+		cc       CommandContext
+		want     Reason
+		saved    bool // SaveCommand is called
+		redacted bool
+	}{
+		{"stage", nil, Command{Action: Stage, Identity: nameID, Value: "Grace"}, agent, "", true, false},
+		{"apply staged", []Command{{Action: Stage, Identity: nameID, Value: "Grace"}}, Command{Action: Apply, Identity: nameID}, person, "", true, false},
+		{"apply to a write-only control", nil, Command{Action: Apply, Identity: pinID, Value: "1234"}, person, "", true, true},
+		{"clear", nil, Command{Action: Clear, Identity: nameID}, person, "", true, false},
+		{"undo", []Command{{Action: Apply, Identity: nameID, Value: "Grace"}}, Command{Action: Undo, Identity: nameID}, person, "", true, false},
+		{"discard", []Command{{Action: Stage, Identity: nameID, Value: "Grace"}}, Command{Action: Discard, Identity: nameID}, person, "", true, false},
+		{"refused by the policy", nil, Command{Action: Apply, Identity: nameID, Value: "Grace"}, agent, ReasonHumanConfirmationRequired, false, false},
+		{"nothing to discard", nil, Command{Action: Discard, Identity: nameID}, person, ReasonNoStagedValue, false, false},
+		{"not a mutation", nil, Command{Action: Explain, Identity: nameID}, agent, "", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &cmdStore{memStore: newMemStore()}
+			r := New(Config{Store: st})
+			form := profileForm()
+			form.Controls = append(form.Controls, HostedControl{Identity: Identity{ControlID: "pin"},
+				Metadata: Metadata{Kind: KindText, Label: "PIN", Readable: &unreadable}, Value: ""})
+			if err := r.Host(ctx, form); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range tc.setup {
+				wantReason(t, exec(t, r, c, person), "")
+			}
+			st.cmds = nil
+			wantReason(t, exec(t, r, tc.cmd, tc.cc), tc.want)
+			if !tc.saved {
+				if len(st.cmds) != 0 {
+					t.Fatalf("SaveCommand got %+v for a command that changed nothing", st.cmds)
+				}
+				return
+			}
+			if len(st.cmds) != 1 {
+				t.Fatalf("SaveCommand called %d times, want once", len(st.cmds))
+			}
+			got := st.cmds[0]
+			if got.Command.Action != tc.cmd.Action || !got.Command.Identity.Equal(tc.cmd.Identity) || got.Context != tc.cc.normalize() {
+				t.Errorf("SaveCommand got %+v, want the command %+v from %+v", got, tc.cmd, tc.cc)
+			}
+			if got.ValueRedacted != tc.redacted {
+				t.Errorf("ValueRedacted = %v, want %v", got.ValueRedacted, tc.redacted)
+			}
+			wantValue := tc.cmd.Value
+			if tc.redacted {
+				wantValue = nil
+			}
+			if got.Command.Value != wantValue {
+				t.Errorf("the saved command's value = %v, want %v", got.Command.Value, wantValue)
+			}
+		})
+	}
+
+	t.Run("edit", func(t *testing.T) {
+		st := &cmdStore{memStore: newMemStore()}
+		r := New(Config{Store: st})
+		if err := r.Host(ctx, profileForm()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.SetHostedValue(ctx, ageID, 40); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.cmds) != 0 {
+			t.Errorf("an edit that is not a command reached SaveCommand: %+v", st.cmds)
+		}
+	})
+
+	t.Run("failure", func(t *testing.T) {
+		st := &cmdStore{memStore: newMemStore()}
+		r := New(Config{Store: st})
+		if err := r.Host(ctx, profileForm()); err != nil {
+			t.Fatal(err)
+		}
+		saved := st.dump(t)
+		st.fails = errDown
+		wantReason(t, exec(t, r, Command{Action: Stage, Identity: nameID, Value: "Grace"}, agent), ReasonStoreUnavailable)
+		if snap, _ := r.Get(ctx, nameID); snap.State.Staged != nil {
+			t.Errorf("a stage whose save failed left a proposal: %+v", snap.State.Staged)
+		}
+		if got := st.dump(t); got != saved {
+			t.Errorf("the store changed:\n\t%s\nwas\n\t%s", got, saved)
+		}
+	})
+}

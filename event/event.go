@@ -76,5 +76,8 @@ type LaggedData struct {
 	// ResumeAfter is the last sequence delivered before the gap; a client
 	// can resubscribe after it to fetch what is still in the replay buffer,
 	// or reload its state.
-	ResumeAfter int64 `json:"resumeAfter"`
+	ResumeAfter int64 `json:"resume_after"`
+	// ResumeAfterOld is ResumeAfter under its spelling before, carried for
+	// one release.
+	ResumeAfterOld int64 `json:"resumeAfter"`
 }

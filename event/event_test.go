@@ -221,3 +221,21 @@ func BenchmarkVisibleTo(b *testing.B) {
 		}
 	}
 }
+
+func TestLaggedCarriesBothSpellings(t *testing.T) {
+	b := New(Options{Replay: 2})
+	defer b.Close()
+	for range 4 {
+		b.Publish(Event{Type: "x"})
+	}
+	sub := b.Subscribe(0, 8, nil)
+	defer sub.Close()
+	e, err := sub.Next(context.Background())
+	if err != nil || e.Type != Lagged {
+		t.Fatalf("first event %+v, %v; want lagged", e, err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(e.Data, &d); err != nil || d["resume_after"] == nil || d["resume_after"] != d["resumeAfter"] {
+		t.Fatalf("lagged data %s", e.Data)
+	}
+}

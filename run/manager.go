@@ -1048,8 +1048,8 @@ func (m *Manager) Kill(ctx context.Context, ownerID, id string) (*KillResult, er
 			return nil, fmt.Errorf("run: kill %s: %w", id, err)
 		}
 	}
-	m.emit(ctx, r, "run.kill", "Killed Run process", map[string]any{"pid": r.PID, "signal": "SIGKILL", "signalTarget": target}, "warning")
-	return &KillResult{Killed: true, Stopped: true, PID: r.PID, Signal: "SIGKILL", SignalTarget: target, StateDir: m.stateDir(id)}, nil
+	m.emit(ctx, r, "run.kill", "Killed Run process", map[string]any{"pid": r.PID, "signal": "SIGKILL", "signal_target": target, "signalTarget": target}, "warning")
+	return &KillResult{Killed: true, Stopped: true, PID: r.PID, Signal: "SIGKILL", SignalTarget: target, SignalTargetOld: target, StateDir: m.stateDir(id)}, nil
 }
 
 // Archive moves a terminal Run's directory to <data>/archive/runs/ and leaves a

@@ -104,8 +104,11 @@ type KillResult struct {
 	Signal          string `json:"signal,omitempty"`
 	// SignalTarget is "processGroup", or "process" when the group was
 	// already gone.
-	SignalTarget string `json:"signalTarget,omitempty"`
-	StateDir     string `json:"state_dir,omitempty"`
+	SignalTarget string `json:"signal_target,omitempty"`
+	// SignalTargetOld is SignalTarget under its spelling before, carried
+	// for one release.
+	SignalTargetOld string `json:"signalTarget,omitempty"`
+	StateDir        string `json:"state_dir,omitempty"`
 }
 
 // ArchiveResult is the outcome of Archive; it is also the content of the

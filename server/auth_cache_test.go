@@ -10,6 +10,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testclock"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
@@ -24,15 +25,15 @@ func TestRevokedTokenRefused(t *testing.T) {
 		name string
 		// revoke revokes p and reports how far the cache's clock must
 		// move before the next request has to be refused.
-		revoke func(t *testing.T, f *fixture, p store.Principal) time.Duration
+		revoke func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration
 	}{
-		{"through the server", func(t *testing.T, f *fixture, p store.Principal) time.Duration {
+		{"through the server", func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration {
 			if err := f.Srv.RevokePrincipal(context.Background(), p.ID); err != nil {
 				t.Fatal(err)
 			}
 			return 0
 		}},
-		{"in the store, then announced on the bus", func(t *testing.T, f *fixture, p store.Principal) time.Duration {
+		{"in the store, then announced on the bus", func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration {
 			if err := f.DB.RevokePrincipal(context.Background(), p.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 			f.Srv.Bus.Publish(event.Event{Type: host.PrincipalRevoked, Owner: p.ID, Data: data})
 			return 0
 		}},
-		{"in the store only, as another process does", func(t *testing.T, f *fixture, p store.Principal) time.Duration {
+		{"in the store only, as another process does", func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration {
 			if err := f.DB.RevokePrincipal(context.Background(), p.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +52,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := testclock.New(time.Now())
-			f := newFixture(t, func(c *server.Config) { c.RateLimit, c.Now = -1, clock.Now })
+			f := assenttest.Start(t, func(c *server.Config) { c.RateLimit, c.Now = -1, clock.Now })
 			tok, p, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "svc", []string{"tool.invoke"}, time.Now())
 			if err != nil {
 				t.Fatal(err)

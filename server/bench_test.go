@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,7 +17,7 @@ import (
 // statelessly).
 func benchmarkMCP(b *testing.B, version, name string, args map[string]any) {
 	t := &testing.T{}
-	f := newFixture(t, func(c *server.Config) { c.Demo, c.RateLimit = true, -1 })
+	f := assenttest.Start(t, func(c *server.Config) { c.Demo, c.RateLimit = true, -1 })
 	f.T = t
 	defer func() {
 		f.HTTP.CloseClientConnections()

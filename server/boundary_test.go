@@ -46,7 +46,7 @@ func FuzzSafeBack(f *testing.F) {
 }
 
 func TestNoticeIsOneShotAndPerSession(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	mine, _ := f.SignIn()
 	theirs, _ := f.SignIn()
 	req := func(c *http.Cookie) *http.Request {
@@ -80,7 +80,7 @@ func TestNoticeIsOneShotAndPerSession(t *testing.T) {
 }
 
 func TestRunTokenRefusedOnMCP(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	tok, _, err := auth.IssueToken(context.Background(), f.DB, store.KindService, "run:r1",
 		[]string{host.GrantRunOwner + f.Boot.Agent.ID, host.GrantRunScope + "r1/g1"}, time.Now())
 	if err != nil {
@@ -98,7 +98,7 @@ func TestRunTokenRefusedOnMCP(t *testing.T) {
 }
 
 func TestMCPSessionCap(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.MaxSessions = 4 })
+	f := assenttest.Start(t, func(c *server.Config) { c.MaxSessions = 4 })
 	before := runtime.NumGoroutine()
 	var open []io.Closer
 	for i := 0; i < 12; i++ {
@@ -131,7 +131,7 @@ func TestMCPSessionCap(t *testing.T) {
 }
 
 func TestRevokeEndsWebSessionStream(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	cookie, _ := f.SignIn()
 	r, _ := http.NewRequest("GET", f.HTTP.URL+"/v1/events", nil)
 	r.AddCookie(cookie)

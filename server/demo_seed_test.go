@@ -32,7 +32,7 @@ func pendingFor(t *testing.T, s *server.Server, instance string) int {
 
 // paymentScreens counts the open screens the owner sees whose outline
 // shows the payment screen's heading.
-func paymentScreens(t *testing.T, f *fixture) int {
+func paymentScreens(t *testing.T, f *assenttest.Kit) int {
 	t.Helper()
 	cookie, _ := f.SignIn()
 	getJSON := func(path string) map[string]any {
@@ -56,7 +56,7 @@ func paymentScreens(t *testing.T, f *fixture) int {
 // TestSeedDemoFillsTheInbox: the first page a person opens has a proposal,
 // an approval and the payment screen, and seeding again adds nothing.
 func TestSeedDemoFillsTheInbox(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	ctx := context.Background()
 	seed, err := f.Srv.SeedDemo(ctx)
 	if err != nil {
@@ -101,7 +101,7 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 // TestSeedDemoAfterRestart: a restart puts back what lives in memory, keeps
 // the stored approval, and does not file again what a person decided.
 func TestSeedDemoAfterRestart(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	ctx := context.Background()
 	first, err := f.Srv.SeedDemo(ctx)
 	if err != nil {
@@ -148,7 +148,7 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 }
 
 func TestSeedDemoNeedsTheDemo(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	if _, err := f.Srv.SeedDemo(context.Background()); err == nil || !strings.Contains(err.Error(), "Config.Demo") {
 		t.Fatalf("seeding without the demo: %v", err)
 	}

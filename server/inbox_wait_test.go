@@ -75,7 +75,7 @@ func (w waitResult) item(i int) map[string]any {
 // back to the inbox: it reports the decline and files a new request only
 // when asked to.
 func TestInboxWaitDeclinedApproval(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 
 // A person approves: the wait returns approved with the receipt.
 func TestInboxWaitApprovedApproval(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func stage(t *testing.T, cs *mcp.ClientSession, value string) int64 {
 // Control proposals: applied and discarded by a person while the agent
 // waits, decided before the wait started, replaced by a newer proposal.
 func TestInboxWaitControlProposal(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestInboxWaitControlProposal(t *testing.T) {
 // A command proposal declined on its page: the wait returns declined with
 // the reason.
 func TestInboxWaitCommandProposal(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestInboxWaitCommandProposal(t *testing.T) {
 // proposal and command proposal, hoping to learn the decisions. Each is
 // not_found, exactly as for an id that does not exist.
 func TestInboxWaitOtherAgentsItemsAreNotFound(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestInboxWaitOtherAgentsItemsAreNotFound(t *testing.T) {
 }
 
 func TestInboxWaitArguments(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestInboxWaitArguments(t *testing.T) {
 
 // The wait ends when the server shuts down, with the outcomes so far.
 func TestInboxWaitEndsOnShutdown(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	p := store.Principal{ID: f.Boot.Agent.ID, Kind: store.KindAgent}
 	done := make(chan []server.WaitOutcome, 1)
 	go func() {
@@ -384,7 +384,7 @@ func TestInboxWaitEndsOnShutdown(t *testing.T) {
 // A client that sent a progress token hears each decision as it is made,
 // before the wait returns.
 func TestInboxWaitProgress(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	progress := make(chan *mcp.ProgressNotificationParams, 8)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {

@@ -11,6 +11,7 @@ package server
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -167,10 +169,17 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 		}
 		sup = append(sup, map[string]string{"id": id, "name": name})
 	}
-	host.WriteJSON(w, http.StatusOK, struct {
-		store.Principal
-		Supervisors []map[string]string `json:"supervisors"`
-	}{p, sup})
+	out := map[string]any{"supervisors": sup}
+	b, err := json.Marshal(p)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		host.WriteError(w, wire.Internal, host.InternalMessage)
+		return
+	}
+	out["supervisors"] = sup
+	host.WriteJSON(w, http.StatusOK, out)
 }
 
 // countOpen counts what p has waiting, by kind.

@@ -27,7 +27,7 @@ import (
 )
 
 func TestHealthAndWhoami(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	resp := f.Req("GET", "/v1/health", "", nil, nil)
 	var h map[string]string
 	json.NewDecoder(resp.Body).Decode(&h)
@@ -45,7 +45,7 @@ func TestHealthAndWhoami(t *testing.T) {
 }
 
 func TestAuthFailures(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	for _, tc := range []struct {
 		name, token string
 	}{
@@ -74,7 +74,7 @@ func TestAuthFailures(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.RateLimit, c.RateBurst = 1, 2 })
+	f := assenttest.Start(t, func(c *server.Config) { c.RateLimit, c.RateBurst = 1, 2 })
 	var last *http.Response
 	for i := 0; i < 3; i++ {
 		last = f.Req("GET", "/v1/whoami", f.Token, nil, nil)
@@ -85,7 +85,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestSignInLinkIsSingleUse(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	link, _ := auth.NewSignInLink(context.Background(), f.DB, f.Boot.Owner.ID, f.HTTP.URL, time.Now())
 	secret := link[strings.LastIndex(link, "/")+1:]
 	if resp := f.PostForm("/signin", url.Values{"link": {secret}}, nil, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
@@ -107,7 +107,7 @@ func TestSignInLinkIsSingleUse(t *testing.T) {
 
 func TestSignInLinkExpires(t *testing.T) {
 	now := time.Now()
-	f := newFixture(t, func(c *server.Config) { c.Now = func() time.Time { return now } })
+	f := assenttest.Start(t, func(c *server.Config) { c.Now = func() time.Time { return now } })
 	link, _ := auth.NewSignInLink(context.Background(), f.DB, f.Boot.Owner.ID, f.HTTP.URL, now.Add(-auth.SignInLinkTTL-time.Second))
 	secret := link[strings.LastIndex(link, "/")+1:]
 	if resp := f.PostForm("/signin", url.Values{"link": {secret}}, nil, f.HTTP.URL); resp.StatusCode != http.StatusUnauthorized {
@@ -116,7 +116,7 @@ func TestSignInLinkExpires(t *testing.T) {
 }
 
 func TestWebChangesNeedOriginAndCSRF(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	cookie, csrf := f.SignIn()
 	if resp := f.Get("/inbox", cookie); resp.StatusCode != 200 {
 		t.Fatalf("inbox: %d", resp.StatusCode)
@@ -151,7 +151,7 @@ func TestWebChangesNeedOriginAndCSRF(t *testing.T) {
 }
 
 func TestEventsResumeWithoutGaps(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	s := f.Events("")
 	for i := 0; i < 5; i++ {
 		f.Srv.Bus.Publish(event.Event{Type: "test.n", Data: json.RawMessage(`{"i":` + string(rune('0'+i)) + `}`)})
@@ -176,7 +176,7 @@ func TestEventsResumeWithoutGaps(t *testing.T) {
 }
 
 func TestEventsFilteredByOwner(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	s := f.Events("")
 	f.Srv.Bus.Publish(event.Event{Type: "private", Owner: "someone-else"})
 	f.Srv.Bus.Publish(event.Event{Type: "mine", Owner: f.Boot.Agent.ID})
@@ -188,7 +188,7 @@ func TestEventsFilteredByOwner(t *testing.T) {
 func TestMCPRuntimeStatus(t *testing.T) {
 	for _, version := range []string{"", "2025-06-18"} {
 		t.Run("version="+version, func(t *testing.T) {
-			f := newFixture(t, nil)
+			f := assenttest.Start(t, nil)
 			cs, err := f.MCPSession(f.Token, version)
 			if err != nil {
 				t.Fatal(err)
@@ -226,7 +226,7 @@ func TestMCPRuntimeStatus(t *testing.T) {
 }
 
 func TestMCPRefusesBadTokens(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	ran := make(chan struct{}, 1)
 	f.Srv.Tools.Register(tool.Tool{Name: "probe", Handler: func(context.Context, tool.Call) (*tool.Result, error) {
 		ran <- struct{}{}
@@ -250,7 +250,7 @@ func TestMCPRefusesBadTokens(t *testing.T) {
 }
 
 func TestMCPHiddenToolsCallableNotListed(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	f.Srv.Tools.Register(tool.Tool{Name: "legacy_alias", Hidden: true, Handler: func(context.Context, tool.Call) (*tool.Result, error) {
 		return &tool.Result{Text: "alias ran"}, nil
 	}})
@@ -299,7 +299,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln) }()
 
-	f := &fixture{&assenttest.Kit{T: t, HTTP: &httptest.Server{URL: "http://" + ln.Addr().String()}}}
+	f := &assenttest.Kit{T: t, HTTP: &httptest.Server{URL: "http://" + ln.Addr().String()}}
 	cs, err := f.MCPSession(boot.AgentToken, "")
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +359,7 @@ func (b *syncBuffer) String() string {
 
 func TestLogsHoldNoSecrets(t *testing.T) {
 	var logs syncBuffer
-	f := newFixture(t, func(c *server.Config) {
+	f := assenttest.Start(t, func(c *server.Config) {
 		c.Demo = true
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -382,5 +382,24 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		if strings.Contains(out, secret) {
 			t.Errorf("a log line holds a secret (%.12s…)", secret)
 		}
+	}
+}
+
+// Renamed fields carry their old spelling too for one release
+// (docs/http.md, "JSON field names").
+func TestRenamedFieldsCarryBothSpellings(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	_, who, raw := f.API("GET", "/v1/whoami", f.Token, nil)
+	if who["created_at"] == nil || who["created_at"] != who["createdAt"] || who["supervisors"] == nil || who["id"] != f.Boot.Agent.ID {
+		t.Fatalf("whoami = %s", raw)
+	}
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	st, isErr := assenttest.CallTool(t, cs, "runtime_status", map[string]any{})
+	if isErr || st["uptime_seconds"] == nil || st["uptime_seconds"] != st["uptimeSeconds"] {
+		t.Fatalf("runtime_status = %v", st)
 	}
 }

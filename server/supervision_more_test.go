@@ -25,7 +25,7 @@ var markerEvent = event.Event{Type: "test.marker"}
 // B for Q. Both agents have shown a screen with a field, staged a value
 // on it, and started a Flow instance.
 type team struct {
-	f          *fixture
+	f          *assenttest.Kit
 	pTok, qTok string
 	p, q       store.Principal
 	aTok, bTok string
@@ -39,7 +39,7 @@ const teamScreen = "root = Card([title, note])\ntitle = Heading(\"Trip\")\n$note
 
 func newTeam(t *testing.T) *team {
 	t.Helper()
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	tm := &team{f: f}
 	ctx := context.Background()
 	var err error
@@ -221,7 +221,7 @@ func TestAuditRecordsOutliveThePrivateForm(t *testing.T) {
 // leave a row, newest first; a secret value never appears; the filters
 // narrow the list.
 func TestAuditPageShowsUndoAndHidesSecrets(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cookie, csrf := f.SignIn()
 	stage := func(id string, v any) {
 		body := map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": id}, "value": v}

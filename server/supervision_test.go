@@ -12,7 +12,7 @@ import (
 )
 
 func TestOversees(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	_, eve := f.Issue(store.KindHuman, "eve")
 	_, other := f.Issue(store.KindAgent, "other")
 	ctx := context.Background()
@@ -39,7 +39,7 @@ func TestOversees(t *testing.T) {
 // and for the list of Runs: the Run is not_found and not listed; the
 // agent's supervisor sees it.
 func TestAttackUnsupervisingPersonReadsAgentRun(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	builder, _ := f.Issue(store.KindAgent, "builder", "command.execute")
 	eveTok, _ := f.Issue(store.KindHuman, "eve")
 	code, res, raw := f.API("POST", "/v1/runs", builder, map[string]any{"run_id": "sv", "template": "true"})
@@ -63,7 +63,7 @@ func TestAttackUnsupervisingPersonReadsAgentRun(t *testing.T) {
 }
 
 func TestWhoamiListsSupervisors(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	code, res, raw := f.API("GET", "/v1/whoami", f.Token, nil)
 	if code != http.StatusOK {
 		t.Fatalf("whoami: %d %s", code, raw)
@@ -79,7 +79,7 @@ func TestWhoamiListsSupervisors(t *testing.T) {
 }
 
 func TestIssueTokenForRejectsNonPerson(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	if _, _, err := auth.IssueTokenFor(context.Background(), f.DB, store.KindAgent, "x", nil, []string{f.Boot.Agent.ID}, f.Boot.Owner.CreatedAt); err == nil {
 		t.Fatal("an agent was accepted as a supervisor")
 	}

@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"testing"
+
+	"github.com/assent-run/assent/internal/assenttest"
 )
 
 // Tools no agent can call are not offered to agents: effect-only tools run
 // only as a Flow transition's effect.
 func TestEffectOnlyToolsAreNotListed(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)

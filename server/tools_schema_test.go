@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
@@ -42,7 +43,7 @@ func compileOutputSchema(t *testing.T, tl *mcp.Tool) *jsonschema.Schema {
 // Every listed tool states the shape of its structured result, and an
 // ordinary client is not offered tools meant for an MCP App view only.
 func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	pay := screens.Tool{Tool: confirm.Tool{
 		Name:   "pay.now",
 		Params: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
@@ -100,7 +101,7 @@ func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
 // to the tool's outputSchema unless the result is an error, and its text
 // carries data.
 func TestToolResultsConformToOutputSchema(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestToolResultsConformToOutputSchema(t *testing.T) {
 // absolute URL on the server's BaseURL, and conform to the tool's schema.
 func TestToolResultsCarryURLs(t *testing.T) {
 	const base = "http://assent.test:8080"
-	f := newFixture(t, func(c *server.Config) { c.Demo = true; c.BaseURL = base + "/" })
+	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true; c.BaseURL = base + "/" })
 	builder, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
 	if err != nil {
 		t.Fatal(err)

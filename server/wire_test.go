@@ -15,6 +15,7 @@ import (
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
@@ -118,7 +119,7 @@ func checkErrorAnswer(t *testing.T, what string, resp *http.Response, body []byt
 }
 
 func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.RateLimit, c.SignInRate = -1, -1 })
+	f := assenttest.Start(t, func(c *server.Config) { c.RateLimit, c.SignInRate = -1, -1 })
 	if len(f.Srv.Patterns()) < 40 {
 		t.Fatalf("only %d routes registered: %v", len(f.Srv.Patterns()), f.Srv.Patterns())
 	}
@@ -231,7 +232,7 @@ func unknownArgs(schema json.RawMessage) map[string]any {
 }
 
 func TestEveryToolErrorHasTheWireShape(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.RateLimit = -1 })
+	f := assenttest.Start(t, func(c *server.Config) { c.RateLimit = -1 })
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +282,7 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 }
 
 func TestToolErrorCarriesRetryable(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +300,7 @@ func TestToolErrorCarriesRetryable(t *testing.T) {
 }
 
 func TestMCPTransportErrorsAreJSON(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	mcpHeaders := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 	for _, tc := range []struct {
 		name   string
@@ -361,7 +362,7 @@ func TestDomainCodesHaveAStatus(t *testing.T) {
 }
 
 func TestControlRefusalCarriesTheWireError(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	body := `{"action":"apply","identity":{"formId":"nope","controlId":"nope"},"value":"x"}`
 	resp := f.Req("POST", "/v1/controls/execute", f.Token, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
 	raw, _ := io.ReadAll(resp.Body)

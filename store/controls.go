@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/assent-run/assent/control"
@@ -19,6 +20,19 @@ import (
 // without a subject; the registry never uses an empty identifier).
 type Controls interface {
 	control.Persister
+}
+
+// AuditedControls is implemented by a [Controls] whose backend also holds
+// the audit log, so that a control command's change and its audit record
+// are written in one transaction. A server records a command that changes
+// a control this way, and appends to the audit log alone (see
+// [Audit.AppendAudit]) the commands that change nothing.
+type AuditedControls interface {
+	Controls
+	// SaveControlAudited applies u as SaveControl does and, in the same
+	// transaction, appends rec to the audit log as AppendAudit does: both
+	// are saved or neither is. It returns rec's sequence number.
+	SaveControlAudited(ctx context.Context, u control.Update, rec AuditRecord) (int64, error)
 }
 
 // CheckControlUpdate reports whether u is well formed: it needs a form and

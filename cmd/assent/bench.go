@@ -51,9 +51,13 @@ type benchRow struct {
 	// floor's p50 over assent's: 1 is the floor, higher is better.
 	Ratio float64 `json:"ratio"`
 	// Target is the ratio the row should reach, when it has one.
-	Target  float64 `json:"target,omitempty"`
-	Dropped int64   `json:"dropped,omitempty"`
-	Note    string  `json:"note,omitempty"`
+	Target float64 `json:"target,omitempty"`
+	// TargetPerSec and TargetP99ms are the absolute targets of rows
+	// without a floor (the store rows), when they have one.
+	TargetPerSec float64 `json:"target_per_s,omitempty"`
+	TargetP99ms  float64 `json:"target_p99_ms,omitempty"`
+	Dropped      int64   `json:"dropped,omitempty"`
+	Note         string  `json:"note,omitempty"`
 }
 
 type benchOpts struct {
@@ -66,6 +70,7 @@ type benchOpts struct {
 	only         string
 	asJSON       bool
 	cpuProfile   string
+	storeURL     string
 }
 
 // Ratio targets of the rows that have one.
@@ -110,6 +115,23 @@ reported as medians:
                                     broadcaster with the same wire format
                                     and per-subscriber buffer (256).
 
+With --store postgres://…, SQLite and PostgreSQL side by side:
+
+  store …, sqlite / postgres        Control admission and Trace append
+                                    made straight on each store, from one
+                                    writer, 16 writers on 16 Runs, and 64
+                                    to a transaction, the two stores
+                                    alternated. No floor: the PostgreSQL
+                                    rows carry their target per second.
+  event fan-out across nodes        Events published on one node until
+                                    100 subscribers on another have them
+                                    (two pools on one database). Target:
+                                    p99 latency.
+  …, postgres                       controls_execute and Control admission
+                                    on an assent server on PostgreSQL
+                                    (each store row and server on a new
+                                    schema, dropped at the end).
+
 ratio is assent's calls per second divided by the floor's, or, for
 fan-out rows (latency only), the floor's p50 latency divided by assent's.
 1.0 means assent is at the floor; target, when shown, is the ratio the
@@ -119,7 +141,8 @@ Every batch is bounded by --calls and --batch-timeout, every fan-out
 round by --duration. Figures depend on the machine: compare the ratios.`,
 		Example: `  assent bench
   assent bench --calls 2000 --rounds 6 --subscribers 100,1000 --json
-  assent bench --only runtime_status`,
+  assent bench --only runtime_status
+  assent bench --store postgres://USER:PASSWORD@HOST:5432/DATABASE`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.calls < 1 || o.rounds < 1 || o.rate < 1 || o.duration <= 0 || o.batchTimeout <= 0 {
@@ -152,8 +175,13 @@ round by --duration. Figures depend on the machine: compare the ratios.`,
 			fmt.Fprintln(tw, "BENCHMARK\tN\tP50 ms\tP99 ms\tPER S\tFLOOR P50 ms\tFLOOR PER S\tRATIO\tTARGET\tNOTE")
 			for _, r := range rows {
 				target := "-"
-				if r.Target > 0 {
+				switch {
+				case r.Target > 0:
 					target = fmt.Sprintf("%.2f", r.Target)
+				case r.TargetPerSec > 0:
+					target = fmt.Sprintf("%.0f/s", r.TargetPerSec)
+				case r.TargetP99ms > 0:
+					target = fmt.Sprintf("p99 %gms", r.TargetP99ms)
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.0f\t%.3f\t%.0f\t%.2f\t%s\t%s\n",
 					r.Name, r.N, r.P50ms, r.P99ms, r.PerSec, r.FloorP50ms, r.FloorPerSec, r.Ratio, target, r.Note)
@@ -170,6 +198,7 @@ round by --duration. Figures depend on the machine: compare the ratios.`,
 	f.DurationVar(&o.batchTimeout, "batch-timeout", 20*time.Second, "the longest one batch of calls may run")
 	f.StringVar(&o.only, "only", "", "run only the rows whose name contains this text")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
+	f.StringVar(&o.storeURL, "store", "", "also run the store rows, and the MCP and admission rows, on the PostgreSQL database at this URL, beside SQLite (default $ASSENT_STORE)")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (assent, the floor and the clients) to this file")
 	return cmd
 }
@@ -302,6 +331,11 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		fmt.Fprintf(progress, "bench:   p50 %.3f ms (floor %.3f), %.0f/s (floor %.0f), ratio %.2f\n", r.P50ms, r.FloorP50ms, r.PerSec, r.FloorPerSec, r.Ratio)
 		rows = append(rows, r)
 	}
+	more, err := backendRows(ctx, o, progress, dir, storeURL(o.storeURL))
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, more...)
 	if len(rows) == 0 {
 		return nil, errors.New("no row's name contains --only's text")
 	}

@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run/service"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
 // TestMain lets the test binary stand in for the assent binary in tests
@@ -41,43 +38,11 @@ type runServer struct {
 
 func newRunServer(t *testing.T) runServer {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, BaseURL: base, RateLimit: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewUnstartedServer(srv.Handler())
-	hs.Listener.Close()
-	hs.Listener = ln
-	hs.Start()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		srv.Close()
-		hs.Close()
-		db.Close()
-	})
-	_ = boot
+	k := assenttest.StartListening(t, func(c *server.Config) { c.RateLimit = -1 })
 	// The operator's own program (a service) may run commands of its own
 	// making; an agent's inline template would wait for a person.
-	token, _, err := auth.IssueToken(ctx, db, store.KindService, "operator", nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runServer{url: base, token: token, dir: dir}
+	token, _ := k.Issue(store.KindService, "operator")
+	return runServer{url: k.URL(), token: token, dir: k.Dir}
 }
 
 func (s runServer) cli(t *testing.T, args ...string) (string, string, int) {

@@ -377,3 +377,9 @@ func (k *Kit) AppsSession(token string) (*mcp.ClientSession, error) {
 // Client returns an HTTP client that sends token as a bearer token with
 // every request.
 func Client(token string) *http.Client { return &http.Client{Transport: bearerTransport(token)} }
+
+// StartDemo runs a server with the demo workspace.
+func StartDemo(t testing.TB) *Kit {
+	t.Helper()
+	return start(t, false, func(c *server.Config) { c.Demo = true })
+}

@@ -13,7 +13,6 @@ package journal
 import (
 	"encoding/json"
 	"errors"
-	"regexp"
 	"slices"
 	"time"
 
@@ -41,12 +40,31 @@ const (
 	ReasonIntegrity    = "control_journal_integrity"
 )
 
-var actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$`)
+// ActionPattern is the regular expression a Control action matches (with
+// at most ActionMaxLength bytes): dot-separated lowercase segments, the
+// first starting with a letter, as in "player.pause". A backend that checks
+// actions in its query language uses this pattern or its equivalent.
+const ActionPattern = `^[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$`
 
 // ValidAction reports whether action is a lowercase semantic token of at
-// most ActionMaxLength characters, as in "player.pause".
+// most ActionMaxLength characters that matches ActionPattern, as in
+// "player.pause".
 func ValidAction(action string) bool {
-	return len(action) <= ActionMaxLength && actionPattern.MatchString(action)
+	if action == "" || len(action) > ActionMaxLength || action[0] < 'a' || action[0] > 'z' {
+		return false
+	}
+	dot := false // the previous byte was a dot
+	for i := 1; i < len(action); i++ {
+		switch b := action[i]; {
+		case b >= 'a' && b <= 'z', b >= '0' && b <= '9', b == '_', b == '-':
+			dot = false
+		case b == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return !dot
 }
 
 // Record is a stored Control record with its encoded size in bytes (its
@@ -83,6 +101,49 @@ func Summarize(recs []Record, instance string) State {
 	return s
 }
 
+// Tally is the summary of one Run's journal for a generation as a backend
+// counts it itself (in a query, or in counters it keeps as records are
+// written) without reading the records: the sum of the records' sizes, the
+// pending records (queued, delivered or claimed), the oldest status time
+// among them, and the records that fail each integrity check. Each record
+// counts in the first check it fails, in this order:
+//
+//   - Malformed: its input is not empty and not valid JSON (ValidInput).
+//   - Invalid: its status is not one of the five, its id or generation is
+//     empty, its action fails ValidAction, or its input is longer than
+//     InputMaxBytes.
+//   - Timestamp: the time of its current status is missing.
+//   - Generation: it is pending and belongs to another generation.
+//
+// The first field that is not zero is the integrity failure, so a backend
+// may also count a record in a field after its first failed check (the
+// pending records of another generation, say, whatever else they fail).
+type Tally struct {
+	Bytes   int
+	Pending int
+	Oldest  time.Time
+
+	Malformed  int
+	Invalid    int
+	Timestamp  int
+	Generation int
+}
+
+// State returns the journal state t counts, as Summarize would return it
+// for the same records.
+func (t Tally) State() State {
+	s := State{Bytes: t.Bytes, Pending: t.Pending, Oldest: t.Oldest,
+		flaws: [4]int{t.Malformed, t.Invalid, t.Timestamp, t.Generation}}
+	s.check()
+	return s
+}
+
+// ValidInput reports whether a Control input is sound JSON: empty (no
+// input), or valid JSON text.
+func ValidInput(input []byte) bool {
+	return len(input) == 0 || json.Valid(input)
+}
+
 func (s *State) add(r Record, instance string) {
 	c := r.Control
 	s.Bytes += r.Bytes
@@ -95,7 +156,7 @@ func (s *State) add(r Record, instance string) {
 	}
 	known := pending || c.Status == store.ControlHandled || c.Status == store.ControlFailed
 	switch {
-	case len(c.Input) > 0 && !json.Valid(c.Input):
+	case !ValidInput(c.Input):
 		s.flaws[0]++
 	case !known || c.ID == "" || c.InstanceID == "" || !ValidAction(c.Action) || len(c.Input) > InputMaxBytes:
 		s.flaws[1]++

@@ -30,8 +30,14 @@ const auditScanBatch = store.AuditListMax
 // known after the form is gone. Values are never kept for a control the
 // registry could not describe.
 func (s *Part) auditDetail(cmd control.Command, res control.Result) string {
+	return s.commandDetail(cmd, !res.Snapshot.IsZero() && !res.Snapshot.State.ValueRedacted)
+}
+
+// commandDetail is the Detail of a command's audit record, carrying the
+// command's value when showValue is set.
+func (s *Part) commandDetail(cmd control.Command, showValue bool) string {
 	d := map[string]any{}
-	if cmd.Value != nil && !res.Snapshot.IsZero() && !res.Snapshot.State.ValueRedacted {
+	if cmd.Value != nil && showValue {
 		d["value"] = cmd.Value
 	}
 	s.formsMu.Lock()

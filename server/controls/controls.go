@@ -63,11 +63,15 @@ type formDecl struct {
 // proposals, undo histories and hosted forms with their values.
 func New(ctx context.Context, h *host.Host) (*Part, error) {
 	s := &Part{
-		Host:     h,
-		controls: control.New(control.Config{Now: h.Now, Store: h.Store.ControlRegistry}),
-		forms:    map[string]*formDecl{},
-		origin:   newOrigin(),
+		Host:   h,
+		forms:  map[string]*formDecl{},
+		origin: newOrigin(),
 	}
+	var persister control.Persister = h.Store.ControlRegistry
+	if ac, ok := h.Store.ControlRegistry.(store.AuditedControls); ok {
+		persister = auditedControls{ac, s}
+	}
+	s.controls = control.New(control.Config{Now: h.Now, Store: persister})
 	restored, err := s.controls.Restore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controls: %w", err)
@@ -132,8 +136,59 @@ func (s *Part) FormVisible(p store.Principal, formID string) bool {
 	return s.Oversees(context.Background(), p, f.owner)
 }
 
-// execControl runs a command for principal p with the source the transport
-// decided, records it in the audit log and publishes it as an event.
+// pendingAudit is the audit record of a command under way in Exec, which
+// the registry's store writes together with the command's change.
+type pendingAudit struct {
+	principalID string
+	cmd         control.Command
+	cc          control.CommandContext
+	// written is set once the record is saved with the change.
+	written bool
+}
+
+// pendingAuditKey is the context key of the *pendingAudit of Exec.
+type pendingAuditKey struct{}
+
+// auditedControls is the registry's store when the store keeps control
+// state and the audit log in one database: it saves the change of a
+// command run by Exec in the same transaction as its audit record.
+type auditedControls struct {
+	store.AuditedControls
+	part *Part
+}
+
+// SaveCommand implements control.CommandSaver.
+func (a auditedControls) SaveCommand(ctx context.Context, u control.Update, c control.SavedCommand) error {
+	pa, _ := ctx.Value(pendingAuditKey{}).(*pendingAudit)
+	if pa == nil || pa.written || c.Command.Action != pa.cmd.Action || c.Command.Identity.Key() != pa.cmd.Identity.Key() {
+		// Not the command of an Exec (an application's own Execute, or a
+		// command run by a handle): Exec is not there to record it.
+		return a.SaveControl(ctx, u)
+	}
+	rec := a.part.auditRecord(pa.principalID, pa.cmd, pa.cc, control.Result{OK: true})
+	rec.Detail = a.part.commandDetail(pa.cmd, !c.ValueRedacted)
+	if _, err := a.SaveControlAudited(ctx, u, rec); err != nil {
+		return err
+	}
+	pa.written = true
+	return nil
+}
+
+// auditRecord is the audit record of cmd with result res, without Detail.
+func (s *Part) auditRecord(principalID string, cmd control.Command, cc control.CommandContext, res control.Result) store.AuditRecord {
+	return store.AuditRecord{
+		Time: s.Now(), PrincipalID: principalID, Source: string(cc.Source),
+		FormID: cmd.Identity.FormID, ControlID: cmd.Identity.ControlID, Subject: subjectString(cmd.Identity),
+		Action: string(cmd.Action), OK: res.OK, Reason: string(res.Reason),
+	}
+}
+
+// Exec runs a command for principal p with the source the transport
+// decided, records it in the audit log and publishes it as an event. A
+// command that changes a control has its audit record written with the
+// change, in one transaction, when the store allows it; any other command
+// that is a command event (one refused by a policy, a store failure) has
+// its record appended after it runs.
 func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
 	// Malformed identities are refused before any lookup, on every surface.
 	if err := cmd.Identity.Validate(); err != nil {
@@ -147,26 +202,38 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
 	}
 	cc.PrincipalID = p.ID
-	res := s.controls.Execute(ctx, cmd, cc)
+	pa := &pendingAudit{principalID: p.ID, cmd: cmd, cc: cc}
+	res := s.controls.Execute(context.WithValue(ctx, pendingAuditKey{}, pa), cmd, cc)
 	switch res.Reason {
 	case control.ReasonNotFound, control.ReasonInvalidRequest, control.ReasonLimitExceeded:
 		// Not command events: nothing is recorded or published.
 		return res
 	}
-	rec := store.AuditRecord{
-		Time: s.Now(), PrincipalID: p.ID, Source: string(cc.Source),
-		FormID: cmd.Identity.FormID, ControlID: cmd.Identity.ControlID, Subject: subjectString(cmd.Identity),
-		Action: string(cmd.Action), OK: res.OK, Reason: string(res.Reason),
+	if !pa.written {
+		rec := s.auditRecord(p.ID, cmd, cc, res)
+		rec.Detail = s.auditDetail(cmd, res)
+		if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+			s.Log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
+		}
 	}
-	rec.Detail = s.auditDetail(cmd, res)
-	if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
-		s.Log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
-	}
-	s.publishControl(cmd.Identity.FormID, "control.command", map[string]any{
-		"action": cmd.Action, "identity": cmd.Identity, "ok": res.OK, "reason": res.Reason,
-		"source": cc.Source, "principalId": p.ID, "snapshot": res.Snapshot, "origin": s.origin,
+	s.publishControl(cmd.Identity.FormID, "control.command", &commandData{
+		Action: cmd.Action, Identity: cmd.Identity, OK: res.OK, Reason: res.Reason,
+		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.origin,
 	})
 	return res
+}
+
+// commandData is the data of a control.command event. Its fields are in
+// the order of their names, so the keys come sorted as a map's would.
+type commandData struct {
+	Action      control.Action    `json:"action"`
+	Identity    control.Identity  `json:"identity"`
+	OK          bool              `json:"ok"`
+	Origin      string            `json:"origin"`
+	PrincipalID string            `json:"principalId"`
+	Reason      control.Reason    `json:"reason"`
+	Snapshot    *control.Snapshot `json:"snapshot"`
+	Source      control.Source    `json:"source"`
 }
 
 // publishControl publishes an event about a form to those who may see it.

@@ -17,7 +17,7 @@ import (
 )
 
 func TestAgentStagesPersonApplies(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestAgentStagesPersonApplies(t *testing.T) {
 }
 
 func TestSecretControlNeverLeaks(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestSecretControlNeverLeaks(t *testing.T) {
 }
 
 func TestIdentityLimits(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestIdentityLimits(t *testing.T) {
 }
 
 func TestHostedForm(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	svc, _, err := auth.IssueToken(context.Background(), f.DB, "service", "crm", nil, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 
 // restart builds a second server on f's store, as a new process would
 // after the first one died, and serves it.
-func restart(t *testing.T, f *fixture, demo bool) (*server.Server, *httptest.Server) {
+func restart(t *testing.T, f *assenttest.Kit, demo bool) (*server.Server, *httptest.Server) {
 	t.Helper()
 	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: demo})
 	if err != nil {
@@ -56,7 +56,7 @@ func postForm(t *testing.T, hs *httptest.Server, path string, v url.Values, cook
 // provenance), undo histories, hosted forms and their values are where they
 // were after a restart on the same store, and a person decides each.
 func TestControlsSurviveRestart(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	ctx := context.Background()
 	svc, _ := f.Issue(store.KindService, "billing-app")
 
@@ -191,7 +191,7 @@ func (c flakyControls) SaveForm(ctx context.Context, f control.SavedForm) error 
 // made, and the caller gets 503 store_unavailable, retryable.
 func TestStoreUnavailableReachesTheCaller(t *testing.T) {
 	var failing atomic.Bool
-	f := newFixture(t, func(c *server.Config) { c.Demo = true; c.Store = flakyStore{c.Store, &failing} })
+	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true; c.Store = flakyStore{c.Store, &failing} })
 	svc, _ := f.Issue(store.KindService, "billing-app")
 	failing.Store(true)
 	tests := []struct {

@@ -13,7 +13,7 @@ import (
 // person can be asked to apply it; a stage that forgot its value is a
 // malformed request, not a proposal of null.
 func TestAgentProposalsAreCheckedAgainstTheControl(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)

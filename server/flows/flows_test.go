@@ -26,7 +26,7 @@ import (
 )
 
 func TestFlowDemoApprovalByPerson(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 }
 
 func TestFlowDecline(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	code, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{})
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	if code != 200 || aprID == "" {
@@ -124,7 +124,7 @@ func TestFlowDecline(t *testing.T) {
 // TestFlowOwnership checks that another principal's instance, prescription
 // and approval answer exactly like ones that do not exist.
 func TestFlowOwnership(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	other, _ := f.Issue(store.KindAgent, "other", "state.write", "tool.invoke")
@@ -176,7 +176,7 @@ func TestFlowOwnership(t *testing.T) {
 // TestFlowPayThroughToolCall runs the expense's pay transition: tool.call
 // calls payments_send with the parameters; the secret IBAN never comes back.
 func TestFlowPayThroughToolCall(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	tok, _ := f.Issue(store.KindAgent, "payer", "state.write", "tool.invoke")
 	const iban = "DE89370400440532013000"
 	code, inst, raw := f.API("POST", "/v1/flows/instances", tok, map[string]any{
@@ -262,7 +262,7 @@ const profileProgram = `{
 }`
 
 func TestFlowControlApplyNeedsAPerson(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	const pin = "493817"
 	// The operator loads the program with a service token granted flow.load.
 	ops, _ := f.Issue(store.KindService, "ops", "flow.load")
@@ -314,7 +314,7 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 }
 
 func TestFlowHTTPErrors(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cases := []struct {
 		name, method, path string
 		body               any
@@ -347,7 +347,7 @@ func TestFlowHTTPErrors(t *testing.T) {
 }
 
 func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	code, body, _ := f.API("GET", "/v1/flows/programs", f.Token, nil)
 	if code != 200 || len(body["programs"].([]any)) != 2 {
 		t.Fatalf("programs: %v", body)
@@ -375,7 +375,7 @@ func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
 }
 
 func TestFlowToolAnnotations(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	cs, err := f.MCPSession(f.Token, "")
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +412,7 @@ func TestFlowToolAnnotations(t *testing.T) {
 }
 
 func TestFlowPagesRender(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	cookie, _ := f.SignIn()
 	page := assenttest.ReadAll(f.Get("/flows", cookie))
 	for _, want := range []string{"expense-approval", "deployment", "sha256:", "<svg", `role="img"`, "reconcile-payment", "RECOVERY", "iban (secret) *"} {
@@ -448,7 +448,7 @@ func TestFlowPagesRender(t *testing.T) {
 // deploy Recipe, its end becomes the fact run.deploy, and the next step
 // records the deployment.
 func TestFlowRunSpawn(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	// The demo wrote the deploy Recipe; a quicker one keeps the test short.
 	recipe := `{"description":"test deploy","args":["environment","version"],"template":"echo deploying {version} to {environment}"}`
 	if err := os.WriteFile(filepath.Join(f.Srv.Config.DataDir, "recipes", "deploy.json"), []byte(recipe), 0o600); err != nil {
@@ -499,7 +499,7 @@ func TestFlowRunSpawn(t *testing.T) {
 // TestFlowApproverWithoutGrants: approving adds only human.approve; a
 // person whose token lacks the rest is refused and the request stays open.
 func TestFlowApproverWithoutGrants(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	// A person who holds human.approve only.
@@ -520,7 +520,7 @@ func TestFlowApproverWithoutGrants(t *testing.T) {
 // TestFlowRecoverInterruptedAtStart: an apply cut short by a crash leaves
 // its instance marked; the next server start puts it in recovery mode.
 func TestFlowRecoverInterruptedAtStart(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
 	_, out, _ := f.API("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
@@ -575,7 +575,7 @@ func TestDemoDeployRecipesAreValid(t *testing.T) {
 // TestFlowApproveFromWebScript: the web UI's own script may decide with the
 // session cookie, a same-origin Origin and the CSRF header.
 func TestFlowApproveFromWebScript(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
@@ -626,7 +626,7 @@ const sneakProgram = `{
 // proposal that starts nothing; a person approves it in the inbox, and then
 // it starts.
 func TestFlowAgentLoadIsAProposal(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	code, out, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(sneakProgram))
 	fp, _ := assenttest.Dig(out, "program", "fingerprint").(string)
 	if code != 202 || out["status"] != "pending_approval" || assenttest.Dig(out, "program", "status") != "proposed" || !strings.Contains(out["url"].(string), "/inbox#section-flow-programs") {
@@ -665,7 +665,7 @@ func TestFlowAgentLoadIsAProposal(t *testing.T) {
 // with an existing id neither breaks nor changes starting by id; a
 // person's newer load does.
 func TestFlowStartByIDPicksThePersonsProgram(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	demo, err := f.Srv.Flows().Kernel().ActiveProgram(context.Background(), "expense-approval")
 	if err != nil {
 		t.Fatal(err)
@@ -698,7 +698,7 @@ func TestFlowStartByIDPicksThePersonsProgram(t *testing.T) {
 // expense program's pay transition; another active program's transition is
 // refused before the tool acts.
 func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	humanTok, _ := f.Issue(store.KindHuman, "ops")
 	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(sneakProgram)); code != 201 {
 		t.Fatalf("person's load: %d %s", code, raw)
@@ -725,7 +725,7 @@ func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
 // instance needs recovery, its target facets are unknown, and applying
 // again is refused without calling the tool.
 func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	var calls atomic.Int32
 	err := f.Srv.Tools.Register(tool.Tool{Name: "bank_send", Description: "test bank", Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 		calls.Add(1)
@@ -761,7 +761,7 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 // TestFlowRunSpawnKeepsSecretParameters: a secret parameter given to
 // run.spawn reaches the Run but none of its views.
 func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	recipe := `{"description":"test","args":["witness"],"template":"echo started"}`
 	if err := os.MkdirAll(filepath.Join(f.Srv.Config.DataDir, "recipes"), 0o700); err != nil {
 		t.Fatal(err)
@@ -818,7 +818,7 @@ const emailProgram = `{
 // current and proposed email; an agent re-staging another value after the
 // approval was filed makes Approve refuse as stale, and nothing is applied.
 func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	humanTok, person := f.Issue(store.KindHuman, "approver", "control.write")
 	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
@@ -872,7 +872,7 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 // as starting under an id the caller holds itself: it says the id is taken
 // and nothing about whose it is.
 func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	other, _ := f.Issue(store.KindAgent, "other")
 	start := func(tok string) (int, string) {
 		code, out, raw := f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "mine-1", "phase": "draft"})
@@ -903,7 +903,7 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 // for and the payee with the IBAN masked; it says what the pay step will
 // send, links to the instance, and the instance page can decide too.
 func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 … 1234"
@@ -958,7 +958,7 @@ func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 // IBAN. The payment tool refuses it and nothing is paid; paying the
 // approved payee works.
 func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
@@ -991,7 +991,7 @@ func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 // TestFlowControlApplyCardShowsBothValues: a control.apply approval reads
 // as "Email: current → proposed".
 func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	humanTok, person := f.Issue(store.KindHuman, "approver", "control.write")
 	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(emailProgram)); code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
@@ -1021,7 +1021,7 @@ func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 // what the transition needs gets no Approve button but a sentence saying
 // which grant is missing and whom to ask; Decline stays.
 func TestFlowApprovalCardExplainsMissingGrants(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	_, weak := f.Issue(store.KindHuman, "viewer", "human.approve")
@@ -1045,7 +1045,7 @@ func TestFlowApprovalCardExplainsMissingGrants(t *testing.T) {
 // TestFlowEffectSummaries: run.spawn names the Recipe and its values,
 // tool.call the tool and its parameters; secret values are masked.
 func TestFlowEffectSummaries(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	ctx := context.Background()
 	prog := func(effect, cap, args string) *flow.Program {
 		p, err := f.Srv.Flows().Kernel().AddProgram(ctx, []byte(`{

@@ -4,23 +4,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// fixture is a running server (see package assenttest).
-type fixture struct{ *assenttest.Kit }
-
-func newFixture(t *testing.T, mod func(*server.Config)) *fixture {
-	t.Helper()
-	return &fixture{assenttest.Start(t, mod)}
-}
-
-// demoFixture is a running server with the demo workspace.
-func demoFixture(t *testing.T) *fixture {
-	t.Helper()
-	return newFixture(t, func(c *server.Config) { c.Demo = true })
-}

@@ -21,7 +21,7 @@ import (
 // restartScreens builds a second server on f's store, as a new process
 // would after the first one died, registers the application's tools on it
 // again, and serves it.
-func restartScreens(t *testing.T, f *fixture) (*server.Server, *httptest.Server, map[string]*recorder) {
+func restartScreens(t *testing.T, f *assenttest.Kit) (*server.Server, *httptest.Server, map[string]*recorder) {
 	t.Helper()
 	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB})
 	if err != nil {
@@ -213,7 +213,7 @@ func getPage(t *testing.T, hs *httptest.Server, path string, cookie *http.Cookie
 // The demo's screens are kept by the store, so a restart shows them again
 // only when they are missing, not once more.
 func TestDemoScreensAreNotShownTwice(t *testing.T) {
-	f := demoFixture(t)
+	f := assenttest.StartDemo(t)
 	count := func(h http.Handler) int {
 		t.Helper()
 		cookie, _ := f.SignIn()

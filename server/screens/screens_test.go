@@ -59,9 +59,9 @@ const testPayParams = `{"type":"object","properties":{"amount":{"type":"number",
 
 // screenFixture is a server with a payment tool (no confirmation), a
 // confirmed payment tool and a public tool.
-func screenFixture(t *testing.T) (*fixture, map[string]*recorder) {
+func screenFixture(t *testing.T) (*assenttest.Kit, map[string]*recorder) {
 	t.Helper()
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	recs := map[string]*recorder{"pay.now": {}, "pay.confirmed": {}, "info.public": {}, "orders.cancel": {}}
 	recs["pay.now"].res = confirm.Result{Value: map[string]any{"receipt": "r1"}, Update: `$status = "paid"`}
 	recs["orders.cancel"].err = tool.Errorf("not_found", "no such order")
@@ -80,7 +80,7 @@ func screenFixture(t *testing.T) (*fixture, map[string]*recorder) {
 	return f, recs
 }
 
-func mutateReq(f *fixture, token, body string, hdr map[string]string) *http.Response {
+func mutateReq(f *assenttest.Kit, token, body string, hdr map[string]string) *http.Response {
 	f.T.Helper()
 	h := map[string]string{"Content-Type": "application/json"}
 	for k, v := range hdr {
@@ -173,7 +173,7 @@ func TestMutateStatusTable(t *testing.T) {
 }
 
 func TestMutateRateLimitedAndToolFailed(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.RateLimit, c.RateBurst = 1, 1 })
+	f := assenttest.Start(t, func(c *server.Config) { c.RateLimit, c.RateBurst = 1, 1 })
 	rec := &recorder{err: errors.New("database down")}
 	if err := f.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "pay.now", Handler: rec.handle}}); err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestViewToolCallsAreChecked(t *testing.T) {
 }
 
 func TestScreenPostedSlowlyAppearsAsItArrives(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	pr, pw := io.Pipe()
 	done := make(chan *http.Response, 1)
 	go func() {
@@ -504,7 +504,7 @@ func (failingGen) Generate(ctx context.Context, prompt string, emit func(string)
 }
 
 func TestGenerateErrorIsTheOneTerminalEvent(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	f.Srv.Screens().SetGenerator(failingGen{})
 	resp := f.Req("POST", "/api/generate", f.Token, strings.NewReader(`{"prompt":"x"}`), nil)
 	events := readSSE(t, resp.Body)
@@ -514,7 +514,7 @@ func TestGenerateErrorIsTheOneTerminalEvent(t *testing.T) {
 }
 
 func TestLiveFeed(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	owner := f.Boot.Agent
 	id, err := f.Srv.Screens().Show(context.Background(), owner, "root = Card([status])\n$s = \"new\"\nstatus = Text($s)\n", screens.Options{})
 	if err != nil {
@@ -556,7 +556,7 @@ func TestLiveFeed(t *testing.T) {
 }
 
 func TestLiveCatchUpWhenUpdatesWereDropped(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, "root = Card([a, n])\n$s = \"0\"\na = Text($s)\n$typed = \"\"\nn = Input($typed, label=\"Name\")\n", screens.Options{})
 	for i := 1; i <= screens.KeptUpdates+5; i++ {
 		if res, err := f.Srv.Screens().Update(context.Background(), id, fmt.Sprintf("$s = \"%d\"\na = Text($s, tone=\"muted\")", i)); err != nil || !res.Applied {
@@ -622,7 +622,7 @@ func TestScreenFieldsAreControls(t *testing.T) {
 }
 
 func TestStreamTextIsAlwaysText(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	hostile := `root = Card([a, b, c], title="<img src=x onerror=alert(1)>")
 a = Text("<script>alert(1)</script>")
 b = Heading("<a href=\"javascript:alert(1)\">click</a>")
@@ -776,7 +776,7 @@ func luminance(hex string) float64 {
 // The example screens, which the demo shows, parse without issues under
 // the server's tools and pictures.
 func TestExampleScreensParseClean(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.Demo = true })
+	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true })
 	for name, text := range examples.Screens() {
 		if name == "gallery" {
 			continue // it shows the fallbacks on purpose
@@ -789,7 +789,7 @@ func TestExampleScreensParseClean(t *testing.T) {
 }
 
 func TestDemoScreensRender(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.Demo = true })
+	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true })
 	cookie, _ := f.SignIn()
 	resp := f.Get("/screens", cookie)
 	b, _ := io.ReadAll(resp.Body)
@@ -825,7 +825,7 @@ func TestToolsFileCallsTheCallback(t *testing.T) {
 		io.WriteString(w, `{"result":{"cancelled":true},"update":"$s = \"cancelled\""}`)
 	}))
 	defer cb.Close()
-	f := newFixture(t, func(c *server.Config) {
+	f := assenttest.Start(t, func(c *server.Config) {
 		file := fmt.Sprintf(`{"tools":[{"name":"orders.cancel","description":"Cancel an order.","params":{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"],"additionalProperties":false},"callback":%q},
 			{"name":"orders.refund","params":{"type":"object"},"confirm":"Refund {orderId}?","callback":%q}]}`, cb.URL, cb.URL)
 		if err := os.WriteFile(filepath.Join(c.DataDir, "tools.json"), []byte(file), 0o600); err != nil {
@@ -875,7 +875,7 @@ func TestToolsFileRefusesBadEntries(t *testing.T) {
 }
 
 func TestNewerVersionNoticeAndPlaceholders(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	sc, err := screens.NewScreen(f.Srv.Screens(), context.Background(), f.Boot.Agent, screens.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -900,7 +900,7 @@ func TestNewerVersionNoticeAndPlaceholders(t *testing.T) {
 }
 
 func TestMutateConflicts(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	slow := func(ctx context.Context, req confirm.Request) (confirm.Result, error) {
@@ -958,7 +958,7 @@ func TestMutateConflicts(t *testing.T) {
 }
 
 func TestPicturesComeOnlyFromTheRegistry(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	if err := f.Srv.Screens().RegisterPicture("logo", []byte("<svg xmlns='http://www.w3.org/2000/svg'/>"), "image/svg+xml"); err != nil {
 		t.Fatal(err)
 	}
@@ -990,7 +990,7 @@ func TestPicturesComeOnlyFromTheRegistry(t *testing.T) {
 // cases (each catalog component with every prop, grammar and stream edge
 // cases) and checks that each draws without a component failing.
 func TestRenderConformanceStreams(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	if err := f.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "payments.confirm", Handler: (&recorder{}).handle}}); err != nil {
 		t.Fatal(err)
 	}
@@ -1081,7 +1081,7 @@ func TestMoney(t *testing.T) {
 }
 
 func TestTextFormats(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	id, _ := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, `root = Stack([a, b, c, d])
 a = Text("2026-09-30", format="date")
 b = Text("next Tuesday", format="date")
@@ -1101,7 +1101,7 @@ d = Text("not a number", format="currency")
 }
 
 // screenPage returns the template of the screen page.
-func screenPage(t *testing.T, f *fixture) *template.Template {
+func screenPage(t *testing.T, f *assenttest.Kit) *template.Template {
 	t.Helper()
 	tpl, ok := f.Srv.Web.Page("screen")
 	if !ok {
@@ -1113,12 +1113,12 @@ func screenPage(t *testing.T, f *fixture) *template.Template {
 // Only the demo answers /api/generate with canned screens; otherwise a
 // server without a generator says so.
 func TestGenerateNeedsAGenerator(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	resp := f.Req("POST", "/api/generate", f.Token, strings.NewReader(`{"prompt":"pay"}`), nil)
 	if resp.StatusCode != 403 || assenttest.ErrorCode(t, resp) != "unsupported" {
 		t.Fatalf("generate without a generator: %d", resp.StatusCode)
 	}
-	demo := demoFixture(t)
+	demo := assenttest.StartDemo(t)
 	resp = demo.Req("POST", "/api/generate", demo.Token, strings.NewReader(`{"prompt":"payment"}`), nil)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("generate in the demo: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))

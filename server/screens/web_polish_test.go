@@ -15,7 +15,7 @@ import (
 )
 
 func TestNotFoundPage(t *testing.T) {
-	f := newFixture(t, nil)
+	f := assenttest.Start(t, nil)
 	cookie, _ := f.SignIn()
 	tests := []struct {
 		name   string

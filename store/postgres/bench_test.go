@@ -60,6 +60,52 @@ func BenchmarkAdmitControl(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
 }
 
+// BenchmarkAdmitControlLongJournal measures admissions to a long-lived
+// Run, whose journal keeps store.ControlTerminalLimit terminal records;
+// the admitted Controls are claimed and handled every 32 admissions,
+// outside the timer.
+func BenchmarkAdmitControlLongJournal(b *testing.B) {
+	db := benchDB(b)
+	ctx := context.Background()
+	run := benchRun(b, db, "long")
+	var pending []string
+	admit := func() {
+		q := benchT0
+		c, err := db.AdmitControl(ctx, run.ID, store.Control{ID: uuid.NewString(), InstanceID: run.InstanceID, Action: "pause", QueuedAt: &q})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pending = append(pending, c.ID)
+	}
+	settle := func() {
+		for _, id := range pending {
+			if _, err := db.ClaimControl(ctx, run.ID, run.InstanceID, id, benchT0); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.TransitionControl(ctx, run.ID, id, store.ControlHandled, nil, "", benchT0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		pending = pending[:0]
+	}
+	for range store.ControlTerminalLimit / 32 {
+		for range 32 {
+			admit()
+		}
+		settle()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if admit(); len(pending) == 32 {
+			b.StopTimer()
+			settle()
+			b.StartTimer()
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
+}
+
 // BenchmarkAdmitControlsBatched measures admissions committed 64 to a
 // transaction (one Run's full pending window each).
 func BenchmarkAdmitControlsBatched(b *testing.B) {

@@ -89,7 +89,7 @@ func lockItem(ctx context.Context, tx pgx.Tx, kind string, parts ...string) erro
 // controlStore implements store.Controls on the database.
 type controlStore struct{ s *DB }
 
-var _ store.Controls = controlStore{}
+var _ store.AuditedControls = controlStore{}
 
 // ControlRegistry returns the store of the control registry.
 func (s *DB) ControlRegistry() store.Controls { return controlStore{s} }
@@ -126,6 +126,30 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 		}
 		return nil
 	})
+}
+
+// SaveControlAudited implements store.AuditedControls. The audit record
+// is written last, so the transaction holds the audit lock (see
+// AppendAudit) only from that insert to its commit.
+func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+	if err := store.CheckControlUpdate(u); err != nil {
+		return 0, err
+	}
+	var seq int64
+	err := c.s.write(ctx, "save control", func(tx pgx.Tx) error {
+		if err := saveControl(ctx, tx, u); err != nil {
+			return fmt.Errorf("save control: %w", err)
+		}
+		var err error
+		if seq, err = appendAudit(ctx, tx, rec); err != nil {
+			return fmt.Errorf("save control: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
 }
 
 func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {

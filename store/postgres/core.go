@@ -251,8 +251,20 @@ func (s *DB) SetSetting(ctx context.Context, name, value string) error {
 // commit in sequence order: a reader paging with AfterSeq never passes a
 // number whose record is still to appear.
 func (s *DB) AppendAudit(ctx context.Context, r store.AuditRecord) (int64, error) {
+	return appendAudit(ctx, s.pool, r)
+}
+
+// queryRower runs a query that returns one row: the pool, a connection or
+// a transaction.
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// appendAudit appends r through q and returns its sequence number. In a
+// transaction, the audit lock it takes is held until the commit.
+func appendAudit(ctx context.Context, q queryRower, r store.AuditRecord) (int64, error) {
 	var seq int64
-	err := s.pool.QueryRow(ctx, `WITH l AS (SELECT pg_advisory_xact_lock($1))
+	err := q.QueryRow(ctx, `WITH l AS (SELECT pg_advisory_xact_lock($1))
 		INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
 		SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM l RETURNING seq`,
 		lockAudit, r.Time, r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Subject, r.Action, r.OK, r.Reason, r.Detail).Scan(&seq)

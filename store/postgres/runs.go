@@ -24,7 +24,11 @@ import (
 // row is also the lock its journal and Trace are written under. Statuses
 // are not constrained by the schema: a damaged row is reported as an
 // integrity failure rather than hidden. JSON documents are text, so they
-// read back byte for byte.
+// read back byte for byte. From step 4 a trigger keeps, on the Run's row,
+// the journal's size and the count of each integrity flaw of its rows
+// (assent_control_flaw: 1 malformed input, 2 invalid record, 3 missing
+// status time, 0 none; the action test is journal.ActionPattern), whatever
+// writes the rows; a partial index holds the pending records.
 var runMigrations = []migration{{1, `
 CREATE TABLE runs (
 	id TEXT COLLATE "C" PRIMARY KEY,
@@ -81,6 +85,62 @@ ALTER TABLE runs ADD COLUMN trace_events BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN trace_bytes BIGINT NOT NULL DEFAULT 0;
 `}, {3, `
 ALTER TABLE run_controls ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
+`}, {4, `
+CREATE FUNCTION assent_control_flaw(c run_controls) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+	st timestamptz;
+BEGIN
+	IF c.input <> '' THEN
+		BEGIN
+			PERFORM c.input::json;
+		EXCEPTION WHEN others THEN
+			RETURN 1;
+		END;
+	END IF;
+	IF c.status NOT IN ('queued', 'delivered', 'claimed', 'handled', 'failed') OR c.id = '' OR c.instance_id = ''
+		OR octet_length(c.action) > 64 OR c.action COLLATE "C" !~ '^[a-z][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$'
+		OR COALESCE(octet_length(c.input) > 380, false) THEN
+		RETURN 2;
+	END IF;
+	st := CASE c.status WHEN 'queued' THEN c.queued_at WHEN 'delivered' THEN c.delivered_at WHEN 'claimed' THEN c.claimed_at
+		WHEN 'handled' THEN c.handled_at WHEN 'failed' THEN c.failed_at END;
+	IF st IS NULL THEN
+		RETURN 3;
+	END IF;
+	RETURN 0;
+END
+$fn$;
+CREATE FUNCTION assent_control_tally() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+	f integer;
+BEGIN
+	IF TG_OP <> 'INSERT' THEN
+		f := assent_control_flaw(OLD);
+		UPDATE runs SET control_bytes = control_bytes - OLD.bytes, control_malformed = control_malformed - (f = 1)::int,
+			control_invalid = control_invalid - (f = 2)::int, control_untimed = control_untimed - (f = 3)::int
+		WHERE id = OLD.run_id;
+	END IF;
+	IF TG_OP <> 'DELETE' THEN
+		f := assent_control_flaw(NEW);
+		UPDATE runs SET control_bytes = control_bytes + NEW.bytes, control_malformed = control_malformed + (f = 1)::int,
+			control_invalid = control_invalid + (f = 2)::int, control_untimed = control_untimed + (f = 3)::int
+		WHERE id = NEW.run_id;
+	END IF;
+	RETURN NULL;
+END
+$fn$;
+ALTER TABLE runs ADD COLUMN control_bytes BIGINT NOT NULL DEFAULT 0,
+	ADD COLUMN control_malformed INTEGER NOT NULL DEFAULT 0,
+	ADD COLUMN control_invalid INTEGER NOT NULL DEFAULT 0,
+	ADD COLUMN control_untimed INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET control_bytes = t.bytes, control_malformed = t.malformed, control_invalid = t.invalid, control_untimed = t.untimed
+FROM (SELECT run_id, SUM(bytes) AS bytes, COUNT(*) FILTER (WHERE f = 1) AS malformed,
+		COUNT(*) FILTER (WHERE f = 2) AS invalid, COUNT(*) FILTER (WHERE f = 3) AS untimed
+	FROM (SELECT c.run_id, c.bytes, assent_control_flaw(c) AS f FROM run_controls c) x GROUP BY run_id) t
+WHERE runs.id = t.run_id;
+CREATE TRIGGER run_controls_tally AFTER INSERT OR UPDATE OR DELETE ON run_controls
+	FOR EACH ROW EXECUTE FUNCTION assent_control_tally();
+CREATE INDEX run_controls_pending ON run_controls(run_id, seq) WHERE status IN ('queued', 'delivered', 'claimed');
 `}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
@@ -142,7 +202,8 @@ func (s *DB) ClaimRun(ctx context.Context, rec store.RunRecord, replaceInstance 
 		}
 		_, err = tx.Exec(ctx, `UPDATE runs SET owner_id = $2, instance_id = $3, generation = $4, pid = $5, start_time = $6,
 			exit_code = $7, stop = $8, created_at = $9, started_at = $10, ended_at = $11, archived = $12, archive_dir = $13,
-			doc = $14, trace_events = 0, trace_bytes = 0 WHERE id = $1`,
+			doc = $14, trace_events = 0, trace_bytes = 0, control_bytes = 0, control_malformed = 0, control_invalid = 0,
+			control_untimed = 0 WHERE id = $1`,
 			rec.ID, rec.OwnerID, rec.InstanceID, rec.Generation, rec.PID, rec.StartTime, rec.ExitCode, rec.Stop,
 			rec.CreatedAt, rec.StartedAt, optTime(rec.EndedAt), rec.Archived, rec.ArchiveDir, docText(rec.Doc))
 		if err != nil {
@@ -281,26 +342,32 @@ func scanControl(row pgx.Row) (int64, journal.Record, error) {
 	return seq, r, nil
 }
 
-// readJournal reads the records of runID's Control journal and summarizes
-// them for generation instance.
+// readJournal summarizes runID's Control journal for generation instance:
+// the size and flaw counts the trigger keeps on the Run's row, and the
+// pending records, read through their partial index. The rules of
+// run/journal decide on the counts, and no terminal record is read, so the
+// cost does not grow with the terminal records a journal keeps. A Run that
+// does not exist has an empty journal.
 func readJournal(ctx context.Context, tx pgx.Tx, runID, instance string) (journal.State, error) {
-	rows, err := tx.Query(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 ORDER BY seq`, runID)
+	var (
+		t      journal.Tally
+		oldest *time.Time
+	)
+	err := tx.QueryRow(ctx, `SELECT r.control_bytes, r.control_malformed, r.control_invalid, r.control_untimed, p.n, p.oldest, p.foreign
+		FROM runs r, LATERAL (SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE instance_id <> $2) AS foreign,
+			MIN(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at END) AS oldest
+			FROM run_controls WHERE run_id = r.id AND status IN ('queued', 'delivered', 'claimed')) p
+		WHERE r.id = $1`, runID, instance).Scan(&t.Bytes, &t.Malformed, &t.Invalid, &t.Timestamp, &t.Pending, &oldest, &t.Generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return journal.State{}, nil
+	}
 	if err != nil {
 		return journal.State{}, err
 	}
-	defer rows.Close()
-	var recs []journal.Record
-	for rows.Next() {
-		_, r, err := scanControl(rows)
-		if err != nil {
-			return journal.State{}, err
-		}
-		recs = append(recs, r)
+	if oldest != nil {
+		t.Oldest = oldest.UTC()
 	}
-	if err := rows.Err(); err != nil {
-		return journal.State{}, err
-	}
-	return journal.Summarize(recs, instance), nil
+	return t.State(), nil
 }
 
 func optTimePtr(t *time.Time) any {

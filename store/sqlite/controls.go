@@ -73,7 +73,7 @@ type controlStore struct {
 	stmts *stmtCache
 }
 
-var _ store.Controls = controlStore{}
+var _ store.AuditedControls = controlStore{}
 
 // ControlRegistry returns the store of the control registry.
 func (s *DB) ControlRegistry() store.Controls { return controlStore{s.db, s.stmts} }
@@ -98,62 +98,85 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 	if err := store.CheckControlUpdate(u); err != nil {
 		return err
 	}
-	return c.tx(ctx, "save control", func(tx *sql.Tx) error {
-		k := u.Key
-		switch {
-		case u.Stage != nil:
-			p := u.Stage
-			if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
-				revision, source, principal_id, session_id, staged_at, value, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
-				source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
-				staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
-				keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
-					ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
-				return err
-			}
-			if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_registry SET revision = max(revision, ?) WHERE id = 1`, p.Revision); err != nil {
-				return err
-			}
-		case u.Unstage:
-			if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
-				return err
-			}
+	return c.tx(ctx, "save control", func(ctx context.Context, tx *sql.Tx) error { return c.saveControl(ctx, tx, u) })
+}
+
+// SaveControlAudited implements store.AuditedControls.
+func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+	if err := store.CheckControlUpdate(u); err != nil {
+		return 0, err
+	}
+	var seq int64
+	err := c.tx(ctx, "save control", func(ctx context.Context, tx *sql.Tx) error {
+		if err := c.saveControl(ctx, tx, u); err != nil {
+			return err
 		}
-		switch {
-		case u.Pop:
-			if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
-				append(keyArgs(k), keyArgs(k)...)...); err != nil {
-				return err
-			}
-		case u.Push != nil:
-			var seq int64
-			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM control_undo WHERE `+keyWhere, keyArgs(k)...).Scan(&seq); err != nil {
-				return err
-			}
-			e := u.Push
-			if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
-				seq, action, previous, applied, source, principal_id, session_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				keyArgs(k, seq, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
-					e.Provenance.PrincipalID, e.Provenance.SessionID, ms(e.At))...); err != nil {
-				return err
-			}
-			if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= ?`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
-				return err
-			}
-		}
-		if u.Value != nil {
-			if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_hosted SET value = ? WHERE `+keyWhere, append([]any{string(u.Value)}, keyArgs(k)...)...); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		seq, err = appendAudit(ctx, c.stmts, tx, rec)
+		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// saveControl applies u inside tx.
+func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Update) error {
+	k := u.Key
+	switch {
+	case u.Stage != nil:
+		p := u.Stage
+		if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
+			revision, source, principal_id, session_id, staged_at, value, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
+			source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
+			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
+			keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
+				ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
+			return err
+		}
+		if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_registry SET revision = max(revision, ?) WHERE id = 1`, p.Revision); err != nil {
+			return err
+		}
+	case u.Unstage:
+		if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
+			return err
+		}
+	}
+	switch {
+	case u.Pop:
+		if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
+			append(keyArgs(k), keyArgs(k)...)...); err != nil {
+			return err
+		}
+	case u.Push != nil:
+		var seq int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM control_undo WHERE `+keyWhere, keyArgs(k)...).Scan(&seq); err != nil {
+			return err
+		}
+		e := u.Push
+		if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
+			seq, action, previous, applied, source, principal_id, session_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			keyArgs(k, seq, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
+				e.Provenance.PrincipalID, e.Provenance.SessionID, ms(e.At))...); err != nil {
+			return err
+		}
+		if _, err := c.stmts.execTx(ctx, tx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= ?`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
+			return err
+		}
+	}
+	if u.Value != nil {
+		if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_hosted SET value = ? WHERE `+keyWhere, append([]any{string(u.Value)}, keyArgs(k)...)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ForgetControl implements control.Persister.
 func (c controlStore) ForgetControl(ctx context.Context, k control.Key) error {
-	return c.tx(ctx, "forget control", func(tx *sql.Tx) error { return forget(ctx, tx, k) })
+	return c.tx(ctx, "forget control", func(ctx context.Context, tx *sql.Tx) error { return forget(ctx, tx, k) })
 }
 
 func forget(ctx context.Context, tx *sql.Tx, k control.Key) error {
@@ -187,7 +210,7 @@ func (c controlStore) SaveForm(ctx context.Context, f control.SavedForm) error {
 	if err := store.CheckSavedForm(f); err != nil {
 		return err
 	}
-	return c.tx(ctx, "save form", func(tx *sql.Tx) error {
+	return c.tx(ctx, "save form", func(ctx context.Context, tx *sql.Tx) error {
 		old, err := hostedKeys(ctx, tx, f.FormID)
 		if err != nil {
 			return err
@@ -224,7 +247,7 @@ func (c controlStore) SaveForm(ctx context.Context, f control.SavedForm) error {
 
 // DeleteForm implements control.Persister.
 func (c controlStore) DeleteForm(ctx context.Context, formID string) error {
-	return c.tx(ctx, "delete form", func(tx *sql.Tx) error {
+	return c.tx(ctx, "delete form", func(ctx context.Context, tx *sql.Tx) error {
 		keys, err := hostedKeys(ctx, tx, formID)
 		if err != nil {
 			return err
@@ -341,14 +364,24 @@ func loadControlStates(ctx context.Context, tx *sql.Tx) ([]control.SavedControl,
 	return b.Controls(), nil
 }
 
-// tx runs fn in a write transaction and commits it.
-func (c controlStore) tx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+// tx runs fn in a write transaction and commits it. A context that has
+// already ended refuses the write; once begun, the transaction runs to its
+// end whatever becomes of ctx, and fn gets a context that does not end.
+// The writes are short, the registry has often changed the control already
+// (and would write it back on a failure), and the driver watches each
+// statement run under a context that can end at a cost greater than the
+// statement's own.
+func (c controlStore) tx(ctx context.Context, what string, fn func(context.Context, *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	ctx = context.WithoutCancel(ctx)
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := tx.Commit(); err != nil {

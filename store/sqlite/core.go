@@ -258,9 +258,26 @@ func (s *DB) SetSetting(ctx context.Context, name, value string) error {
 
 // AppendAudit implements store.Audit.
 func (s *DB) AppendAudit(ctx context.Context, r store.AuditRecord) (int64, error) {
-	res, err := s.stmts.exec(ctx, `INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		ms(r.Time), r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Subject, r.Action, r.OK, r.Reason, r.Detail)
+	return appendAudit(ctx, s.stmts, nil, r)
+}
+
+// insertAudit is the statement that appends an audit record.
+const insertAudit = `INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// appendAudit appends r inside tx, or on its own when tx is nil, and
+// returns its sequence number.
+func appendAudit(ctx context.Context, stmts *stmtCache, tx *sql.Tx, r store.AuditRecord) (int64, error) {
+	args := []any{ms(r.Time), r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Subject, r.Action, r.OK, r.Reason, r.Detail}
+	var (
+		res sql.Result
+		err error
+	)
+	if tx == nil {
+		res, err = stmts.exec(ctx, insertAudit, args...)
+	} else {
+		res, err = stmts.execTx(ctx, tx, insertAudit, args...)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("append audit: %w", err)
 	}

@@ -19,7 +19,13 @@ import (
 // The Control journal and the Trace keep, per row, the encoded size of the
 // record as a JSON line, so the byte bounds are checked without re-encoding
 // the journal. Statuses are not constrained by the schema: a damaged row is
-// reported as an integrity failure rather than hidden.
+// reported as an integrity failure rather than hidden. From step 4 each
+// Control row states its first integrity flaw (flaw: 1 malformed input,
+// 2 invalid record, 3 missing status time, 0 none; the action test is
+// journal.ActionPattern as GLOB patterns: a lowercase first letter, no
+// byte outside [a-z0-9_.-], no empty segment), and triggers keep, on the
+// Run's row, the journal's size and the count of each flaw, whatever
+// writes the rows; a partial index holds the pending records.
 var runMigrations = []migration{{1, `
 CREATE TABLE runs (
 	id TEXT PRIMARY KEY,
@@ -79,6 +85,43 @@ CREATE TRIGGER run_trace_count AFTER INSERT ON run_trace BEGIN
 END;
 `}, {3, `
 ALTER TABLE run_controls ADD COLUMN sender_id TEXT NOT NULL DEFAULT '';
+`}, {4, `
+ALTER TABLE run_controls ADD COLUMN flaw INTEGER GENERATED ALWAYS AS (CASE
+	WHEN input IS NOT NULL AND input <> '' AND NOT json_valid(input) THEN 1
+	WHEN status NOT IN ('queued', 'delivered', 'claimed', 'handled', 'failed') OR id = '' OR instance_id = ''
+		OR length(CAST(action AS BLOB)) > 64 OR action NOT GLOB '[a-z]*' OR action GLOB '*[^a-z0-9_.-]*'
+		OR action GLOB '*..*' OR action GLOB '*.' OR COALESCE(length(CAST(input AS BLOB)) > 380, 0) THEN 2
+	WHEN CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at
+		WHEN 'handled' THEN handled_at WHEN 'failed' THEN failed_at END IS NULL THEN 3
+	ELSE 0 END) VIRTUAL;
+CREATE INDEX run_controls_pending ON run_controls(run_id, seq) WHERE status IN ('queued', 'delivered', 'claimed');
+ALTER TABLE runs ADD COLUMN control_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN control_malformed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN control_invalid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN control_untimed INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET
+	control_bytes = (SELECT COALESCE(SUM(bytes), 0) FROM run_controls WHERE run_id = runs.id),
+	control_malformed = (SELECT COUNT(*) FROM run_controls WHERE run_id = runs.id AND flaw = 1),
+	control_invalid = (SELECT COUNT(*) FROM run_controls WHERE run_id = runs.id AND flaw = 2),
+	control_untimed = (SELECT COUNT(*) FROM run_controls WHERE run_id = runs.id AND flaw = 3);
+CREATE TRIGGER run_controls_tally_insert AFTER INSERT ON run_controls BEGIN
+	UPDATE runs SET control_bytes = control_bytes + NEW.bytes, control_malformed = control_malformed + (NEW.flaw = 1),
+		control_invalid = control_invalid + (NEW.flaw = 2), control_untimed = control_untimed + (NEW.flaw = 3)
+	WHERE id = NEW.run_id;
+END;
+CREATE TRIGGER run_controls_tally_delete AFTER DELETE ON run_controls BEGIN
+	UPDATE runs SET control_bytes = control_bytes - OLD.bytes, control_malformed = control_malformed - (OLD.flaw = 1),
+		control_invalid = control_invalid - (OLD.flaw = 2), control_untimed = control_untimed - (OLD.flaw = 3)
+	WHERE id = OLD.run_id;
+END;
+CREATE TRIGGER run_controls_tally_update AFTER UPDATE ON run_controls BEGIN
+	UPDATE runs SET control_bytes = control_bytes - OLD.bytes, control_malformed = control_malformed - (OLD.flaw = 1),
+		control_invalid = control_invalid - (OLD.flaw = 2), control_untimed = control_untimed - (OLD.flaw = 3)
+	WHERE id = OLD.run_id;
+	UPDATE runs SET control_bytes = control_bytes + NEW.bytes, control_malformed = control_malformed + (NEW.flaw = 1),
+		control_invalid = control_invalid + (NEW.flaw = 2), control_untimed = control_untimed + (NEW.flaw = 3)
+	WHERE id = NEW.run_id;
+END;
 `}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
@@ -246,31 +289,45 @@ func (s *DB) DeleteRun(ctx context.Context, id string) error {
 	return tx.Commit()
 }
 
-// readJournal reads the records of runID's Control journal and summarizes
-// them for generation instance.
-func readJournal(ctx context.Context, q querier, runID, instance string) (journal.State, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+controlColumns+`, bytes FROM run_controls WHERE run_id = ? ORDER BY seq`, runID)
+// readJournal summarizes runID's Control journal for generation instance:
+// the size and flaw counts the triggers keep on the Run's row, and the
+// pending records, read through their partial index. The rules of
+// run/journal decide on the counts, and no terminal record is read, so the
+// cost does not grow with the terminal records a journal keeps. A Run that
+// does not exist has an empty journal.
+func (s *DB) readJournal(ctx context.Context, tx *sql.Tx, runID, instance string) (journal.State, error) {
+	var t journal.Tally
+	counts, err := s.txStmt(ctx, tx, `SELECT control_bytes, control_malformed, control_invalid, control_untimed FROM runs WHERE id = ?`)
 	if err != nil {
 		return journal.State{}, err
 	}
-	defer rows.Close()
-	var recs []journal.Record
-	for rows.Next() {
-		var r journal.Record
-		if _, r.Control, err = scanControl(rows, &r.Bytes); err != nil {
-			return journal.State{}, err
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
+	err = counts.QueryRowContext(ctx, runID).Scan(&t.Bytes, &t.Malformed, &t.Invalid, &t.Timestamp)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return journal.State{}, err
 	}
-	return journal.Summarize(recs, instance), nil
+	pending, err := s.txStmt(ctx, tx, `SELECT COUNT(*), MIN(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at
+		WHEN 'claimed' THEN claimed_at END), COALESCE(SUM(instance_id <> ?1), 0)
+		FROM run_controls WHERE run_id = ?2 AND status IN ('queued', 'delivered', 'claimed')`)
+	if err != nil {
+		return journal.State{}, err
+	}
+	var oldest sql.NullInt64
+	if err := pending.QueryRowContext(ctx, instance, runID).Scan(&t.Pending, &oldest, &t.Generation); err != nil {
+		return journal.State{}, err
+	}
+	if oldest.Valid {
+		t.Oldest = fromMS(oldest.Int64)
+	}
+	return t.State(), nil
 }
 
-// querier is a *sql.DB or a *sql.Tx.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+// txStmt returns the cached prepared statement of query bound to tx.
+func (s *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, err := s.stmts.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st), nil
 }
 
 func nullMS(t *time.Time) any {
@@ -310,12 +367,11 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		return nil, fmt.Errorf("admit control: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes, sender_id)
+	ins, err := s.txStmt(ctx, tx, `INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes, sender_id)
 		SELECT ?, ?, ?, ?, ?, 'queued', ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("admit control: %w", err)
 	}
-	defer ins.Close()
 	// The journal is read once per Run and generation in a batch and then
 	// kept up to date in memory with what this batch inserts.
 	seen := map[[2]string]*journal.State{}
@@ -328,7 +384,7 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		key := [2]string{it.RunID, c.InstanceID}
 		j, ok := seen[key]
 		if !ok {
-			st, err := readJournal(ctx, tx, it.RunID, c.InstanceID)
+			st, err := s.readJournal(ctx, tx, it.RunID, c.InstanceID)
 			if err != nil {
 				return nil, fmt.Errorf("admit control: %w", err)
 			}
@@ -391,14 +447,19 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 		return store.Control{}, fmt.Errorf("control transition: %w", err)
 	}
 	defer tx.Rollback()
-	seq, c, err := scanControl(tx.QueryRowContext(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = ? AND id = ?`, runID, id))
+	sel, err := s.txStmt(ctx, tx, `SELECT `+controlColumns+`, bytes FROM run_controls WHERE run_id = ? AND id = ?`)
+	if err != nil {
+		return store.Control{}, fmt.Errorf("control transition: %w", err)
+	}
+	var old int
+	seq, c, err := scanControl(sel.QueryRowContext(ctx, runID, id), &old)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, store.ErrNotFound
 	}
 	if err != nil {
 		return c, fmt.Errorf("control transition: %w", err)
 	}
-	j, err := readJournal(ctx, tx, runID, c.InstanceID)
+	j, err := s.readJournal(ctx, tx, runID, c.InstanceID)
 	if err != nil {
 		return c, fmt.Errorf("control transition: %w", err)
 	}
@@ -409,12 +470,12 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 	if err != nil {
 		return c, err
 	}
-	if err := writeControl(ctx, tx, seq, c, j); err != nil {
+	if err := s.writeControl(ctx, tx, seq, old, c, j); err != nil {
 		return c, err
 	}
 	if !store.ControlPending(c.Status) {
 		// Keep the newest ControlTerminalLimit terminal records.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM run_controls WHERE run_id = ? AND status IN ('handled','failed') AND seq NOT IN
+		if _, err := s.stmts.execTx(ctx, tx, `DELETE FROM run_controls WHERE run_id = ? AND status IN ('handled','failed') AND seq NOT IN
 			(SELECT seq FROM run_controls WHERE run_id = ? AND status IN ('handled','failed') ORDER BY seq DESC LIMIT ?)`,
 			runID, runID, store.ControlTerminalLimit); err != nil {
 			return c, fmt.Errorf("control transition: %w", err)
@@ -426,19 +487,17 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 	return c, nil
 }
 
-func writeControl(ctx context.Context, tx *sql.Tx, seq int64, c store.Control, j journal.State) error {
+// writeControl rewrites record seq (old bytes long) as c, checking that the
+// journal j stays within its byte bound.
+func (s *DB) writeControl(ctx context.Context, tx *sql.Tx, seq int64, old int, c store.Control, j journal.State) error {
 	n, err := journal.Size(c)
 	if err != nil {
-		return fmt.Errorf("control transition: %w", err)
-	}
-	var old int
-	if err := tx.QueryRowContext(ctx, `SELECT bytes FROM run_controls WHERE seq = ?`, seq).Scan(&old); err != nil {
 		return fmt.Errorf("control transition: %w", err)
 	}
 	if err := j.Resize(old, n); err != nil {
 		return fmt.Errorf("control transition: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE run_controls SET status = ?, delivered_at = ?, claimed_at = ?, handled_at = ?, failed_at = ?,
+	_, err = s.stmts.execTx(ctx, tx, `UPDATE run_controls SET status = ?, delivered_at = ?, claimed_at = ?, handled_at = ?, failed_at = ?,
 		error = ?, bytes = ? WHERE seq = ?`, c.Status, nullMS(c.DeliveredAt), nullMS(c.ClaimedAt), nullMS(c.HandledAt),
 		nullMS(c.FailedAt), nullText(c.Error), n, seq)
 	if err != nil {
@@ -454,21 +513,20 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 		return store.Control{}, fmt.Errorf("claim control: %w", err)
 	}
 	defer tx.Rollback()
-	j, err := readJournal(ctx, tx, runID, instanceID)
+	j, err := s.readJournal(ctx, tx, runID, instanceID)
 	if err != nil {
 		return store.Control{}, fmt.Errorf("claim control: %w", err)
 	}
 	if err := j.Sound(instanceID); err != nil {
 		return store.Control{}, err
 	}
-	q := `SELECT ` + controlColumns + ` FROM run_controls WHERE run_id = ? AND instance_id = ? AND status IN ('queued','delivered')`
-	args := []any{runID, instanceID}
-	if id != "" {
-		q += ` AND id = ?`
-		args = append(args, id)
+	sel, err := s.txStmt(ctx, tx, `SELECT `+controlColumns+`, bytes FROM run_controls
+		WHERE run_id = ? AND instance_id = ? AND status IN ('queued','delivered') AND (?3 = '' OR id = ?3) ORDER BY seq LIMIT 1`)
+	if err != nil {
+		return store.Control{}, fmt.Errorf("claim control: %w", err)
 	}
-	q += ` ORDER BY seq LIMIT 1`
-	seq, c, err := scanControl(tx.QueryRowContext(ctx, q, args...))
+	var old int
+	seq, c, err := scanControl(sel.QueryRowContext(ctx, runID, instanceID, id), &old)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, store.ErrNotFound
 	}
@@ -478,7 +536,7 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 	if c, err = journal.Transition(c, store.ControlClaimed, nil, "", at); err != nil {
 		return c, err
 	}
-	if err := writeControl(ctx, tx, seq, c, j); err != nil {
+	if err := s.writeControl(ctx, tx, seq, old, c, j); err != nil {
 		return c, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -526,16 +584,14 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
 	defer tx.Rollback()
-	counts, err := tx.PrepareContext(ctx, `SELECT trace_events, trace_bytes FROM runs WHERE id = ?`)
+	counts, err := s.txStmt(ctx, tx, `SELECT trace_events, trace_bytes FROM runs WHERE id = ?`)
 	if err != nil {
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
-	defer counts.Close()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`)
+	ins, err := s.txStmt(ctx, tx, `INSERT INTO run_trace (run_id, kind, line, bytes) VALUES (?, ?, ?, ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("append trace: %w", err)
 	}
-	defer ins.Close()
 	for i, it := range items {
 		ev := it.Event
 		line := it.Line

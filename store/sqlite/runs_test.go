@@ -331,6 +331,18 @@ func TestJournalIntegrity(t *testing.T) {
 		{"missing timestamp", `UPDATE run_controls SET queued_at = NULL`, "invalid_status_timestamp"},
 		{"foreign pending", `UPDATE run_controls SET instance_id = 'other'`, "generation_mismatch"},
 		{"oversized", `UPDATE run_controls SET bytes = 2000000`, "journal_bytes"},
+		{"empty segment", `UPDATE run_controls SET action = 'player..pause'`, "invalid_record"},
+		{"final dot", `UPDATE run_controls SET action = 'player.'`, "invalid_record"},
+		{"leading digit", `UPDATE run_controls SET action = '1player'`, "invalid_record"},
+		{"space in action", `UPDATE run_controls SET action = 'player pause'`, "invalid_record"},
+		{"long action", `UPDATE run_controls SET action = 'a' || replace(hex(zeroblob(32)), '0', 'b')`, "invalid_record"},
+		{"long input", `UPDATE run_controls SET input = '"' || replace(hex(zeroblob(200)), '0', 'x') || '"'`, "invalid_record"},
+		{"empty instance", `UPDATE run_controls SET instance_id = ''`, "invalid_record"},
+		{"claimed without its time", `UPDATE run_controls SET status = 'claimed'`, "invalid_status_timestamp"},
+		{"malformed before invalid", `UPDATE run_controls SET input = '[', status = 'lost'`, "malformed"},
+		{"sound edits", `UPDATE run_controls SET action = 'player-2.pause_now.x9', input = ' {"a": [1, 2.5e3, null]} '`, ""},
+		{"full action length", `UPDATE run_controls SET action = 'a' || replace(hex(zeroblob(31)), '0', 'b') || 'c'`, ""},
+		{"terminal of another generation", `UPDATE run_controls SET instance_id = 'other', status = 'failed', failed_at = 1`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -343,6 +355,12 @@ func TestJournalIntegrity(t *testing.T) {
 			before, _ := db.Controls(ctx, run.ID)
 			var ce *store.ControlError
 			_, err := admit(db, run, "pause")
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("admission to a sound journal: %v", err)
+				}
+				return
+			}
 			if !errors.As(err, &ce) || ce.Reason != "control_journal_integrity" || ce.IntegrityReason != tc.reason {
 				t.Fatalf("admission: %v, want integrity %s", err, tc.reason)
 			}
@@ -522,6 +540,52 @@ func BenchmarkAdmitControl(b *testing.B) {
 		}
 		if _, err := admit(db, run, "pause"); err != nil {
 			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")
+}
+
+// BenchmarkAdmitControlLongJournal measures admissions to a long-lived
+// Run, whose journal keeps store.ControlTerminalLimit terminal records;
+// the admitted Controls are claimed and handled every 32 admissions,
+// outside the timer.
+func BenchmarkAdmitControlLongJournal(b *testing.B) {
+	db := openTest(b)
+	ctx := context.Background()
+	run := newRun(b, db, "long")
+	var pending []string
+	settle := func() {
+		for _, id := range pending {
+			if _, err := db.ClaimControl(ctx, run.ID, run.InstanceID, id, t0); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.TransitionControl(ctx, run.ID, id, store.ControlHandled, nil, "", t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		pending = pending[:0]
+	}
+	for range store.ControlTerminalLimit / 32 {
+		for range 32 {
+			c, err := admit(db, run, "pause")
+			if err != nil {
+				b.Fatal(err)
+			}
+			pending = append(pending, c.ID)
+		}
+		settle()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := admit(db, run, "pause")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pending = append(pending, c.ID); len(pending) == 32 {
+			b.StopTimer()
+			settle()
+			b.StartTimer()
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admissions/s")

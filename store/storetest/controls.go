@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,173 @@ func testControls(t *testing.T, open func(*testing.T) store.Store) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t).ControlRegistry()) })
+	}
+	t.Run("Audited", func(t *testing.T) { testControlAudited(t, open(t)) })
+	t.Run("AuditedConcurrent", func(t *testing.T) { testControlAuditedConcurrent(t, open(t)) })
+}
+
+// audited returns the store's control registry as a store.AuditedControls,
+// skipping t when the backend does not write both in one transaction.
+func audited(t *testing.T, st store.Store) store.AuditedControls {
+	t.Helper()
+	ac, ok := st.ControlRegistry().(store.AuditedControls)
+	if !ok {
+		t.Skipf("%s: the control registry's store does not implement store.AuditedControls", st.Kind())
+	}
+	return ac
+}
+
+// listAudit returns every audit record of st.
+func listAudit(t *testing.T, st store.Store) []store.AuditRecord {
+	t.Helper()
+	recs, err := st.Audit().ListAudit(ctx(t), store.AuditFilter{})
+	if err != nil {
+		t.Fatalf("ListAudit = %v", err)
+	}
+	return recs
+}
+
+// sameRecord reports whether got is want as the store keeps it.
+func sameRecord(got, want store.AuditRecord) bool {
+	return got.Seq == want.Seq && got.Time.Equal(want.Time) && got.PrincipalID == want.PrincipalID && got.Source == want.Source &&
+		got.FormID == want.FormID && got.ControlID == want.ControlID && got.Subject == want.Subject &&
+		got.Action == want.Action && got.OK == want.OK && got.Reason == want.Reason && got.Detail == want.Detail
+}
+
+// testControlAudited checks SaveControlAudited: a change and its audit
+// record are saved together, in sequence with records appended alone, and
+// a write that fails leaves neither.
+func testControlAudited(t *testing.T, st store.Store) {
+	ac := audited(t, st)
+	rec := func(n int, action string) store.AuditRecord {
+		return store.AuditRecord{Time: at(time.Duration(n) * time.Second), PrincipalID: "p_a", Source: "agent", FormID: ctlRow.FormID,
+			ControlID: ctlRow.ControlID, Subject: "order:7", Action: action, OK: true, Detail: fmt.Sprintf(`{"value":%d}`, n)}
+	}
+	stage := &control.SavedProposal{Revision: 4, Provenance: control.Provenance{Source: control.SourceAgent, PrincipalID: "p_a"},
+		StagedAt: at(time.Second), Value: json.RawMessage(`5`), Base: json.RawMessage(`2`)}
+	steps := []struct {
+		name string
+		u    control.Update
+		rec  store.AuditRecord
+		// alone is appended with AppendAudit before the step.
+		alone *store.AuditRecord
+		check func(*control.SavedControl) bool
+	}{
+		{"stage", control.Update{Key: ctlRow, Stage: stage}, rec(1, "stage"), nil,
+			func(c *control.SavedControl) bool {
+				return c != nil && c.Proposal != nil && c.Proposal.Revision == 4 && len(c.History) == 0
+			}},
+		{"apply after a refusal", control.Update{Key: ctlRow, Unstage: true, Push: change(1), Depth: 3}, rec(3, "apply"),
+			&store.AuditRecord{Time: at(2 * time.Second), PrincipalID: "p_a", Source: "agent", FormID: ctlRow.FormID, ControlID: ctlRow.ControlID,
+				Subject: "order:7", Action: "apply", Reason: "human_confirmation_required"},
+			func(c *control.SavedControl) bool { return c != nil && c.Proposal == nil && len(c.History) == 1 }},
+		{"undo", control.Update{Key: ctlRow, Pop: true}, rec(4, "undo"), nil,
+			func(c *control.SavedControl) bool { return c == nil || (c.Proposal == nil && len(c.History) == 0) }},
+	}
+	var want []store.AuditRecord
+	for _, step := range steps {
+		if step.alone != nil {
+			seq, err := st.Audit().AppendAudit(ctx(t), *step.alone)
+			if err != nil {
+				t.Fatalf("%s: AppendAudit = %v", step.name, err)
+			}
+			r := *step.alone
+			r.Seq = seq
+			want = append(want, r)
+		}
+		seq, err := ac.SaveControlAudited(ctx(t), step.u, step.rec)
+		if err != nil {
+			t.Fatalf("%s: SaveControlAudited = %v", step.name, err)
+		}
+		if len(want) > 0 && seq <= want[len(want)-1].Seq {
+			t.Errorf("%s: sequence number %d after %d; they increase", step.name, seq, want[len(want)-1].Seq)
+		}
+		r := step.rec
+		r.Seq = seq
+		want = append(want, r)
+		if got := savedOf(load(t, ac), ctlRow); !step.check(got) {
+			t.Errorf("%s: saved state %+v", step.name, got)
+		}
+	}
+	if s := load(t, ac); s.Revision != 4 {
+		t.Errorf("revision = %d after an audited stage of revision 4", s.Revision)
+	}
+	got := listAudit(t, st)
+	if len(got) != len(want) {
+		t.Fatalf("%d audit records, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if !sameRecord(got[i], want[i]) {
+			t.Errorf("record %d read back as\n\t%+v\nwant\n\t%+v", i, got[i], want[i])
+		}
+	}
+
+	// Writes that fail save neither the change nor the record.
+	cancelled, cancel := context.WithCancel(ctx(t))
+	cancel()
+	failing := []struct {
+		name string
+		ctx  context.Context
+		u    control.Update
+	}{
+		{"invalid update", ctx(t), control.Update{Key: ctlName, Stage: stage, Unstage: true}},
+		{"push without depth", ctx(t), control.Update{Key: ctlName, Push: change(1)}},
+		{"cancelled", cancelled, control.Update{Key: ctlName, Stage: stage}},
+	}
+	for _, tc := range failing {
+		if _, err := ac.SaveControlAudited(tc.ctx, tc.u, rec(9, "stage")); err == nil {
+			t.Errorf("%s: SaveControlAudited succeeded", tc.name)
+		}
+	}
+	if c := savedOf(load(t, ac), ctlName); c != nil {
+		t.Errorf("failed writes saved %+v", c)
+	}
+	if n := len(listAudit(t, st)); n != len(want) {
+		t.Errorf("failed writes left %d audit records, want %d", n, len(want))
+	}
+}
+
+// testControlAuditedConcurrent races audited writers on one control with
+// records appended alone: every record lands once with its own sequence
+// number, and the history's bound holds.
+func testControlAuditedConcurrent(t *testing.T, st store.Store) {
+	ac := audited(t, st)
+	const n, depth = 12, 5
+	errs := race(n, func(i int) error {
+		rec := store.AuditRecord{Time: at(time.Duration(i) * time.Second), PrincipalID: fmt.Sprint("w", i), Source: "user",
+			FormID: ctlName.FormID, ControlID: ctlName.ControlID, Action: "apply", OK: i%3 != 0}
+		if i%3 == 0 {
+			_, err := st.Audit().AppendAudit(ctx(t), rec)
+			return err
+		}
+		_, err := ac.SaveControlAudited(ctx(t), control.Update{Key: ctlName, Push: change(i + 1), Depth: depth}, rec)
+		return err
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d = %v", i, err)
+		}
+	}
+	recs := listAudit(t, st)
+	if len(recs) != n {
+		t.Fatalf("%d audit records after %d writers", len(recs), n)
+	}
+	seen := map[string]bool{}
+	pushes := 0
+	for i, r := range recs {
+		if i > 0 && r.Seq <= recs[i-1].Seq {
+			t.Errorf("record %d has sequence number %d after %d", i, r.Seq, recs[i-1].Seq)
+		}
+		if seen[r.PrincipalID] {
+			t.Errorf("the record of %s is saved twice", r.PrincipalID)
+		}
+		seen[r.PrincipalID] = true
+		if r.OK {
+			pushes++
+		}
+	}
+	if got := savedOf(load(t, ac), ctlName); got == nil || len(got.History) != min(pushes, depth) {
+		t.Errorf("after %d audited pushes on depth %d: %+v", pushes, depth, got)
 	}
 }
 
