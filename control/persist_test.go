@@ -701,3 +701,44 @@ func TestCommandSaver(t *testing.T) {
 		}
 	})
 }
+
+// While an apply is under way the live value may already be the proposed
+// one; a snapshot taken then shows the proposal pending, never stale.
+func TestProposalNotStaleWhileApplying(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	live := any("Paris")
+	written := make(chan struct{})
+	release := make(chan struct{})
+	r := New(Config{})
+	mustRegister(t, r, Registration{Identity: fieldID, Metadata: text("City"), Handles: Handles{
+		GetValue: func(context.Context) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return live, nil
+		},
+		SetValue: func(_ context.Context, v any) error {
+			mu.Lock()
+			live = v
+			mu.Unlock()
+			close(written)
+			<-release
+			return nil
+		},
+	}})
+	wantReason(t, exec(t, r, Command{Action: Stage, Identity: fieldID, Value: "Rome"}, agent), "")
+	done := make(chan Result, 1)
+	go func() { done <- r.Execute(ctx, Command{Action: Apply, Identity: fieldID}, person) }()
+	<-written
+	snap, ok := r.Get(ctx, fieldID)
+	close(release)
+	if !ok || snap.State.Staged == nil || snap.State.Staged.Stale {
+		t.Errorf("during the apply the proposal reads %+v, want pending and not stale", snap.State.Staged)
+	}
+	if res := <-done; !res.OK {
+		t.Fatalf("apply: %+v", res)
+	}
+	if snap, _ := r.Get(ctx, fieldID); snap.State.Staged != nil {
+		t.Fatalf("after the apply the proposal is still open: %+v", snap.State.Staged)
+	}
+}

@@ -205,6 +205,11 @@ type slot struct {
 
 	mu   sync.Mutex // guards hist
 	hist history
+
+	// applying is set while an apply of the staged proposal is under
+	// way: the live value may already be the proposed one, and the
+	// proposal is not stale for it.
+	applying atomic.Bool
 }
 
 type staged struct {
@@ -597,7 +602,7 @@ func (r *Registry) fill(ctx context.Context, s *slot, reg *registration, strict 
 	if sv != nil {
 		prop := new(Proposal)
 		*prop = sv.prop
-		prop.Stale = reg.h.GetValue != nil && liveOK && !Equal(live, sv.base)
+		prop.Stale = reg.h.GetValue != nil && liveOK && !Equal(live, sv.base) && !s.applying.Load()
 		st.Staged = prop
 		if st.ValueRedacted {
 			st.StagedValueRedacted = true
@@ -942,6 +947,8 @@ func (x *execution) apply() Result {
 	if x.cmd.Value == nil && h.GetValue != nil && !Equal(prev, sv.base) {
 		return x.refuse(ReasonStagedValueStale, fmt.Sprintf("%s changed after the value was proposed; review the proposal against the current value, then stage it again or discard it", x.reg.id))
 	}
+	x.s.applying.Store(true)
+	defer x.s.applying.Store(false)
 	if err := call(func() error { return h.SetValue(x.ctx, value) }); err != nil {
 		return x.failed(err)
 	}

@@ -11,7 +11,6 @@ package server
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,7 +25,6 @@ import (
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
-	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -169,17 +167,25 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 		}
 		sup = append(sup, map[string]string{"id": id, "name": name})
 	}
-	out := map[string]any{"supervisors": sup}
-	b, err := json.Marshal(p)
-	if err == nil {
-		err = json.Unmarshal(b, &out)
-	}
-	if err != nil {
-		host.WriteError(w, wire.Internal, host.InternalMessage)
-		return
-	}
-	out["supervisors"] = sup
-	host.WriteJSON(w, http.StatusOK, out)
+	host.WriteJSON(w, http.StatusOK, whoami{
+		ID: p.ID, Kind: p.Kind, Name: p.Name, Grants: p.Grants, Supervisors: sup,
+		CreatedAt: p.CreatedAt, CreatedAtOld: p.CreatedAt, Revoked: p.Revoked,
+	})
+}
+
+// whoami is GET /v1/whoami's answer: the principal, with its supervisors
+// named.
+type whoami struct {
+	ID          string              `json:"id"`
+	Kind        string              `json:"kind"`
+	Name        string              `json:"name"`
+	Grants      []string            `json:"grants"`
+	Supervisors []map[string]string `json:"supervisors"`
+	CreatedAt   time.Time           `json:"created_at"`
+	// CreatedAtOld is CreatedAt under its spelling before, carried for
+	// one release.
+	CreatedAtOld time.Time `json:"createdAt"`
+	Revoked      bool      `json:"revoked,omitempty"`
 }
 
 // countOpen counts what p has waiting, by kind.

@@ -92,7 +92,9 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
-	s.followOtherNodes()
+	if s.SharedBus {
+		s.followOtherNodes()
+	}
 	return s, nil
 }
 

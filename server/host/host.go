@@ -99,6 +99,9 @@ type Host struct {
 	Started time.Time
 	Now     func() time.Time
 	Web     *WebUI
+	// SharedBus is set when the bus runs on the store's event log, which
+	// other nodes share: their events arrive here too.
+	SharedBus bool
 
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -256,7 +259,7 @@ func NewHost(cfg Config) (*Host, error) {
 		s.Config.Node = cfg.Node
 	}
 	var err error
-	if s.Bus, err = openBus(cfg); err != nil {
+	if s.Bus, s.SharedBus, err = openBus(cfg); err != nil {
 		return nil, err
 	}
 	s.Streams, s.cancelStream = context.WithCancel(context.Background())
@@ -279,18 +282,18 @@ func NewHost(cfg Config) (*Host, error) {
 // node's events, in one order and with one numbering, so a client resumes
 // (Last-Event-ID) on any node. On SQLite, where one node owns the store,
 // the bus stays in this process.
-func openBus(cfg Config) (*event.Bus, error) {
+func openBus(cfg Config) (bus *event.Bus, shared bool, err error) {
 	opts := event.Options{Now: cfg.Now, Logger: cfg.Logger}
 	if cfg.Store.Kind() != "postgres" {
-		return event.New(opts), nil
+		return event.New(opts), false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := event.Open(ctx, cfg.Store.Cluster().EventLog(), opts)
 	if err != nil {
-		return nil, fmt.Errorf("server: open the event bus on the store's event log: %w", err)
+		return nil, false, fmt.Errorf("server: open the event bus on the store's event log: %w", err)
 	}
-	return b, nil
+	return b, true, nil
 }
 
 // Hold keeps end, to be called when principalID is revoked; release
