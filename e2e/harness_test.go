@@ -65,7 +65,7 @@ func browser(t *testing.T) context.Context {
 
 // screenshot saves a full-page PNG under the test's temp dir (and under
 // $ASSENT_SCREENSHOTS when set) and returns its path.
-func screenshot(t *testing.T, ctx context.Context, name string) string {
+func screenshot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {

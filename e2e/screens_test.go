@@ -78,15 +78,24 @@ func (a *app) show(ctx context.Context, stream string) string {
 	if err != nil {
 		a.T.Fatal(err)
 	}
+	a.openScreen(ctx, id)
+	return id
+}
+
+// openScreen opens the page of screen id and waits for its first redraw,
+// which comes once its event stream opens; acting before it, a click can
+// land on a node the redraw replaced.
+func (a *app) openScreen(ctx context.Context, id string) {
+	a.T.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
 		a.T.Fatalf("open screen: %v", err)
 	}
-	return id
+	waitFor(a.T, ctx, "the screen's event stream", `document.getElementById("screen-region").dataset.live === "ready"`)
 }
 
 // waitFor polls a JavaScript condition for up to 10 seconds.
 // A page that navigates in between (a form's redirect) is polled again.
-func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -337,9 +346,7 @@ func TestAgentStagedValueAppliedByPerson(t *testing.T) {
 		t.Fatalf("show_screen: %v", out)
 	}
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
-		t.Fatal(err)
-	}
+	a.openScreen(ctx, id)
 	note := map[string]any{"formId": id, "controlId": "note"}
 	snap, _ := assenttest.CallTool(t, agent, "controls_inspect", map[string]any{"identity": note})
 	if st := snap["state"].(map[string]any); st["valid"] != false {
@@ -468,7 +475,8 @@ func TestAgentPointsAtAField(t *testing.T) {
 	agent := a.agent()
 	out, _ := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStream})
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen")), chromedp.Focus(chromedp.ID("f-note"))); err != nil {
+	a.openScreen(ctx, id)
+	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.ID("f-note"))); err != nil {
 		t.Fatal(err)
 	}
 	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 5000}); isErr {

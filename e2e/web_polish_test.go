@@ -19,9 +19,7 @@ func TestHighlightOutlivesRedraws(t *testing.T) {
 	agent := a.agent()
 	out, _ := assenttest.CallTool(t, agent, "show_screen", map[string]any{"screen": payStream})
 	id := out["screen"].(string)
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens/"+id), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {
-		t.Fatal(err)
-	}
+	a.openScreen(ctx, id)
 	if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": id, "controlId": "email"}, "durationMs": 8000}); isErr {
 		t.Fatalf("highlight: %v", out)
 	}

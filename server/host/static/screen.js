@@ -132,8 +132,11 @@
     }
     es.addEventListener("lagged", soon);
     // What changed between drawing the page and subscribing is not in the
-    // stream: redraw once the subscription is open.
-    es.addEventListener("open", soon);
+    // stream: redraw once the subscription is open. The region is marked
+    // live once that first redraw is done; later ones follow events.
+    es.addEventListener("open", function () {
+      refresh().finally(function () { region.dataset.live = "ready"; });
+    });
     window.addEventListener("pagehide", function () { es.close(); });
   }
 
