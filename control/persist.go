@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,6 +13,13 @@ import (
 // change, so nothing changed. It is also the reason of every mutation after
 // [Registry.Close].
 const ReasonStoreUnavailable Reason = "store_unavailable"
+
+// ErrConflict is the error, wrapped, of a [Persister] that refused an
+// [Update] because the saved state of its control is not what the update's
+// [Expect] says: another registry sharing the store changed the control
+// first. Nothing is saved. The registry then reads the control again and
+// refuses the command with stale_revision or staged_value_stale.
+var ErrConflict = errors.New("control: the saved state of the control changed")
 
 // Persister keeps, outside the process, what a registry must not lose when
 // the process restarts: the open proposal and the undo history of every
@@ -42,6 +50,41 @@ type Persister interface {
 	DeleteForm(ctx context.Context, formID string) error
 	// LoadControls returns everything saved.
 	LoadControls(ctx context.Context) (Saved, error)
+}
+
+// ControlLoader is implemented by a [Persister] that reads the saved state
+// of one control by itself. [Registry.Refresh] uses it when the Persister
+// has it, and otherwise reads everything with LoadControls.
+type ControlLoader interface {
+	// LoadControl returns what is saved for the control k. A control with
+	// nothing saved is not an error: its LoadedControl has no proposal,
+	// no history and Hosted false.
+	LoadControl(ctx context.Context, k Key) (LoadedControl, error)
+}
+
+// LoadedControl is the saved state of one control, as a [ControlLoader]
+// reads it in one consistent view of the store.
+type LoadedControl struct {
+	// Revision is the highest proposal revision ever saved.
+	Revision int64
+	// Control is the control's open proposal and undo history; its Key
+	// is the one asked for.
+	Control SavedControl
+	// Hosted reports that the control belongs to a saved hosted form;
+	// Value is then its saved value.
+	Hosted bool
+	Value  json.RawMessage
+}
+
+// FormLoader is implemented by a [Persister] that reads one hosted form by
+// itself. [Registry.RefreshForm] uses it when the Persister has it, and
+// otherwise reads everything with LoadControls.
+type FormLoader interface {
+	// LoadForm returns the saved hosted form formID: Revision is the
+	// highest revision saved, Forms holds the form (or nothing when no such
+	// form is saved) and Controls the open proposals and undo histories of
+	// the controls of form id formID.
+	LoadForm(ctx context.Context, formID string) (Saved, error)
 }
 
 // CommandSaver is implemented by a [Persister] that keeps, with the change
@@ -93,6 +136,48 @@ type Update struct {
 	// Value, when not nil, is the new value of a hosted control. A
 	// Persister ignores it for a control of no saved form.
 	Value json.RawMessage
+	// Expect is what the update expects of the saved state before it
+	// applies. The registry sets it on every change a command makes; the
+	// zero Expect checks nothing.
+	Expect Expect
+}
+
+// Expect is what an [Update] expects of the saved state of its control.
+// A Persister checks it in the transaction that applies the update, while
+// no other writer can change the control, and refuses with an error
+// wrapping [ErrConflict], saving nothing, when it does not hold. This is
+// what serializes decisions taken at the same moment by registries that
+// share one store: of two applies of one proposal, one closes it and the
+// other finds it gone.
+type Expect struct {
+	// Proposal turns on the check of the open proposal: its revision must
+	// be Revision, or no proposal may be open when Revision is 0. With
+	// Proposal set, an update that stages must also stage a revision
+	// higher than that of the proposal it replaces.
+	Proposal bool
+	Revision int64
+	// Value, when not nil, is the value the control's saved hosted value
+	// must equal as [Equal] decides (JSON numbers compare by value). It is
+	// not checked for a control of no saved form.
+	Value json.RawMessage
+	// Undo turns on the check of the undo history: its newest entry must
+	// have been made at UndoAt (compared at the store's precision), or the
+	// history must be empty when UndoAt is zero.
+	Undo   bool
+	UndoAt time.Time
+}
+
+// EqualJSON reports whether the JSON texts a and b encode equal values as
+// [Equal] decides; an empty text stands for null. A text that is not JSON
+// equals only the same bytes. A [Persister] uses it to check
+// [Expect.Value].
+func EqualJSON(a, b json.RawMessage) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	x, errA := decode(a)
+	y, errB := decode(b)
+	return errA == nil && errB == nil && Equal(x, y)
 }
 
 // SavedProposal is an open proposal as a [Persister] keeps it.
@@ -313,9 +398,70 @@ func (x *execution) persist(u Update, revert func()) (Result, bool) {
 		if revert != nil {
 			revert()
 		}
+		if errors.Is(err, ErrConflict) {
+			return x.conflict(u.Expect), false
+		}
 		return x.refuse(ReasonStoreUnavailable, storeError("the "+string(x.cmd.Action)+" of "+x.reg.id.String(), err).Message), false
 	}
 	return Result{}, true
+}
+
+// conflict reports a write the store refused because another registry
+// sharing it changed the control first. It reads the control again, so
+// this registry shows what the store holds, and returns the refusal:
+// stale_revision when the open proposal is no longer the one expected,
+// nothing_to_undo when an undo finds the history emptied, staged_value_stale
+// when the value or the undo history changed otherwise.
+func (x *execution) conflict(e Expect) Result {
+	id := x.reg.id
+	if err := x.r.reload(x.ctx, x.s); err != nil {
+		x.res.Snapshot = Snapshot{}
+		return x.refuse(ReasonStoreUnavailable, fmt.Sprintf("%s was changed elsewhere while this %s ran, so nothing changed, and it could not be read again: %s", id, x.cmd.Action, err.Message))
+	}
+	x.res.Snapshot = Snapshot{} // taken before the control was read again
+	if e.Proposal {
+		var now int64
+		if sv := x.s.staged.Load(); sv != nil {
+			now = sv.prop.Revision
+		}
+		if now != e.Revision {
+			msg := fmt.Sprintf("the proposal for %s was decided elsewhere while this %s ran, so nothing changed; nothing is staged now", id, x.cmd.Action)
+			if now != 0 {
+				msg = fmt.Sprintf("the proposal for %s changed elsewhere while this %s ran (it is now revision %d), so nothing changed; review the proposal again", id, x.cmd.Action, now)
+			}
+			return x.refuse(ReasonStaleRevision, msg)
+		}
+	}
+	if e.Undo {
+		x.s.mu.Lock()
+		empty := x.s.hist.n == 0
+		x.s.mu.Unlock()
+		if empty {
+			return x.refuse(ReasonNothingToUndo, fmt.Sprintf("the change undo would reverse on %s was undone elsewhere meanwhile; nothing is left to undo", id))
+		}
+	}
+	return x.refuse(ReasonStagedValueStale, fmt.Sprintf("%s was changed elsewhere while this %s ran, so nothing changed; review its current value, then try again", id, x.cmd.Action))
+}
+
+// expectProposal returns the expectation that the open proposal is sv.
+func expectProposal(sv *staged) Expect {
+	e := Expect{Proposal: true}
+	if sv != nil {
+		e.Revision = sv.prop.Revision
+	}
+	return e
+}
+
+// expectValue sets e.Value to the JSON form of v when reg is hosted (and
+// not secret, whose value is never saved). A value with no JSON form sets
+// nothing.
+func expectValue(e *Expect, reg *registration, v any) {
+	if reg.hosted == nil || reg.secret {
+		return
+	}
+	if b, err := encode(v); err == nil {
+		e.Value = b
+	}
 }
 
 // restoreWrite undoes a write to the control after its change could not be
@@ -620,17 +766,9 @@ func (r *Registry) Restore(ctx context.Context) ([]HostedForm, error) {
 	}
 	forms := make([]HostedForm, 0, len(saved.Forms))
 	for _, sf := range saved.Forms {
-		f := HostedForm{FormID: sf.FormID, Owner: sf.Owner, Private: sf.Private}
-		for _, sh := range sf.Controls {
-			var spec hostedSpec
-			if err := json.Unmarshal(sh.Spec, &spec); err != nil {
-				return nil, damaged("form "+sf.FormID, err)
-			}
-			v, err := decode(sh.Value)
-			if err != nil {
-				return nil, damaged("form "+sf.FormID, err)
-			}
-			f.Controls = append(f.Controls, HostedControl{Identity: spec.Identity, Metadata: spec.Metadata, Value: v, State: spec.State})
+		f, err := hostedFormOf(sf)
+		if err != nil {
+			return nil, damaged("form "+sf.FormID, err)
 		}
 		forms = append(forms, f)
 	}
@@ -641,12 +779,7 @@ func (r *Registry) Restore(ctx context.Context) ([]HostedForm, error) {
 		}
 	}
 
-	for {
-		cur := r.revision.Load()
-		if saved.Revision <= cur || r.revision.CompareAndSwap(cur, saved.Revision) {
-			break
-		}
-	}
+	r.raiseRevision(saved.Revision)
 	r.mu.Lock()
 	for k, rs := range slots {
 		if s := r.lookup(k); s != nil {
@@ -694,44 +827,29 @@ func restoredSlotOf(c SavedControl) (*restoredSlot, error) {
 // open proposal, the undo history and, for a hosted control, the value.
 // It is for registries on several nodes that share one store: when
 // another node changed k, Refresh brings this registry up to date. It
-// waits for a change of k in progress here, and it does not save.
+// waits for a change of k in progress here, then reads k from the store
+// (with [ControlLoader.LoadControl] when the Persister has it, or else
+// everything with LoadControls); it does not save.
 //
-// Without a Persister, or for a k not registered here, it does nothing
-// (a control registered later finds its state as after Restore). The
-// error, an [*Error], is store_unavailable when the store cannot be read.
+// Without a Persister it does nothing; for a k not registered here it
+// only updates what a control registering later finds (as after Restore).
+// The error, an [*Error], is store_unavailable when the store cannot be
+// read.
 func (r *Registry) Refresh(ctx context.Context, k Key) error {
 	if !r.persisting() {
 		return nil
 	}
 	ctx = orBackground(ctx)
-	saved, err := r.store.LoadControls(ctx)
-	if err != nil {
-		return &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("the saved state of %s could not be read: %v; try again", keyIdentity(k), err)}
-	}
-	rs := &restoredSlot{}
-	for _, c := range saved.Controls {
-		if c.Key == k {
-			if rs, err = restoredSlotOf(c); err != nil {
-				return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved state of %s is damaged: %v", keyIdentity(k), err)}
-			}
-			break
-		}
-	}
-	hosted, hasValue, err := savedHostedValue(saved, k)
-	if err != nil {
-		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved value of %s is damaged: %v", keyIdentity(k), err)}
-	}
-	for {
-		cur := r.revision.Load()
-		if saved.Revision <= cur || r.revision.CompareAndSwap(cur, saved.Revision) {
-			break
-		}
-	}
 	s := r.lookup(k)
 	if s == nil {
+		l, err := r.loadOne(ctx, k)
+		if err != nil {
+			return err
+		}
+		r.raiseRevision(l.revision)
 		r.mu.Lock()
 		if _, waiting := r.restored[k]; waiting {
-			r.restored[k] = rs
+			r.restored[k] = l.rs
 		}
 		r.mu.Unlock()
 		return nil
@@ -742,44 +860,250 @@ func (r *Registry) Refresh(ctx context.Context, k Key) error {
 		return &Error{Reason: ReasonCommandFailed, Message: "refreshing " + keyIdentity(k).String() + " was cancelled while it waited for another change: " + ctx.Err().Error()}
 	}
 	defer func() { <-s.sem }()
+	if err := r.reload(ctx, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// loaded is the decoded saved state of one control.
+type loaded struct {
+	revision int64
+	rs       *restoredSlot
+	// hosted is the saved value of a hosted control; hasValue reports
+	// that there is one.
+	hosted   any
+	hasValue bool
+}
+
+// loadOne reads the saved state of the control k.
+func (r *Registry) loadOne(ctx context.Context, k Key) (loaded, *Error) {
+	var lc LoadedControl
+	if cl, ok := r.store.(ControlLoader); ok {
+		var err error
+		if lc, err = cl.LoadControl(ctx, k); err != nil {
+			return loaded{}, &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("the saved state of %s could not be read: %v; try again", keyIdentity(k), err)}
+		}
+	} else {
+		saved, err := r.store.LoadControls(ctx)
+		if err != nil {
+			return loaded{}, &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("the saved state of %s could not be read: %v; try again", keyIdentity(k), err)}
+		}
+		if lc, err = loadedControlOf(saved, k); err != nil {
+			return loaded{}, &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved value of %s is damaged: %v", keyIdentity(k), err)}
+		}
+	}
+	rs, err := restoredSlotOf(lc.Control)
+	if err != nil {
+		return loaded{}, &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved state of %s is damaged: %v", keyIdentity(k), err)}
+	}
+	l := loaded{revision: lc.Revision, rs: rs}
+	if lc.Hosted {
+		if l.hosted, err = decode(lc.Value); err != nil {
+			return loaded{}, &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved value of %s is damaged: %v", keyIdentity(k), err)}
+		}
+		l.hasValue = true
+	}
+	return l, nil
+}
+
+// reload reads the saved state of s from the store and makes s show it.
+// The caller holds s.sem.
+func (r *Registry) reload(ctx context.Context, s *slot) *Error {
+	l, err := r.loadOne(ctx, s.key)
+	if err != nil {
+		return err
+	}
+	r.raiseRevision(l.revision)
+	r.show(s, l)
+	return nil
+}
+
+// show makes s hold the loaded state l. The caller holds s.sem.
+func (r *Registry) show(s *slot, l loaded) {
 	rg := s.reg.Load()
-	if rs.staged != nil && !rg.secret {
-		s.staged.Store(rs.staged)
+	if l.rs.staged != nil && !rg.secret {
+		s.staged.Store(l.rs.staged)
 	} else {
 		s.staged.Store(nil)
 	}
 	s.mu.Lock()
 	s.hist = history{}
-	for _, e := range rs.hist {
+	for _, e := range l.rs.hist {
 		s.hist.push(e, r.depth)
 	}
 	s.mu.Unlock()
-	if rg.hosted != nil && hasValue && !rg.secret {
-		rg.hosted.Store(hosted)
+	if rg.hosted != nil && l.hasValue && !rg.secret {
+		rg.hosted.Store(l.hosted)
 	}
-	return nil
 }
 
-// savedHostedValue returns the saved value of the hosted control k, and
-// whether saved holds one.
-func savedHostedValue(saved Saved, k Key) (any, bool, error) {
+// raiseRevision makes the next revision handed out higher than rev.
+func (r *Registry) raiseRevision(rev int64) {
+	for {
+		cur := r.revision.Load()
+		if rev <= cur || r.revision.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// loadedControlOf picks the saved state of k out of everything saved.
+func loadedControlOf(saved Saved, k Key) (LoadedControl, error) {
+	lc := LoadedControl{Revision: saved.Revision, Control: SavedControl{Key: k}}
+	for _, c := range saved.Controls {
+		if c.Key == k {
+			lc.Control = c
+			break
+		}
+	}
 	for _, sf := range saved.Forms {
 		if sf.FormID != k.FormID {
 			continue
 		}
 		for _, sh := range sf.Controls {
-			var spec hostedSpec
-			if err := json.Unmarshal(sh.Spec, &spec); err != nil {
-				return nil, false, err
+			if sh.Key == k {
+				lc.Hosted, lc.Value = true, sh.Value
+				return lc, nil
 			}
-			if spec.Identity.Key() != k {
-				continue
-			}
-			v, err := decode(sh.Value)
-			return v, err == nil, err
 		}
 	}
-	return nil, false, nil
+	return lc, nil
+}
+
+// RefreshForm makes the hosted form formID here what the [Persister] holds
+// now, for registries on several nodes that share one store: a form
+// another node declared is hosted here too, with its saved values,
+// proposals and undo histories; one it redeclared is replaced; one it
+// removed is unhosted here (its controls unregistered, nothing erased).
+// It reads the form with [FormLoader.LoadForm] when the Persister has it,
+// or else everything with LoadControls, and does not save.
+//
+// It returns the form as saved and whether the store holds it. Without a
+// Persister it does nothing. The error, an [*Error], is store_unavailable
+// when the store cannot be read, invalid_request when what it holds for
+// the form is damaged.
+func (r *Registry) RefreshForm(ctx context.Context, formID string) (HostedForm, bool, error) {
+	if !r.persisting() {
+		return HostedForm{}, false, nil
+	}
+	ctx = orBackground(ctx)
+	r.hostMu.Lock()
+	defer r.hostMu.Unlock()
+	var saved Saved
+	var err error
+	if fl, ok := r.store.(FormLoader); ok {
+		saved, err = fl.LoadForm(ctx, formID)
+	} else if saved, err = r.store.LoadControls(ctx); err == nil {
+		saved = formOf(saved, formID)
+	}
+	if err != nil {
+		return HostedForm{}, false, &Error{Reason: ReasonStoreUnavailable, Message: fmt.Sprintf("the saved form %s could not be read: %v; try again", formID, err)}
+	}
+	r.raiseRevision(saved.Revision)
+	if len(saved.Forms) == 0 {
+		r.mu.Lock()
+		hf := r.hosted[formID]
+		delete(r.hosted, formID)
+		r.mu.Unlock()
+		if hf != nil {
+			for _, k := range hf.keys {
+				if s := r.lookup(k); s != nil && s.reg.Load().hosted != nil {
+					r.remove(s, nil, false)
+				}
+			}
+		}
+		return HostedForm{}, false, nil
+	}
+	damaged := func(err error) *Error {
+		return &Error{Reason: ReasonInvalidRequest, Message: fmt.Sprintf("the saved state of form %s is damaged: %v", formID, err)}
+	}
+	f, err := hostedFormOf(saved.Forms[0])
+	if err != nil {
+		return HostedForm{}, false, damaged(err)
+	}
+	regs, err := r.hostedRegistrations(f)
+	if err != nil {
+		return HostedForm{}, false, damaged(err)
+	}
+	states := make(map[Key]*restoredSlot, len(saved.Controls))
+	for _, c := range saved.Controls {
+		rs, err := restoredSlotOf(c)
+		if err != nil {
+			return HostedForm{}, false, damaged(err)
+		}
+		states[c.Key] = rs
+	}
+	// A control new here adopts its saved state as it registers; one
+	// registered already is shown its saved state once installed.
+	var present []Key
+	r.mu.Lock()
+	for _, rg := range regs {
+		k := rg.id.Key()
+		if r.lookup(k) != nil {
+			present = append(present, k)
+			continue
+		}
+		if rs := states[k]; rs != nil {
+			r.restored[k] = rs
+		} else {
+			delete(r.restored, k)
+		}
+	}
+	r.mu.Unlock()
+	r.installHosted(f, regs)
+	for _, k := range present {
+		s := r.lookup(k)
+		if s == nil {
+			continue
+		}
+		rs := states[k]
+		if rs == nil {
+			rs = &restoredSlot{}
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return HostedForm{}, false, &Error{Reason: ReasonCommandFailed, Message: "refreshing form " + formID + " was cancelled while it waited for another change: " + ctx.Err().Error()}
+		}
+		r.show(s, loaded{rs: rs})
+		<-s.sem
+	}
+	return f, true, nil
+}
+
+// formOf keeps, of everything saved, the hosted form formID and the saved
+// state of the controls of that form id.
+func formOf(saved Saved, formID string) Saved {
+	out := Saved{Revision: saved.Revision}
+	for _, sf := range saved.Forms {
+		if sf.FormID == formID {
+			out.Forms = append(out.Forms, sf)
+		}
+	}
+	for _, c := range saved.Controls {
+		if c.Key.FormID == formID {
+			out.Controls = append(out.Controls, c)
+		}
+	}
+	return out
+}
+
+// hostedFormOf decodes a saved hosted form.
+func hostedFormOf(sf SavedForm) (HostedForm, error) {
+	f := HostedForm{FormID: sf.FormID, Owner: sf.Owner, Private: sf.Private}
+	for _, sh := range sf.Controls {
+		var spec hostedSpec
+		if err := json.Unmarshal(sh.Spec, &spec); err != nil {
+			return HostedForm{}, err
+		}
+		v, err := decode(sh.Value)
+		if err != nil {
+			return HostedForm{}, err
+		}
+		f.Controls = append(f.Controls, HostedControl{Identity: spec.Identity, Metadata: spec.Metadata, Value: v, State: spec.State})
+	}
+	return f, nil
 }
 
 // adopt gives s the restored state rs unless s has a proposal or history

@@ -51,6 +51,9 @@ func (m *memStore) SaveControl(_ context.Context, u Update) error {
 	if err := m.begin(); err != nil {
 		return err
 	}
+	if err := m.check(u); err != nil {
+		return err
+	}
 	c := m.controls[u.Key]
 	if c == nil {
 		c = &SavedControl{Key: u.Key}

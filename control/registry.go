@@ -889,7 +889,13 @@ func (x *execution) stage() Result {
 		if err != nil {
 			return x.refuse(ReasonInvalidValue, fmt.Sprintf("%s cannot be staged: %v", x.reg.id, err))
 		}
-		if res, ok := x.persist(Update{Key: x.s.key, Stage: p}, nil); !ok {
+		// The proposal replaces the one this registry shows, against the
+		// value it shows; the store refuses when either changed elsewhere.
+		u := Update{Key: x.s.key, Stage: p, Expect: expectProposal(x.currentStage())}
+		if x.reg.hosted != nil && !x.reg.secret {
+			u.Expect.Value = p.Base
+		}
+		if res, ok := x.persist(u, nil); !ok {
 			return res
 		}
 	}
@@ -953,7 +959,16 @@ func (x *execution) apply() Result {
 		return x.failed(err)
 	}
 	e := undoEntry{action: Apply, previous: prev, applied: x.readBack(value), prov: x.provenance(), at: x.r.now()}
-	if res, ok := x.saveChange(&e); !ok {
+	var want Expect
+	if x.r.persisting() {
+		want = expectProposal(sv)
+		if x.cmd.Value == nil {
+			// The staged value goes in only over the value it was
+			// staged against.
+			expectValue(&want, x.reg, prev)
+		}
+	}
+	if res, ok := x.saveChange(&e, want); !ok {
 		return res
 	}
 	x.s.staged.Store(nil)
@@ -996,7 +1011,11 @@ func (x *execution) clear() Result {
 		return x.failed(err)
 	}
 	e := undoEntry{action: Clear, previous: prev, applied: x.readBack(written), prov: x.provenance(), at: x.r.now()}
-	if res, ok := x.saveChange(&e); !ok {
+	var want Expect
+	if x.r.persisting() {
+		want = expectProposal(x.currentStage())
+	}
+	if res, ok := x.saveChange(&e, want); !ok {
 		return res
 	}
 	x.s.staged.Store(nil)
@@ -1007,13 +1026,14 @@ func (x *execution) clear() Result {
 }
 
 // saveChange writes through an apply or clear that wrote e to the control:
-// the proposal closes and e joins the undo history. When that fails the
-// control's previous value is written back.
-func (x *execution) saveChange(e *undoEntry) (Result, bool) {
+// the proposal closes and e joins the undo history, provided the saved
+// state is what want expects. When that fails the control's previous
+// value is written back.
+func (x *execution) saveChange(e *undoEntry, want Expect) (Result, bool) {
 	if !x.r.persisting() {
 		return Result{}, true
 	}
-	u := Update{Key: x.s.key, Unstage: true}
+	u := Update{Key: x.s.key, Unstage: true, Expect: want}
 	if x.r.depth > 0 {
 		c, err := savedChange(e)
 		if err != nil {
@@ -1038,6 +1058,12 @@ func (x *execution) undo() Result {
 	if !ok {
 		return x.refuse(ReasonNothingToUndo, fmt.Sprintf("%s has no change to undo", x.reg.id))
 	}
+	var want Expect
+	if x.r.persisting() {
+		// The entry popped is the newest saved, and the value it reverses
+		// is still the saved one.
+		want = Expect{Undo: true, UndoAt: e.at}
+	}
 	if h.GetValue != nil {
 		live, err := callGet(x.ctx, h.GetValue)
 		if err != nil {
@@ -1046,12 +1072,15 @@ func (x *execution) undo() Result {
 		if !Equal(live, e.applied) {
 			return x.refuse(ReasonStagedValueStale, fmt.Sprintf("%s was edited after the change undo would reverse; undoing would overwrite that edit, so change the value directly instead", x.reg.id))
 		}
+		if x.r.persisting() {
+			expectValue(&want, x.reg, live)
+		}
 	}
 	if err := call(func() error { return h.SetValue(x.ctx, e.previous) }); err != nil {
 		return x.failed(err)
 	}
 	if x.r.persisting() {
-		if res, ok := x.persist(Update{Key: x.s.key, Pop: true}, x.restoreWrite(e.applied)); !ok {
+		if res, ok := x.persist(Update{Key: x.s.key, Pop: true, Expect: want}, x.restoreWrite(e.applied)); !ok {
 			return res
 		}
 	}
@@ -1070,7 +1099,7 @@ func (x *execution) discard() Result {
 		return x.refuse(ReasonNoStagedValue, fmt.Sprintf("nothing is staged for %s, so there is nothing to discard", x.reg.id))
 	}
 	if x.r.persisting() {
-		if res, ok := x.persist(Update{Key: x.s.key, Unstage: true}, nil); !ok {
+		if res, ok := x.persist(Update{Key: x.s.key, Unstage: true, Expect: expectProposal(sv)}, nil); !ok {
 			return res
 		}
 	}

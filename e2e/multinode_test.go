@@ -36,19 +36,36 @@ func startNode(t *testing.T, exe, storeURL, name string) *serveProc {
 // with one numbering, a Run outlives its node's death as lost (or
 // restarted), and the Control journal's bound holds across nodes.
 func TestMultiNode(t *testing.T) {
-	u, _ := pgtest.URL(t)
-	exe := buildAssent(t)
-	// The first start bootstraps the store and prints the agent token.
-	a := startNode(t, exe, u, "node-a")
-	b := startNode(t, exe, u, "node-b")
-	c := startNode(t, exe, u, "node-c")
-	tok := a.token
-	if tok == "" {
-		t.Fatal("the first node printed no agent token")
-	}
+	cl := startCluster(t)
+	a, b, c, tok := cl.a, cl.b, cl.c, cl.token
 	t.Run("events", func(t *testing.T) { multiNodeEvents(t, a, b, c, tok) })
 	t.Run("backpressure", func(t *testing.T) { multiNodeBackpressure(t, []*serveProc{a, b, c}, tok) })
 	t.Run("lost", func(t *testing.T) { multiNodeLost(t, a, b, tok) })
+}
+
+// cluster is three `assent serve` processes on one new PostgreSQL
+// database, started from one build.
+type cluster struct {
+	exe, store string
+	a, b, c    *serveProc
+	// token is the agent token node A printed when it bootstrapped the
+	// store.
+	token string
+}
+
+// startCluster starts nodes node-a, node-b and node-c on a new database;
+// the test is skipped without PostgreSQL.
+func startCluster(t *testing.T) cluster {
+	t.Helper()
+	u, _ := pgtest.URL(t)
+	exe := buildAssent(t)
+	// The first start bootstraps the store and prints the agent token.
+	cl := cluster{exe: exe, store: u, a: startNode(t, exe, u, "node-a")}
+	cl.b, cl.c = startNode(t, exe, u, "node-b"), startNode(t, exe, u, "node-c")
+	if cl.token = cl.a.token; cl.token == "" {
+		t.Fatal("the first node printed no agent token")
+	}
+	return cl
 }
 
 // sse is a subscription to /v1/events.

@@ -69,17 +69,41 @@ func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action str
 }
 
 // deliver admits a declared Control action to the journal and writes it
-// to the generation's FIFO.
+// to the generation's FIFO. When another node supervises the generation,
+// that node writes it (see forward.go) and deliver waits, bounded, for it
+// to record the outcome.
 func (m *Manager) deliver(ctx context.Context, ownerID, senderID, id, action string, input json.RawMessage) (*ControlDelivery, error) {
 	env, err := NewEnvelope(action, input)
 	if err != nil {
 		return nil, err
 	}
+	res, fwd, err := m.deliverLocked(ctx, ownerID, senderID, id, action, env)
+	if fwd == nil || err != nil {
+		return res, err
+	}
+	return m.awaitDelivery(ctx, fwd.run, fwd.node, fwd.control)
+}
+
+// forwarded is a Control admitted for another node to deliver.
+type forwarded struct {
+	run     store.RunRecord
+	node    string
+	control store.Control
+}
+
+// endpointNotReadyStored is the error recorded on a Control that found no
+// reader on its FIFO.
+const endpointNotReadyStored = "control endpoint is not ready for this Run generation"
+
+// deliverLocked is deliver under the Run's lock. For a generation another
+// node supervises it admits the Control, signals that node and returns
+// what to wait for.
+func (m *Manager) deliverLocked(ctx context.Context, ownerID, senderID, id, action string, env Envelope) (*ControlDelivery, *forwarded, error) {
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := decodeDoc(r)
 	declared := false
@@ -91,22 +115,28 @@ func (m *Manager) deliver(ctx context.Context, ownerID, senderID, id, action str
 		if len(d.Control) > 0 {
 			avail = strings.Join(d.Control, ",")
 		}
-		return nil, errorf(CodeUndeclaredAction, "undeclared Run Control action: %s; available=%s", action, avail)
+		return nil, nil, errorf(CodeUndeclaredAction, "undeclared Run Control action: %s; available=%s", action, avail)
 	}
 	if r.Archived {
-		return nil, errorf(CodeRunArchived, "Run %s is archived; it takes no Controls.", id)
+		return nil, nil, errorf(CodeRunArchived, "Run %s is archived; it takes no Controls.", id)
 	}
 	status, ident := m.status(r)
 	if status != StatusRunning {
-		return nil, &Error{Code: "terminal_state", Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
+		return nil, nil, &Error{Code: "terminal_state", Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
 	}
-	if ident != identityValid {
-		return nil, errorf("process_identity_"+ident, "Run process identity %s: %s", ident, id)
+	node := m.supervisor(r)
+	if node == "" && ident != identityValid {
+		return nil, nil, errorf("process_identity_"+ident, "Run process identity %s: %s", ident, id)
 	}
 	now := m.now().UTC().Truncate(time.Millisecond)
 	c := store.Control{ID: uuid.NewString(), InstanceID: r.InstanceID, Action: env.Action, Input: env.Input, Status: store.ControlQueued, QueuedAt: &now, SenderID: senderID}
 	if err := m.controls.do(store.ControlAdmission{RunID: id, Control: c}); err != nil {
-		return nil, m.admissionError(id, err)
+		return nil, nil, m.admissionError(id, err)
+	}
+	if node != "" {
+		m.notify(r.OwnerID, id, "run.control")
+		m.cfg.Signal(r.OwnerID, Signal{Kind: SignalControl, Run: id, Node: node, ControlID: c.ID})
+		return nil, &forwarded{run: r, node: node, control: c}, nil
 	}
 	wire := WireRecord(c.ID, c.Action, c.Input)
 	n, derr := writeFIFO(d.FIFO, wire)
@@ -117,10 +147,10 @@ func (m *Manager) deliver(ctx context.Context, ownerID, senderID, id, action str
 		}
 		stored := msg
 		if reason == CodeEndpointNotReady {
-			stored = "control endpoint is not ready for this Run generation"
+			stored = endpointNotReadyStored
 		}
 		_, _ = m.st.TransitionControl(ctx, id, c.ID, store.ControlFailed, []string{store.ControlQueued, store.ControlDelivered}, stored, m.now())
-		return nil, &Error{Code: reason, Message: msg, Details: map[string]any{"action": action, "control_id": c.ID,
+		return nil, nil, &Error{Code: reason, Message: msg, Details: map[string]any{"action": action, "control_id": c.ID,
 			"run": id, "run_instance_id": r.InstanceID, "endpoint_type": "fifo"}}
 	}
 	if _, err := m.st.TransitionControl(ctx, id, c.ID, store.ControlDelivered, nil, "", m.now()); err != nil && !errors.Is(err, store.ErrConflict) {
@@ -128,7 +158,7 @@ func (m *Manager) deliver(ctx context.Context, ownerID, senderID, id, action str
 	}
 	m.notify(r.OwnerID, id, "run.control")
 	return &ControlDelivery{Action: action, Bytes: n, ControlID: c.ID, Delivery: "delivered", EndpointType: "fifo",
-		NextActions: []string{"inspect target=run:" + id + " view=control"}, Run: id, InstanceID: r.InstanceID}, nil
+		NextActions: []string{"inspect target=run:" + id + " view=control"}, Run: id, InstanceID: r.InstanceID}, nil, nil
 }
 
 func (m *Manager) admissionError(id string, err error) error {

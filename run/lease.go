@@ -192,6 +192,10 @@ func (k *LeaseKeeper) Tick(ctx context.Context) (LeaseReport, error) {
 		}
 		k.takeOver(ctx, l, now, &rep)
 	}
+	// Requests of other nodes whose Signal this node missed.
+	if err := k.cfg.Manager.sweepRequests(ctx); err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("run: answer Run requests: %w", err))
+	}
 	return rep, nil
 }
 

@@ -86,6 +86,18 @@ type Config struct {
 	// starts, ends, is killed, archived or pruned, and "run.control" after
 	// a Control changes. It must not block.
 	Notify func(ownerID, runID, kind string)
+	// Signal, when set, carries a Signal to the node it names, for
+	// example as an event on the bus the nodes share; that node hands it
+	// to its Manager's HandleSignal. With it, a Control, kill or logs
+	// request for a Run another node supervises is passed to that node
+	// through the store (see HandleSignal); without it such a request is
+	// refused as one whose process is not on this node. It must not
+	// block, and must not make the Signal visible to anyone who may not
+	// see the Run (ownerID is the Run's owner).
+	Signal func(ownerID string, s Signal)
+	// ForwardWait bounds how long a request passed to another node waits
+	// for that node's answer; DefaultForwardWait when zero.
+	ForwardWait time.Duration
 }
 
 // Manager starts, supervises, steers and retires Runs. It is safe for
@@ -790,9 +802,16 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		}
 		if verifyProcess(r.PID, r.StartTime) == identityValid {
 			m.adopt(r.ID, r.InstanceID, r.PID, r.StartTime)
+			// Controls other nodes queued while this node was away.
+			if err := m.deliverQueued(ctx, r.ID); err != nil {
+				m.log.Warn("deliver queued controls", "run", r.ID, "err", err)
+			}
 			continue
 		}
 		m.finish(r.ID, r.InstanceID)
+	}
+	if err := m.sweepRequests(ctx); err != nil {
+		m.log.Warn("answer run requests", "err", err)
 	}
 	return nil
 }
@@ -1013,17 +1032,32 @@ func (m *Manager) AppendTrace(ctx context.Context, ownerID, id, instanceID strin
 // Kill sends SIGKILL to the verified process group of a running Run. It
 // bypasses the Control journal (a saturated journal cannot block it). A
 // Run that is not running is not an error: the result has Killed false
-// and a Reason.
+// and a Reason. A Run another node supervises is killed by that node,
+// and Kill answers with what it did (see HandleSignal).
 func (m *Manager) Kill(ctx context.Context, ownerID, id string) (*KillResult, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
 	unlock := m.lock(id)
-	defer unlock()
 	r, err := m.owned(ctx, ownerID, id)
 	if err != nil {
+		unlock()
 		return nil, err
 	}
+	if node := m.supervisor(r); node != "" {
+		unlock()
+		if status, _ := m.status(r); status != StatusRunning {
+			return &KillResult{Reason: "not running", Status: status}, nil
+		}
+		return m.forwardKill(ctx, r, node)
+	}
+	defer unlock()
+	return m.killLocked(ctx, r)
+}
+
+// killLocked kills Run r, whose lock the caller holds.
+func (m *Manager) killLocked(ctx context.Context, r store.RunRecord) (*KillResult, error) {
+	id := r.ID
 	status, ident := m.status(r)
 	if status != StatusRunning {
 		return &KillResult{Reason: "not running", Status: status}, nil
@@ -1183,11 +1217,29 @@ func (m *Manager) Logs(ctx context.Context, ownerID, id, stream string, n int) (
 	if stream != "stdout" && stream != "stderr" {
 		return "", errorf(CodeInvalidRequest, "stream must be stdout or stderr")
 	}
-	dir := m.stateDir(id)
+	if node := m.supervisor(r); node != "" {
+		if r.Stop == string(StatusLost) {
+			// Its node stopped answering: do not wait for it.
+			return "", &Error{Code: CodeNodeUnavailable, Message: fmt.Sprintf(
+				"Run %s was lost with node %s, which keeps its logs; read them once that node is back, or on its machine.", id, node),
+				Details: map[string]any{"node": node, "run": id}}
+		}
+		return m.forwardLogs(ctx, r, node, stream, n)
+	}
+	return m.tailLogs(r, stream, n)
+}
+
+// logTailMaxBytes bounds how much of a log Logs reads: its last MiB.
+const logTailMaxBytes = store.RunRequestTextMaxBytes
+
+// tailLogs returns the last n lines of Run r's stream, from this node's
+// files.
+func (m *Manager) tailLogs(r store.RunRecord, stream string, n int) (string, error) {
+	dir := m.stateDir(r.ID)
 	if r.Archived {
 		dir = r.ArchiveDir
 	}
-	return tailFile(filepath.Join(dir, stream+".log"), n, 1<<20)
+	return tailFile(filepath.Join(dir, stream+".log"), n, logTailMaxBytes)
 }
 
 // headFile returns at most the first n lines and limit bytes of path (cut

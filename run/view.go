@@ -109,6 +109,9 @@ type KillResult struct {
 	// for one release.
 	SignalTargetOld string `json:"signalTarget,omitempty"`
 	StateDir        string `json:"state_dir,omitempty"`
+	// Node names the node that supervises the Run, when the kill was
+	// passed to it.
+	Node string `json:"node,omitempty"`
 }
 
 // ArchiveResult is the outcome of Archive; it is also the content of the
@@ -143,6 +146,13 @@ type ControlDelivery struct {
 	NextActions  []string `json:"next_actions"`
 	Run          string   `json:"run"`
 	InstanceID   string   `json:"run_instance_id"`
+	// Node names the node that supervises the Run, when it is not the
+	// node that answered: that node delivers the Control.
+	Node string `json:"node,omitempty"`
+	// Message, when set, says what the delivery state means and what to
+	// do next (Delivery "queued": the supervising node has not delivered
+	// it yet).
+	Message string `json:"message,omitempty"`
 }
 
 // ControlResult is the outcome of Apply: exactly one field is set, the

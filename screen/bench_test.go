@@ -103,6 +103,28 @@ func BenchmarkLargeStream(b *testing.B) {
 	reportCPU(b, start)
 }
 
+// BenchmarkLargeStreamNodes is BenchmarkLargeStream followed by reading
+// every node, which builds their Props maps: the whole cost of a screen
+// that is shown.
+func BenchmarkLargeStreamNodes(b *testing.B) {
+	var buf []byte
+	for _, l := range perfScreen(20000) {
+		buf = append(buf, l...)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	opts := perfOptions()
+	start := cpuTime()
+	for b.Loop() {
+		p := NewParser(opts)
+		for i := 0; i < len(buf); i += 4096 {
+			_, _ = p.Write(buf[i:min(i+4096, len(buf))])
+		}
+		p.End().Nodes()
+	}
+	reportCPU(b, start)
+}
+
 // reportCPU adds the process CPU time per operation (GC included), a figure
 // that other load on the machine does not inflate the way it does wall time.
 func reportCPU(b *testing.B, start time.Duration) {

@@ -22,6 +22,7 @@ func Describe(doc *Document, values bool) string {
 	if doc == nil {
 		return ""
 	}
+	doc.nodesReady()
 	d := describer{doc: doc, values: values, seen: map[string]bool{}}
 	d.walk(rootID, 0)
 	return strings.TrimSuffix(d.b.String(), "\n")

@@ -50,6 +50,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // Value is a prop or state value: nil, bool, float64, string, [StateRef],
@@ -174,11 +176,53 @@ type Document struct {
 	newer   bool
 	missing []string
 	errKeys map[string]bool // the screen's errors by code and id, for updates
+
+	// The parser keeps a component's props in its statement and builds
+	// the node's Props map only when the document first hands nodes out:
+	// a map for each component cost more than reading the rest of its
+	// line. propsBuilt says every node has its map; readers may call at
+	// once, so the maps are built under propsMu, which also guards
+	// builtIdx and built: the statements of builtIdx.order before built
+	// have their maps (a stream only appends to the order).
+	propsMu    sync.Mutex
+	propsBuilt atomic.Bool
+	builtIdx   *index
+	built      int
+}
+
+// nodesReady gives every node that has none its Props map.
+func (d *Document) nodesReady() {
+	if d.propsBuilt.Load() {
+		return
+	}
+	d.propsMu.Lock()
+	defer d.propsMu.Unlock()
+	if d.propsBuilt.Load() {
+		return
+	}
+	if d.builtIdx != d.idx {
+		d.builtIdx, d.built = d.idx, 0
+	}
+	for _, s := range d.idx.order[d.built:] {
+		if s.node != nil && s.node.Props == nil {
+			s.node.Props = propMap(s.props)
+		}
+	}
+	d.built = len(d.idx.order)
+	d.propsBuilt.Store(true)
+}
+
+// nodesAdded records that nodes without a Props map may have been added.
+func (d *Document) nodesAdded() {
+	if d.propsBuilt.Load() {
+		d.propsBuilt.Store(false)
+	}
 }
 
 // Node returns the component with the given id, or nil.
 func (d *Document) Node(id string) *Node {
 	if s := d.idx.get(id); s != nil && s.node != nil {
+		d.nodesReady()
 		return s.node
 	}
 	return nil
@@ -186,6 +230,7 @@ func (d *Document) Node(id string) *Node {
 
 // Nodes returns the accepted components in the order their lines arrived.
 func (d *Document) Nodes() []*Node {
+	d.nodesReady()
 	out := make([]*Node, 0, d.idx.nComponents)
 	for _, s := range d.idx.order {
 		if s.node != nil {
@@ -299,6 +344,7 @@ func (d *Document) Root() *Node { return d.Node(rootID) }
 // MarshalJSON writes the conformance shape
 // {"nodes", "state", "mutations", "missing"}.
 func (d *Document) MarshalJSON() ([]byte, error) {
+	d.nodesReady()
 	nodes := map[string]*Node{}
 	state := map[string]Value{}
 	muts := map[string]*Mutation{}

@@ -14,6 +14,7 @@ func (d *Document) FieldsReadBy(m *Mutation) []*Node {
 			read[string(k)] = true
 		}
 	}
+	d.nodesReady()
 	var out []*Node
 	for _, s := range d.idx.order {
 		if s.node != nil && s.edits != "" && read[s.edits] {

@@ -184,13 +184,13 @@ func (x *index) check(s *stmt) *docIssue {
 			return &docIssue{"multiple_parents", fmt.Sprintf("%q is already a child of %q; a component has one parent", c, ce.parent.id)}
 		}
 		if ce.def != nil {
-			if di := pairing(n, ce.def.node); di != nil {
+			if di := pairing(s, ce.def); di != nil {
 				return di
 			}
 		}
 	}
 	if e != nil && e.parent != nil && e.parent.def != nil {
-		if di := pairing(e.parent.def.node, n); di != nil {
+		if di := pairing(e.parent.def, s); di != nil {
 			return di
 		}
 	}
@@ -219,11 +219,12 @@ func isAncestor(a, b *entry) bool {
 }
 
 // pairing checks the container rules of [5.18], [5.21], [5.22], [5.23] for
-// parent p and child c.
-func pairing(p, c *Node) *docIssue {
-	if p == nil || c == nil {
+// parent ps and child cs, component statements.
+func pairing(ps, cs *stmt) *docIssue {
+	if ps == nil || cs == nil || ps.node == nil || cs.node == nil {
 		return nil
 	}
+	p, c := ps.node, cs.node
 	pt, ct := p.Type, c.Type
 	if p.App {
 		pt = ""
@@ -243,8 +244,8 @@ func pairing(p, c *Node) *docIssue {
 		if ct != "TableRow" {
 			return mismatch("table_mismatch", "a Table holds only TableRows, and %q is a %s", c.ID, c.Type)
 		}
-		cols, _ := p.Props["columns"].([]Value)
-		cells, _ := c.Props["cells"].([]Value)
+		cols, _ := prop1(ps.props, "columns").([]Value)
+		cells, _ := prop1(cs.props, "cells").([]Value)
 		if len(cols) != len(cells) {
 			return mismatch("table_mismatch", "row %q has %d cells but table %q has %d columns", c.ID, len(cells), p.ID, len(cols))
 		}
@@ -256,8 +257,8 @@ func pairing(p, c *Node) *docIssue {
 		if ct != "Series" {
 			return mismatch("chart_mismatch", "a %s holds only Series, and %q is a %s", pt, c.ID, c.Type)
 		}
-		labels, _ := p.Props["labels"].([]Value)
-		values, _ := c.Props["values"].([]Value)
+		labels, _ := prop1(ps.props, "labels").([]Value)
+		values, _ := prop1(cs.props, "values").([]Value)
 		if len(labels) != len(values) {
 			return mismatch("chart_mismatch", "series %q has %d values but chart %q has %d labels", c.ID, len(values), p.ID, len(labels))
 		}
@@ -296,6 +297,13 @@ func pairing(p, c *Node) *docIssue {
 // statement may break a rule, and add then records only the child links
 // that keep the tree a forest.
 func (x *index) add(s *stmt) {
+	if len(x.order) == cap(x.order) {
+		// Doubling, where append grows a long slice by a quarter, copies
+		// the order of a large screen a few times rather than a dozen.
+		order := make([]*stmt, len(x.order), max(16, 2*cap(x.order)))
+		copy(order, x.order)
+		x.order = order
+	}
 	x.order = append(x.order, s)
 	x.link(s)
 }

@@ -135,6 +135,7 @@ func (d *Document) update(reg *registry, text string) UpdateResult {
 		}
 	}
 	d.idx = after.idx
+	d.nodesAdded()
 	d.missing = after.missing
 	d.errKeys = errorKeys(after.issues)
 	res.Applied = true

@@ -126,6 +126,9 @@ func (p *Parser) handleLine(line int, text string) {
 		return
 	}
 	p.doc.idx.add(s)
+	if s.kind == stmtComponent {
+		p.doc.nodesAdded()
+	}
 }
 
 // checkLine applies the grammar and the statement checks to one line.

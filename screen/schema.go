@@ -93,12 +93,38 @@ type stmt struct {
 	holds     holdKind // beside kind, so that the two share a word
 	line      int
 	node      *Node     // component
+	props     []prop    // component: its props, as node.Props will hold them
 	mut       *Mutation // McpMutation
 	key       string    // state key, with $
 	value     Value     // state value
 	app       *Component
 	stateRefs []string // $keys the statement reads, in order, unique
 	edits     string   // $key a field edits
+}
+
+// prop is one prop of a component, as written.
+type prop struct {
+	name string
+	val  Value
+}
+
+// propOf returns the value of the prop named name, if props holds it.
+func propOf(props []prop, name string) (Value, bool) {
+	for i := range props {
+		if props[i].name == name {
+			return props[i].val, true
+		}
+	}
+	return nil, false
+}
+
+// propMap returns props as a map, the form [Node.Props] has.
+func propMap(props []prop) map[string]Value {
+	m := make(map[string]Value, len(props))
+	for _, p := range props {
+		m[p.name] = p.val
+	}
+	return m
 }
 
 // stmtNode allocates a component's statement and node together.
@@ -123,7 +149,7 @@ func (s *stmt) hasAction() bool {
 	if s == nil || s.node == nil || s.node.App || s.node.Type != "Button" {
 		return false
 	}
-	_, ok := s.node.Props["action"]
+	_, ok := propOf(s.props, "action")
 	return ok
 }
 
@@ -136,6 +162,7 @@ type registry struct {
 	maxComp    int
 	maxState   int
 	nodes      []stmtNode // the chunk new component statements are carved from
+	props      []prop     // the chunk the props of statements are carved from
 
 	// The component the last line called (see component).
 	lastCall   string
@@ -154,6 +181,28 @@ func (r *registry) newNode() *stmtNode {
 	}
 	r.nodes = r.nodes[:len(r.nodes)+1]
 	return &r.nodes[len(r.nodes)-1]
+}
+
+// Sizes of the chunks props are carved from: they start at firstPropChunk
+// props and double up to propChunk.
+const (
+	firstPropChunk = 16
+	propChunk      = 1024
+)
+
+// takeProps returns room for n props, carved from the current chunk; its
+// capacity is n, so that appending to it never reaches into another
+// statement's props.
+func (r *registry) takeProps(n int) []prop {
+	if n > propChunk/4 {
+		return make([]prop, 0, n)
+	}
+	if cap(r.props)-len(r.props) < n {
+		r.props = make([]prop, 0, max(min(max(firstPropChunk, 2*cap(r.props)), propChunk), n))
+	}
+	start := len(r.props)
+	r.props = r.props[:start+n]
+	return r.props[start : start : start+n]
 }
 
 func newRegistry(o Options) *registry {
@@ -241,7 +290,7 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 	if err != nil {
 		return nil, err
 	}
-	props, kids, refs, err := collectProps(raw, cs)
+	props, kids, refs, err := r.collectProps(raw, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -249,9 +298,9 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 	if app == nil {
 		switch raw.call {
 		case "Rating":
-			if v, ok := props["value"].(float64); ok {
+			if v, ok := prop1(props, "value").(float64); ok {
 				max := 5.0
-				if m, ok := props["max"].(float64); ok {
+				if m, ok := prop1(props, "max").(float64); ok {
 					max = m
 				}
 				if v > max {
@@ -259,8 +308,8 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 				}
 			}
 		case "Input":
-			lo, ok1 := props["minLength"].(float64)
-			hi, ok2 := props["maxLength"].(float64)
+			lo, ok1 := prop1(props, "minLength").(float64)
+			hi, ok2 := prop1(props, "maxLength").(float64)
 			if ok1 && ok2 && lo > hi {
 				return nil, invalid("Input's minLength %v is more than its maxLength %v", lo, hi)
 			}
@@ -277,7 +326,7 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 		picProps = []string{"image"}
 	}
 	for _, p := range picProps {
-		if name, ok := props[p].(string); ok && !r.pictureKnown(name) {
+		if name, ok := prop1(props, p).(string); ok && !r.pictureKnown(name) {
 			return nil, &lineError{code: "unknown_asset", msg: fmt.Sprintf("%s: no picture named %q is in the app's asset registry", p, name)}
 		}
 	}
@@ -285,7 +334,10 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 	// copying a whole struct into it.
 	sn := r.newNode()
 	n := &sn.n
-	n.ID, n.Type, n.App, n.Props, n.Line = id, raw.call, app != nil, props, line
+	// Props stays nil until the document hands the node out (see
+	// Document.nodesReady): a map per component cost more than the rest of
+	// reading its line.
+	n.ID, n.Type, n.App, n.Line = id, raw.call, app != nil, line
 	switch kids := kids.(type) {
 	case refList:
 		n.Children = kids
@@ -296,7 +348,7 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 		}
 	}
 	s := &sn.s
-	s.kind, s.line, s.node = stmtComponent, line, n
+	s.kind, s.line, s.node, s.props = stmtComponent, line, n, props
 	if app != nil {
 		s.app = app
 	}
@@ -309,7 +361,7 @@ func (r *registry) statement(raw *rawStmt, line int) (*stmt, *lineError) {
 		s.holds = builtinHold(raw.call)
 	}
 	if s.holds != holdNone {
-		if k, ok := props["value"].(StateRef); ok {
+		if k, ok := prop1(props, "value").(StateRef); ok {
 			s.edits = string(k)
 		} else {
 			s.holds = holdNone
@@ -367,16 +419,16 @@ func (r *registry) stateStmt(raw *rawStmt, line int) (*stmt, *lineError) {
 }
 
 func (r *registry) mutationStmt(raw *rawStmt, id string, line int) (*stmt, *lineError) {
-	props, _, _, err := collectProps(raw, mutationSchema)
+	props, _, _, err := r.collectProps(raw, mutationSchema)
 	if err != nil {
 		return nil, err
 	}
-	tool := props["tool"].(string)
+	tool := prop1(props, "tool").(string)
 	if !r.tools[tool] {
 		return nil, &lineError{code: "unknown_tool", msg: fmt.Sprintf("no tool named %q is in the app's tool registry", tool)}
 	}
-	m := &Mutation{ID: id, Target: string(props["target"].(ref)), Tool: tool, Line: line}
-	if p, ok := props["params"].(map[string]Value); ok {
+	m := &Mutation{ID: id, Target: string(prop1(props, "target").(ref)), Tool: tool, Line: line}
+	if p, ok := prop1(props, "params").(map[string]Value); ok {
 		m.Params = p
 	} else {
 		m.Params = map[string]Value{}
@@ -395,19 +447,25 @@ func (r *registry) mutationStmt(raw *rawStmt, id string, line int) (*stmt, *line
 	return s, nil
 }
 
+// prop1 returns the value of the prop named name, or nil.
+func prop1(props []prop, name string) Value {
+	v, _ := propOf(props, name)
+	return v
+}
+
 // collectProps assigns positional arguments to the component's positional
 // props, converts values and checks each against the catalog ([5.8],
 // [5.9]).
 // The children list is returned on its own rather than in the props, with
 // the $keys the props read, in argument order.
-func collectProps(raw *rawStmt, cs *compSchema) (props map[string]Value, kids Value, refs []string, err *lineError) {
-	props = make(map[string]Value, len(raw.args))
+func (r *registry) collectProps(raw *rawStmt, cs *compSchema) (props []prop, kids Value, refs []string, err *lineError) {
+	// Every name is checked against the schema before the next argument is
+	// read, so at most one name more than the component has props is ever
+	// compared with those before it: a linear search is enough.
+	props = r.takeProps(len(raw.args))
 	hasKids := false
 	pos := 0
-	// The names given so far, to find one given twice without a map
-	// lookup; calls rarely have more arguments than fit.
-	var given [16]string
-	for i, a := range raw.args {
+	for _, a := range raw.args {
 		name := a.name
 		if name == "" {
 			if pos >= len(cs.positional) {
@@ -416,14 +474,7 @@ func collectProps(raw *rawStmt, cs *compSchema) (props map[string]Value, kids Va
 			name = cs.positional[pos]
 			pos++
 		}
-		if i < len(given) {
-			for _, g := range given[:i] {
-				if g == name {
-					return nil, nil, nil, invalid("%s is given twice", name)
-				}
-			}
-			given[i] = name
-		} else if _, dup := props[name]; dup || name == "children" && hasKids {
+		if _, dup := propOf(props, name); dup || name == "children" && hasKids {
 			return nil, nil, nil, invalid("%s is given twice", name)
 		}
 		var v Value
@@ -450,12 +501,12 @@ func collectProps(raw *rawStmt, cs *compSchema) (props map[string]Value, kids Va
 		if name == "children" {
 			kids, hasKids = v, true
 		} else {
-			props[name] = v
+			props = append(props, prop{name, v})
 		}
 		refs = appendRefs(refs, v)
 	}
 	for _, name := range cs.required {
-		if _, ok := props[name]; !ok && !(name == "children" && hasKids) {
+		if _, ok := propOf(props, name); !ok && !(name == "children" && hasKids) {
 			return nil, nil, nil, invalid("%s needs %s", raw.call, name)
 		}
 	}

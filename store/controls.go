@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/assent-run/assent/control"
@@ -18,8 +19,15 @@ import (
 // whole or not at all, and keeps values and declarations byte for byte.
 // Controls are keyed by form id, control id and subject type and id (empty
 // without a subject; the registry never uses an empty identifier).
+//
+// A backend checks each update's control.Expect in the transaction that
+// applies it (see [CheckExpect]), and reads one control or one form by
+// itself, so that registries on several nodes read again only what
+// another node changed.
 type Controls interface {
 	control.Persister
+	control.ControlLoader
+	control.FormLoader
 }
 
 // AuditedControls is implemented by a [Controls] whose backend also holds
@@ -147,3 +155,56 @@ func (b *SavedFormsBuilder) Row(formID, owner string, private bool, h *control.S
 
 // Forms returns the forms recorded, in the order of the rows.
 func (b *SavedFormsBuilder) Forms() []control.SavedForm { return b.out }
+
+// ExpectSeen is what a backend read, in the transaction of a
+// control.Update and after taking the control's write lock, of the saved
+// state the update's control.Expect checks. Fields of checks the Expect
+// does not ask for are not read and stay zero.
+type ExpectSeen struct {
+	// Proposal is the revision of the open proposal, 0 when none is open.
+	Proposal int64
+	// Hosted reports that the control belongs to a saved hosted form, and
+	// Value is then its saved value.
+	Hosted bool
+	Value  json.RawMessage
+	// Undo reports that the undo history is not empty; UndoAtMatches that
+	// its newest entry was made at Expect.UndoAt, at the backend's
+	// precision.
+	Undo          bool
+	UndoAtMatches bool
+}
+
+// CheckExpect decides whether u's expectation holds over what the backend
+// saw. When it does not, the error wraps both control.ErrConflict and
+// ErrConflict and says what changed; the backend then saves nothing.
+func CheckExpect(u control.Update, seen ExpectSeen) error {
+	e, k := u.Expect, u.Key
+	if e.Proposal {
+		switch {
+		case seen.Proposal != e.Revision && seen.Proposal == 0:
+			return conflict(k, fmt.Sprintf("no proposal is open, not revision %d", e.Revision))
+		case seen.Proposal != e.Revision:
+			return conflict(k, fmt.Sprintf("the open proposal is revision %d, not %d", seen.Proposal, e.Revision))
+		case u.Stage != nil && u.Stage.Revision <= seen.Proposal:
+			return conflict(k, fmt.Sprintf("revision %d is not higher than that of the open proposal, %d", u.Stage.Revision, seen.Proposal))
+		}
+	}
+	if e.Value != nil && seen.Hosted && !control.EqualJSON(seen.Value, e.Value) {
+		return conflict(k, "the hosted value changed")
+	}
+	if e.Undo {
+		switch {
+		case e.UndoAt.IsZero() && seen.Undo:
+			return conflict(k, "the undo history is no longer empty")
+		case !e.UndoAt.IsZero() && !seen.Undo:
+			return conflict(k, "the undo history is empty")
+		case !e.UndoAt.IsZero() && !seen.UndoAtMatches:
+			return conflict(k, "the newest entry of the undo history changed")
+		}
+	}
+	return nil
+}
+
+func conflict(k control.Key, what string) error {
+	return fmt.Errorf("%w: %w: control %s of form %s: %s; read it again", ErrConflict, control.ErrConflict, k.ControlID, k.FormID, what)
+}

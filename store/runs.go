@@ -254,6 +254,10 @@ type Runs interface {
 	ListTools(ctx context.Context) ([]ToolRecord, error)
 	// DeleteTool removes a registered tool; ErrNotFound if absent.
 	DeleteTool(ctx context.Context, name string) error
+
+	// RunRequests carries what one node asks of the node supervising a
+	// Run.
+	RunRequests
 }
 
 // timeLayout is the canonical timestamp form of journal records: UTC with

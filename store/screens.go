@@ -71,12 +71,26 @@ type ScreenPending struct {
 	// Sentence is what the person confirms, in the application's words.
 	Sentence  string    `json:"sentence,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+	// ScreenVersion is the version of the screen when the press was
+	// taken. Only TakeScreenPending sets it, read in the transaction that
+	// takes the press, so a node can tell whether its copy of the screen
+	// is current without reading the screen again.
+	ScreenVersion int64 `json:"screenVersion,omitempty"`
 }
 
 // ScreenUpdate is one update of a screen's live feed.
 type ScreenUpdate struct {
 	Seq  int64  `json:"seq"`
 	Text string `json:"text"`
+}
+
+// LoadedScreen is a screen with everything of its own, read in one
+// transaction: the record, the presses waiting on it (oldest first) and the
+// kept updates of its live feed (in order).
+type LoadedScreen struct {
+	Screen  Screen
+	Pending []ScreenPending
+	Updates []ScreenUpdate
 }
 
 // Idempotency is an idempotency key with the answer it gave, kept so that
@@ -103,12 +117,18 @@ type Screens interface {
 	// ErrInvalid.
 	CreateScreen(ctx context.Context, sc Screen) (evicted []string, err error)
 	// UpdateScreen replaces the document, version, state and update time
-	// of screen sc.ID when the stored version is lower than sc.Version;
-	// otherwise ErrConflict (a newer state was saved). An unknown id gives
-	// ErrNotFound.
-	UpdateScreen(ctx context.Context, sc Screen) error
+	// of screen sc.ID when the stored version is still prev and sc.Version
+	// is greater: the version is compared and set in one transaction, so of
+	// writers that read the same version exactly one succeeds. Otherwise it
+	// returns ErrConflict (another writer saved the screen since prev was
+	// read; read it again). An unknown id gives ErrNotFound.
+	UpdateScreen(ctx context.Context, sc Screen, prev int64) error
 	// Screen returns the screen id, or ErrNotFound.
 	Screen(ctx context.Context, id string) (Screen, error)
+	// LoadScreen returns the screen id with its pending presses and its
+	// kept live feed, read in one transaction so they agree with one
+	// another; an unknown id gives ErrNotFound.
+	LoadScreen(ctx context.Context, id string) (LoadedScreen, error)
 	// ListScreens returns the screens of ownerID (every one when empty),
 	// oldest first.
 	ListScreens(ctx context.Context, ownerID string) ([]Screen, error)
@@ -121,7 +141,8 @@ type Screens interface {
 	// screen that has ScreenPendingLimit presses waiting ErrInvalid.
 	AddScreenPending(ctx context.Context, p ScreenPending) error
 	// TakeScreenPending removes and returns the press id of screenID, or
-	// ErrNotFound: of concurrent takes exactly one gets it.
+	// ErrNotFound: of concurrent takes exactly one gets it. The press
+	// returned carries the screen's version (ScreenVersion).
 	TakeScreenPending(ctx context.Context, screenID, id string) (ScreenPending, error)
 	// ListScreenPending returns the presses waiting on screenID, oldest
 	// first.

@@ -37,10 +37,7 @@ type Part struct {
 	// visible to every principal.
 	forms map[string]*formDecl
 
-	// origin identifies this process on the control.command events it
-	// publishes, so that nodes sharing the store follow one another's
-	// changes (see nodes.go); stopFollowing ends that.
-	origin        string
+	// stopFollowing ends following other nodes' changes (see nodes.go).
 	stopFollowing func()
 }
 
@@ -63,9 +60,8 @@ type formDecl struct {
 // proposals, undo histories and hosted forms with their values.
 func New(ctx context.Context, h *host.Host) (*Part, error) {
 	s := &Part{
-		Host:   h,
-		forms:  map[string]*formDecl{},
-		origin: newOrigin(),
+		Host:  h,
+		forms: map[string]*formDecl{},
 	}
 	var persister control.Persister = h.Store.ControlRegistry
 	if ac, ok := h.Store.ControlRegistry.(store.AuditedControls); ok {
@@ -220,7 +216,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", &commandData{
 		Action: cmd.Action, Identity: cmd.Identity, OK: res.OK, Reason: res.Reason,
-		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.origin,
+		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.Origin,
 	})
 	return res
 }
@@ -563,7 +559,7 @@ func (s *Part) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
 		host.WriteToolError(w, err)
 		return
 	}
-	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "declared": len(req.Controls)})
+	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "declared": len(req.Controls), "origin": s.Origin})
 	host.WriteJSON(w, http.StatusOK, map[string]any{"controls": s.List(r.Context(), p, formID)})
 }
 
@@ -573,7 +569,7 @@ func (s *Part) handleFormRemove(w http.ResponseWriter, r *http.Request) {
 		host.WriteToolError(w, err)
 		return
 	}
-	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "removed": true})
+	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "removed": true, "origin": s.Origin})
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -608,7 +604,7 @@ func (s *Part) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap, _ := s.controls.Get(r.Context(), id)
-	s.publishControl(id.FormID, "control.value", map[string]any{"identity": id, "snapshot": snap})
+	s.publishControl(id.FormID, "control.value", map[string]any{"identity": id, "snapshot": snap, "origin": s.Origin})
 	host.WriteJSON(w, http.StatusOK, snap)
 }
 

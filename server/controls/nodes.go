@@ -4,59 +4,91 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
 )
 
 // Several nodes share one store and one event log. Each node's registry
 // holds the controls in memory and writes every change through to the
-// store; a change another node made reaches this node as its
-// control.command event, and the registry then reads that control again
-// from the store, so a person can apply on one node what an agent staged
-// on another.
+// store, which refuses a decision taken on a copy another node has made
+// out of date (the registry then reads the control again). A change
+// another node made reaches this node as its event, stamped with that
+// node's origin:
+//
+//   - control.command (a command that succeeded) and control.value (an
+//     edit of a hosted control): the registry reads that one control
+//     again from the store;
+//   - control.form (a hosted form declared, redeclared or removed): the
+//     registry reads that one form again, hosting, replacing or removing
+//     it here, and the part records who owns it.
+//
+// So a person can apply on one node what an agent staged on another, and
+// a form an application declared through one node is served by all.
 
-// originQueue bounds the command events waiting to be followed; past it
-// the subscription reports lagged and the controls it missed are read
-// again when they are next refreshed.
-const originQueue = 1024
-
-// commandEvent is what following another node's change needs from a
-// control.command event.
-type commandEvent struct {
-	Origin   string           `json:"origin"`
-	OK       bool             `json:"ok"`
+// nodeEvent is what following another node's change needs from a
+// control.command, control.value or control.form event.
+type nodeEvent struct {
+	Origin string `json:"origin"`
+	// OK is false for a command that was refused: nothing changed.
+	OK       *bool            `json:"ok"`
 	Identity control.Identity `json:"identity"`
+	FormID   string           `json:"formId"`
 }
 
-// followOtherNodes starts refreshing the controls that other nodes change.
-// It returns at once; Close stops it.
-func (s *Part) followOtherNodes() {
-	ctx, cancel := context.WithCancel(context.Background())
-	sub := s.Bus.Subscribe(s.Bus.Seq(), originQueue, func(e event.Event) bool { return e.Type == "control.command" })
-	done := make(chan struct{})
-	s.stopFollowing = func() {
-		cancel()
-		sub.Close()
-		<-done
+// followed reports whether an event of type typ is followed.
+func followed(typ string) bool {
+	switch typ {
+	case "control.command", "control.value", "control.form":
+		return true
 	}
-	go func() {
-		defer close(done)
-		for {
-			e, err := sub.Next(ctx)
-			if err != nil {
-				return
-			}
-			var ce commandEvent
-			if json.Unmarshal(e.Data, &ce) != nil || !ce.OK || ce.Origin == "" || ce.Origin == s.origin {
-				continue
-			}
-			if err := s.controls.Refresh(ctx, ce.Identity.Key()); err != nil && ctx.Err() == nil {
-				s.Log.Warn("a control another node changed could not be read again", "form", ce.Identity.FormID, "control", ce.Identity.ControlID, "err", err)
-			}
-		}
-	}()
+	return false
 }
 
-// newOrigin returns the id this process stamps on the changes it makes.
-func newOrigin() string { return auth.NewID("n_") }
+// followOtherNodes starts following the changes other nodes make. It
+// returns at once; Close stops it.
+func (s *Part) followOtherNodes() {
+	s.stopFollowing = s.FollowOtherNodes(func(e event.Event) bool { return followed(e.Type) }, func(ctx context.Context, e event.Event) {
+		var ne nodeEvent
+		if json.Unmarshal(e.Data, &ne) != nil || ne.Origin == "" || ne.Origin == s.Origin || (ne.OK != nil && !*ne.OK) {
+			return
+		}
+		s.follow(ctx, e.Type, ne)
+	})
+}
+
+// follow brings this node up to date with the change ne of another node.
+func (s *Part) follow(ctx context.Context, typ string, ne nodeEvent) {
+	if typ == "control.form" {
+		if ne.FormID == "" {
+			return
+		}
+		if err := s.followForm(ctx, ne.FormID); err != nil && ctx.Err() == nil {
+			s.Log.Warn("a form another node declared or removed could not be read again", "form", ne.FormID, "err", err)
+		}
+		return
+	}
+	if err := s.controls.Refresh(ctx, ne.Identity.Key()); err != nil && ctx.Err() == nil {
+		s.Log.Warn("a control another node changed could not be read again", "form", ne.Identity.FormID, "control", ne.Identity.ControlID, "err", err)
+	}
+}
+
+// followForm reads the hosted form formID again and records its owner, or
+// forgets it when the store no longer holds it. A form id this node uses
+// for a screen's fields is left alone.
+func (s *Part) followForm(ctx context.Context, formID string) error {
+	s.formsMu.Lock()
+	defer s.formsMu.Unlock()
+	if d, ok := s.forms[formID]; ok && !d.hosted {
+		return nil
+	}
+	f, ok, err := s.controls.RefreshForm(ctx, formID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.forms[formID] = &formDecl{owner: f.Owner, private: f.Private, hosted: true}
+	} else {
+		delete(s.forms, formID)
+	}
+	return nil
+}

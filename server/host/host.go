@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/wire"
@@ -102,6 +103,11 @@ type Host struct {
 	// SharedBus is set when the bus runs on the store's event log, which
 	// other nodes share: their events arrive here too.
 	SharedBus bool
+	// Origin is an opaque id of this process, random at every start. The
+	// parts stamp it on the events of the changes they make, so that
+	// nodes sharing the bus tell their own changes from the others'
+	// (see FollowOtherNodes).
+	Origin string
 
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -253,6 +259,7 @@ func NewHost(cfg Config) (*Host, error) {
 		Now:      cfg.Now,
 		limiters: map[string]*rate.Limiter{},
 		notices:  newNoticeBox(),
+		Origin:   auth.NewID("n_"),
 	}
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode(cfg.DataDir)

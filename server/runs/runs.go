@@ -33,6 +33,8 @@ type Part struct {
 	// has.
 	stopLeases context.CancelFunc
 	leasesDone chan struct{}
+	// stopSignals ends the follower of other nodes' Signals.
+	stopSignals func()
 }
 
 // runTokens mints run-scoped tokens (ASSENT_RUN_TOKEN). Each is a service
@@ -65,6 +67,7 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
 			s.Bus.Publish(s.OwnedEvent(kind, ownerID, data))
 		},
+		Signal: s.publishSignal,
 	})
 	if err != nil {
 		return nil, err
@@ -81,6 +84,7 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		}
 	}
 	s.keepLeases()
+	s.followSignals()
 	return s, nil
 }
 
@@ -214,6 +218,9 @@ func shareBinary(exe, dir string) (string, error) {
 
 // Close stops supervising; Runs keep running and are picked up by the next start.
 func (s *Part) Close() {
+	if s.stopSignals != nil {
+		s.stopSignals()
+	}
 	if s.stopLeases != nil {
 		s.stopLeases()
 		<-s.leasesDone

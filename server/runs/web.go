@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/run"
@@ -355,10 +356,18 @@ func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runP
 	if st.Status == run.StatusRunning {
 		p.Paused = s.runPaused(ctx, owner, id)
 	}
-	p.Stdout, _ = s.runs.Logs(ctx, owner, id, "stdout", 40)
-	p.Stderr, _ = s.runs.Logs(ctx, owner, id, "stderr", 20)
+	// The logs of a Run another node supervises come from that node; a
+	// node that does not answer soon leaves them out rather than hold the
+	// page.
+	logCtx, cancel := context.WithTimeout(ctx, pageLogsWait)
+	defer cancel()
+	p.Stdout, _ = s.runs.Logs(logCtx, owner, id, "stdout", 40)
+	p.Stderr, _ = s.runs.Logs(logCtx, owner, id, "stderr", 20)
 	return p, true
 }
+
+// pageLogsWait bounds how long a Run's page waits for its logs.
+const pageLogsWait = 2 * time.Second
 
 // runPaused reports whether the service of Run id says it is paused: the
 // newest Trace event whose kind ends in ".paused" or ".resumed" is a

@@ -186,20 +186,26 @@ func (s *Part) fieldRegistration(sc *liveScreen, f fieldInfo, secret bool) contr
 		if err := checkFieldValue(f.typ, v); err != nil {
 			return err
 		}
-		sc.mu.Lock()
-		if sc.closed {
-			sc.mu.Unlock()
+		var serr error
+		err := s.changeFromControl(ctx, sc, func() error {
+			if serr = sc.doc.SetState(f.key, v); serr != nil {
+				return errNoChange
+			}
+			return nil
+		})
+		switch {
+		case serr != nil:
+			return serr
+		case isToolCode(err, "not_found"):
 			return fmt.Errorf("the screen is closed")
+		case isToolCode(err, codeVersionConflict):
+			return err
+		case err != nil:
+			// The value shows; the next save of the screen writes it.
+			s.Log.Warn("a screen field's value was not saved", "screen", sc.id, "err", err)
 		}
-		err := sc.doc.SetState(f.key, v)
-		if err == nil {
-			sc.bumpLocked()
-		}
-		sc.mu.Unlock()
-		if err == nil {
-			s.publishScreen(sc, map[string]any{"screen": sc.id})
-		}
-		return err
+		s.publishScreen(sc, map[string]any{"screen": sc.id})
+		return nil
 	}
 	clear := func(ctx context.Context) error {
 		if f.typ == "Switch" {
@@ -215,11 +221,15 @@ func (s *Part) fieldRegistration(sc *liveScreen, f fieldInfo, secret bool) contr
 		return control.State{Valid: &valid, ValidationMessage: s.screenMessages.Text(p)}, nil
 	}
 	validate := func(ctx context.Context) (bool, error) {
-		sc.mu.Lock()
-		p := sc.problemLocked(f)
-		sc.touched[f.id] = true
-		sc.bumpLocked()
-		sc.mu.Unlock()
+		var p *field.Problem
+		err := s.changeFromControl(ctx, sc, func() error {
+			p = sc.problemLocked(f)
+			sc.touched[f.id] = true
+			return nil
+		})
+		if err != nil && !isToolCode(err, "not_found") {
+			s.Log.Warn("a screen field's message was not saved", "screen", sc.id, "err", err)
+		}
 		s.publishScreen(sc, map[string]any{"screen": sc.id})
 		return p == nil, nil
 	}

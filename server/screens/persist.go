@@ -73,30 +73,22 @@ func (s *Part) screenRecordLocked(sc *liveScreen) (store.Screen, error) {
 	}, nil
 }
 
-// saveScreen writes sc's document and state to the store. A newer state
-// saved meanwhile wins; a screen deleted meanwhile is not written. The
-// error, a *tool.Error, is store_unavailable.
+// saveScreen writes sc's document and state to the store, naming the
+// version this copy last read or wrote. A screen deleted meanwhile is not
+// written. When another node saved the screen since, the copy is read
+// again and the error is screen_version_conflict; the other errors are
+// store_unavailable. Both are *tool.Error.
 func (s *Part) saveScreen(ctx context.Context, sc *liveScreen) error {
-	sc.mu.Lock()
-	if sc.closed {
-		sc.mu.Unlock()
-		return nil
-	}
-	rec, err := s.screenRecordLocked(sc)
-	sc.mu.Unlock()
-	if err == nil {
-		err = s.Store.Screens.UpdateScreen(context.WithoutCancel(ctx), rec)
-		if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-	}
-	s.Log.Error("a screen could not be saved", "screen", sc.id, "err", err)
-	return storeUnavailable("the screen")
+	return s.change(ctx, sc, nil)
 }
 
 // saveScreenLogged saves sc where no caller waits for the outcome: a
 // failure is logged, and the next save of the screen writes the change.
-func (s *Part) saveScreenLogged(ctx context.Context, sc *liveScreen) { _ = s.saveScreen(ctx, sc) }
+func (s *Part) saveScreenLogged(ctx context.Context, sc *liveScreen) {
+	if err := s.saveScreen(ctx, sc); err != nil {
+		s.Log.Warn("a screen change was not saved", "screen", sc.id, "err", err)
+	}
+}
 
 // restoreScreens lists again the screens the store keeps, each with its
 // state, its live feed and the presses waiting on it, and registers their
@@ -108,7 +100,14 @@ func (s *Part) restoreScreens(ctx context.Context) error {
 	}
 	restored := make([]*liveScreen, 0, len(recs))
 	for _, rec := range recs {
-		sc, err := s.restoreScreen(ctx, rec)
+		ld, err := s.Store.Screens.LoadScreen(ctx, rec.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return fmt.Errorf("screens: screen %s could not be read: %w; check the store and start again", rec.ID, err)
+		}
+		sc, err := s.restoreScreen(ctx, ld)
 		if err != nil {
 			return err
 		}
@@ -127,9 +126,11 @@ func (s *Part) restoreScreens(ctx context.Context) error {
 	return nil
 }
 
-// restoreScreen rebuilds one saved screen. A screen whose state is damaged
-// is logged and left out (nil); a store that cannot be read is an error.
-func (s *Part) restoreScreen(ctx context.Context, rec store.Screen) (*liveScreen, error) {
+// restoreScreen rebuilds one saved screen with its live feed and the
+// presses waiting on it. A screen whose state is damaged is logged and left
+// out (nil, nil).
+func (s *Part) restoreScreen(ctx context.Context, ld store.LoadedScreen) (*liveScreen, error) {
+	rec := ld.Screen
 	var st savedState
 	if len(rec.State) > 0 {
 		if err := json.Unmarshal(rec.State, &st); err != nil {
@@ -152,6 +153,7 @@ func (s *Part) restoreScreen(ctx context.Context, rec store.Screen) (*liveScreen
 		latest:  map[string]string{},
 		changed: make(chan struct{}),
 		version: rec.Version,
+		saved:   rec.Version,
 		seq:     rec.LastSeq,
 	}
 	for _, k := range st.Secret {
@@ -180,28 +182,30 @@ func (s *Part) restoreScreen(ctx context.Context, rec store.Screen) (*liveScreen
 			s.Log.Warn("a saved screen value no longer fits its screen", "screen", sc.id, "key", k)
 		}
 	}
-	ups, err := s.Store.Screens.ScreenUpdates(ctx, sc.id, 0)
-	if err != nil {
-		return nil, fmt.Errorf("screens: the live feed of screen %s could not be read: %w; check the store and start again", sc.id, err)
-	}
-	for _, u := range ups {
+	for _, u := range ld.Updates {
 		sc.updates = append(sc.updates, newLiveUpdate(u.Seq, u.Text))
 	}
-	pend, err := s.Store.Screens.ListScreenPending(ctx, sc.id)
-	if err != nil {
-		return nil, fmt.Errorf("screens: the presses waiting on screen %s could not be read: %w; check the store and start again", sc.id, err)
-	}
-	for _, p := range pend {
-		pp := &pendingPress{button: p.Button, tool: p.Tool, sentence: p.Sentence, created: p.CreatedAt, params: map[string]any{}}
-		if len(p.Params) > 0 {
-			if err := json.Unmarshal(p.Params, &pp.params); err != nil {
-				s.Log.Warn("a saved press is damaged and no longer waits", "screen", sc.id, "press", p.ID)
-				continue
-			}
+	for _, p := range ld.Pending {
+		pp, ok := pressFromStore(p)
+		if !ok {
+			s.Log.Warn("a saved press is damaged and no longer waits", "screen", sc.id, "press", p.ID)
+			continue
 		}
 		sc.presses[p.ID] = pp
 	}
 	return sc, nil
+}
+
+// pressFromStore returns the press p as it waits, not yet prepared; false
+// when its params are damaged.
+func pressFromStore(p store.ScreenPending) (*pendingPress, bool) {
+	pp := &pendingPress{button: p.Button, tool: p.Tool, sentence: p.Sentence, created: p.CreatedAt, params: map[string]any{}}
+	if len(p.Params) > 0 {
+		if err := json.Unmarshal(p.Params, &pp.params); err != nil {
+			return nil, false
+		}
+	}
+	return pp, true
 }
 
 // wordPressAgain is what a person sees when a press restored after a

@@ -92,6 +92,9 @@ type Part struct {
 	pictures   map[string]picture
 
 	idem *idemCache
+
+	// stopFollowing ends following other nodes' changes (see nodes.go).
+	stopFollowing func()
 }
 
 // New builds the screens part on h, with the screens' fields held as
@@ -124,6 +127,7 @@ func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
 	if err := s.restoreScreens(ctx); err != nil {
 		return nil, err
 	}
+	s.followOtherNodes()
 	if s.Config.Demo {
 		// The demo answers /api/generate with canned screens.
 		s.generator = MockGenerator{Screens: mockScreens(s.Config.DataDir), Delay: 40 * time.Millisecond}
@@ -143,6 +147,9 @@ func (s *Part) Name() string { return "screens" }
 // Close ends every live screen's feed. The store keeps the screens, so
 // the next start shows them again.
 func (s *Part) Close() {
+	if s.stopFollowing != nil {
+		s.stopFollowing()
+	}
 	s.scrMu.Lock()
 	all := make([]*liveScreen, 0, len(s.screens))
 	for _, sc := range s.screens {
@@ -311,10 +318,17 @@ type liveScreen struct {
 	mu sync.RWMutex
 	// stream is the text written before the stream ended: the document
 	// the store keeps.
-	stream  strings.Builder
-	parser  *screen.Parser
-	doc     *screen.Document
+	stream strings.Builder
+	parser *screen.Parser
+	doc    *screen.Document
+	// version grows with every change of this copy; saved is the version
+	// the store held when this copy last read or wrote it, which a save
+	// names so that it never overwrites another node's newer write.
 	version int64
+	saved   int64
+	// saveMu serializes the saves of the screen and its reading again
+	// from the store, so a change is applied and saved as one step.
+	saveMu  sync.Mutex
 	touched map[string]bool // fields whose message shows
 	presses map[string]*pendingPress
 	closed  bool
@@ -439,9 +453,7 @@ func storeUnavailable(what string) *tool.Error {
 // screenFor returns the screen id if p may see it: its owner and the
 // people who oversee the owner.
 func (s *Part) screenFor(p store.Principal, id string) (*liveScreen, bool) {
-	s.scrMu.Lock()
-	sc, ok := s.screens[id]
-	s.scrMu.Unlock()
+	sc, ok := s.getScreen(context.Background(), id)
 	if !ok || !s.Oversees(context.Background(), p, sc.owner.ID) {
 		return nil, false
 	}
@@ -450,6 +462,10 @@ func (s *Part) screenFor(p store.Principal, id string) (*liveScreen, bool) {
 
 // visibleScreens lists the screens p may see, newest first.
 func (s *Part) visibleScreens(p store.Principal) []*liveScreen {
+	if s.SharedBus {
+		// Other nodes show screens too: list what the store keeps.
+		s.syncList(context.Background())
+	}
 	s.scrMu.Lock()
 	var out []*liveScreen
 	for _, sc := range s.screens {
@@ -505,6 +521,11 @@ func (sc *liveScreen) close() {
 // bumpLocked records a change; sc.mu is held.
 func (sc *liveScreen) bumpLocked() {
 	sc.version++
+	sc.notifyLocked()
+}
+
+// notifyLocked wakes the screen's followers; sc.mu is held.
+func (sc *liveScreen) notifyLocked() {
 	if !sc.closed {
 		close(sc.changed)
 		sc.changed = make(chan struct{})
@@ -548,7 +569,14 @@ func (s *Part) screenChanged(sc *liveScreen) {
 
 // publishScreen publishes a screen.update event to the screen's owner and
 // to the people who oversee it. It carries the screen's id only, never its content.
+//
+// It also carries this process's origin with the screen's stored version
+// and feed sequence, so other nodes holding the screen know whether their
+// copy is current (see nodes.go).
 func (s *Part) publishScreen(sc *liveScreen, data map[string]any) {
+	sc.mu.RLock()
+	data["origin"], data["stored"], data["seq"] = s.Origin, sc.saved, sc.seq
+	sc.mu.RUnlock()
 	b, err := json.Marshal(data)
 	if err != nil {
 		return
@@ -601,42 +629,46 @@ func (s *Part) Update(ctx context.Context, id, text string) (screen.UpdateResult
 	if err := ctx.Err(); err != nil {
 		return screen.UpdateResult{}, err
 	}
-	s.scrMu.Lock()
-	sc, ok := s.screens[id]
-	s.scrMu.Unlock()
+	sc, ok := s.getScreen(ctx, id)
 	if !ok {
 		return screen.UpdateResult{}, tool.Errorf("not_found", "no screen %q is open", id)
 	}
 	return s.applyUpdate(ctx, sc, text)
 }
 
-// applyUpdate applies text to sc and, when applied, records it in the live
-// feed, numbered by the store, and saves the screen. A rejected update is
-// logged by issue code only.
+// applyUpdate applies text to sc, saves the screen and, when applied,
+// records it in the live feed, numbered by the store. A rejected update is
+// logged by issue code only. When another node saved the screen meanwhile,
+// the update is applied to the screen as the store holds it.
 func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (screen.UpdateResult, error) {
 	sc.feedMu.Lock()
 	defer sc.feedMu.Unlock()
-	sc.mu.Lock()
-	if sc.closed {
-		sc.mu.Unlock()
-		return screen.UpdateResult{}, tool.Errorf("not_found", "the screen %q is closed", sc.id)
-	}
-	res, err := sc.parser.Update(text)
-	if err != nil {
-		sc.mu.Unlock()
-		return res, tool.Errorf("invalid_request", "%v", err)
-	}
-	if res.Applied {
+	var res screen.UpdateResult
+	err := s.change(ctx, sc, func() error {
+		var perr error
+		res, perr = sc.parser.Update(text)
+		if perr != nil {
+			return tool.Errorf("invalid_request", "%v", perr)
+		}
+		if !res.Applied {
+			return errNoChange
+		}
 		sc.noteAssignedLocked(text)
-	}
-	sc.mu.Unlock()
-	if !res.Applied {
+		return nil
+	})
+	var te *tool.Error
+	switch {
+	case errors.Is(err, errNoChange):
 		codes := make([]string, 0, len(res.Issues))
 		for _, is := range res.Issues {
 			codes = append(codes, is.Code)
 		}
 		s.Log.Warn("screen update rejected", "screen", sc.id, "issues", strings.Join(codes, ","))
 		return res, nil
+	case errors.As(err, &te) && te.Code != string(wire.StoreUnavailable):
+		return res, err
+	case err != nil:
+		s.Log.Error("a screen update could not be saved; a restart loses it", "screen", sc.id, "err", err)
 	}
 	seq, serr := s.Store.Screens.AppendScreenUpdate(context.WithoutCancel(ctx), sc.id, text)
 	if serr != nil {
@@ -651,9 +683,8 @@ func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (sc
 	if len(sc.updates) > keptUpdates {
 		sc.updates = slices.Delete(sc.updates, 0, len(sc.updates)-keptUpdates)
 	}
-	sc.bumpLocked()
+	sc.notifyLocked()
 	sc.mu.Unlock()
-	s.saveScreenLogged(ctx, sc)
 	s.screenChanged(sc)
 	return res, nil
 }
@@ -787,7 +818,7 @@ func (s *Part) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.applyUpdate(r.Context(), sc, string(b))
 	if err != nil {
-		host.WriteToolError(w, err)
+		writeChangeError(w, err)
 		return
 	}
 	issues := res.Issues

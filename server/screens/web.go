@@ -186,42 +186,58 @@ func (s *Part) handleScreenState(w http.ResponseWriter, r *http.Request, pg host
 	if !host.DecodeJSON(w, r, 64<<10, &req) {
 		return
 	}
-	sc.mu.Lock()
-	var f *fieldInfo
-	for _, fi := range sc.fieldsLocked() {
-		if fi.id == req.Field {
-			f = &fi
-			break
+	var (
+		msg    string
+		redraw bool
+		v      int64
+		bad    *wire.Error
+	)
+	err := s.change(r.Context(), sc, func() error {
+		var f *fieldInfo
+		for _, fi := range sc.fieldsLocked() {
+			if fi.id == req.Field {
+				f = &fi
+				break
+			}
 		}
-	}
-	if f == nil || sc.closed {
-		sc.mu.Unlock()
+		if f == nil {
+			bad = wire.New(wire.NotFound, "the screen has no such field")
+			return errNoChange
+		}
+		if err := checkFieldValue(f.typ, req.Value); err != nil {
+			bad = wire.New(wire.InvalidRequest, err.Error())
+			return errNoChange
+		}
+		if err := sc.doc.SetState(f.key, req.Value); err != nil {
+			bad = wire.New(wire.InvalidRequest, err.Error())
+			return errNoChange
+		}
+		if req.Touched {
+			sc.touched[f.id] = true
+		}
+		msg = ""
+		if p := sc.problemLocked(*f); sc.touched[f.id] && p != nil {
+			msg = s.screenMessages.Text(p)
+		}
+		redraw = shownElsewhereLocked(sc.doc, f.id, f.key)
+		v = sc.version + 1
+		return nil
+	})
+	switch {
+	case bad != nil:
+		host.WriteAPIError(w, bad)
+		return
+	case isToolCode(err, "not_found"):
 		host.WriteError(w, wire.NotFound, "the screen has no such field")
 		return
-	}
-	if err := checkFieldValue(f.typ, req.Value); err != nil {
-		sc.mu.Unlock()
-		host.WriteError(w, wire.InvalidRequest, err.Error())
+	case isToolCode(err, codeVersionConflict):
+		host.WriteAPIError(w, versionConflictError())
 		return
+	case err != nil:
+		// The store refused: the page shows the entry, and the next save
+		// of the screen writes it.
+		s.Log.Warn("a screen change was not saved", "screen", sc.id, "err", err)
 	}
-	err := sc.doc.SetState(f.key, req.Value)
-	if req.Touched {
-		sc.touched[f.id] = true
-	}
-	p := sc.problemLocked(*f)
-	msg := ""
-	if sc.touched[f.id] && p != nil {
-		msg = s.screenMessages.Text(p)
-	}
-	redraw := shownElsewhereLocked(sc.doc, f.id, f.key)
-	sc.bumpLocked()
-	v := sc.version
-	sc.mu.Unlock()
-	if err != nil {
-		host.WriteError(w, wire.InvalidRequest, err.Error())
-		return
-	}
-	s.saveScreenLogged(r.Context(), sc)
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "version": v})
 	host.WriteJSON(w, http.StatusOK, map[string]any{"message": msg, "invalid": msg != "", "version": v, "redraw": redraw})
 }
@@ -259,42 +275,66 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return
 	}
-	sc.mu.Lock()
-	n := sc.doc.Node(req.Button)
-	m := sc.doc.Mutation(req.Button)
-	if n == nil || n.Type != "Button" || m == nil || sc.closed {
-		sc.mu.Unlock()
-		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
-		return
+	var (
+		problems []confirm.FieldProblem
+		params   map[string]any
+		display  map[string]string
+		toolName string
+	)
+	// read takes what the press needs from the screen; sc.mu is held.
+	read := func() error {
+		n := sc.doc.Node(req.Button)
+		m := sc.doc.Mutation(req.Button)
+		if n == nil || n.Type != "Button" || m == nil || sc.closed {
+			return errNoChange
+		}
+		if a, _ := n.Props["action"].(string); a == "" {
+			return errNoChange
+		}
+		problems = problems[:0]
+		for _, fn := range sc.doc.FieldsReadBy(m) {
+			f := fieldInfo{id: fn.ID, typ: fn.Type, key: sc.doc.Edits(fn.ID), app: fn.App, props: fn.Props}
+			p := sc.problemLocked(f)
+			problems = append(problems, confirm.FieldProblem{FieldID: fn.ID, Problem: p})
+			if p != nil {
+				sc.touched[fn.ID] = true
+			}
+		}
+		params = make(map[string]any, len(m.Params))
+		for k, v := range m.Params {
+			if ref, ok := v.(screen.StateRef); ok {
+				v, _ = sc.doc.State(string(ref))
+			}
+			params[k] = v
+		}
+		display = shownParams(sc.doc, m.Params, params)
+		toolName = m.Tool
+		return nil
 	}
-	if a, _ := n.Props["action"].(string); a == "" {
+	var err error
+	if s.SharedBus {
+		// Another node may have changed the screen: the press is saved
+		// first, naming the version this copy read, so it reads the
+		// fields as the store holds them, never an older copy's.
+		err = s.change(r.Context(), sc, read)
+	} else {
+		sc.mu.Lock()
+		if err = read(); err == nil {
+			sc.bumpLocked()
+		}
 		sc.mu.Unlock()
-		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
-		return
-	}
-	var problems []confirm.FieldProblem
-	for _, fn := range sc.doc.FieldsReadBy(m) {
-		f := fieldInfo{id: fn.ID, typ: fn.Type, key: sc.doc.Edits(fn.ID), app: fn.App, props: fn.Props}
-		p := sc.problemLocked(f)
-		problems = append(problems, confirm.FieldProblem{FieldID: fn.ID, Problem: p})
-		if p != nil {
-			sc.touched[fn.ID] = true
+		if err == nil && len(problems) > 0 {
+			// The fields the press read now show their messages.
+			s.saveScreenLogged(r.Context(), sc)
 		}
 	}
-	params := make(map[string]any, len(m.Params))
-	for k, v := range m.Params {
-		if ref, ok := v.(screen.StateRef); ok {
-			v, _ = sc.doc.State(string(ref))
-		}
-		params[k] = v
-	}
-	display := shownParams(sc.doc, m.Params, params)
-	toolName := m.Tool
-	sc.bumpLocked()
-	sc.mu.Unlock()
-	if len(problems) > 0 {
-		// The fields the press read now show their messages.
-		s.saveScreenLogged(r.Context(), sc)
+	switch {
+	case errors.Is(err, errNoChange) || isToolCode(err, "not_found"):
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
+		return
+	case err != nil:
+		writeChangeError(w, err)
+		return
 	}
 
 	pend, err := s.screenTools.Prepare(confirm.WithDisplay(r.Context(), display), toolName, params, problems)
@@ -378,6 +418,7 @@ func (s *Part) addPress(ctx context.Context, sc *liveScreen, button string, pend
 	sc.mu.Lock()
 	sc.presses[id] = pp
 	sc.mu.Unlock()
+	s.publishScreen(sc, map[string]any{"screen": sc.id, "press": true})
 	return id, nil
 }
 
@@ -435,8 +476,10 @@ func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*l
 	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return nil, nil
 	}
-	// The store decides who takes a press: of two answers, one finds it.
-	if _, err := s.Store.Screens.TakeScreenPending(context.WithoutCancel(r.Context()), sc.id, req.Press); err != nil {
+	// The store decides who takes a press: of two answers, one finds it,
+	// on whichever node each is given.
+	rec, err := s.Store.Screens.TakeScreenPending(context.WithoutCancel(r.Context()), sc.id, req.Press)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			if pp := sc.takePress(req.Press); pp != nil {
 				pp.cancel()
@@ -448,11 +491,31 @@ func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*l
 		host.WriteToolError(w, storeUnavailable("the answer"))
 		return nil, nil
 	}
+	sc.mu.RLock()
+	stale := rec.ScreenVersion != sc.saved
+	sc.mu.RUnlock()
+	if stale {
+		// Another node changed the screen: the press is prepared against
+		// the screen as the store holds it.
+		if err := s.reload(r.Context(), sc); err != nil {
+			s.Log.Error("a screen changed on another node could not be read again", "screen", sc.id, "err", err)
+			host.WriteToolError(w, storeUnavailable("the answer"))
+			return nil, nil
+		}
+	}
 	pp := sc.takePress(req.Press)
 	if pp == nil {
-		host.WriteError(w, wire.NotFound, "that press is no longer waiting; press the button again")
-		return nil, nil
+		// The press was made on another node, or this copy was read again
+		// (which drops the presses no longer waiting): it is prepared
+		// again from what the store kept.
+		var ok bool
+		if pp, ok = pressFromStore(rec); !ok {
+			s.Log.Warn("a saved press is damaged and no longer waits", "screen", sc.id, "press", rec.ID)
+			host.WriteError(w, wire.NotFound, "that press is no longer waiting; press the button again")
+			return nil, nil
+		}
 	}
+	s.publishScreen(sc, map[string]any{"screen": sc.id, "press": true})
 	return sc, pp
 }
 

@@ -103,6 +103,7 @@ const (
 	PreserveFailed     Code = "preserve_failed"
 	StartFailed        Code = "start_failed"
 	EndpointNotReady   Code = "endpoint_not_ready"
+	NodeUnavailable    Code = "node_unavailable"
 	DeliveryFailed     Code = "delivery_failed"
 	ProposalDecided    Code = "proposal_decided"
 	StaleProposal      Code = "stale_proposal"
@@ -195,6 +196,7 @@ var table = map[Code]entry{
 	PreserveFailed:     {http.StatusConflict, false},
 	StartFailed:        {http.StatusInternalServerError, false},
 	EndpointNotReady:   {http.StatusServiceUnavailable, true},
+	NodeUnavailable:    {http.StatusServiceUnavailable, true},
 	DeliveryFailed:     {http.StatusServiceUnavailable, false},
 	ProposalDecided:    {http.StatusConflict, false},
 	StaleProposal:      {http.StatusConflict, false},

@@ -48,6 +48,7 @@ func TestNewTakesTheTable(t *testing.T) {
 		{Internal, 500, true},
 		{StartFailed, 500, false},
 		{EndpointNotReady, 503, true},
+		{NodeUnavailable, 503, true},
 		{StoreUnavailable, 503, true},
 		{"an_unlisted_code", 400, false},
 	} {

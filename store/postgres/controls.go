@@ -152,9 +152,15 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 	return seq, nil
 }
 
+// saveControl applies u inside tx under the control's advisory lock, once
+// its expectation holds: no other writer of the control runs between the
+// check and the write.
 func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {
 	k := u.Key
 	if err := lockControl(ctx, tx, k); err != nil {
+		return err
+	}
+	if err := checkExpect(ctx, tx, u); err != nil {
 		return err
 	}
 	switch {
@@ -205,6 +211,37 @@ func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {
 		}
 	}
 	return nil
+}
+
+// checkExpect reads, in one statement, what u.Expect checks and decides
+// with store.CheckExpect. An update that expects nothing reads nothing.
+func checkExpect(ctx context.Context, tx pgx.Tx, u control.Update) error {
+	e, k := u.Expect, u.Key
+	if !e.Proposal && e.Value == nil && !e.Undo {
+		return nil
+	}
+	var (
+		rev     *int64
+		value   *string
+		atMatch *bool
+	)
+	if err := tx.QueryRow(ctx, `SELECT (SELECT revision FROM control_proposals WHERE `+keyWhere+`),
+		(SELECT value FROM control_hosted WHERE `+keyWhere+`),
+		(SELECT at = $5 FROM control_undo WHERE `+keyWhere+` ORDER BY seq DESC LIMIT 1)`,
+		keyArgs(k, e.UndoAt)...).Scan(&rev, &value, &atMatch); err != nil {
+		return err
+	}
+	var seen store.ExpectSeen
+	if rev != nil {
+		seen.Proposal = *rev
+	}
+	if value != nil {
+		seen.Hosted, seen.Value = true, []byte(*value)
+	}
+	if atMatch != nil {
+		seen.Undo, seen.UndoAtMatches = true, *atMatch
+	}
+	return store.CheckExpect(u, seen)
 }
 
 // ForgetControl implements control.Persister.
@@ -336,10 +373,10 @@ func (c controlStore) LoadControls(ctx context.Context) (control.Saved, error) {
 			return fmt.Errorf("load controls: %w", err)
 		}
 		var err error
-		if saved.Forms, err = loadForms(ctx, tx); err != nil {
+		if saved.Forms, err = loadForms(ctx, tx, ""); err != nil {
 			return fmt.Errorf("load controls: %w", err)
 		}
-		if saved.Controls, err = loadControlStates(ctx, tx); err != nil {
+		if saved.Controls, err = loadControlStates(ctx, tx, ""); err != nil {
 			return fmt.Errorf("load controls: %w", err)
 		}
 		return nil
@@ -347,9 +384,58 @@ func (c controlStore) LoadControls(ctx context.Context) (control.Saved, error) {
 	return saved, err
 }
 
-func loadForms(ctx context.Context, tx pgx.Tx) ([]control.SavedForm, error) {
+// LoadControl implements control.ControlLoader. It reads in one REPEATABLE
+// READ transaction, so it sees one consistent state.
+func (c controlStore) LoadControl(ctx context.Context, k control.Key) (control.LoadedControl, error) {
+	var lc control.LoadedControl
+	err := c.s.inTx(ctx, "load control", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		lc = control.LoadedControl{Control: control.SavedControl{Key: k}}
+		var value *string
+		if err := tx.QueryRow(ctx, `SELECT revision, (SELECT value FROM control_hosted WHERE `+keyWhere+`) FROM control_registry WHERE id = 1`,
+			keyArgs(k)...).Scan(&lc.Revision, &value); err != nil {
+			return fmt.Errorf("load control: %w", err)
+		}
+		if value != nil {
+			lc.Hosted, lc.Value = true, []byte(*value)
+		}
+		states, err := loadControlStates(ctx, tx, `WHERE `+keyWhere, keyArgs(k)...)
+		if err != nil {
+			return fmt.Errorf("load control: %w", err)
+		}
+		if len(states) > 0 {
+			lc.Control = states[0]
+		}
+		return nil
+	})
+	return lc, err
+}
+
+// LoadForm implements control.FormLoader. It reads in one REPEATABLE READ
+// transaction, so it sees one consistent state.
+func (c controlStore) LoadForm(ctx context.Context, formID string) (control.Saved, error) {
+	var saved control.Saved
+	err := c.s.inTx(ctx, "load form", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		saved = control.Saved{}
+		if err := tx.QueryRow(ctx, `SELECT revision FROM control_registry WHERE id = 1`).Scan(&saved.Revision); err != nil {
+			return fmt.Errorf("load form: %w", err)
+		}
+		var err error
+		if saved.Forms, err = loadForms(ctx, tx, `WHERE f.form_id = $1`, formID); err != nil {
+			return fmt.Errorf("load form: %w", err)
+		}
+		if saved.Controls, err = loadControlStates(ctx, tx, `WHERE form_id = $1`, formID); err != nil {
+			return fmt.Errorf("load form: %w", err)
+		}
+		return nil
+	})
+	return saved, err
+}
+
+// loadForms reads the hosted forms that where (a WHERE clause on f, or
+// empty for all) selects.
+func loadForms(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]control.SavedForm, error) {
 	rows, err := tx.Query(ctx, `SELECT f.form_id, f.owner, f.private, h.control_id, h.subject_type, h.subject_id, h.spec, h.value
-		FROM control_forms f LEFT JOIN control_hosted h ON h.form_id = f.form_id ORDER BY f.seq, h.position`)
+		FROM control_forms f LEFT JOIN control_hosted h ON h.form_id = f.form_id `+where+` ORDER BY f.seq, h.position`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -373,10 +459,12 @@ func loadForms(ctx context.Context, tx pgx.Tx) ([]control.SavedForm, error) {
 	return b.Forms(), rows.Err()
 }
 
-func loadControlStates(ctx context.Context, tx pgx.Tx) ([]control.SavedControl, error) {
+// loadControlStates reads the open proposals and undo histories of the
+// controls that where (a WHERE clause, or empty for all) selects.
+func loadControlStates(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]control.SavedControl, error) {
 	var b store.SavedControlsBuilder
 	rows, err := tx.Query(ctx, `SELECT form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id,
-		staged_at, value, base FROM control_proposals`)
+		staged_at, value, base FROM control_proposals `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +488,7 @@ func loadControlStates(ctx context.Context, tx pgx.Tx) ([]control.SavedControl, 
 		return nil, err
 	}
 	rows, err = tx.Query(ctx, `SELECT form_id, control_id, subject_type, subject_id, action, previous, applied,
-		source, principal_id, session_id, at FROM control_undo ORDER BY form_id, control_id, subject_type, subject_id, seq`)
+		source, principal_id, session_id, at FROM control_undo `+where+` ORDER BY form_id, control_id, subject_type, subject_id, seq`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -141,7 +141,7 @@ WHERE runs.id = t.run_id;
 CREATE TRIGGER run_controls_tally AFTER INSERT OR UPDATE OR DELETE ON run_controls
 	FOR EACH ROW EXECUTE FUNCTION assent_control_tally();
 CREATE INDEX run_controls_pending ON run_controls(run_id, seq) WHERE status IN ('queued', 'delivered', 'claimed');
-`}}
+`}, {5, runRequestsSchema}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
 	created_at, started_at, ended_at, archived, archive_dir, doc`

@@ -126,26 +126,34 @@ func (c screenStore) CreateScreen(ctx context.Context, sc store.Screen) ([]strin
 	return evicted, nil
 }
 
-// UpdateScreen implements store.Screens.
-func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen) error {
+// UpdateScreen implements store.Screens. The version is compared in the
+// UPDATE itself, which locks the row, so of concurrent writers that read
+// the same version exactly one succeeds.
+func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen, prev int64) error {
 	if err := sc.Check(); err != nil {
 		return err
 	}
+	if sc.Version <= prev {
+		return fmt.Errorf("%w: screen %s: version %d must be greater than %d", store.ErrInvalid, sc.ID, sc.Version, prev)
+	}
 	return c.write(ctx, "update screen", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE screens SET document = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5 AND version = $6`,
+			sc.Document, sc.Version, string(sc.State), sc.UpdatedAt, sc.ID, prev)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
 		var version int64
-		err := tx.QueryRow(ctx, `SELECT version FROM screens WHERE id = $1 FOR UPDATE`, sc.ID).Scan(&version)
+		err = tx.QueryRow(ctx, `SELECT version FROM screens WHERE id = $1`, sc.ID).Scan(&version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if version >= sc.Version {
-			return store.ErrConflict
-		}
-		_, err = tx.Exec(ctx, `UPDATE screens SET document = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5`,
-			sc.Document, sc.Version, string(sc.State), sc.UpdatedAt, sc.ID)
-		return err
+		return fmt.Errorf("%w: screen %s is at version %d, not %d", store.ErrConflict, sc.ID, version, prev)
 	})
 }
 
@@ -156,6 +164,38 @@ func (c screenStore) Screen(ctx context.Context, id string) (store.Screen, error
 		return store.Screen{}, rowErr(err, "screen "+id)
 	}
 	return sc, nil
+}
+
+// LoadScreen implements store.Screens. The three reads run in one
+// read-only repeatable-read transaction, so they see one state.
+func (c screenStore) LoadScreen(ctx context.Context, id string) (store.LoadedScreen, error) {
+	var out store.LoadedScreen
+	err := c.s.inTx(ctx, "load screen", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		out = store.LoadedScreen{}
+		var err error
+		out.Screen, err = scanScreen(tx.QueryRow(ctx, `SELECT `+screenColumns+` FROM screens WHERE id = $1`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if out.Pending, err = listPending(ctx, tx, id); err != nil {
+			return err
+		}
+		out.Updates, err = listUpdates(ctx, tx, id, 0)
+		return err
+	})
+	if err != nil {
+		return store.LoadedScreen{}, err
+	}
+	return out, nil
+}
+
+// querier is what the reads of a screen's parts need: the pool or a
+// transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // ListScreens implements store.Screens.
@@ -228,18 +268,33 @@ func scanPending(row pgx.Row) (store.ScreenPending, error) {
 	return p, nil
 }
 
-// TakeScreenPending implements store.Screens.
+// TakeScreenPending implements store.Screens. The screen's version is
+// read in the statement that deletes the press.
 func (c screenStore) TakeScreenPending(ctx context.Context, screenID, id string) (store.ScreenPending, error) {
-	p, err := scanPending(c.s.pool.QueryRow(ctx, `DELETE FROM screen_pending WHERE screen_id = $1 AND id = $2 RETURNING `+pendingColumns, screenID, id))
+	var (
+		p      store.ScreenPending
+		params string
+	)
+	err := c.s.pool.QueryRow(ctx, `DELETE FROM screen_pending p USING screens s WHERE p.screen_id = $1 AND p.id = $2 AND s.id = p.screen_id
+		RETURNING p.screen_id, p.id, p.button, p.tool, p.params, p.sentence, p.created_at, s.version`, screenID, id).
+		Scan(&p.ScreenID, &p.ID, &p.Button, &p.Tool, &params, &p.Sentence, &p.CreatedAt, &p.ScreenVersion)
 	if err != nil {
 		return store.ScreenPending{}, rowErr(err, "take pending press")
 	}
+	if params != "" {
+		p.Params = []byte(params)
+	}
+	p.CreatedAt = utc(p.CreatedAt)
 	return p, nil
 }
 
 // ListScreenPending implements store.Screens.
 func (c screenStore) ListScreenPending(ctx context.Context, screenID string) ([]store.ScreenPending, error) {
-	rows, err := c.s.pool.Query(ctx, `SELECT `+pendingColumns+` FROM screen_pending WHERE screen_id = $1 ORDER BY created_at, id`, screenID)
+	return listPending(ctx, c.s.pool, screenID)
+}
+
+func listPending(ctx context.Context, q querier, screenID string) ([]store.ScreenPending, error) {
+	rows, err := q.Query(ctx, `SELECT `+pendingColumns+` FROM screen_pending WHERE screen_id = $1 ORDER BY created_at, id`, screenID)
 	if err != nil {
 		return nil, fmt.Errorf("list pending presses: %w", err)
 	}
@@ -273,7 +328,11 @@ func (c screenStore) AppendScreenUpdate(ctx context.Context, screenID, text stri
 
 // ScreenUpdates implements store.Screens.
 func (c screenStore) ScreenUpdates(ctx context.Context, screenID string, afterSeq int64) ([]store.ScreenUpdate, error) {
-	rows, err := c.s.pool.Query(ctx, `SELECT seq, text FROM screen_updates WHERE screen_id = $1 AND seq > $2 ORDER BY seq`, screenID, afterSeq)
+	return listUpdates(ctx, c.s.pool, screenID, afterSeq)
+}
+
+func listUpdates(ctx context.Context, q querier, screenID string, afterSeq int64) ([]store.ScreenUpdate, error) {
+	rows, err := q.Query(ctx, `SELECT seq, text FROM screen_updates WHERE screen_id = $1 AND seq > $2 ORDER BY seq`, screenID, afterSeq)
 	if err != nil {
 		return nil, fmt.Errorf("screen updates: %w", err)
 	}

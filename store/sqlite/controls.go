@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/store"
@@ -65,7 +66,23 @@ CREATE TABLE control_undo (
 	at INTEGER NOT NULL,
 	PRIMARY KEY (form_id, control_id, subject_type, subject_id, seq)
 );
+`}, {2, `
+-- An open proposal's revision counts toward the highest one handed out
+-- (see savedRevision), so staging writes no registry row; a proposal
+-- leaving the table, or replaced by a lower revision, leaves its
+-- revision here.
+CREATE TRIGGER control_proposals_closed AFTER DELETE ON control_proposals BEGIN
+	UPDATE control_registry SET revision = max(revision, OLD.revision) WHERE id = 1;
+END;
+CREATE TRIGGER control_proposals_lowered AFTER UPDATE OF revision ON control_proposals
+WHEN NEW.revision < OLD.revision BEGIN
+	UPDATE control_registry SET revision = max(revision, OLD.revision) WHERE id = 1;
+END;
 `}}
+
+// savedRevision is the highest proposal revision handed out: the
+// registry's row, or an open proposal's revision when that is higher.
+const savedRevision = `SELECT max(revision, coalesce((SELECT max(revision) FROM control_proposals), 0)) FROM control_registry WHERE id = 1`
 
 // controlStore implements store.Controls on the database.
 type controlStore struct {
@@ -121,9 +138,14 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 	return seq, nil
 }
 
-// saveControl applies u inside tx.
+// saveControl applies u inside tx, once its expectation holds. The
+// transaction holds the database's write lock from its start, so no other
+// writer changes the control between the check and the write.
 func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Update) error {
 	k := u.Key
+	if err := c.checkExpect(ctx, tx, u); err != nil {
+		return err
+	}
 	switch {
 	case u.Stage != nil:
 		p := u.Stage
@@ -134,9 +156,6 @@ func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Upd
 			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
 			keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
 				ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
-			return err
-		}
-		if _, err := c.stmts.execTx(ctx, tx, `UPDATE control_registry SET revision = max(revision, ?) WHERE id = 1`, p.Revision); err != nil {
 			return err
 		}
 	case u.Unstage:
@@ -172,6 +191,41 @@ func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Upd
 		}
 	}
 	return nil
+}
+
+// expectQuery reads, in one statement, the open proposal's revision, the
+// hosted value and the time of the newest undo entry of one control.
+const expectQuery = `SELECT (SELECT revision FROM control_proposals WHERE ` + keyWhere + `),
+	(SELECT value FROM control_hosted WHERE ` + keyWhere + `),
+	(SELECT at FROM control_undo WHERE ` + keyWhere + ` ORDER BY seq DESC LIMIT 1)`
+
+// checkExpect reads what u.Expect checks and decides with
+// store.CheckExpect. An update that expects nothing reads nothing.
+func (c controlStore) checkExpect(ctx context.Context, tx *sql.Tx, u control.Update) error {
+	e, k := u.Expect, u.Key
+	if !e.Proposal && e.Value == nil && !e.Undo {
+		return nil
+	}
+	st, err := c.stmts.stmt(ctx, expectQuery)
+	if err != nil {
+		return err
+	}
+	var (
+		rev, at sql.NullInt64
+		value   sql.NullString
+	)
+	args := keyArgs(k)
+	if err := tx.StmtContext(ctx, st).QueryRowContext(ctx, append(append(slices.Clip(args), args...), args...)...).Scan(&rev, &value, &at); err != nil {
+		return err
+	}
+	seen := store.ExpectSeen{Proposal: rev.Int64, Hosted: value.Valid, Undo: at.Valid}
+	if value.Valid {
+		seen.Value = []byte(value.String)
+	}
+	if at.Valid {
+		seen.UndoAtMatches = at.Int64 == ms(e.UndoAt)
+	}
+	return store.CheckExpect(u, seen)
 }
 
 // ForgetControl implements control.Persister.
@@ -274,21 +328,71 @@ func (c controlStore) LoadControls(ctx context.Context) (control.Saved, error) {
 		return saved, fmt.Errorf("load controls: %w", err)
 	}
 	defer tx.Rollback()
-	if err := tx.QueryRowContext(ctx, `SELECT revision FROM control_registry WHERE id = 1`).Scan(&saved.Revision); err != nil {
+	if err := tx.QueryRowContext(ctx, savedRevision).Scan(&saved.Revision); err != nil {
 		return saved, fmt.Errorf("load controls: %w", err)
 	}
-	if saved.Forms, err = loadForms(ctx, tx); err != nil {
+	if saved.Forms, err = loadForms(ctx, tx, ""); err != nil {
 		return saved, fmt.Errorf("load controls: %w", err)
 	}
-	if saved.Controls, err = loadControlStates(ctx, tx); err != nil {
+	if saved.Controls, err = loadControlStates(ctx, tx, ""); err != nil {
 		return saved, fmt.Errorf("load controls: %w", err)
 	}
 	return saved, nil
 }
 
-func loadForms(ctx context.Context, tx *sql.Tx) ([]control.SavedForm, error) {
+// LoadControl implements control.ControlLoader. It reads in one
+// transaction, so it sees one consistent state.
+func (c controlStore) LoadControl(ctx context.Context, k control.Key) (control.LoadedControl, error) {
+	lc := control.LoadedControl{Control: control.SavedControl{Key: k}}
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return lc, fmt.Errorf("load control: %w", err)
+	}
+	defer tx.Rollback()
+	var value sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT max(revision, coalesce((SELECT max(revision) FROM control_proposals), 0)), (SELECT value FROM control_hosted WHERE `+keyWhere+`) FROM control_registry WHERE id = 1`,
+		keyArgs(k)...).Scan(&lc.Revision, &value); err != nil {
+		return lc, fmt.Errorf("load control: %w", err)
+	}
+	if value.Valid {
+		lc.Hosted, lc.Value = true, []byte(value.String)
+	}
+	states, err := loadControlStates(ctx, tx, `WHERE `+keyWhere, keyArgs(k)...)
+	if err != nil {
+		return lc, fmt.Errorf("load control: %w", err)
+	}
+	if len(states) > 0 {
+		lc.Control = states[0]
+	}
+	return lc, nil
+}
+
+// LoadForm implements control.FormLoader. It reads in one transaction, so
+// it sees one consistent state.
+func (c controlStore) LoadForm(ctx context.Context, formID string) (control.Saved, error) {
+	var saved control.Saved
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return saved, fmt.Errorf("load form: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, savedRevision).Scan(&saved.Revision); err != nil {
+		return saved, fmt.Errorf("load form: %w", err)
+	}
+	if saved.Forms, err = loadForms(ctx, tx, `WHERE f.form_id = ?`, formID); err != nil {
+		return saved, fmt.Errorf("load form: %w", err)
+	}
+	if saved.Controls, err = loadControlStates(ctx, tx, `WHERE form_id = ?`, formID); err != nil {
+		return saved, fmt.Errorf("load form: %w", err)
+	}
+	return saved, nil
+}
+
+// loadForms reads the hosted forms that where (a WHERE clause on f, or
+// empty for all) selects.
+func loadForms(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]control.SavedForm, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT f.form_id, f.owner, f.private, h.control_id, h.subject_type, h.subject_id, h.spec, h.value
-		FROM control_forms f LEFT JOIN control_hosted h ON h.form_id = f.form_id ORDER BY f.seq, h.position`)
+		FROM control_forms f LEFT JOIN control_hosted h ON h.form_id = f.form_id `+where+` ORDER BY f.seq, h.position`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -312,10 +416,12 @@ func loadForms(ctx context.Context, tx *sql.Tx) ([]control.SavedForm, error) {
 	return b.Forms(), rows.Err()
 }
 
-func loadControlStates(ctx context.Context, tx *sql.Tx) ([]control.SavedControl, error) {
+// loadControlStates reads the open proposals and undo histories of the
+// controls that where (a WHERE clause, or empty for all) selects.
+func loadControlStates(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]control.SavedControl, error) {
 	var b store.SavedControlsBuilder
 	rows, err := tx.QueryContext(ctx, `SELECT form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id,
-		staged_at, value, base FROM control_proposals`)
+		staged_at, value, base FROM control_proposals `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +445,7 @@ func loadControlStates(ctx context.Context, tx *sql.Tx) ([]control.SavedControl,
 		return nil, err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT form_id, control_id, subject_type, subject_id, action, previous, applied,
-		source, principal_id, session_id, at FROM control_undo ORDER BY form_id, control_id, subject_type, subject_id, seq`)
+		source, principal_id, session_id, at FROM control_undo `+where+` ORDER BY form_id, control_id, subject_type, subject_id, seq`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,28 @@ CREATE TABLE audit (
 CREATE INDEX audit_form ON audit(form_id, seq);
 `}, {2, `
 ALTER TABLE principals ADD COLUMN supervisors TEXT NOT NULL DEFAULT '[]';
+`}, {3, `
+-- The audit log never deletes a row, so its rowid alone numbers records
+-- without reuse; AUTOINCREMENT cost every append a write to sqlite_sequence.
+CREATE TABLE audit_v3 (
+	seq INTEGER PRIMARY KEY,
+	ts INTEGER NOT NULL,
+	principal_id TEXT NOT NULL,
+	source TEXT NOT NULL,
+	form_id TEXT NOT NULL DEFAULT '',
+	control_id TEXT NOT NULL DEFAULT '',
+	subject TEXT NOT NULL DEFAULT '',
+	action TEXT NOT NULL,
+	ok INTEGER NOT NULL,
+	reason TEXT NOT NULL DEFAULT '',
+	detail TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO audit_v3 (seq, ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
+	SELECT seq, ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail FROM audit;
+DROP TABLE audit;
+ALTER TABLE audit_v3 RENAME TO audit;
+CREATE INDEX audit_form ON audit(form_id, seq);
+DELETE FROM sqlite_sequence WHERE name = 'audit';
 `}}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -122,7 +122,7 @@ CREATE TRIGGER run_controls_tally_update AFTER UPDATE ON run_controls BEGIN
 		control_invalid = control_invalid + (NEW.flaw = 2), control_untimed = control_untimed + (NEW.flaw = 3)
 	WHERE id = NEW.run_id;
 END;
-`}}
+`}, {5, runRequestsSchema}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
 	created_at, started_at, ended_at, archived, archive_dir, doc`

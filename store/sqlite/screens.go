@@ -145,26 +145,33 @@ func (c screenStore) CreateScreen(ctx context.Context, sc store.Screen) ([]strin
 	return evicted, nil
 }
 
-// UpdateScreen implements store.Screens.
-func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen) error {
+// UpdateScreen implements store.Screens. The version is compared in the
+// UPDATE itself, so the check and the write are one statement.
+func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen, prev int64) error {
 	if err := sc.Check(); err != nil {
 		return err
 	}
+	if sc.Version <= prev {
+		return fmt.Errorf("%w: screen %s: version %d must be greater than %d", store.ErrInvalid, sc.ID, sc.Version, prev)
+	}
 	return c.tx(ctx, "update screen", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE screens SET document = ?, version = ?, state = ?, updated_at = ? WHERE id = ? AND version = ?`,
+			sc.Document, sc.Version, string(sc.State), ms(sc.UpdatedAt), sc.ID, prev)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
 		var version int64
-		err := tx.QueryRowContext(ctx, `SELECT version FROM screens WHERE id = ?`, sc.ID).Scan(&version)
+		err = tx.QueryRowContext(ctx, `SELECT version FROM screens WHERE id = ?`, sc.ID).Scan(&version)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if version >= sc.Version {
-			return store.ErrConflict
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE screens SET document = ?, version = ?, state = ?, updated_at = ? WHERE id = ?`,
-			sc.Document, sc.Version, string(sc.State), ms(sc.UpdatedAt), sc.ID)
-		return err
+		return fmt.Errorf("%w: screen %s is at version %d, not %d", store.ErrConflict, sc.ID, version, prev)
 	})
 }
 
@@ -178,6 +185,36 @@ func (c screenStore) Screen(ctx context.Context, id string) (store.Screen, error
 		return store.Screen{}, fmt.Errorf("screen %s: %w", id, err)
 	}
 	return s, nil
+}
+
+// LoadScreen implements store.Screens.
+func (c screenStore) LoadScreen(ctx context.Context, id string) (store.LoadedScreen, error) {
+	var out store.LoadedScreen
+	tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return out, fmt.Errorf("load screen: %w", err)
+	}
+	defer tx.Rollback()
+	out.Screen, err = scanScreen(tx.QueryRowContext(ctx, `SELECT `+screenColumns+` FROM screens WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, store.ErrNotFound
+	}
+	if err != nil {
+		return out, fmt.Errorf("load screen %s: %w", id, err)
+	}
+	if out.Pending, err = listPending(ctx, tx, id); err != nil {
+		return out, err
+	}
+	if out.Updates, err = listUpdates(ctx, tx, id, 0); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// querier is what the reads of a screen's parts need: the database or a
+// transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // ListScreens implements store.Screens.
@@ -260,14 +297,21 @@ func (c screenStore) TakeScreenPending(ctx context.Context, screenID, id string)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT version FROM screens WHERE id = ?`, screenID).Scan(&p.ScreenVersion)
 	})
 	return p, err
 }
 
 // ListScreenPending implements store.Screens.
 func (c screenStore) ListScreenPending(ctx context.Context, screenID string) ([]store.ScreenPending, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+pendingColumns+` FROM screen_pending WHERE screen_id = ? ORDER BY created_at, id`, screenID)
+	return listPending(ctx, c.db, screenID)
+}
+
+func listPending(ctx context.Context, q querier, screenID string) ([]store.ScreenPending, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+pendingColumns+` FROM screen_pending WHERE screen_id = ? ORDER BY created_at, id`, screenID)
 	if err != nil {
 		return nil, fmt.Errorf("list pending presses: %w", err)
 	}
@@ -305,7 +349,11 @@ func (c screenStore) AppendScreenUpdate(ctx context.Context, screenID, text stri
 
 // ScreenUpdates implements store.Screens.
 func (c screenStore) ScreenUpdates(ctx context.Context, screenID string, afterSeq int64) ([]store.ScreenUpdate, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT seq, text FROM screen_updates WHERE screen_id = ? AND seq > ? ORDER BY seq`, screenID, afterSeq)
+	return listUpdates(ctx, c.db, screenID, afterSeq)
+}
+
+func listUpdates(ctx context.Context, q querier, screenID string, afterSeq int64) ([]store.ScreenUpdate, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, text FROM screen_updates WHERE screen_id = ? AND seq > ? ORDER BY seq`, screenID, afterSeq)
 	if err != nil {
 		return nil, fmt.Errorf("screen updates: %w", err)
 	}

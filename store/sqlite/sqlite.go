@@ -32,6 +32,7 @@ type DB struct {
 	db     *sql.DB
 	events eventSignal // wakes followers of the event log
 	stmts  *stmtCache  // statements of the queries run on every request
+	ckpt   *checkpointer
 }
 
 var _ store.Store = (*DB)(nil)
@@ -69,6 +70,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// Commits never copy the log back into the database file: the
+	// checkpointer does, off the path of every write (see checkpointer).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	// Characters that end or escape the path part of an SQLite URI are
@@ -89,6 +93,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	s.ckpt = startCheckpointer(db, checkpointEvery)
 	// SQLite gives new -wal and -shm files the database file's mode; these
 	// may predate it.
 	for _, suffix := range []string{"-wal", "-shm"} {
@@ -133,6 +138,7 @@ func (s *DB) SQL() *sql.DB { return s.db }
 
 // Close checkpoints the write-ahead log and closes the database.
 func (s *DB) Close() error {
+	s.ckpt.stop()
 	_, _ = s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	return s.db.Close()
 }

@@ -15,7 +15,9 @@ import (
 
 // testControls checks the store of the control registry: what each write
 // leaves, the bounds of undo histories, concurrent writers on one control,
-// and a registry rebuilt from the store after a restart.
+// a registry rebuilt from the store after a restart, the expectations a
+// write checks, the reads of one control and one form, and registries
+// sharing the store racing to decide one proposal.
 func testControls(t *testing.T, open func(*testing.T) store.Store) {
 	cases := []struct {
 		name string
@@ -26,6 +28,10 @@ func testControls(t *testing.T, open func(*testing.T) store.Store) {
 		{"Refused", testControlRefused},
 		{"ConcurrentPushes", testControlConcurrentPushes},
 		{"Restart", testControlRestart},
+		{"Expect", testControlExpect},
+		{"LoadControl", testControlLoadOne},
+		{"LoadForm", testControlLoadForm},
+		{"RacingDecisions", testControlRacingDecisions},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.test(t, open(t).ControlRegistry()) })

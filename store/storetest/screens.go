@@ -18,6 +18,8 @@ func testScreens(t *testing.T, open func(*testing.T) store.Store) {
 		test func(*testing.T, store.Screens)
 	}{
 		{"Records", testScreenRecords},
+		{"VersionCheck", testScreenVersionCheck},
+		{"Load", testScreenLoad},
 		{"OwnerBound", testScreenOwnerBound},
 		{"Pending", testScreenPending},
 		{"Feed", testScreenFeed},
@@ -77,15 +79,15 @@ func testScreenRecords(t *testing.T, s store.Screens) {
 
 	next := sc
 	next.Version, next.Document, next.State, next.UpdatedAt = 3, "Text(\"bye\")", json.RawMessage(`{}`), at(time.Minute)
-	if err := s.UpdateScreen(ctx(t), next); err != nil {
+	if err := s.UpdateScreen(ctx(t), next, 1); err != nil {
 		t.Fatalf("UpdateScreen = %v", err)
 	}
 	old := sc
 	old.Version = 2
-	if err := s.UpdateScreen(ctx(t), old); !errors.Is(err, store.ErrConflict) {
-		t.Errorf("an update to an older version = %v, want ErrConflict", err)
+	if err := s.UpdateScreen(ctx(t), old, 1); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("an update from a version no longer stored = %v, want ErrConflict", err)
 	}
-	if err := s.UpdateScreen(ctx(t), store.Screen{ID: "scr_none", OwnerID: "p1", Version: 9}); !errors.Is(err, store.ErrNotFound) {
+	if err := s.UpdateScreen(ctx(t), store.Screen{ID: "scr_none", OwnerID: "p1", Version: 9}, 8); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an update of an unknown screen = %v, want ErrNotFound", err)
 	}
 	got, _ = s.Screen(ctx(t), "scr_b")
@@ -101,6 +103,95 @@ func testScreenRecords(t *testing.T, s store.Screens) {
 	}
 	if err := s.DeleteScreen(ctx(t), "scr_b"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleting twice = %v, want ErrNotFound", err)
+	}
+}
+
+// testScreenVersionCheck checks that a write names the version it read:
+// a write from any other version is refused, and of writers that read the
+// same version exactly one succeeds.
+func testScreenVersionCheck(t *testing.T, s store.Screens) {
+	sc := newScreen(t, s, "scr_v", "p1", 0)
+	write := func(version, prev int64, doc string) error {
+		next := sc
+		next.Version, next.Document, next.UpdatedAt = version, doc, at(time.Duration(version)*time.Second)
+		return s.UpdateScreen(ctx(t), next, prev)
+	}
+	steps := []struct {
+		name          string
+		version, prev int64
+		want          error
+	}{
+		{"from the stored version", 5, 1, nil},
+		{"from a version read before it", 9, 1, store.ErrConflict},
+		{"from a version never stored", 9, 7, store.ErrConflict},
+		{"a higher version from an old read", 100, 4, store.ErrConflict},
+		{"not past the version it read", 5, 5, store.ErrInvalid},
+		{"from the stored version again", 6, 5, nil},
+	}
+	for _, st := range steps {
+		if err := write(st.version, st.prev, st.name); !errors.Is(err, st.want) || (st.want == nil && err != nil) {
+			t.Errorf("%s: UpdateScreen(version %d, prev %d) = %v, want %v", st.name, st.version, st.prev, err, st.want)
+		}
+	}
+	if got, err := s.Screen(ctx(t), "scr_v"); err != nil || got.Version != 6 || got.Document != "from the stored version again" {
+		t.Errorf("after the writes: version %d, document %q, %v; want version 6 from the last accepted write", got.Version, got.Document, err)
+	}
+
+	// Writers that read the same version race: exactly one is saved.
+	errs := race(6, func(i int) error { return write(int64(7+i), 6, fmt.Sprintf("writer %d", i)) })
+	winner := exactlyOne(t, "UpdateScreen", errs, store.ErrConflict)
+	if got, _ := s.Screen(ctx(t), "scr_v"); winner >= 0 && (got.Version != int64(7+winner) || got.Document != fmt.Sprintf("writer %d", winner)) {
+		t.Errorf("stored version %d %q, want the winner's (writer %d)", got.Version, got.Document, winner)
+	}
+}
+
+// testScreenLoad checks that LoadScreen returns a screen with its pending
+// presses and kept feed, and that a taken press carries the screen's
+// version.
+func testScreenLoad(t *testing.T, s store.Screens) {
+	sc := newScreen(t, s, "scr_l", "p1", 0)
+	newScreen(t, s, "scr_other", "p1", time.Second)
+	for i, id := range []string{"press_a", "press_b"} {
+		p := store.ScreenPending{ScreenID: "scr_l", ID: id, Button: "b", Tool: "t", Params: json.RawMessage(`{"n":1}`), CreatedAt: at(time.Duration(i) * time.Second)}
+		if err := s.AddScreenPending(ctx(t), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddScreenPending(ctx(t), store.ScreenPending{ScreenID: "scr_other", ID: "press_x", Button: "b", Tool: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"a = 1", "b = 2"} {
+		if _, err := s.AppendScreenUpdate(ctx(t), "scr_l", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := sc
+	next.Version, next.Document = 4, "Text(\"two\")"
+	if err := s.UpdateScreen(ctx(t), next, 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadScreen(ctx(t), "scr_l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Screen.ID != "scr_l" || got.Screen.Version != 4 || got.Screen.Document != next.Document || got.Screen.LastSeq != 2 {
+		t.Errorf("loaded screen = %+v, want version 4, LastSeq 2", got.Screen)
+	}
+	if len(got.Pending) != 2 || got.Pending[0].ID != "press_a" || got.Pending[1].ID != "press_b" || string(got.Pending[0].Params) != `{"n":1}` {
+		t.Errorf("loaded presses = %+v, want press_a, press_b", got.Pending)
+	}
+	if len(got.Updates) != 2 || got.Updates[0] != (store.ScreenUpdate{Seq: 1, Text: "a = 1"}) || got.Updates[1].Seq != 2 {
+		t.Errorf("loaded feed = %+v", got.Updates)
+	}
+	if _, err := s.LoadScreen(ctx(t), "scr_none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LoadScreen of an unknown screen = %v, want ErrNotFound", err)
+	}
+	taken, err := s.TakeScreenPending(ctx(t), "scr_l", "press_a")
+	if err != nil || taken.ID != "press_a" || taken.ScreenVersion != 4 {
+		t.Errorf("TakeScreenPending = %+v, %v; want press_a with ScreenVersion 4", taken, err)
+	}
+	if got, _ := s.LoadScreen(ctx(t), "scr_l"); len(got.Pending) != 1 || got.Pending[0].ID != "press_b" {
+		t.Errorf("presses after a take = %+v, want press_b only", got.Pending)
 	}
 }
 

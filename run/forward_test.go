@@ -1,0 +1,328 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/store"
+)
+
+// fakeBus carries Signals between the Managers of a test, as the event bus
+// the nodes share does: asynchronously, and only to the node named.
+type fakeBus struct {
+	mu      sync.Mutex
+	nodes   map[string]*Manager
+	signals []Signal
+	wg      sync.WaitGroup
+}
+
+func (b *fakeBus) send(_ string, s Signal) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.signals = append(b.signals, s)
+	if m := b.nodes[s.Node]; m != nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			_ = m.HandleSignal(context.Background(), s)
+		}()
+	}
+}
+
+func (b *fakeBus) sent() []Signal {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Signal(nil), b.signals...)
+}
+
+// twoNodes is node "a", which supervises the Runs of the tests, and node
+// "b", which is asked about them; each has its own data directory, as on
+// two machines. present says whether node a hears its Signals.
+type twoNodes struct {
+	f    *fixture
+	bus  *fakeBus
+	a, b *Manager
+}
+
+func newTwoNodes(t *testing.T, present bool) *twoNodes {
+	t.Helper()
+	f := newFixture(t)
+	bus := &fakeBus{nodes: map[string]*Manager{}}
+	// Waiting for an absent node lasts the whole wait: keep it short.
+	wait := 5 * time.Second
+	if !present {
+		wait = 300 * time.Millisecond
+	}
+	open := func(node string) *Manager {
+		m, err := New(t.Context(), Config{Store: f.db, DataDir: t.TempDir(), PollInterval: 20 * time.Millisecond, Node: node,
+			Leases: f.db.Cluster(), LeaseTTL: time.Minute, Signal: bus.send, ForwardWait: wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			bus.wg.Wait()
+			m.Close()
+		})
+		return m
+	}
+	n := &twoNodes{f: f, bus: bus, a: open("a"), b: open("b")}
+	if present {
+		bus.nodes["a"] = n.a
+	}
+	bus.nodes["b"] = n.b
+	return n
+}
+
+// spawnA starts Run id on node a for alice, declaring Control poke.
+func (n *twoNodes) spawnA(t *testing.T, id, template string) *Run {
+	t.Helper()
+	def, _ := json.Marshal(map[string]any{"template": template, "control": []string{"poke"}})
+	rec, err := DecodeRecipe(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := n.a.Spawn(t.Context(), "alice", SpawnRequest{Definition: rec, RunID: id})
+	if err != nil || v.Status != StatusRunning || v.Node != "a" {
+		t.Fatalf("spawn %s on node a = %+v, %v", id, v, err)
+	}
+	t.Cleanup(func() { _, _ = n.a.Kill(context.Background(), "alice", id) })
+	return v
+}
+
+func (n *twoNodes) control(t *testing.T, id string) store.Control {
+	t.Helper()
+	cs, err := n.f.db.Controls(t.Context(), id)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("journal of %s = %+v, %v; want one record", id, cs, err)
+	}
+	return cs[0]
+}
+
+func TestForwardedControlDelivered(t *testing.T) {
+	n := newTwoNodes(t, true)
+	// The service holds its FIFO open: a written Control is delivered.
+	n.spawnA(t, "held", `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`)
+	res, err := n.b.Apply(t.Context(), "alice", "held", "poke", json.RawMessage(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Delivery
+	if d == nil || d.Delivery != "delivered" || d.Node != "a" || d.Bytes == 0 || d.ControlID == "" {
+		t.Fatalf("control applied on node b = %+v; want delivered by node a", d)
+	}
+	if c := n.control(t, "held"); c.Status != store.ControlDelivered || c.ID != d.ControlID || c.SenderID != "alice" {
+		t.Errorf("journal record = %+v; want the Control delivered", c)
+	}
+	sig := n.bus.sent()
+	if len(sig) != 1 || sig[0] != (Signal{Kind: SignalControl, Run: "held", Node: "a", ControlID: d.ControlID}) {
+		t.Errorf("signals = %+v; want one control signal to node a", sig)
+	}
+	b, _ := json.Marshal(sig[0])
+	if strings.Contains(string(b), `"n"`) {
+		t.Errorf("the signal %s carries the Control's input", b)
+	}
+}
+
+func TestForwardedControlOutcomes(t *testing.T) {
+	tests := []struct {
+		name     string
+		present  bool
+		template string
+		code     string // error code, or "" for a result
+		delivery string
+		status   string // journal record after Apply
+	}{
+		// No reader on the FIFO: the supervising node records the failure,
+		// and node b answers as the local path does.
+		{"no reader", true, "exec sleep 300", CodeEndpointNotReady, "", store.ControlFailed},
+		// Node a never hears of it: admitted and still queued, said so.
+		{"supervisor absent", false, `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`, "", "queued", store.ControlQueued},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTwoNodes(t, tt.present)
+			n.spawnA(t, "r", tt.template)
+			res, err := n.b.Apply(t.Context(), "alice", "r", "poke", nil)
+			var e *Error
+			switch {
+			case tt.code != "" && (!errors.As(err, &e) || e.Code != tt.code || e.Details["node"] != "a"):
+				t.Errorf("Apply = %+v, %v; want %s naming node a", res.Delivery, err, tt.code)
+			case tt.code == "" && (err != nil || res.Delivery.Delivery != tt.delivery || res.Delivery.Node != "a" || res.Delivery.Message == ""):
+				t.Errorf("Apply = %+v, %v; want delivery %s by node a, explained", res.Delivery, err, tt.delivery)
+			}
+			if c := n.control(t, "r"); c.Status != tt.status {
+				t.Errorf("journal record = %+v; want %s", c, tt.status)
+			}
+		})
+	}
+}
+
+func TestQueuedControlDeliveredBySweep(t *testing.T) {
+	n := newTwoNodes(t, false)
+	n.spawnA(t, "late", `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`)
+	res, err := n.b.Apply(t.Context(), "alice", "late", "poke", nil)
+	if err != nil || res.Delivery.Delivery != "queued" {
+		t.Fatalf("Apply = %+v, %v; want queued", res.Delivery, err)
+	}
+	// Node b's sweep touches nothing of node a's.
+	if err := n.b.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if c := n.control(t, "late"); c.Status != store.ControlQueued {
+		t.Fatalf("after node b's sweep: %+v; want still queued", c)
+	}
+	// Node a, sweeping (as when it starts or missed events), delivers it.
+	if err := n.a.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if c := n.control(t, "late"); c.Status != store.ControlDelivered {
+		t.Errorf("after node a's sweep: %+v; want delivered", c)
+	}
+}
+
+func TestForwardedKill(t *testing.T) {
+	n := newTwoNodes(t, true)
+	v := n.spawnA(t, "victim", "exec sleep 300")
+	if _, err := n.b.Kill(t.Context(), "mallory", "victim"); !isCode(err, CodeNotFound) {
+		t.Fatalf("kill by another owner: %v; want not_found", err)
+	}
+	if len(n.bus.sent()) != 0 {
+		t.Fatalf("a refused kill was signalled: %+v", n.bus.sent())
+	}
+	res, err := n.b.Kill(t.Context(), "alice", "victim")
+	if err != nil || !res.Killed || res.Node != "a" || res.PID != v.PID || res.Signal != "SIGKILL" {
+		t.Fatalf("kill on node b = %+v, %v; want killed by node a", res, err)
+	}
+	r := n.f.waitEnded("victim")
+	if r.Stop != string(StatusKilled) {
+		t.Errorf("record after the kill = stop %q; want killed", r.Stop)
+	}
+	if kinds := traceKinds(t, n.f, "victim"); !strings.Contains(strings.Join(kinds, ","), "run.kill") {
+		t.Errorf("trace = %v; want run.kill", kinds)
+	}
+	// Nothing is left in the store.
+	if left, _ := n.f.db.PendingRunRequests(t.Context(), "a"); len(left) != 0 {
+		t.Errorf("requests left: %+v", left)
+	}
+	// Killing again is answered locally: not running.
+	if res, err := n.b.Kill(t.Context(), "alice", "victim"); err != nil || res.Killed || res.Status != StatusKilled {
+		t.Errorf("second kill = %+v, %v; want not running (killed)", res, err)
+	}
+}
+
+func TestForwardedLogs(t *testing.T) {
+	n := newTwoNodes(t, true)
+	n.spawnA(t, "talker", `echo "hello from a"; echo oops >&2; exec sleep 300`)
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out, "hello from a") && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if out, err = n.b.Logs(t.Context(), "alice", "talker", "stdout", 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out != "hello from a\n" {
+		t.Errorf("stdout from node b = %q; want node a's log", out)
+	}
+	if errText, err := n.b.Logs(t.Context(), "alice", "talker", "stderr", 0); err != nil || errText != "oops\n" {
+		t.Errorf("stderr from node b = %q, %v", errText, err)
+	}
+	if _, err := n.b.Logs(t.Context(), "mallory", "talker", "stdout", 0); !isCode(err, CodeNotFound) {
+		t.Errorf("logs for another owner: %v; want not_found", err)
+	}
+	for _, s := range n.bus.sent() {
+		if s.Kind != SignalLogs || s.Node != "a" || s.Request == "" {
+			t.Errorf("signal %+v; want logs signals to node a naming a request", s)
+		}
+	}
+	if left, _ := n.f.db.DeleteRunRequestsBefore(t.Context(), time.Now().Add(time.Hour)); left != 0 {
+		t.Errorf("%d requests left in the store", left)
+	}
+}
+
+func TestForwardedLogsNodeUnavailable(t *testing.T) {
+	tests := []struct {
+		name string
+		lost bool
+	}{
+		// Node a never answers: node b gives up after its wait.
+		{"node away", false},
+		// The Run was found lost: node b does not wait for its node.
+		{"run lost", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTwoNodes(t, false)
+			v := n.spawnA(t, "quiet", "exec sleep 300")
+			t.Cleanup(func() { _ = syscall.Kill(-v.PID, syscall.SIGKILL) })
+			if tt.lost {
+				lost := Lost{Node: "a", DetectedBy: "b"}
+				if _, _, err := n.b.markLost(t.Context(), "quiet", lost, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := n.b.Logs(t.Context(), "alice", "quiet", "stdout", 0)
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeNodeUnavailable || !strings.Contains(e.Message, "node a") || e.Details["node"] != "a" {
+				t.Errorf("logs: %v; want node_unavailable naming node a", err)
+			}
+			if sent := len(n.bus.sent()); sent != map[bool]int{false: 1, true: 0}[tt.lost] {
+				t.Errorf("%d signals sent", sent)
+			}
+		})
+	}
+}
+
+func TestForgedSignalsIgnored(t *testing.T) {
+	n := newTwoNodes(t, true)
+	v := n.spawnA(t, "target", `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`)
+	ctx := t.Context()
+	stale := store.RunRequest{ID: "stale", RunID: "target", InstanceID: "an-older-generation", Node: "a", Kind: store.RunRequestKill, RequestedAt: time.Now()}
+	if err := n.f.db.AddRunRequest(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := store.RunRequest{ID: "elsewhere", RunID: "other", InstanceID: v.InstanceID, Node: "a", Kind: store.RunRequestKill, RequestedAt: time.Now()}
+	if err := n.f.db.AddRunRequest(ctx, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []Signal{
+		{Kind: SignalKill, Run: "target", Node: "a", Request: "no-such-request"},
+		{Kind: SignalKill, Run: "target", Node: "a", Request: "elsewhere"}, // a request about another Run
+		{Kind: SignalKill, Run: "target", Node: "b", Request: "stale"},     // not for this node
+		{Kind: SignalKill, Run: "target", Node: "a", Request: "stale"},     // another generation
+		{Kind: SignalControl, Run: "target", Node: "a", ControlID: "nothing-queued"},
+		{Kind: "restart", Run: "target", Node: "a"},
+		{Kind: SignalKill, Run: "../escape", Node: "a", Request: "stale"},
+	} {
+		if err := n.a.HandleSignal(ctx, s); err != nil {
+			t.Errorf("HandleSignal(%+v): %v", s, err)
+		}
+	}
+	r, err := n.f.db.Run(ctx, "target")
+	if err != nil || r.Stop != "" || !r.EndedAt.IsZero() {
+		t.Fatalf("Run after forged signals = stop %q ended %v, %v; want running", r.Stop, r.EndedAt, err)
+	}
+	if s, _ := n.a.status(r); s != StatusRunning {
+		t.Errorf("status after forged signals = %s; want running", s)
+	}
+	q, err := n.f.db.RunRequest(ctx, "stale")
+	if err != nil || !q.Answered() || !strings.Contains(q.Text, "generation changed") {
+		t.Errorf("stale request = %+v, %v; want answered without a kill", q, err)
+	}
+	if q, _ := n.f.db.RunRequest(ctx, "elsewhere"); q.Answered() {
+		t.Errorf("a signal naming another Run answered request %+v", q)
+	}
+	if cs, _ := n.f.db.Controls(ctx, "target"); len(cs) != 0 {
+		t.Errorf("journal after forged signals = %+v; want empty", cs)
+	}
+}
+
+func isCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

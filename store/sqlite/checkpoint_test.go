@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/store"
+)
+
+// TestCheckpointerCopiesTheLog writes with no checkpoint in any commit and
+// finds the rows in the database file itself once the checkpointer has run.
+func TestCheckpointerCopiesTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "assent.db")
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	detail := strings.Repeat("x", 512)
+	for i := range 400 {
+		rec := store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true, FormID: "f", Detail: detail}
+		if _, err := db.AppendAudit(context.Background(), rec); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for size() <= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file stayed at %d bytes: the log was never checkpointed", before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCheckpointerStops checks Close ends the checkpointer and that a
+// second stop is harmless.
+func TestCheckpointerStops(t *testing.T) {
+	db := openTest(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-db.ckpt.done:
+	default:
+		t.Fatal("the checkpointer still runs after Close")
+	}
+	db.ckpt.stop()
+}
+
+// TestAuditKeepsItsNumbersAcrossTheRebuild opens a database whose audit
+// log predates migration core 3 and checks every record keeps its number
+// and the next one follows the highest.
+func TestAuditKeepsItsNumbersAcrossTheRebuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "assent.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE TABLE schema_migrations (component TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (component, version))`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range coreMigrations[:2] {
+		if _, err := raw.Exec(m.sql); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(`INSERT INTO schema_migrations VALUES ('core', ?)`, m.version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Numbers with a gap, as a deleted row would leave.
+	for _, seq := range []int{1, 2, 7} {
+		if _, err := raw.Exec(`INSERT INTO audit (seq, ts, principal_id, source, action, ok, form_id) VALUES (?, 0, 'p', 'agent', 'stage', 1, 'f')`, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ddl string
+	if err := db.SQL().QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToUpper(ddl), "AUTOINCREMENT") {
+		t.Fatalf("audit still numbers with AUTOINCREMENT: %s", ddl)
+	}
+	recs, err := db.ListAudit(context.Background(), store.AuditFilter{FormID: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, r := range recs {
+		got = append(got, r.Seq)
+	}
+	if len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 7 {
+		t.Fatalf("records after the rebuild = %v, want [1 2 7]", got)
+	}
+	seq, err := db.AppendAudit(context.Background(), store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq != 8 {
+		t.Fatalf("next record numbered %d, want 8", seq)
+	}
+}
