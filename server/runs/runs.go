@@ -59,6 +59,13 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
+	// Requests about another node's Run travel as Signals on the bus that
+	// nodes share; a bus of this process alone has no other node to reach,
+	// so every Run is acted on here, as one node always has.
+	var signal func(string, run.Signal)
+	if s.SharedBus {
+		signal = s.publishSignal
+	}
 	m, err := run.New(ctx, run.Config{
 		Store: s.Store, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
 		Tokens: runTokens{s}, URL: s.Config.BaseURL, Version: assent.Version, RunUser: s.Config.RunUser,
@@ -67,7 +74,7 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
 			s.Bus.Publish(s.OwnedEvent(kind, ownerID, data))
 		},
-		Signal: s.publishSignal,
+		Signal: signal,
 	})
 	if err != nil {
 		return nil, err

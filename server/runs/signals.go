@@ -37,7 +37,7 @@ func (s *Part) publishSignal(ownerID string, sig run.Signal) {
 // It returns at once; Close stops it.
 func (s *Part) followSignals() {
 	node := s.Config.Node
-	if node == "" {
+	if node == "" || !s.SharedBus {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
