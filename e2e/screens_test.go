@@ -146,7 +146,13 @@ func TestScreenStreamsInLineByLine(t *testing.T) {
 		`i2 = ListItem("Filter papers", trailing="$4.50")`,
 	}
 	io.WriteString(pw, lines[0]+"\n")
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitVisible(chromedp.CSS(".o-screen-list a"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens")); err != nil {
+		t.Fatal(err)
+	}
+	// The list is drawn again once the page's event stream is open, which
+	// shows a screen that began between drawing the page and opening it.
+	waitFor(t, ctx, "the page's event stream", `document.body.dataset.live === "1"`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(".o-screen-list a"))); err != nil {
 		t.Fatalf("the screen is not listed while it streams: %v", err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".o-screen-list a")), chromedp.WaitVisible(chromedp.CSS(".o-screen"))); err != nil {

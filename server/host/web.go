@@ -86,6 +86,10 @@ type Page struct {
 	CSRF      string
 	Open      int
 	Data      any
+	// Seq is the event bus's sequence number when the request began,
+	// before the page read what it shows; the page's event stream starts
+	// after it, so no change made while the page was drawn goes unseen.
+	Seq int64
 }
 
 func (ui *WebUI) Render(w http.ResponseWriter, status int, name string, p Page) {
@@ -142,13 +146,15 @@ func (s *Host) WebPage(h func(w http.ResponseWriter, r *http.Request, pg Page)) 
 		if !s.Allow(w, p) {
 			return
 		}
+		// Taken before anything the page shows is read.
+		seq := s.Bus.Seq()
 		ctx := auth.WithPrincipal(r.Context(), p)
 		ctx = context.WithValue(ctx, transportKey{}, viaWeb)
 		total := 0
 		for _, n := range s.OpenItems(ctx, p) {
 			total += n
 		}
-		h(w, r.WithContext(ctx), Page{Principal: &p, CSRF: sess.CSRF, Open: total})
+		h(w, r.WithContext(ctx), Page{Principal: &p, CSRF: sess.CSRF, Open: total, Seq: seq})
 	})
 }
 

@@ -59,7 +59,11 @@
       if (live && regions.length) live.textContent = "Updated.";
     }, 150);
   }
-  const es = new EventSource("/v1/events");
+  // The page was drawn as of event data-seq: the stream starts after it,
+  // so a change made between drawing the page and opening the stream
+  // still arrives and draws the regions again.
+  const seq = document.body.dataset.seq;
+  const es = new EventSource("/v1/events" + (/^[0-9]+$/.test(seq || "") ? "?after=" + seq : ""));
   es.onopen = function () { document.body.dataset.live = "1"; };
   es.onmessage = refresh;
   es.addEventListener("lagged", refresh);
