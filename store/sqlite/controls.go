@@ -143,10 +143,17 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 // writer changes the control between the check and the write.
 func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Update) error {
 	k := u.Key
-	if err := c.checkExpect(ctx, tx, u); err != nil {
+	staged, err := c.stageGuarded(ctx, tx, u)
+	if err != nil {
 		return err
 	}
+	if !staged {
+		if err := c.checkExpect(ctx, tx, u); err != nil {
+			return err
+		}
+	}
 	switch {
+	case staged:
 	case u.Stage != nil:
 		p := u.Stage
 		if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
@@ -191,6 +198,61 @@ func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Upd
 		}
 	}
 	return nil
+}
+
+// Staging an agent's value is the hot path: its expectation (the proposal
+// it replaces, the hosted value it was staged against) is checked by the
+// statement that stages, which writes only when the saved state is as
+// expected byte for byte. When it writes nothing, the full check decides:
+// the state changed, or it differs only in how equal JSON is spelled.
+const (
+	stageColumns = `form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id, staged_at, value, base`
+	// stageFirst stages when no proposal is open.
+	stageFirst = `INSERT INTO control_proposals (` + stageColumns + `)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM control_proposals WHERE ` + keyWhere + `)
+		AND coalesce((SELECT value FROM control_hosted WHERE ` + keyWhere + `) = ?, 1)`
+	// stageOver replaces open proposal revision ? with a higher one.
+	stageOver = `UPDATE control_proposals SET revision = ?, source = ?, principal_id = ?, session_id = ?,
+		staged_at = ?, value = ?, base = ? WHERE ` + keyWhere + ` AND revision = ? AND revision < ?
+		AND coalesce((SELECT value FROM control_hosted WHERE ` + keyWhere + `) = ?, 1)`
+)
+
+// stageGuarded stages u when it stages with an expectation of the proposal
+// and the value only, and that expectation holds byte for byte. It reports
+// whether it staged; false leaves the full check and write to the caller.
+func (c controlStore) stageGuarded(ctx context.Context, tx *sql.Tx, u control.Update) (bool, error) {
+	e, k, p := u.Expect, u.Key, u.Stage
+	if p == nil || !e.Proposal || e.Undo {
+		return false, nil
+	}
+	// Without an expected value the guard compares with NULL, which
+	// coalesce turns into a pass.
+	var value any
+	if e.Value != nil {
+		value = string(e.Value)
+	}
+	var (
+		res sql.Result
+		err error
+	)
+	if e.Revision == 0 {
+		args := keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
+			ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))
+		args = append(append(append(args, keyArgs(k)...), keyArgs(k)...), value)
+		res, err = c.stmts.execTx(ctx, tx, stageFirst, args...)
+	} else {
+		args := []any{p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
+			ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base)}
+		args = append(append(args, keyArgs(k)...), e.Revision, p.Revision)
+		args = append(append(args, keyArgs(k)...), value)
+		res, err = c.stmts.execTx(ctx, tx, stageOver, args...)
+	}
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // expectQuery reads, in one statement, the open proposal's revision, the

@@ -17,7 +17,10 @@ func stageUpdate(i int) (control.Update, store.AuditRecord) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
 	u := control.Update{Key: control.Key{FormID: "profile", ControlID: "plan"}, Stage: &control.SavedProposal{
 		Revision: int64(i + 1), Provenance: control.Provenance{Source: control.SourceAgent, PrincipalID: "p_agent"},
-		StagedAt: now, Value: json.RawMessage(`"pro"`), Base: json.RawMessage(`"free"`)}}
+		StagedAt: now, Value: json.RawMessage(`"pro"`), Base: json.RawMessage(`"free"`)},
+		// The server's registry expects the proposal it replaces and the
+		// value it stages against.
+		Expect: control.Expect{Proposal: true, Revision: int64(i), Value: json.RawMessage(`"free"`)}}
 	rec := store.AuditRecord{Time: now, PrincipalID: "p_agent", Source: "agent", FormID: "profile", ControlID: "plan",
 		Action: "stage", OK: true, Detail: `{"value":"pro"}`}
 	return u, rec
