@@ -48,6 +48,11 @@ const DefaultForwardWait = 5 * time.Second
 // forwardPoll is how often a waiting node reads the store again.
 const forwardPoll = 20 * time.Millisecond
 
+// maxAsking bounds the requests (kill, logs) one node waits on at once for
+// one Run; past it a request is refused with rate_limited, so a caller
+// cannot fill the store and the event log with requests for one Run.
+const maxAsking = 4
+
 // staleRequestAge is the age past which a Run request nobody deleted
 // (its asking node died while waiting) is removed.
 const staleRequestAge = 10 * time.Minute
@@ -65,6 +70,12 @@ type Signal struct {
 	// Request names the Run request (SignalKill, SignalLogs).
 	Request string `json:"request,omitempty"`
 }
+
+// forwarding reports whether this Manager takes part in passing requests
+// between nodes: it has a node name and a way to signal other nodes. A
+// Manager alone on its store (no Signal) acts on every Run itself and has
+// no requests to answer.
+func (m *Manager) forwarding() bool { return m.cfg.Signal != nil && m.cfg.Node != "" }
 
 // supervisor returns the node that supervises r's current generation when
 // it is another node this Manager forwards to, or "".
@@ -156,6 +167,9 @@ func (m *Manager) awaitDelivery(ctx context.Context, r store.RunRecord, node str
 // generation, in journal order, to its FIFO when this node supervises it,
 // recording each delivered or failed as the local path does.
 func (m *Manager) deliverQueued(ctx context.Context, id string) error {
+	if !m.forwarding() {
+		return nil
+	}
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.st.Run(ctx, id)
@@ -166,7 +180,7 @@ func (m *Manager) deliverQueued(ctx context.Context, id string) error {
 		return err
 	}
 	d := decodeDoc(r)
-	if m.cfg.Node == "" || d.Node != m.cfg.Node || !r.EndedAt.IsZero() || r.Archived {
+	if d.Node != m.cfg.Node || !r.EndedAt.IsZero() || r.Archived {
 		return nil
 	}
 	cs, err := m.st.Controls(ctx, id)
@@ -204,7 +218,7 @@ func (m *Manager) deliverQueued(ctx context.Context, id string) error {
 // it names. Everything it acts on is read from the store; a Signal for
 // another node, or one the store does not bear out, does nothing.
 func (m *Manager) HandleSignal(ctx context.Context, s Signal) error {
-	if m.cfg.Node == "" || s.Node != m.cfg.Node || ValidRunID(s.Run) != nil {
+	if !m.forwarding() || s.Node != m.cfg.Node || ValidRunID(s.Run) != nil {
 		return nil
 	}
 	if !m.enter() {
@@ -235,7 +249,7 @@ func (m *Manager) HandleSignal(ctx context.Context, s Signal) error {
 // delivers the queued Controls of the Runs it supervises, and removes Run
 // requests too old to be waited for.
 func (m *Manager) Sweep(ctx context.Context) error {
-	if m.cfg.Node == "" {
+	if !m.forwarding() {
 		return nil
 	}
 	if !m.enter() {
@@ -258,7 +272,7 @@ func (m *Manager) Sweep(ctx context.Context) error {
 // sweepRequests answers the Run requests waiting for this node and removes
 // stale ones.
 func (m *Manager) sweepRequests(ctx context.Context) error {
-	if m.cfg.Node == "" {
+	if !m.forwarding() {
 		return nil
 	}
 	_, err := m.st.DeleteRunRequestsBefore(ctx, m.now().Add(-staleRequestAge))
@@ -351,6 +365,21 @@ func (m *Manager) logsRequested(ctx context.Context, q store.RunRequest) (string
 // answer. The request is deleted once waited for; answered is false when
 // the node did not answer in time.
 func (m *Manager) request(ctx context.Context, ownerID string, q store.RunRequest) (ans store.RunRequest, answered bool, err error) {
+	m.mu.Lock()
+	if m.asking[q.RunID] >= maxAsking {
+		m.mu.Unlock()
+		return ans, false, &Error{Code: CodeRateLimited, Message: fmt.Sprintf("%d requests for run:%s already wait for node %s; try again once they are answered.", maxAsking, q.RunID, q.Node),
+			Details: map[string]any{"run": q.RunID, "node": q.Node, "limit": maxAsking}}
+	}
+	m.asking[q.RunID]++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		if m.asking[q.RunID]--; m.asking[q.RunID] == 0 {
+			delete(m.asking, q.RunID)
+		}
+		m.mu.Unlock()
+	}()
 	q.ID, q.RequestedAt = uuid.NewString(), m.now().UTC().Truncate(time.Millisecond)
 	if err := m.st.AddRunRequest(ctx, q); err != nil {
 		return ans, false, err

@@ -326,3 +326,41 @@ func isCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
+
+// TestForwardedRequestsBounded checks that one node waits on at most
+// maxAsking requests for one Run at once: the next is refused with
+// rate_limited, writing no request and sending no Signal.
+func TestForwardedRequestsBounded(t *testing.T) {
+	n := newTwoNodes(t, false)
+	// Long enough that no waiting request ends before the last is sent.
+	n.b.cfg.ForwardWait = 3 * time.Second
+	v := n.spawnA(t, "quiet", "exec sleep 300")
+	t.Cleanup(func() { _ = syscall.Kill(-v.PID, syscall.SIGKILL) })
+	errs := make(chan error, maxAsking)
+	for range maxAsking {
+		go func() {
+			_, err := n.b.Logs(t.Context(), "alice", "quiet", "stdout", 0)
+			errs <- err
+		}()
+	}
+	// Wait until every waiting request has been signalled.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(n.bus.sent()) < maxAsking {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests signalled", len(n.bus.sent()), maxAsking)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err := n.b.Logs(t.Context(), "alice", "quiet", "stdout", 0)
+	if !isCode(err, CodeRateLimited) {
+		t.Errorf("request %d: %v; want rate_limited", maxAsking+1, err)
+	}
+	if sent := len(n.bus.sent()); sent != maxAsking {
+		t.Errorf("%d signals sent; the refused request sent one", sent)
+	}
+	for range maxAsking {
+		if err := <-errs; !isCode(err, CodeNodeUnavailable) {
+			t.Errorf("a waiting request: %v; want node_unavailable", err)
+		}
+	}
+}

@@ -131,6 +131,10 @@ type Manager struct {
 
 	// keeper keeps this node's Run leases when Config.Leases is set.
 	keeper *LeaseKeeper
+
+	// asking counts, per Run, the requests this node waits on another
+	// node to answer (see request).
+	asking map[string]int
 }
 
 // New returns a Manager and reconciles every Run in the store: a Run whose
@@ -153,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.StartGrace == 0 {
 		cfg.StartGrace = DefaultStartGrace
 	}
-	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*runLock{}, heads: map[string]runHead{}}
+	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*runLock{}, heads: map[string]runHead{}, asking: map[string]int{}}
 	if m.now == nil {
 		m.now = time.Now
 	}

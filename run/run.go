@@ -91,13 +91,15 @@ const (
 	CodeGenerationMismatch = "generation_mismatch"
 	CodeIdentity           = "process_identity"
 	CodeConflict           = "conflict"
-	CodeToolExists         = "tool_exists"
-	CodeToolCollision      = "tool_name_collision"
-	CodeReservedName       = "reserved_tool_name"
-	CodeStartFailed        = "start_failed"
-	CodePreserveFailed     = "preserve_failed"
-	CodeLimitExceeded      = "limit_exceeded"
-	CodeSandbox            = "sandbox_unavailable"
+	// CodeRateLimited: too many requests for one Run wait on another node.
+	CodeRateLimited    = "rate_limited"
+	CodeToolExists     = "tool_exists"
+	CodeToolCollision  = "tool_name_collision"
+	CodeReservedName   = "reserved_tool_name"
+	CodeStartFailed    = "start_failed"
+	CodePreserveFailed = "preserve_failed"
+	CodeLimitExceeded  = "limit_exceeded"
+	CodeSandbox        = "sandbox_unavailable"
 )
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)

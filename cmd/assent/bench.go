@@ -474,6 +474,21 @@ func batchWith(ctx context.Context, calls, conc int, limit time.Duration, op fun
 // alternate measures a (assent) and b (the floor) for rounds rounds, in the
 // order A B, B A, A B, … so that neither side always runs on a warmer or
 // cooler machine.
+// compareRow warms up both sides once (connections, caches, the first
+// allocations), then alternates them rounds times and reports the medians.
+func compareRow(name string, target float64, rounds int, a, b func() (sample, error)) (benchRow, error) {
+	for _, f := range []func() (sample, error){a, b} {
+		if _, err := f(); err != nil {
+			return benchRow{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	as, bs, err := alternate(rounds, a, b)
+	if err != nil {
+		return benchRow{}, err
+	}
+	return throughputRow(name, target, as, bs), nil
+}
+
 func alternate(rounds int, a, b func() (sample, error)) (as, bs []sample, err error) {
 	for i := range rounds {
 		order := []bool{true, false}
@@ -642,17 +657,7 @@ func (e *benchEnv) mcpRow(ctx context.Context, name string, conc int, target flo
 			})
 		}
 	}
-	// Warm up both sides: connections, caches, the first allocations.
-	for _, f := range []func() (sample, error){side(a, false), side(b, true)} {
-		if _, err := f(); err != nil {
-			return benchRow{}, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	as, bs, err := alternate(e.o.rounds, side(a, false), side(b, true))
-	if err != nil {
-		return benchRow{}, err
-	}
-	return throughputRow(name, target, as, bs), nil
+	return compareRow(name, target, e.o.rounds, side(a, false), side(b, true))
 }
 
 // mutateRow measures a screen press through /api/mutate against the
@@ -668,16 +673,7 @@ func (e *benchEnv) mutateRow(ctx context.Context, name string) (benchRow, error)
 	}
 	a := side(loopbackClient(e.token, 1), e.base+"/api/mutate")
 	b := side(loopbackClient("", 1), e.floor.base+"/http")
-	for _, f := range []func() (sample, error){a, b} {
-		if _, err := f(); err != nil {
-			return benchRow{}, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	as, bs, err := alternate(e.o.rounds, a, b)
-	if err != nil {
-		return benchRow{}, err
-	}
-	return throughputRow(name, 0, as, bs), nil
+	return compareRow(name, 0, e.o.rounds, a, b)
 }
 
 func postOnce(ctx context.Context, hc *http.Client, url string, body []byte) error {

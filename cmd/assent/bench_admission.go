@@ -103,16 +103,7 @@ func (e *benchEnv) admissionRow(ctx context.Context, name string) (benchRow, err
 			return postOnce(ctx, hcB, e.floor.base+"/http", body)
 		})
 	}
-	for _, f := range []func() (sample, error){a, b} {
-		if _, err := f(); err != nil {
-			return benchRow{}, fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	as, bs, err := alternate(e.o.rounds, a, b)
-	if err != nil {
-		return benchRow{}, err
-	}
-	return throughputRow(name, 0, as, bs), nil
+	return compareRow(name, 0, e.o.rounds, a, b)
 }
 
 // admitOnce applies one Control through url and returns its id.

@@ -38,7 +38,7 @@ type nodeEvent struct {
 // followed reports whether an event of type typ is followed.
 func followed(typ string) bool {
 	switch typ {
-	case "control.command", "control.value", "control.form":
+	case "control.command", "control.value", "control.form", event.Lagged:
 		return true
 	}
 	return false
@@ -48,12 +48,50 @@ func followed(typ string) bool {
 // returns at once; Close stops it.
 func (s *Part) followOtherNodes() {
 	s.stopFollowing = s.FollowOtherNodes(func(e event.Event) bool { return followed(e.Type) }, func(ctx context.Context, e event.Event) {
+		if e.Type == event.Lagged {
+			s.catchUp(ctx)
+			return
+		}
 		var ne nodeEvent
 		if json.Unmarshal(e.Data, &ne) != nil || ne.Origin == "" || ne.Origin == s.Origin || (ne.OK != nil && !*ne.OK) {
 			return
 		}
 		s.follow(ctx, e.Type, ne)
 	})
+}
+
+// catchUp brings this node up to date after it missed events: every
+// hosted form the store keeps, and every control this node holds, are
+// read again.
+func (s *Part) catchUp(ctx context.Context) {
+	saved, err := s.Store.ControlRegistry.LoadControls(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Log.Warn("the saved forms could not be read after missed events", "err", err)
+		}
+		return
+	}
+	ids := map[string]bool{}
+	for _, f := range saved.Forms {
+		ids[f.FormID] = true
+	}
+	s.formsMu.Lock()
+	for id, d := range s.forms {
+		if d.hosted {
+			ids[id] = true // removed elsewhere, perhaps
+		}
+	}
+	s.formsMu.Unlock()
+	for id := range ids {
+		if err := s.followForm(ctx, id); err != nil && ctx.Err() == nil {
+			s.Log.Warn("a form could not be read again", "form", id, "err", err)
+		}
+	}
+	for _, snap := range s.controls.List(ctx, "") {
+		if err := s.controls.Refresh(ctx, snap.Identity.Key()); err != nil && ctx.Err() == nil {
+			s.Log.Warn("a control could not be read again", "form", snap.Identity.FormID, "control", snap.Identity.ControlID, "err", err)
+		}
+	}
 }
 
 // follow brings this node up to date with the change ne of another node.
@@ -76,18 +114,29 @@ func (s *Part) follow(ctx context.Context, typ string, ne nodeEvent) {
 // forgets it when the store no longer holds it. A form id this node uses
 // for a screen's fields is left alone.
 func (s *Part) followForm(ctx context.Context, formID string) error {
+	screenForm := func() bool {
+		d, ok := s.forms[formID]
+		return ok && !d.hosted
+	}
 	s.formsMu.Lock()
-	defer s.formsMu.Unlock()
-	if d, ok := s.forms[formID]; ok && !d.hosted {
+	skip := screenForm()
+	s.formsMu.Unlock()
+	if skip {
 		return nil
 	}
+	// The registry takes each control's lock, which a command on the
+	// form may hold while it reads the forms: formsMu is not held here.
 	f, ok, err := s.controls.RefreshForm(ctx, formID)
 	if err != nil {
 		return err
 	}
-	if ok {
+	s.formsMu.Lock()
+	defer s.formsMu.Unlock()
+	switch {
+	case screenForm():
+	case ok:
 		s.forms[formID] = &formDecl{owner: f.Owner, private: f.Private, hosted: true}
-	} else {
+	default:
 		delete(s.forms, formID)
 	}
 	return nil

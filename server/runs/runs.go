@@ -66,6 +66,9 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 	if s.SharedBus {
 		signal = s.publishSignal
 	}
+	// Signals are followed from before the manager starts, so one sent
+	// while it re-adopts this node's Runs is not missed.
+	from := s.Bus.Seq()
 	m, err := run.New(ctx, run.Config{
 		Store: s.Store, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
 		Tokens: runTokens{s}, URL: s.Config.BaseURL, Version: assent.Version, RunUser: s.Config.RunUser,
@@ -91,7 +94,7 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		}
 	}
 	s.keepLeases()
-	s.followSignals()
+	s.followSignals(from)
 	return s, nil
 }
 

@@ -33,15 +33,15 @@ func (s *Part) publishSignal(ownerID string, sig run.Signal) {
 	s.Bus.Publish(s.OwnedEvent(run.SignalEventType, ownerID, data))
 }
 
-// followSignals starts acting on the Signals other nodes send this node.
-// It returns at once; Close stops it.
-func (s *Part) followSignals() {
+// followSignals starts acting on the Signals other nodes send this node,
+// from the events after from. It returns at once; Close stops it.
+func (s *Part) followSignals(from int64) {
 	node := s.Config.Node
 	if node == "" || !s.SharedBus {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sub := s.Bus.Subscribe(s.Bus.Seq(), signalQueue, func(e event.Event) bool {
+	sub := s.Bus.Subscribe(from, signalQueue, func(e event.Event) bool {
 		return e.Type == run.SignalEventType || e.Type == event.Lagged
 	})
 	done := make(chan struct{})

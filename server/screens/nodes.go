@@ -2,9 +2,11 @@ package screens
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/server/host"
@@ -140,7 +142,10 @@ func (s *Part) getScreen(ctx context.Context, id string) (*liveScreen, bool) {
 	if ok {
 		return sc, true
 	}
-	if id == "" {
+	// Alone on its store, a node holds every screen from its start: a
+	// miss is an unknown id. Only ids of the form screens are given are
+	// looked up, so a caller probing ids costs no store read.
+	if !s.SharedBus || !validScreenID(id) {
 		return nil, false
 	}
 	ld, err := s.Store.Screens.LoadScreen(ctx, id)
@@ -164,6 +169,16 @@ func (s *Part) getScreen(ctx context.Context, id string) (*liveScreen, bool) {
 	s.scrMu.Unlock()
 	s.syncScreenControls(sc)
 	return sc, true
+}
+
+// validScreenID reports whether id has the form newScreenID gives.
+func validScreenID(id string) bool {
+	h, ok := strings.CutPrefix(id, "scr_")
+	if !ok || len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 // syncList makes this node hold every screen the store keeps, and drop
@@ -233,6 +248,13 @@ func (s *Part) reloadSaving(ctx context.Context, sc *liveScreen) error {
 	}
 	// The owner, the secret $keys and the options are fixed when a screen
 	// is shown, and read without the lock; the rest is replaced.
+	// Secret values are never saved: what was entered here is carried
+	// over to the copy read from the store, which has none.
+	for k := range sc.secret {
+		if v, ok := sc.doc.State(k); ok {
+			_ = fresh.doc.SetState(k, v)
+		}
+	}
 	sc.stream.Reset()
 	sc.stream.WriteString(fresh.stream.String())
 	sc.parser, sc.doc = fresh.parser, fresh.doc

@@ -328,3 +328,52 @@ func TestConfirmationDecidedOnce(t *testing.T) {
 		t.Errorf("a decided press is still waiting: %v", err)
 	}
 }
+
+// TestIdempotencyKeyOfAnotherNodeNotRunAgain checks that a key another
+// node began before this node started, and has not finished, is not taken
+// over: where nodes share the store, that node may still be running it.
+func TestIdempotencyKeyOfAnotherNodeNotRunAgain(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	fp := [32]byte{1}
+	ea, state, werr := a.idemBegin(context.Background(), "scope", "k1", fp)
+	if werr != nil || state != idemNew {
+		t.Fatalf("node A begins the key: state %v, %v", state, werr)
+	}
+	defer a.idem.finish(ea, 0, nil, false)
+	// Node B started after node A began the key.
+	b.Started = time.Now().Add(time.Minute)
+	_, state, werr = b.idemBegin(context.Background(), "scope", "k1", fp)
+	if werr != nil || state != idemInProgress {
+		t.Fatalf("node B: state %v, %v; want the key in progress, not run again", state, werr)
+	}
+}
+
+// TestSecretValueKeptWhenFollowing checks that a secret value entered on
+// one node, which the store never holds, survives that node reading the
+// screen again after another node changed it.
+func TestSecretValueKeptWhenFollowing(t *testing.T) {
+	a, b, agent := twoNodes(t)
+	ctx := context.Background()
+	stream := "root = Card([status, pin])\n$s = \"open\"\nstatus = Text($s)\n$pin = \"\"\npin = Input(\"PIN\", value=$pin)\n"
+	id, err := a.Show(ctx, agent, stream, Options{Secret: []string{"$pin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB, ok := b.screenFor(agent, id)
+	if !ok {
+		t.Fatal("B does not serve the screen")
+	}
+	onB.mu.Lock()
+	if err := onB.doc.SetState("$pin", "4321"); err != nil {
+		onB.mu.Unlock()
+		t.Fatal(err)
+	}
+	onB.mu.Unlock()
+	if res, err := a.Update(ctx, id, `$s = "paid"`); err != nil || !res.Applied {
+		t.Fatalf("update on A: %+v, %v", res, err)
+	}
+	eventually(t, onB, "the update", func() bool { return stateOf(onB, "$s") == "paid" })
+	if got := stateOf(onB, "$pin"); got != "4321" {
+		t.Errorf("B's secret value after following = %v, want it kept", got)
+	}
+}

@@ -259,7 +259,11 @@ func (s *Part) idemBegin(ctx context.Context, scope, key string, fp [32]byte) (*
 	ctx = context.WithoutCancel(ctx)
 	rec := store.Idempotency{Key: full, Fingerprint: fp[:], CreatedAt: now, ExpiresAt: now.Add(s.idem.ttl)}
 	got, created, err := s.Store.Screens.BeginIdempotent(ctx, rec, now)
-	if err == nil && !created && !got.Done && got.CreatedAt.Before(s.Started) {
+	// A key begun before this process started and never finished was
+	// left by a process that died, when this process is the store's only
+	// user. Where nodes share the store, another node may still be running
+	// it: it is left to finish or expire, never run twice.
+	if err == nil && !created && !got.Done && got.CreatedAt.Before(s.Started) && !s.SharedBus {
 		if err = s.Store.Screens.ForgetIdempotent(ctx, full); err == nil {
 			got, created, err = s.Store.Screens.BeginIdempotent(ctx, rec, now)
 		}

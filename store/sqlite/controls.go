@@ -412,7 +412,7 @@ func (c controlStore) LoadControl(ctx context.Context, k control.Key) (control.L
 	}
 	defer tx.Rollback()
 	var value sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT max(revision, coalesce((SELECT max(revision) FROM control_proposals), 0)), (SELECT value FROM control_hosted WHERE `+keyWhere+`) FROM control_registry WHERE id = 1`,
+	if err := tx.QueryRowContext(ctx, `SELECT (`+savedRevision+`), (SELECT value FROM control_hosted WHERE `+keyWhere+`)`,
 		keyArgs(k)...).Scan(&lc.Revision, &value); err != nil {
 		return lc, fmt.Errorf("load control: %w", err)
 	}

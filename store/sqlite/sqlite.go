@@ -93,7 +93,6 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	s.ckpt = startCheckpointer(db, checkpointEvery)
 	// SQLite gives new -wal and -shm files the database file's mode; these
 	// may predate it.
 	for _, suffix := range []string{"-wal", "-shm"} {
@@ -102,6 +101,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
+	s.ckpt = startCheckpointer(db, checkpointEvery)
 	return s, nil
 }
 
