@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -77,6 +78,10 @@ func TestConflictRefused(t *testing.T) {
 		// after checks b's copy once refused.
 		value    any
 		proposal any // staged value b shows, nil for none
+		// again is the outcome of the same command run on b once more,
+		// now that b shows what the store holds ("" for success). It is
+		// decided on b's own copy, without a write the store refuses.
+		again Reason
 	}{
 		{
 			name: "apply of a proposal applied elsewhere",
@@ -86,6 +91,8 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Apply, Identity: nameID}, cc: person, want: ReasonStaleRevision,
 			value: "Grace",
+			// The proposal is closed: there is nothing left to apply.
+			again: ReasonNoStagedValue,
 		},
 		{
 			name: "discard of a proposal replaced elsewhere",
@@ -95,6 +102,8 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Discard, Identity: nameID}, cc: person, want: ReasonStaleRevision,
 			value: "Ada", proposal: "Hopper",
+			// The discard now closes the proposal b shows.
+			again: "",
 		},
 		{
 			name: "stage over a proposal staged elsewhere",
@@ -103,6 +112,8 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Stage, Identity: nameID, Value: "Lovelace"}, cc: agent, want: ReasonStaleRevision,
 			value: "Ada", proposal: "Grace",
+			// Staging again replaces the proposal b shows.
+			again: "",
 		},
 		{
 			name: "apply over a value edited elsewhere",
@@ -114,6 +125,9 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Apply, Identity: nameID}, cc: person, want: ReasonStagedValueStale,
 			value: "Edited", proposal: "Grace",
+			// b now knows the proposal predates the edit: still stale,
+			// refused by b itself.
+			again: ReasonStagedValueStale,
 		},
 		{
 			name: "stage against a value edited elsewhere",
@@ -124,6 +138,8 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Stage, Identity: nameID, Value: "Grace"}, cc: agent, want: ReasonStagedValueStale,
 			value: "Edited",
+			// The proposal is now based on the edited value.
+			again: "",
 		},
 		{
 			name: "undo of a change undone elsewhere",
@@ -136,6 +152,8 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Undo, Identity: nameID}, cc: person, want: ReasonNothingToUndo,
 			value: "Ada",
+			// b's history is empty now: refused by b itself.
+			again: ReasonNothingToUndo,
 		},
 		{
 			name: "undo of a change followed by another elsewhere",
@@ -148,15 +166,22 @@ func TestConflictRefused(t *testing.T) {
 			},
 			cmd: Command{Action: Undo, Identity: nameID}, cc: person, want: ReasonStagedValueStale,
 			value: "Hopper",
+			// b now holds the newer change, which undo reverses.
+			again: "",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b, st := twoNodes(t)
 			tc.before(t, a, b)
+			cs := &conflictCounter{memStore: st}
+			b.store = cs
 			saved := st.dump(t)
 			res := exec(t, b, tc.cmd, tc.cc)
 			wantReason(t, res, tc.want)
+			if n := cs.conflicts.Load(); n != 1 {
+				t.Fatalf("the store refused %d writes of the %s as conflicts, want 1: the case does not reach the store's check", n, tc.cmd.Action)
+			}
 			if got := st.dump(t); got != saved {
 				t.Errorf("the refused %s changed the store:\n\t%s\nwas\n\t%s", tc.cmd.Action, got, saved)
 			}
@@ -176,8 +201,17 @@ func TestConflictRefused(t *testing.T) {
 			// Once b shows what the store holds, the same decision is
 			// taken on the store's state, not refused as a conflict.
 			again := exec(t, b, tc.cmd, tc.cc)
-			if again.Reason == tc.want && tc.want != ReasonNothingToUndo && tc.want != ReasonStagedValueStale {
-				t.Errorf("%s refused again with %s after b read the control", tc.cmd.Action, again.Reason)
+			if again.OK != (tc.again == "") || again.Reason != tc.again {
+				t.Errorf("the %s run again after b read the control: ok=%v reason=%q (%s), want reason %q",
+					tc.cmd.Action, again.OK, again.Reason, again.Message, tc.again)
+			}
+			if n := cs.conflicts.Load(); n != 1 {
+				t.Errorf("the %s run again was refused by the store as a conflict; b did not decide it on the store's state", tc.cmd.Action)
+			}
+			if tc.again != "" {
+				if got := st.dump(t); got != saved {
+					t.Errorf("the %s refused again changed the store:\n\t%s\nwas\n\t%s", tc.cmd.Action, got, saved)
+				}
 			}
 		})
 	}
@@ -190,6 +224,21 @@ func stageOn(t *testing.T, a, b *Registry, v any) {
 	if err := b.Refresh(context.Background(), nameID.Key()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// conflictCounter is a memStore that counts the control updates it
+// refuses as conflicts.
+type conflictCounter struct {
+	*memStore
+	conflicts atomic.Int64
+}
+
+func (c *conflictCounter) SaveControl(ctx context.Context, u Update) error {
+	err := c.memStore.SaveControl(ctx, u)
+	if errors.Is(err, ErrConflict) {
+		c.conflicts.Add(1)
+	}
+	return err
 }
 
 // conflictStore refuses every control update with ErrConflict.

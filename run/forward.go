@@ -124,18 +124,16 @@ func (m *Manager) awaitDelivery(ctx context.Context, r store.RunRecord, node str
 	id := r.ID
 	var got store.Control
 	done, err := m.await(ctx, func() (bool, error) {
-		cs, err := m.st.Controls(ctx, id)
+		x, err := m.st.Control(ctx, id, c.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			// Gone from the journal: the Run was pruned or restarted.
+			return false, errorf(CodeNotFound, "Control %s of run:%s is no longer in its journal; inspect target=run:%s view=control", c.ID, id, id)
+		}
 		if err != nil {
 			return false, err
 		}
-		for _, x := range cs {
-			if x.ID == c.ID {
-				got = x
-				return x.Status != store.ControlQueued, nil
-			}
-		}
-		// Gone from the journal: the Run was pruned or restarted.
-		return false, errorf(CodeNotFound, "Control %s of run:%s is no longer in its journal; inspect target=run:%s view=control", c.ID, id, id)
+		got = x
+		return x.Status != store.ControlQueued, nil
 	})
 	if err != nil {
 		return nil, err

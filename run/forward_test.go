@@ -278,47 +278,110 @@ func TestForwardedLogsNodeUnavailable(t *testing.T) {
 	}
 }
 
+// TestForgedSignalsIgnored sends node a Signals that are each wrong in one
+// way only: the request or Control they name would be carried out if the
+// check the case is named after were missing. A request that is acted on
+// kills the Run.
 func TestForgedSignalsIgnored(t *testing.T) {
 	n := newTwoNodes(t, true)
 	v := n.spawnA(t, "target", `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`)
 	ctx := t.Context()
-	stale := store.RunRequest{ID: "stale", RunID: "target", InstanceID: "an-older-generation", Node: "a", Kind: store.RunRequestKill, RequestedAt: time.Now()}
-	if err := n.f.db.AddRunRequest(ctx, stale); err != nil {
+	// kill is a request node a carries out when a Signal names it.
+	kill := func(id string) store.RunRequest {
+		return store.RunRequest{ID: id, RunID: "target", InstanceID: v.InstanceID, Node: "a", Kind: store.RunRequestKill, RequestedAt: time.Now()}
+	}
+	// A queued Control of an older generation: the store keeps it until
+	// someone fails it, and it must never reach this generation's FIFO.
+	q := time.Now()
+	foreign, err := n.f.db.AdmitControl(ctx, "target", store.Control{ID: "foreign", InstanceID: "an-older-generation", Action: "poke", QueuedAt: &q})
+	if err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := store.RunRequest{ID: "elsewhere", RunID: "other", InstanceID: v.InstanceID, Node: "a", Kind: store.RunRequestKill, RequestedAt: time.Now()}
-	if err := n.f.db.AddRunRequest(ctx, elsewhere); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() {
+		_, _ = n.f.db.TransitionControl(context.Background(), "target", foreign.ID, store.ControlFailed, nil, "test over", time.Now())
+	})
+
+	tests := []struct {
+		name string
+		// req, when set, is added before the Signal is sent.
+		req func() store.RunRequest
+		// answered, when set, is recorded as req's answer before the
+		// Signal is sent.
+		answered string
+		sig      Signal
+		// want is a text the answer of req contains, or "" when req must
+		// stay unanswered.
+		want string
+	}{
+		{name: "no such request",
+			sig: Signal{Kind: SignalKill, Run: "target", Node: "a", Request: "no-such-request"}},
+		{name: "signal for another node", req: func() store.RunRequest { return kill("for-a") },
+			sig: Signal{Kind: SignalKill, Run: "target", Node: "b", Request: "for-a"}},
+		{name: "request about another Run", req: func() store.RunRequest { return kill("about-target") },
+			sig: Signal{Kind: SignalKill, Run: "other", Node: "a", Request: "about-target"}},
+		{name: "invalid Run id", req: func() store.RunRequest {
+			q := kill("escape")
+			q.RunID = "../escape"
+			return q
+		}, sig: Signal{Kind: SignalKill, Run: "../escape", Node: "a", Request: "escape"}},
+		{name: "request for another node", req: func() store.RunRequest {
+			q := kill("for-b")
+			q.Node = "b"
+			return q
+		}, sig: Signal{Kind: SignalKill, Run: "target", Node: "a", Request: "for-b"}},
+		{name: "request answered already", req: func() store.RunRequest { return kill("done") },
+			answered: "answered before",
+			sig:      Signal{Kind: SignalKill, Run: "target", Node: "a", Request: "done"}, want: "answered before"},
+		{name: "another generation", req: func() store.RunRequest {
+			q := kill("stale")
+			q.InstanceID = "an-older-generation"
+			return q
+		}, sig: Signal{Kind: SignalKill, Run: "target", Node: "a", Request: "stale"}, want: "generation changed"},
+		{name: "unknown kind", req: func() store.RunRequest { return kill("restart") },
+			sig: Signal{Kind: "restart", Run: "target", Node: "a", Request: "restart"}},
+		{name: "Control of another generation",
+			sig: Signal{Kind: SignalControl, Run: "target", Node: "a", ControlID: foreign.ID}},
 	}
-	for _, s := range []Signal{
-		{Kind: SignalKill, Run: "target", Node: "a", Request: "no-such-request"},
-		{Kind: SignalKill, Run: "target", Node: "a", Request: "elsewhere"}, // a request about another Run
-		{Kind: SignalKill, Run: "target", Node: "b", Request: "stale"},     // not for this node
-		{Kind: SignalKill, Run: "target", Node: "a", Request: "stale"},     // another generation
-		{Kind: SignalControl, Run: "target", Node: "a", ControlID: "nothing-queued"},
-		{Kind: "restart", Run: "target", Node: "a"},
-		{Kind: SignalKill, Run: "../escape", Node: "a", Request: "stale"},
-	} {
-		if err := n.a.HandleSignal(ctx, s); err != nil {
-			t.Errorf("HandleSignal(%+v): %v", s, err)
-		}
-	}
-	r, err := n.f.db.Run(ctx, "target")
-	if err != nil || r.Stop != "" || !r.EndedAt.IsZero() {
-		t.Fatalf("Run after forged signals = stop %q ended %v, %v; want running", r.Stop, r.EndedAt, err)
-	}
-	if s, _ := n.a.status(r); s != StatusRunning {
-		t.Errorf("status after forged signals = %s; want running", s)
-	}
-	q, err := n.f.db.RunRequest(ctx, "stale")
-	if err != nil || !q.Answered() || !strings.Contains(q.Text, "generation changed") {
-		t.Errorf("stale request = %+v, %v; want answered without a kill", q, err)
-	}
-	if q, _ := n.f.db.RunRequest(ctx, "elsewhere"); q.Answered() {
-		t.Errorf("a signal naming another Run answered request %+v", q)
-	}
-	if cs, _ := n.f.db.Controls(ctx, "target"); len(cs) != 0 {
-		t.Errorf("journal after forged signals = %+v; want empty", cs)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var req store.RunRequest
+			if tt.req != nil {
+				req = tt.req()
+				if err := n.f.db.AddRunRequest(ctx, req); err != nil {
+					t.Fatal(err)
+				}
+				if tt.answered != "" {
+					if err := n.f.db.AnswerRunRequest(ctx, req.ID, tt.answered, "", time.Now()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := n.a.HandleSignal(ctx, tt.sig); err != nil {
+				t.Errorf("HandleSignal(%+v): %v", tt.sig, err)
+			}
+			r, err := n.f.db.Run(ctx, "target")
+			if err != nil || r.Stop != "" || !r.EndedAt.IsZero() {
+				t.Fatalf("Run after the signal = stop %q ended %v, %v; want running", r.Stop, r.EndedAt, err)
+			}
+			if s, _ := n.a.status(r); s != StatusRunning {
+				t.Fatalf("status after the signal = %s; want running", s)
+			}
+			if tt.req != nil {
+				got, err := n.f.db.RunRequest(ctx, req.ID)
+				switch {
+				case err != nil:
+					t.Errorf("request %s: %v", req.ID, err)
+				case tt.want == "" && got.Answered():
+					t.Errorf("request %s answered: %q %q; want it unanswered", req.ID, got.Text, got.Error)
+				case tt.want != "" && (!got.Answered() || !strings.Contains(got.Text, tt.want)):
+					t.Errorf("request %s = %+v; want answered with %q", req.ID, got, tt.want)
+				}
+			}
+			cs, err := n.f.db.Controls(ctx, "target")
+			if err != nil || len(cs) != 1 || cs[0].ID != foreign.ID || cs[0].Status != store.ControlQueued {
+				t.Errorf("journal after the signal = %+v, %v; want only the older generation's Control, queued", cs, err)
+			}
+		})
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -16,8 +19,19 @@ import (
 // loopback, for a protocol revision ("" = the client's latest, served
 // statelessly).
 func benchmarkMCP(b *testing.B, version, name string, args map[string]any) {
+	benchmarkMCPOn(b, nil, version, name, args)
+}
+
+// benchmarkMCPOn is benchmarkMCP on a server whose store is wrap's
+// (nil: the test database itself).
+func benchmarkMCPOn(b *testing.B, wrap func(store.Store) store.Store, version, name string, args map[string]any) {
 	t := &testing.T{}
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo, c.RateLimit = true, -1 })
+	f := assenttest.Start(t, func(c *server.Config) {
+		c.Demo, c.RateLimit = true, -1
+		if wrap != nil {
+			c.Store = wrap(c.Store)
+		}
+	})
 	f.T = t
 	defer func() {
 		f.HTTP.CloseClientConnections()
@@ -122,6 +136,34 @@ func BenchmarkMCPStatusSession(b *testing.B) {
 
 func BenchmarkMCPControlsExecuteStateless(b *testing.B) {
 	benchmarkMCP(b, "", "controls_execute", stagePlan)
+}
+
+// BenchmarkMCPControlsExecuteUnsaved is BenchmarkMCPControlsExecuteStateless
+// with the control registry's writes dropped: the difference between the
+// two is what the durable write of a stage (one SQLite transaction that
+// saves the proposal and appends its audit record) costs a call in a
+// loaded server. It measures; no server runs this way.
+func BenchmarkMCPControlsExecuteUnsaved(b *testing.B) {
+	benchmarkMCPOn(b, func(s store.Store) store.Store { return unsavedControls{s} }, "", "controls_execute", stagePlan)
+}
+
+// unsavedControls is a store whose control registry reads from the
+// database and drops every write.
+type unsavedControls struct{ store.Store }
+
+func (u unsavedControls) ControlRegistry() store.Controls {
+	return &droppedWrites{Controls: u.Store.ControlRegistry()}
+}
+
+type droppedWrites struct {
+	store.Controls
+	seq atomic.Int64
+}
+
+func (d *droppedWrites) SaveControl(context.Context, control.Update) error { return nil }
+
+func (d *droppedWrites) SaveControlAudited(context.Context, control.Update, store.AuditRecord) (int64, error) {
+	return d.seq.Add(1), nil
 }
 
 func BenchmarkMCPControlsExecuteSession(b *testing.B) {

@@ -229,6 +229,9 @@ type Runs interface {
 	// of generation instanceID, or the record id when id is not empty.
 	// Nothing to claim gives ErrNotFound.
 	ClaimControl(ctx context.Context, runID, instanceID, id string, at time.Time) (Control, error)
+	// Control returns record id of runID's journal, or ErrNotFound when
+	// the journal holds no such record (or the Run does not exist).
+	Control(ctx context.Context, runID, id string) (Control, error)
 	// Controls returns runID's journal in admission order.
 	Controls(ctx context.Context, runID string) ([]Control, error)
 

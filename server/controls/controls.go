@@ -31,11 +31,17 @@ type Part struct {
 	*host.Host
 	controls *control.Registry
 
+	// formsMu guards forms and formOps. It is held only to read or
+	// change them, never across a store write or a call into the
+	// registry, since every command reads the forms under it.
 	formsMu sync.Mutex
 	// forms maps a form id to its declaration. Forms that are not listed
 	// (for example those registered in process by a Go application) are
 	// visible to every principal.
 	forms map[string]*formDecl
+	// formOps holds, for each form id with a declaration or removal under
+	// way or waiting, the lock that runs them one at a time.
+	formOps map[string]*formOp
 
 	// stopFollowing ends following other nodes' changes (see nodes.go).
 	stopFollowing func()
@@ -55,13 +61,61 @@ type formDecl struct {
 	remove []func()
 }
 
+// formOp runs the declarations and removals of one form, and the reading
+// of it again after another node changed it, one at a time, so that each
+// can check the form, write to or read from the store and record the
+// outcome without formsMu held meanwhile.
+type formOp struct {
+	// sem holds a token while an operation runs.
+	sem chan struct{}
+	// users counts the operations holding or waiting for sem; the entry
+	// leaves formOps when it drops to zero. It and declaring are guarded
+	// by formsMu.
+	users int
+	// declaring is set while a declaration that passed its checks saves
+	// the form, so a screen cannot take the form id meanwhile.
+	declaring bool
+}
+
+// lockForm waits until no other operation on formID runs and returns the
+// form's formOp, now held, with the function that releases it. It fails
+// with the code unavailable when ctx ends first.
+func (s *Part) lockForm(ctx context.Context, formID string) (*formOp, func(), error) {
+	s.formsMu.Lock()
+	op := s.formOps[formID]
+	if op == nil {
+		op = &formOp{sem: make(chan struct{}, 1)}
+		s.formOps[formID] = op
+	}
+	op.users++
+	s.formsMu.Unlock()
+	leave := func() {
+		s.formsMu.Lock()
+		if op.users--; op.users == 0 {
+			delete(s.formOps, formID)
+		}
+		s.formsMu.Unlock()
+	}
+	select {
+	case op.sem <- struct{}{}:
+	case <-ctx.Done():
+		leave()
+		return nil, nil, tool.Errorf("unavailable", "form %q is being declared or removed by another request, and this one ended while it waited (%v); send it again", formID, ctx.Err())
+	}
+	return op, func() {
+		<-op.sem
+		leave()
+	}, nil
+}
+
 // New builds the controls part on h and registers its tools. The registry
 // writes through to the store and starts with what the store kept: open
 // proposals, undo histories and hosted forms with their values.
 func New(ctx context.Context, h *host.Host) (*Part, error) {
 	s := &Part{
-		Host:  h,
-		forms: map[string]*formDecl{},
+		Host:    h,
+		forms:   map[string]*formDecl{},
+		formOps: map[string]*formOp{},
 	}
 	var persister control.Persister = h.Store.ControlRegistry
 	if ac, ok := h.Store.ControlRegistry.(store.AuditedControls); ok {
@@ -485,19 +539,37 @@ type hostedControl struct {
 // declareForm hosts (or replaces) the controls of formID for owner. The
 // declaration is saved before it takes effect: when the store refuses it,
 // nothing changes and the error's code is store_unavailable.
+//
+// Declarations and removals of one form run one at a time (see lockForm),
+// so of two owners declaring the same form the second is refused; the
+// store write runs without formsMu held, so commands go on meanwhile.
 func (s *Part) declareForm(ctx context.Context, owner, formID string, private bool, ctrls []hostedControl) error {
+	op, unlock, err := s.lockForm(ctx, formID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	s.formsMu.Lock()
-	defer s.formsMu.Unlock()
 	old, ok := s.forms[formID]
-	if ok && old.owner != owner {
-		return tool.Errorf("forbidden", "form %q was declared by another principal; choose another form id", formID)
+	switch {
+	case ok && old.owner != owner:
+		err = tool.Errorf("forbidden", "form %q was declared by another principal; choose another form id", formID)
+	case ok && !old.hosted:
+		err = tool.Errorf("forbidden", "form %q holds the fields of a screen; choose another form id", formID)
+	case len(ctrls) == 0 || len(ctrls) > 1000:
+		err = tool.Errorf("invalid_request", "declare 1 to 1,000 controls")
+	default:
+		op.declaring = true
 	}
-	if ok && !old.hosted {
-		return tool.Errorf("forbidden", "form %q holds the fields of a screen; choose another form id", formID)
+	s.formsMu.Unlock()
+	if err != nil {
+		return err
 	}
-	if len(ctrls) == 0 || len(ctrls) > 1000 {
-		return tool.Errorf("invalid_request", "declare 1 to 1,000 controls")
-	}
+	defer func() {
+		s.formsMu.Lock()
+		op.declaring = false
+		s.formsMu.Unlock()
+	}()
 	hf := control.HostedForm{FormID: formID, Owner: owner, Private: private, Controls: make([]control.HostedControl, len(ctrls))}
 	for i, c := range ctrls {
 		hf.Controls[i] = control.HostedControl{
@@ -508,7 +580,9 @@ func (s *Part) declareForm(ctx context.Context, owner, formID string, private bo
 	if err := s.controls.Host(ctx, hf); err != nil {
 		return toolError(err)
 	}
+	s.formsMu.Lock()
 	s.forms[formID] = &formDecl{owner: owner, private: private, hosted: true}
+	s.formsMu.Unlock()
 	return nil
 }
 
@@ -522,23 +596,37 @@ func toolError(err error) error {
 }
 
 // removeForm unregisters the form formID. A hosted form is erased from
-// the store first; when the store refuses, the form stays.
+// the store first; when the store refuses, the form stays. Like
+// declareForm, it runs alone among the declarations and removals of the
+// form and writes to the store without formsMu held.
 func (s *Part) removeForm(ctx context.Context, owner, formID string) error {
+	_, unlock, err := s.lockForm(ctx, formID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	s.formsMu.Lock()
-	defer s.formsMu.Unlock()
 	f, ok := s.forms[formID]
 	if !ok || f.owner != owner {
+		s.formsMu.Unlock()
 		return tool.Errorf("not_found", "you have declared no form %q", formID)
 	}
-	if f.hosted {
-		if _, err := s.controls.Unhost(ctx, formID); err != nil {
-			return toolError(err)
+	if !f.hosted {
+		// A screen's fields: nothing is saved for them.
+		delete(s.forms, formID)
+		s.formsMu.Unlock()
+		for _, u := range f.remove {
+			u()
 		}
+		return nil
 	}
+	s.formsMu.Unlock()
+	if _, err := s.controls.Unhost(ctx, formID); err != nil {
+		return toolError(err)
+	}
+	s.formsMu.Lock()
 	delete(s.forms, formID)
-	for _, u := range f.remove {
-		u()
-	}
+	s.formsMu.Unlock()
 	return nil
 }
 
@@ -805,11 +893,12 @@ func (s *Part) declareDemoProfile(ctx context.Context) error {
 // them.
 func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {
 	s.formsMu.Lock()
-	if old, ok := s.forms[formID]; ok && (old.owner != owner || old.hosted) {
-		s.formsMu.Unlock()
+	prev, ok := s.forms[formID]
+	declaring := s.formOps[formID] != nil && s.formOps[formID].declaring
+	s.formsMu.Unlock()
+	if (ok && (prev.owner != owner || prev.hosted)) || declaring {
 		return nil, tool.Errorf("forbidden", "form %q belongs to another principal or is a hosted form", formID)
 	}
-	s.formsMu.Unlock()
 	var undos []func()
 	for _, reg := range regs {
 		if reg.Identity.FormID != formID {

@@ -114,6 +114,13 @@ func (s *Part) follow(ctx context.Context, typ string, ne nodeEvent) {
 // forgets it when the store no longer holds it. A form id this node uses
 // for a screen's fields is left alone.
 func (s *Part) followForm(ctx context.Context, formID string) error {
+	// Run alone among this node's declarations and removals of the form,
+	// so what is recorded below is what the store held.
+	_, unlock, err := s.lockForm(ctx, formID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	screenForm := func() bool {
 		d, ok := s.forms[formID]
 		return ok && !d.hosted

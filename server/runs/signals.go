@@ -35,6 +35,13 @@ func (s *Part) publishSignal(ownerID string, sig run.Signal) {
 
 // followSignals starts acting on the Signals other nodes send this node,
 // from the events after from. It returns at once; Close stops it.
+//
+// It keeps a subscription of its own rather than host.FollowOtherNodes,
+// which follows from the moment it is called and hands over one event at
+// a time: Signals are followed from a position taken before the manager
+// started, so none sent while it re-adopted this node's Runs is missed,
+// and up to signalWorkers of them are acted on at once, so one slow kill
+// or log read does not hold up the others.
 func (s *Part) followSignals(from int64) {
 	node := s.Config.Node
 	if node == "" || !s.SharedBus {

@@ -86,6 +86,11 @@ func (s *Part) followOtherNodes() {
 func (s *Part) follow(ctx context.Context, se screenEvent) {
 	s.scrMu.Lock()
 	sc, ok := s.screens[se.Screen]
+	if se.Closed {
+		// Counted even when not held: a read of the screen from the
+		// store may be under way (getScreen).
+		s.closes++
+	}
 	s.scrMu.Unlock()
 	if !ok {
 		return
@@ -109,6 +114,9 @@ func (s *Part) follow(ctx context.Context, se screenEvent) {
 // missed.
 func (s *Part) reloadAll(ctx context.Context) {
 	s.scrMu.Lock()
+	// A missed event may be a close: a screen being read from the store
+	// now is looked up once more before it is served (getScreen).
+	s.closes++
 	all := make([]*liveScreen, 0, len(s.screens))
 	for _, sc := range s.screens {
 		all = append(all, sc)
@@ -122,12 +130,15 @@ func (s *Part) reloadAll(ctx context.Context) {
 }
 
 // forget drops sc from this node, without touching the store: another
-// node removed it.
+// node removed it. Closing sc unregisters its fields, which waits for
+// their controls' changes under way: the caller holds none of sc's locks
+// and is not running one of those changes.
 func (s *Part) forget(sc *liveScreen) {
 	s.scrMu.Lock()
 	if s.screens[sc.id] == sc {
 		delete(s.screens, sc.id)
 	}
+	s.closes++
 	s.scrMu.Unlock()
 	sc.close()
 }
@@ -148,6 +159,9 @@ func (s *Part) getScreen(ctx context.Context, id string) (*liveScreen, bool) {
 	if !s.SharedBus || !validScreenID(id) {
 		return nil, false
 	}
+	s.scrMu.Lock()
+	closes := s.closes
+	s.scrMu.Unlock()
 	ld, err := s.Store.Screens.LoadScreen(ctx, id)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
@@ -166,7 +180,18 @@ func (s *Part) getScreen(ctx context.Context, id string) (*liveScreen, bool) {
 		return held, true
 	}
 	s.screens[id] = sc
+	closedMeanwhile := s.closes != closes
 	s.scrMu.Unlock()
+	if closedMeanwhile {
+		// A screen closed while this one was read: if it was this one,
+		// its removal was heard before it was held, and nothing else
+		// would drop it. A removal is in the store before it is heard,
+		// so the store tells. A close heard from now on finds it held.
+		if _, err := s.Store.Screens.Screen(context.WithoutCancel(ctx), id); errors.Is(err, store.ErrNotFound) {
+			s.forget(sc)
+			return nil, false
+		}
+	}
 	s.syncScreenControls(sc)
 	return sc, true
 }
@@ -210,26 +235,41 @@ func (s *Part) syncList(ctx context.Context) {
 	}
 }
 
+// errScreenGone is reloadSaving's answer for a screen the store no
+// longer keeps; the caller forgets it once its locks are released.
+var errScreenGone = errors.New("the screen was removed")
+
 // reload reads sc again from the store and replaces this node's copy with
 // it, in place, so requests and followers holding sc see the current
-// screen. A screen the store no longer keeps is dropped.
+// screen. A screen the store no longer keeps is dropped. The caller must
+// not be running a change of one of sc's fields through its control:
+// dropping sc waits for those (see changeFromControl).
 func (s *Part) reload(ctx context.Context, sc *liveScreen) error {
 	sc.saveMu.Lock()
 	err := s.reloadSaving(ctx, sc)
 	sc.saveMu.Unlock()
-	if err == nil {
+	switch {
+	case errors.Is(err, errScreenGone):
+		s.forget(sc)
+		return nil
+	case err == nil:
 		s.syncScreenControls(sc)
 	}
 	return err
 }
 
 // reloadSaving is reload with sc.saveMu held; the caller registers the
-// fields again (syncScreenControls) once it has released sc.saveMu.
+// fields again (syncScreenControls) once it has released sc.saveMu, and
+// forgets the screen when the answer is errScreenGone.
+//
+// The live feed is not replaced but brought up to the store's
+// (mergeFeedLocked): an update applied here meanwhile, which holds
+// sc.feedMu but not sc.saveMu, keeps its number, and no update is
+// numbered twice.
 func (s *Part) reloadSaving(ctx context.Context, sc *liveScreen) error {
 	ld, err := s.Store.Screens.LoadScreen(context.WithoutCancel(ctx), sc.id)
 	if errors.Is(err, store.ErrNotFound) {
-		s.forget(sc)
-		return nil
+		return errScreenGone
 	}
 	if err != nil {
 		return err
@@ -269,7 +309,7 @@ func (s *Part) reloadSaving(ctx context.Context, sc *liveScreen) error {
 		pp.cancel()
 	}
 	sc.presses = fresh.presses
-	sc.seq, sc.updates = fresh.seq, fresh.updates
+	sc.mergeFeedLocked(fresh.updates, fresh.seq)
 	sc.latest, sc.order = fresh.latest, fresh.order
 	close(sc.changed)
 	sc.changed = make(chan struct{})
@@ -289,25 +329,31 @@ var errNoChange = errors.New("no change")
 // other errors are *tool.Error: not_found for a closed screen,
 // screen_version_conflict, store_unavailable.
 func (s *Part) change(ctx context.Context, sc *liveScreen, fn func() error) error {
-	return s.changeThen(ctx, sc, fn, s.syncScreenControls)
+	return s.changeThen(ctx, sc, fn, func(f func()) { f() })
 }
 
 // changeFromControl is change for a control's handle, which the control
-// registry calls: the fields of a screen read again are registered again
-// apart, so the registry is never entered from its own call.
+// registry calls while it holds that control. What a screen read again
+// asks of the registry, registering its fields again or, when another
+// node removed it, unregistering them, runs apart: unregistering waits for
+// the control's change under way, which is this one.
 func (s *Part) changeFromControl(ctx context.Context, sc *liveScreen, fn func() error) error {
-	return s.changeThen(ctx, sc, fn, func(sc *liveScreen) { go s.syncScreenControls(sc) })
+	return s.changeThen(ctx, sc, fn, func(f func()) { go f() })
 }
 
-// changeThen is change, calling sync once sc.saveMu is released when the
-// screen was read again.
-func (s *Part) changeThen(ctx context.Context, sc *liveScreen, fn func() error, sync func(*liveScreen)) error {
+// changeThen is change, handing to after, once sc.saveMu is released,
+// what a reading again of the screen leaves to do: registering its fields
+// again, or forgetting a screen the store no longer keeps.
+func (s *Part) changeThen(ctx context.Context, sc *liveScreen, fn func() error, after func(func())) error {
 	sc.saveMu.Lock()
-	reloaded := false
+	reloaded, gone := false, false
 	defer func() {
 		sc.saveMu.Unlock()
-		if reloaded {
-			sync(sc)
+		switch {
+		case gone:
+			after(func() { s.forget(sc) })
+		case reloaded:
+			after(func() { s.syncScreenControls(sc) })
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -348,7 +394,12 @@ func (s *Part) changeThen(ctx context.Context, sc *liveScreen, fn func() error, 
 			// Removed meanwhile: nothing to save.
 			return nil
 		case errors.Is(err, store.ErrConflict):
-			if rerr := s.reloadSaving(ctx, sc); rerr != nil {
+			rerr := s.reloadSaving(ctx, sc)
+			if errors.Is(rerr, errScreenGone) {
+				gone = true
+				return tool.Errorf("not_found", "the screen %q is closed", sc.id)
+			}
+			if rerr != nil {
 				s.Log.Error("a screen changed on another node could not be read again", "screen", sc.id, "err", rerr)
 				return storeUnavailable("the screen")
 			}

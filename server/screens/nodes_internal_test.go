@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
@@ -375,5 +376,340 @@ func TestSecretValueKeptWhenFollowing(t *testing.T) {
 	eventually(t, onB, "the update", func() bool { return stateOf(onB, "$s") == "paid" })
 	if got := stateOf(onB, "$pin"); got != "4321" {
 		t.Errorf("B's secret value after following = %v, want it kept", got)
+	}
+}
+
+// hookedScreens is a store of screens that runs a test's hooks inside
+// some of its calls, to hold a node at one point of a change. Each hook
+// runs once.
+type hookedScreens struct {
+	store.Screens
+	mu sync.Mutex
+	// beforeAppend and afterAppend run around AppendScreenUpdate,
+	// afterLoad once LoadScreen has read.
+	beforeAppend, afterAppend, afterLoad func()
+	// update answers UpdateScreen in the store's place.
+	update func() error
+}
+
+// take returns the hook *f and clears it.
+func (h *hookedScreens) take(f *func()) func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g := *f
+	*f = nil
+	if g == nil {
+		g = func() {}
+	}
+	return g
+}
+
+func (h *hookedScreens) AppendScreenUpdate(ctx context.Context, id, text string) (int64, error) {
+	h.take(&h.beforeAppend)()
+	seq, err := h.Screens.AppendScreenUpdate(ctx, id, text)
+	h.take(&h.afterAppend)()
+	return seq, err
+}
+
+func (h *hookedScreens) LoadScreen(ctx context.Context, id string) (store.LoadedScreen, error) {
+	ld, err := h.Screens.LoadScreen(ctx, id)
+	h.take(&h.afterLoad)()
+	return ld, err
+}
+
+func (h *hookedScreens) UpdateScreen(ctx context.Context, sc store.Screen, prev int64) error {
+	h.mu.Lock()
+	update := h.update
+	h.update = nil
+	h.mu.Unlock()
+	if update != nil {
+		return update()
+	}
+	return h.Screens.UpdateScreen(ctx, sc, prev)
+}
+
+// hooked stops n following the other node, so that the test decides when
+// n reads a screen again, and puts hooks into n's store of screens.
+func hooked(n node) *hookedScreens {
+	n.stopFollowing()
+	n.stopFollowing = nil
+	hs := &hookedScreens{Screens: n.Store.Screens}
+	n.Store.Screens = hs
+	return hs
+}
+
+// checkFeed checks that a follower of sc's live feed from its start gets
+// every update the store numbered, once each, in order.
+func checkFeed(t *testing.T, n node, sc *liveScreen) {
+	t.Helper()
+	want, err := n.Store.Screens.ScreenUpdates(context.Background(), sc.id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := sc.updatesAfter(0)
+	show := func(seq int64, text string) string { return fmt.Sprintf("%d:%s", seq, text) }
+	var g, w []string
+	for _, u := range got {
+		g = append(g, show(u.Seq, u.Text))
+	}
+	for _, u := range want {
+		w = append(w, show(u.Seq, u.Text))
+	}
+	if strings.Join(g, " | ") != strings.Join(w, " | ") {
+		t.Errorf("the live feed gives %q; the store numbered %q", g, w)
+	}
+	if len(want) > 0 && sc.Seq() != want[len(want)-1].Seq {
+		t.Errorf("the feed's seq is %d, want the store's %d", sc.Seq(), want[len(want)-1].Seq)
+	}
+}
+
+// TestReadAgainDuringLiveUpdate reads a screen again from the store at
+// each point of a live update applied on the same node, and once lets
+// another node number an update in between: the feed gives each update
+// once, with the store's number, in order.
+func TestReadAgainDuringLiveUpdate(t *testing.T) {
+	cases := []struct {
+		name string
+		// arm sets hooks before the second update on B; the function it
+		// returns runs once that update returned.
+		arm func(t *testing.T, a, b node, hs *hookedScreens, id string, onB *liveScreen) func()
+	}{
+		{"read again between the store numbering the update and the feed showing it",
+			func(t *testing.T, a, b node, hs *hookedScreens, id string, onB *liveScreen) func() {
+				hs.afterAppend = func() {
+					if err := b.reload(context.Background(), onB); err != nil {
+						t.Error(err)
+					}
+				}
+				return func() {}
+			}},
+		{"read before the store numbered the update, applied after the feed showed it",
+			func(t *testing.T, a, b node, hs *hookedScreens, id string, onB *liveScreen) func() {
+				loaded, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+				hs.beforeAppend = func() {
+					hs.afterLoad = func() {
+						close(loaded)
+						<-release
+					}
+					go func() {
+						defer close(done)
+						if err := b.reload(context.Background(), onB); err != nil {
+							t.Error(err)
+						}
+					}()
+					<-loaded
+				}
+				return func() {
+					close(release)
+					<-done
+				}
+			}},
+		{"another node numbered an update in between",
+			func(t *testing.T, a, b node, hs *hookedScreens, id string, onB *liveScreen) func() {
+				hs.beforeAppend = func() {
+					if res, err := a.Update(context.Background(), id, `status = Text("from A")`); err != nil || !res.Applied {
+						t.Errorf("update on A: %+v, %v", res, err)
+					}
+				}
+				return func() {}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, agent := twoNodes(t)
+			hs := hooked(b)
+			ctx := context.Background()
+			id, err := a.Show(ctx, agent, nodesStream, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			onB := mustScreen(t, b, agent, id)
+			if _, err := b.Update(ctx, id, `$s = "paid"`); err != nil {
+				t.Fatal(err)
+			}
+			finish := tc.arm(t, a, b, hs, id, onB)
+			if res, err := b.Update(ctx, id, `$s = "shipped"`); err != nil || !res.Applied {
+				t.Fatalf("second update on B: %+v, %v", res, err)
+			}
+			finish()
+			checkFeed(t, b, onB)
+			if got := stateOf(onB, "$s"); got != "shipped" {
+				t.Errorf("B shows $s = %v, want %q", got, "shipped")
+			}
+		})
+	}
+}
+
+// TestRemovedScreenNotServedAgain removes a screen on one node while the
+// other reads it from the store: the reading node hears the removal
+// before it holds the screen, and must not serve it.
+func TestRemovedScreenNotServedAgain(t *testing.T) {
+	cases := []struct {
+		name        string
+		removeOther bool
+		want        bool
+	}{
+		{"the screen read is removed meanwhile", false, false},
+		{"another screen is removed meanwhile", true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, agent := twoNodes(t)
+			hs := hooked(b)
+			ctx := context.Background()
+			id, err := a.Show(ctx, agent, nodesStream, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := a.Show(ctx, agent, nodesStream, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			removed := id
+			if tc.removeOther {
+				removed = other
+			}
+			hs.afterLoad = func() {
+				if err := a.removeScreen(mustScreen(t, a, agent, removed)); err != nil {
+					t.Error(err)
+				}
+				// The removal reaches B now, between its read and its
+				// holding the screen.
+				b.follow(ctx, screenEvent{Screen: removed, Origin: a.Origin, Closed: true})
+			}
+			sc, ok := b.getScreen(ctx, id)
+			if ok != tc.want {
+				t.Fatalf("getScreen on B = %v, want %v", ok, tc.want)
+			}
+			b.scrMu.Lock()
+			_, held := b.screens[id]
+			b.scrMu.Unlock()
+			if held != tc.want {
+				t.Errorf("B holds the screen: %v, want %v", held, tc.want)
+			}
+			if _, ok := b.screenFor(agent, id); ok != tc.want {
+				t.Errorf("B serves the screen: %v, want %v", ok, tc.want)
+			}
+			if sc != nil && tc.want {
+				if got := sc.summary(); !got.Ended {
+					t.Errorf("B serves %+v, want the whole screen", got)
+				}
+			}
+		})
+	}
+}
+
+// TestFieldSetOnScreenRemovedElsewhere sets a screen's field through its
+// control on a node whose copy is stale, while another node removes the
+// screen: the control's change ends, refused, and the node drops the
+// screen and its fields.
+func TestFieldSetOnScreenRemovedElsewhere(t *testing.T) {
+	a, b, agent := twoNodes(t)
+	hs := hooked(b)
+	ctx := context.Background()
+	id, err := a.Show(ctx, agent, nodesStream, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB := mustScreen(t, b, agent, id)
+	note := control.Identity{FormID: id, ControlID: "note"}
+	if _, ok := b.controls.Registry().Get(ctx, note); !ok {
+		t.Fatal("B did not register the screen's field as a control")
+	}
+	// B's save finds its copy stale; by the time B reads the screen
+	// again, A has removed it.
+	hs.update = func() error {
+		if err := a.removeScreen(mustScreen(t, a, agent, id)); err != nil {
+			t.Error(err)
+		}
+		return store.ErrConflict
+	}
+	done := make(chan control.Result, 1)
+	go func() {
+		done <- b.controls.Registry().Execute(ctx, control.Command{Action: control.Apply, Identity: note, Value: "late"},
+			control.CommandContext{Source: control.SourceUser, Confirmed: true})
+	}()
+	select {
+	case res := <-done:
+		if res.OK {
+			t.Errorf("setting a field of a removed screen = %+v, want it refused", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("setting the field never returned: dropping the screen waits for the control's own change")
+	}
+	hs.mu.Lock()
+	hooked := hs.update == nil
+	hs.mu.Unlock()
+	if !hooked {
+		t.Fatal("the field was not saved through the store: the test did not reach the removed screen")
+	}
+	eventually(t, onB, "the screen dropped", func() bool {
+		onB.mu.RLock()
+		defer onB.mu.RUnlock()
+		return onB.closed
+	})
+	deadline := time.After(10 * time.Second)
+	for {
+		if _, ok := b.controls.Registry().Get(ctx, note); !ok {
+			break
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the removed screen's field is still a control on B")
+		}
+	}
+	if _, ok := b.screenFor(agent, id); ok {
+		t.Error("B still serves a screen removed on A")
+	}
+}
+
+// TestFeedNumbering checks how the live feed takes updates from the store
+// and from this node: each seq once, in order, never going back.
+func TestFeedNumbering(t *testing.T) {
+	ups := func(seqs ...int64) []liveUpdate {
+		var out []liveUpdate
+		for _, n := range seqs {
+			out = append(out, newLiveUpdate(n, fmt.Sprint("u", n)))
+		}
+		return out
+	}
+	type add struct {
+		seq    int64
+		stored bool
+	}
+	cases := []struct {
+		name    string
+		feed    []liveUpdate
+		merge   []liveUpdate // read from the store, then merged
+		add     *add         // then added as this node's update
+		want    []int64
+		wantSeq int64
+	}{
+		{"store ahead", ups(1, 2), ups(1, 2, 3, 4), nil, []int64{1, 2, 3, 4}, 4},
+		{"store behind: never back", ups(1, 2, 3), ups(1, 2), nil, []int64{1, 2, 3}, 3},
+		{"store trimmed what the feed lacks: restart from the kept", ups(1), ups(5, 6), nil, []int64{5, 6}, 6},
+		{"update a reading already added", ups(1), ups(1, 2), &add{2, true}, []int64{1, 2}, 2},
+		{"update after the feed", ups(1, 2), nil, &add{3, true}, []int64{1, 2, 3}, 3},
+		{"update the store did not number", ups(1, 2), nil, &add{0, false}, []int64{1, 2, 3}, 3},
+		{"store's number taken by a local update", append(ups(1), liveUpdate{Seq: 2, local: true}), nil, &add{2, true}, []int64{1, 2, 3}, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &liveScreen{updates: tc.feed, seq: tc.feed[len(tc.feed)-1].Seq}
+			if len(tc.merge) > 0 {
+				sc.mergeFeedLocked(tc.merge, tc.merge[len(tc.merge)-1].Seq)
+			}
+			if tc.add != nil {
+				sc.addUpdateLocked(tc.add.seq, tc.add.stored, "added")
+			}
+			var got []int64
+			for _, u := range sc.updates {
+				got = append(got, u.Seq)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || sc.seq != tc.wantSeq {
+				t.Errorf("feed %v seq %d, want %v seq %d", got, sc.seq, tc.want, tc.wantSeq)
+			}
+		})
 	}
 }

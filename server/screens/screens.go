@@ -1,6 +1,7 @@
 package screens
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -85,8 +86,12 @@ type Part struct {
 	// screenMessages are the sentences shown for field problems.
 	screenMessages field.Messages
 
-	scrMu      sync.Mutex
-	screens    map[string]*liveScreen
+	scrMu   sync.Mutex
+	screens map[string]*liveScreen
+	// closes counts the screens this node saw close, here or on another
+	// node; a screen read from the store while it grew is looked up once
+	// more before it is served (see getScreen). scrMu guards it.
+	closes     uint64
 	toolAccess map[string]Access
 	generator  Generator
 	pictures   map[string]picture
@@ -359,6 +364,9 @@ type liveUpdate struct {
 	// frame is the update's server-sent event, written once for every
 	// follower.
 	frame []byte
+	// local is set on an update numbered by this node, because the store
+	// did not record it or had given its number to another update.
+	local bool
 }
 
 // newLiveUpdate returns the update seq with its event frame.
@@ -432,6 +440,7 @@ func (s *Part) newScreen(ctx context.Context, p store.Principal, opts Options) (
 	s.screens[sc.id] = sc
 	var gone []*liveScreen
 	for _, id := range evicted {
+		s.closes++
 		if o, ok := s.screens[id]; ok {
 			gone = append(gone, o)
 			delete(s.screens, id)
@@ -491,6 +500,7 @@ func (s *Part) removeScreen(sc *liveScreen) error {
 	}
 	s.scrMu.Lock()
 	delete(s.screens, sc.id)
+	s.closes++
 	s.scrMu.Unlock()
 	sc.close()
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "closed": true})
@@ -674,20 +684,92 @@ func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (sc
 	if serr != nil {
 		s.Log.Error("a screen update could not be saved; a restart loses it", "screen", sc.id, "err", serr)
 	}
+	// Updates other nodes numbered between this copy's last and this one
+	// join the feed first, so its followers never skip one. The store is
+	// read holding feedMu only, which no control's write waits on.
+	var between []liveUpdate
+	sc.mu.RLock()
+	last := sc.seq
+	sc.mu.RUnlock()
+	if serr == nil && seq > last+1 {
+		ups, err := s.Store.Screens.ScreenUpdates(context.WithoutCancel(ctx), sc.id, last)
+		if err != nil {
+			s.Log.Warn("the updates other nodes made to a screen could not be read", "screen", sc.id, "err", err)
+		}
+		for _, u := range ups {
+			between = append(between, newLiveUpdate(u.Seq, u.Text))
+		}
+	}
 	sc.mu.Lock()
-	if serr != nil || seq <= sc.seq {
-		seq = sc.seq + 1
+	if len(between) > 0 {
+		sc.mergeFeedLocked(between, between[len(between)-1].Seq)
 	}
-	sc.seq = seq
-	sc.updates = append(sc.updates, newLiveUpdate(seq, text))
-	if len(sc.updates) > keptUpdates {
-		sc.updates = slices.Delete(sc.updates, 0, len(sc.updates)-keptUpdates)
-	}
+	sc.addUpdateLocked(seq, serr == nil, text)
 	sc.notifyLocked()
 	sc.mu.Unlock()
 	s.screenChanged(sc)
 	return res, nil
 }
+
+// addUpdateLocked adds the update text to the live feed, numbered seq by
+// the store when stored is set. An update a reading of the screen already
+// added keeps its place and is not added twice; one the store did not
+// number, or numbered as an update this node numbered itself, takes the
+// next number here. sc.mu is held.
+func (sc *liveScreen) addUpdateLocked(seq int64, stored bool, text string) {
+	if stored && seq <= sc.seq && sc.hasStoredUpdateLocked(seq) {
+		return
+	}
+	local := !stored || seq <= sc.seq
+	if local {
+		seq = sc.seq + 1
+	}
+	u := newLiveUpdate(seq, text)
+	u.local = local
+	sc.seq = seq
+	sc.updates = append(sc.updates, u)
+	sc.trimFeedLocked()
+}
+
+// hasStoredUpdateLocked reports whether the feed holds the update the
+// store numbered seq, or has dropped it as too old; sc.mu is held.
+func (sc *liveScreen) hasStoredUpdateLocked(seq int64) bool {
+	i, found := slices.BinarySearchFunc(sc.updates, seq, cmpSeq)
+	if found {
+		return !sc.updates[i].local
+	}
+	return i == 0
+}
+
+// mergeFeedLocked brings the live feed up to the store's: ups are updates
+// the store holds, in order, and last is the store's latest seq. Updates
+// the feed already has keep their place and are not sent again, and the
+// feed's seq never goes back. When the store no longer keeps some updates
+// the feed lacks, the feed restarts from the kept ones and its followers
+// catch up (updatesAfter). sc.mu is held.
+func (sc *liveScreen) mergeFeedLocked(ups []liveUpdate, last int64) {
+	if last <= sc.seq {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(ups, sc.seq+1, cmpSeq)
+	if i < len(ups) && ups[i].Seq == sc.seq+1 {
+		sc.updates = append(sc.updates, ups[i:]...)
+	} else {
+		sc.updates = slices.Clone(ups[i:])
+	}
+	sc.seq = last
+	sc.trimFeedLocked()
+}
+
+// trimFeedLocked keeps the newest keptUpdates updates; sc.mu is held.
+func (sc *liveScreen) trimFeedLocked() {
+	if len(sc.updates) > keptUpdates {
+		sc.updates = slices.Delete(sc.updates, 0, len(sc.updates)-keptUpdates)
+	}
+}
+
+// cmpSeq orders an update against a seq.
+func cmpSeq(u liveUpdate, seq int64) int { return cmp.Compare(u.Seq, seq) }
 
 // noteAssignedLocked records the latest line of each id and $key text
 // assigns, for followers that catch up; sc.mu is held.

@@ -569,6 +569,15 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 	return out, err
 }
 
+// Control implements store.Runs.
+func (s *DB) Control(ctx context.Context, runID, id string) (store.Control, error) {
+	_, r, err := scanControl(s.pool.QueryRow(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1`, runID, id))
+	if err != nil {
+		return store.Control{}, rowErr(err, "control")
+	}
+	return r.Control, nil
+}
+
 // Controls implements store.Runs.
 func (s *DB) Controls(ctx context.Context, runID string) ([]store.Control, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 ORDER BY seq`, runID)

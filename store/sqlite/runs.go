@@ -545,6 +545,22 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 	return c, nil
 }
 
+// Control implements store.Runs.
+func (s *DB) Control(ctx context.Context, runID, id string) (store.Control, error) {
+	sel, err := s.stmts.stmt(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = ? AND id = ? ORDER BY seq LIMIT 1`)
+	if err != nil {
+		return store.Control{}, fmt.Errorf("control: %w", err)
+	}
+	_, c, err := scanControl(sel.QueryRowContext(ctx, runID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Control{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Control{}, fmt.Errorf("control: %w", err)
+	}
+	return c, nil
+}
+
 // Controls implements store.Runs.
 func (s *DB) Controls(ctx context.Context, runID string) ([]store.Control, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = ? ORDER BY seq`, runID)

@@ -12,9 +12,9 @@ import (
 )
 
 // Runs checks a backend's store.Runs: generations, the Control journal's
-// bounds and transitions (also under concurrent writers), the Trace's
-// bounds and compaction, and deletion. Run calls it; a backend that keeps
-// only Runs may call it alone.
+// bounds, transitions (also under concurrent writers) and reads of one
+// record, the Trace's bounds and compaction, and deletion. Run calls it; a
+// backend that keeps only Runs may call it alone.
 func Runs(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 	cases := []struct {
@@ -25,6 +25,7 @@ func Runs(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AdmissionBounds", testAdmissionBounds},
 		{"ConcurrentAdmission", testConcurrentAdmission},
 		{"Transitions", testControlTransitions},
+		{"ReadControl", testReadControl},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"TerminalRetention", testTerminalRetention},
 		{"TraceCompaction", testTraceCompaction},
@@ -190,6 +191,64 @@ func testControlTransitions(t *testing.T, s store.Runs) {
 	f, err = s.TransitionControl(ctx(t), r.ID, f.ID, store.ControlFailed, nil, long, at(time.Minute))
 	if err != nil || len(f.Error) > store.ControlErrorMaxBytes || !strings.HasSuffix(f.Error, "[truncated]") {
 		t.Errorf("failed with a long error = %d bytes, %v; want at most %d, marked", len(f.Error), err, store.ControlErrorMaxBytes)
+	}
+}
+
+func testReadControl(t *testing.T, s store.Runs) {
+	r := newRun(t, s, "readone")
+	other := newRun(t, s, "readother")
+	for n := 1; n <= 3; n++ {
+		if _, err := admitOne(s, t, r, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := admitOne(s, t, other, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TransitionControl(ctx(t), r.ID, "c002", store.ControlFailed, nil, "gone wrong", at(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, run, id string
+		want          string // status, or "" for ErrNotFound
+		wantErr       string
+	}{
+		{"queued", r.ID, "c001", store.ControlQueued, ""},
+		{"failed", r.ID, "c002", store.ControlFailed, "gone wrong"},
+		{"last", r.ID, "c003", store.ControlQueued, ""},
+		{"unknown id", r.ID, "c004", "", ""},
+		{"another Run's record", r.ID, "c009", "", ""},
+		{"unknown Run", "missing", "c001", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := s.Control(ctx(t), c.run, c.id)
+			if c.want == "" {
+				if !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("Control(%s, %s) = %+v, %v; want ErrNotFound", c.run, c.id, got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Control(%s, %s): %v", c.run, c.id, err)
+			}
+			if got.ID != c.id || got.InstanceID != r.InstanceID || got.Action != "pause" || got.Status != c.want || got.Error != c.wantErr || got.StatusTime().IsZero() {
+				t.Errorf("Control(%s, %s) = %+v; want status %s, error %q", c.run, c.id, got, c.want, c.wantErr)
+			}
+		})
+	}
+	// The record read alone equals the one in the whole journal.
+	cs, err := s.Controls(ctx(t), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range cs {
+		got, err := s.Control(ctx(t), r.ID, want.ID)
+		a, _ := store.EncodeLine(got)
+		b, _ := store.EncodeLine(want)
+		if err != nil || string(a) != string(b) || got.SenderID != want.SenderID {
+			t.Errorf("Control(%s) = %s, %v; the journal holds %s", want.ID, a, err, b)
+		}
 	}
 }
 
