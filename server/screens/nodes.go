@@ -391,8 +391,10 @@ func (s *Part) changeThen(ctx context.Context, sc *liveScreen, fn func() error, 
 			sc.mu.Unlock()
 			return nil
 		case errors.Is(err, store.ErrNotFound):
-			// Removed meanwhile: nothing to save.
-			return nil
+			// Removed meanwhile, here or on another node: the change
+			// went nowhere, and the screen is dropped.
+			gone = true
+			return tool.Errorf("not_found", "the screen %q is closed", sc.id)
 		case errors.Is(err, store.ErrConflict):
 			rerr := s.reloadSaving(ctx, sc)
 			if errors.Is(rerr, errScreenGone) {

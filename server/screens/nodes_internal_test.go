@@ -713,3 +713,27 @@ func TestFeedNumbering(t *testing.T) {
 		})
 	}
 }
+
+// TestChangeToScreenRemovedUnheard changes, on one node, a screen another
+// node removed without this one hearing it: the change is refused with
+// not_found and the node stops serving the screen.
+func TestChangeToScreenRemovedUnheard(t *testing.T) {
+	a, b, agent := twoNodes(t)
+	ctx := context.Background()
+	id, err := a.Show(ctx, agent, nodesStream, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustScreen(t, b, agent, id)
+	hooked(b) // b hears nothing from now on
+	if err := a.Store.Screens.DeleteScreen(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Update(ctx, id, `$s = "paid"`)
+	if !isToolCode(err, "not_found") {
+		t.Fatalf("update of a removed screen: %v; want not_found", err)
+	}
+	if _, ok := b.screenFor(agent, id); ok {
+		t.Error("the node still serves a screen the store no longer keeps")
+	}
+}
