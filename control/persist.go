@@ -383,8 +383,9 @@ func hostedValue(reg *registration) (json.RawMessage, error) {
 	return encode(reg.hosted.Load())
 }
 
-// persist writes u through for the command under way. On failure it calls
-// revert, if not nil, and returns the refusal to report.
+// persist writes u through for a command that changed a hosted control's
+// value, which u carries. On failure it calls revert, if not nil, and
+// returns the refusal to report.
 func (x *execution) persist(u Update, revert func()) (Result, bool) {
 	if v, err := hostedValue(x.reg); err != nil {
 		if revert != nil {
@@ -394,6 +395,18 @@ func (x *execution) persist(u Update, revert func()) (Result, bool) {
 	} else if v != nil {
 		u.Value = v
 	}
+	return x.write(u, revert)
+}
+
+// persistProposal writes u through for a command that leaves the value
+// as it is (stage, discard): the proposal changes, the saved value is not
+// written again.
+func (x *execution) persistProposal(u Update) (Result, bool) {
+	return x.write(u, nil)
+}
+
+// write saves u, calling revert, if not nil, when the store refuses.
+func (x *execution) write(u Update, revert func()) (Result, bool) {
 	if err := x.save(u); err != nil {
 		if revert != nil {
 			revert()

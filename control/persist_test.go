@@ -745,3 +745,46 @@ func TestProposalNotStaleWhileApplying(t *testing.T) {
 		t.Fatalf("after the apply the proposal is still open: %+v", snap.State.Staged)
 	}
 }
+
+// valueLog is a Persister that records, for each update, whether it
+// carried a hosted value.
+type valueLog struct {
+	*memStore
+	withValue []bool
+}
+
+func (v *valueLog) SaveControl(ctx context.Context, u Update) error {
+	v.withValue = append(v.withValue, u.Value != nil)
+	return v.memStore.SaveControl(ctx, u)
+}
+
+// TestOnlyValueChangesWriteTheValue checks that the commands that change a
+// hosted control's value write it through, and those that change only its
+// proposal (stage, discard) leave the saved value alone.
+func TestOnlyValueChangesWriteTheValue(t *testing.T) {
+	ctx := context.Background()
+	st := &valueLog{memStore: newMemStore()}
+	r := New(Config{Store: st})
+	if err := r.Host(ctx, profileForm()); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		cmd       Command
+		cc        CommandContext
+		withValue bool
+	}{
+		{Command{Action: Stage, Identity: nameID, Value: "Grace"}, agent, false},
+		{Command{Action: Discard, Identity: nameID}, person, false},
+		{Command{Action: Stage, Identity: nameID, Value: "Grace"}, agent, false},
+		{Command{Action: Apply, Identity: nameID}, person, true},
+		{Command{Action: Undo, Identity: nameID}, person, true},
+		{Command{Action: Clear, Identity: nameID}, person, true},
+	}
+	for _, s := range steps {
+		st.withValue = nil
+		wantReason(t, exec(t, r, s.cmd, s.cc), "")
+		if len(st.withValue) != 1 || st.withValue[0] != s.withValue {
+			t.Errorf("%s wrote updates carrying a value %v; want one, carrying a value: %v", s.cmd.Action, st.withValue, s.withValue)
+		}
+	}
+}

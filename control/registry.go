@@ -895,7 +895,7 @@ func (x *execution) stage() Result {
 		if x.reg.hosted != nil && !x.reg.secret {
 			u.Expect.Value = p.Base
 		}
-		if res, ok := x.persist(u, nil); !ok {
+		if res, ok := x.persistProposal(u); !ok {
 			return res
 		}
 	}
@@ -1099,7 +1099,7 @@ func (x *execution) discard() Result {
 		return x.refuse(ReasonNoStagedValue, fmt.Sprintf("nothing is staged for %s, so there is nothing to discard", x.reg.id))
 	}
 	if x.r.persisting() {
-		if res, ok := x.persist(Update{Key: x.s.key, Unstage: true, Expect: expectProposal(sv)}, nil); !ok {
+		if res, ok := x.persistProposal(Update{Key: x.s.key, Unstage: true, Expect: expectProposal(sv)}); !ok {
 			return res
 		}
 	}
