@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -359,10 +360,13 @@ func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runP
 	// The logs of a Run another node supervises come from that node; a
 	// node that does not answer soon leaves them out rather than hold the
 	// page.
+	// Both are asked for at once, so each has the whole wait.
 	logCtx, cancel := context.WithTimeout(ctx, pageLogsWait)
 	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Stderr, _ = s.runs.Logs(logCtx, owner, id, "stderr", 20) })
 	p.Stdout, _ = s.runs.Logs(logCtx, owner, id, "stdout", 40)
-	p.Stderr, _ = s.runs.Logs(logCtx, owner, id, "stderr", 20)
+	wg.Wait()
 	return p, true
 }
 
