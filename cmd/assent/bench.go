@@ -71,6 +71,9 @@ type benchOpts struct {
 	asJSON       bool
 	cpuProfile   string
 	storeURL     string
+	// dropControlWrites runs assent with its control registry's writes
+	// dropped: a measurement of what the durable write costs.
+	dropControlWrites bool
 }
 
 // Ratio targets of the rows that have one.
@@ -138,10 +141,16 @@ fan-out rows (latency only), the floor's p50 latency divided by assent's.
 row should reach. Progress goes to standard error.
 
 Every batch is bounded by --calls and --batch-timeout, every fan-out
-round by --duration. Figures depend on the machine: compare the ratios.`,
+round by --duration. Figures depend on the machine: compare the ratios.
+
+--drop-control-writes runs assent with its control registry's writes
+dropped, so that the controls_execute row shows what the stage's durable
+write (one SQLite transaction) costs a call. Its figures are a
+measurement, not assent's.`,
 		Example: `  assent bench
   assent bench --calls 2000 --rounds 6 --subscribers 100,1000 --json
   assent bench --only runtime_status
+  assent bench --only controls_execute --drop-control-writes
   assent bench --store postgres://USER:PASSWORD@HOST:5432/DATABASE`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -200,6 +209,7 @@ round by --duration. Figures depend on the machine: compare the ratios.`,
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
 	f.StringVar(&o.storeURL, "store", "", "also run the store rows, and the MCP and admission rows, on the PostgreSQL database at this URL, beside SQLite (default $ASSENT_STORE)")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (assent, the floor and the clients) to this file")
+	f.BoolVar(&o.dropControlWrites, "drop-control-writes", false, "measurement only: run assent with its control registry's writes dropped (nothing staged is saved), to show what a stage's durable write costs; every row's note says so")
 	return cmd
 }
 
@@ -254,7 +264,11 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, RateLimit: -1, Demo: true})
+	var st store.Store = db
+	if o.dropControlWrites {
+		st = unsavedControls{db}
+	}
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
 	if err != nil {
 		return nil, err
 	}
@@ -327,6 +341,9 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		r, err := c.run(ctx, c.name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		if o.dropControlWrites {
+			r.Note = strings.TrimPrefix(r.Note+"; control writes dropped (a measurement, not assent's figure)", "; ")
 		}
 		fmt.Fprintf(progress, "bench:   p50 %.3f ms (floor %.3f), %.0f/s (floor %.0f), ratio %.2f\n", r.P50ms, r.FloorP50ms, r.PerSec, r.FloorPerSec, r.Ratio)
 		rows = append(rows, r)

@@ -3,15 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -248,5 +253,44 @@ func TestRunBenchRows(t *testing.T) {
 		if r.Target != w.target {
 			t.Errorf("%s: target %v, want %v", r.Name, r.Target, w.target)
 		}
+	}
+}
+
+// TestDropControlWrites checks that --drop-control-writes saves nothing a
+// stage would save, and that the rows measured so say it.
+func TestDropControlWrites(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cs := unsavedControls{db}.ControlRegistry().(store.AuditedControls)
+	k := control.Key{FormID: "profile", ControlID: "plan"}
+	u := control.Update{Key: k, Stage: &control.SavedProposal{Revision: 1, StagedAt: time.Now(), Value: json.RawMessage(`"pro"`), Base: json.RawMessage(`"free"`)}}
+	if _, err := cs.SaveControlAudited(ctx, u, store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.SaveControl(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.ControlRegistry().LoadControl(ctx, k)
+	if err != nil || got.Control.Proposal != nil || got.Revision != 0 {
+		t.Errorf("after dropped writes the store holds %+v, %v; want nothing", got, err)
+	}
+	if recs, err := db.ListAudit(ctx, store.AuditFilter{}); err != nil || len(recs) != 0 {
+		t.Errorf("audit log after dropped writes: %d records, %v; want none", len(recs), err)
+	}
+
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	o := benchOpts{calls: 5, rounds: 1, batchTimeout: time.Minute, only: "controls_execute", dropControlWrites: true}
+	rows, err := runBench(ctx, o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !strings.Contains(rows[0].Note, "control writes dropped") {
+		t.Errorf("rows %+v; want the controls_execute row, noted as measured with control writes dropped", rows)
 	}
 }
