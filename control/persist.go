@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -521,12 +522,15 @@ func prepare(reg Registration) (*registration, error) {
 // f's values. With a [Persister], the declaration is saved first and
 // nothing changes when that fails (store_unavailable).
 //
+// Host, [Registry.Unhost] and [Registry.RefreshForm] of one form id run one
+// at a time, each waiting for the one under way; those of different forms
+// run at once, so a slow store write for one form holds up no other.
+//
 // The error, always an [*Error], reports an invalid form id, identity or
 // metadata, a control declared twice, or the store's failure.
 func (r *Registry) Host(ctx context.Context, f HostedForm) error {
 	ctx = orBackground(ctx)
-	r.hostMu.Lock()
-	defer r.hostMu.Unlock()
+	defer r.lockForm(f.FormID)()
 	regs, err := r.hostedRegistrations(f)
 	if err != nil {
 		return err
@@ -553,6 +557,62 @@ func (r *Registry) Host(ctx context.Context, f HostedForm) error {
 	}
 	r.installHosted(f, regs)
 	return nil
+}
+
+// lockForm waits until no [Registry.Restore] runs and no other Host,
+// Unhost or RefreshForm of formID does, and returns the function that lets
+// them run again. Operations on other forms are not held up.
+func (r *Registry) lockForm(formID string) (unlock func()) {
+	r.hostMu.RLock()
+	fl := r.formLocks.lock(formID)
+	return func() {
+		r.formLocks.unlock(formID, fl)
+		r.hostMu.RUnlock()
+	}
+}
+
+// formLocks holds a mutex for each form id that someone holds or waits
+// for, and forgets it once nobody does, so its size follows the forms
+// being hosted at the moment rather than every form id ever used.
+type formLocks struct {
+	mu sync.Mutex
+	m  map[string]*formLock
+}
+
+// formLock is the mutex of one form id.
+type formLock struct {
+	mu sync.Mutex
+	// refs counts those holding mu or waiting for it; it changes only
+	// with formLocks.mu held.
+	refs int
+}
+
+// lock waits for the mutex of formID and returns it, for unlock.
+func (l *formLocks) lock(formID string) *formLock {
+	l.mu.Lock()
+	fl := l.m[formID]
+	if fl == nil {
+		if l.m == nil {
+			l.m = make(map[string]*formLock)
+		}
+		fl = &formLock{}
+		l.m[formID] = fl
+	}
+	fl.refs++
+	l.mu.Unlock()
+	fl.mu.Lock()
+	return fl
+}
+
+// unlock releases fl, the mutex lock returned for formID, and forgets it
+// when nobody else holds or waits for it.
+func (l *formLocks) unlock(formID string, fl *formLock) {
+	fl.mu.Unlock()
+	l.mu.Lock()
+	if fl.refs--; fl.refs == 0 {
+		delete(l.m, formID)
+	}
+	l.mu.Unlock()
 }
 
 // hostedRegistrations checks f and returns its controls' registrations,
@@ -621,8 +681,7 @@ func (r *Registry) installHosted(f HostedForm, regs []*registration) {
 // It reports whether the form was hosted.
 func (r *Registry) Unhost(ctx context.Context, formID string) (bool, error) {
 	ctx = orBackground(ctx)
-	r.hostMu.Lock()
-	defer r.hostMu.Unlock()
+	defer r.lockForm(formID)()
 	r.mu.Lock()
 	hf := r.hosted[formID]
 	r.mu.Unlock()
@@ -751,10 +810,12 @@ func (r *Registry) SetHostedValue(ctx context.Context, id Identity, v any) error
 // registers; one registered already gets them now unless it has its own.
 // It returns the hosted forms it registered.
 //
-// Call Restore once, on a new registry, before commands run. Without a
-// Persister it does nothing. The error, an [*Error], is store_unavailable
-// when the store cannot be read, invalid_request when what it holds is
-// damaged; the registry is then unchanged.
+// Call Restore once, on a new registry, before commands run. It waits for
+// the Host, Unhost and RefreshForm under way, and those called meanwhile
+// wait for it. Without a Persister it does nothing. The error, an
+// [*Error], is store_unavailable when the store cannot be read,
+// invalid_request when what it holds is damaged; the registry is then
+// unchanged.
 func (r *Registry) Restore(ctx context.Context) ([]HostedForm, error) {
 	if !r.persisting() {
 		return nil, nil
@@ -1001,8 +1062,7 @@ func (r *Registry) RefreshForm(ctx context.Context, formID string) (HostedForm, 
 		return HostedForm{}, false, nil
 	}
 	ctx = orBackground(ctx)
-	r.hostMu.Lock()
-	defer r.hostMu.Unlock()
+	defer r.lockForm(formID)()
 	var saved Saved
 	var err error
 	if fl, ok := r.store.(FormLoader); ok {

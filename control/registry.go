@@ -109,8 +109,12 @@ type Registry struct {
 	hosted   map[string]*hostedForm
 	restored map[Key]*restoredSlot
 
-	// hostMu serializes Host, Unhost and Restore.
-	hostMu sync.Mutex
+	// hostMu lets Restore run alone: Restore holds it for writing, while
+	// Host, Unhost and RefreshForm hold it for reading and then lock their
+	// form id in formLocks. Operations on one form thus run one at a time,
+	// and those on different forms run at once.
+	hostMu    sync.RWMutex
+	formLocks formLocks
 }
 
 const shardCount = 32

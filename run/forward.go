@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -424,18 +425,69 @@ func (m *Manager) forwardKill(ctx context.Context, r store.RunRecord, node strin
 
 // forwardLogs asks node, which supervises Run r, for a tail of its logs.
 func (m *Manager) forwardLogs(ctx context.Context, r store.RunRecord, node, stream string, n int) (string, error) {
-	ans, ok, err := m.request(ctx, r.OwnerID, store.RunRequest{RunID: r.ID, InstanceID: r.InstanceID, Node: node,
-		Kind: store.RunRequestLogs, Stream: stream, Lines: n})
+	ans, err := m.askLogs(ctx, r, node, stream, n)
 	if err != nil {
 		return "", err
 	}
+	return ans.Text, nil
+}
+
+// askLogs asks node, which supervises Run r, for the last n lines of
+// stream and returns its answer, whose AnsweredAt is when node recorded
+// it. A node that does not answer within the forward wait gives
+// node_unavailable; an answer node could not give, its error.
+func (m *Manager) askLogs(ctx context.Context, r store.RunRecord, node, stream string, n int) (store.RunRequest, error) {
+	ans, ok, err := m.request(ctx, r.OwnerID, store.RunRequest{RunID: r.ID, InstanceID: r.InstanceID, Node: node,
+		Kind: store.RunRequestLogs, Stream: stream, Lines: n})
+	if err != nil {
+		return store.RunRequest{}, err
+	}
 	if !ok {
-		return "", &Error{Code: CodeNodeUnavailable, Message: fmt.Sprintf(
+		return store.RunRequest{}, &Error{Code: CodeNodeUnavailable, Message: fmt.Sprintf(
 			"The node %s, which supervises Run %s and keeps its logs, did not answer within %s. It may be down or busy: try again, or inspect target=run:%s view=status.",
 			node, r.ID, m.forwardWait(), r.ID), Details: map[string]any{"node": node, "run": r.ID}}
 	}
 	if ans.Error != "" {
-		return "", &Error{Code: ans.Error, Message: ans.Text, Details: map[string]any{"node": node, "run": r.ID}}
+		return store.RunRequest{}, &Error{Code: ans.Error, Message: ans.Text, Details: map[string]any{"node": node, "run": r.ID}}
 	}
-	return ans.Text, nil
+	return ans, nil
+}
+
+// traceLogsWait bounds how long a Trace view waits, in all, for the log
+// tails of a Run another node supervises.
+const traceLogsWait = 2 * time.Second
+
+// processTail is a tail of a Run's stdout or stderr and when it was read.
+type processTail struct {
+	text string
+	at   time.Time
+}
+
+// remoteTails asks node, which supervises Run r, for the last n lines of
+// its stdout and stderr at once, waiting at most traceLogsWait in all (less
+// when ctx ends sooner). It returns the tails node answered, by stream; a
+// stream node did not answer in time, could not answer, or that was
+// refused (rate_limited) is missing. r must be a Run the caller may read
+// the logs of.
+func (m *Manager) remoteTails(ctx context.Context, r store.RunRecord, node string, n int) map[string]processTail {
+	ctx, cancel := context.WithTimeout(ctx, traceLogsWait)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out = make(map[string]processTail, 2)
+	)
+	for _, stream := range []string{"stdout", "stderr"} {
+		wg.Go(func() {
+			ans, err := m.askLogs(ctx, r, node, stream, n)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			out[stream] = processTail{text: ans.Text, at: ans.AnsweredAt}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
 }

@@ -427,3 +427,214 @@ func TestForwardedRequestsBounded(t *testing.T) {
 		}
 	}
 }
+
+// traceOn returns the Trace view of Run id that node m gives alice.
+func traceOn(ctx context.Context, t *testing.T, m *Manager, id, source string) *TraceView {
+	t.Helper()
+	v, err := m.Inspect(ctx, "alice", InspectRequest{Target: "run:" + id, View: "trace", Source: source})
+	if err != nil {
+		t.Fatalf("trace of %s: %v", id, err)
+	}
+	return v.(*TraceView)
+}
+
+// processItems returns the process items of v by ID.
+func processItems(v *TraceView) map[string]TraceItem {
+	out := map[string]TraceItem{}
+	for _, it := range v.Items {
+		if it.Source == "process" {
+			out[it.ID] = it
+		}
+	}
+	return out
+}
+
+func TestForwardedTraceTails(t *testing.T) {
+	n := newTwoNodes(t, true)
+	n.spawnA(t, "talker", `echo "hello from a"; echo "password=hunter2"; echo oops >&2; exec sleep 300`)
+	var items map[string]TraceItem
+	for deadline := time.Now().Add(10 * time.Second); len(items) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		items = processItems(traceOn(t.Context(), t, n.b, "talker", "all"))
+	}
+	out, errs := items["process:stdout"], items["process:stderr"]
+	if out.Kind != "process.stdout" || !strings.HasPrefix(out.Detail.Tail, "hello from a\n") {
+		t.Errorf("stdout item on node b = %+v; want node a's stdout", out)
+	}
+	if strings.Contains(out.Detail.Tail, "hunter2") || !strings.Contains(out.Detail.Tail, "password="+redactedMarker) {
+		t.Errorf("stdout tail %q; want the secret redacted", out.Detail.Tail)
+	}
+	if errs.Kind != "process.stderr" || errs.Detail.Tail != "oops\n" || errs.Level != "warning" {
+		t.Errorf("stderr item on node b = %+v; want node a's stderr, a warning", errs)
+	}
+	// The items are dated when node a answered, which it recorded.
+	for _, it := range []TraceItem{out, errs} {
+		if ts, err := time.Parse(time.RFC3339Nano, it.TS); err != nil || time.Since(ts) > time.Minute || time.Until(ts) > time.Minute {
+			t.Errorf("%s dated %q; want the time of the answer", it.ID, it.TS)
+		}
+	}
+	// Only process items are asked for.
+	if got := processItems(traceOn(t.Context(), t, n.b, "talker", "process")); len(got) != 2 {
+		t.Errorf("source=process gives %d process items; want 2", len(got))
+	}
+	for _, s := range n.bus.sent() {
+		if s.Kind != SignalLogs || s.Node != "a" || s.Run != "talker" {
+			t.Errorf("signal %+v; want logs signals to node a", s)
+		}
+	}
+	if left, _ := n.f.db.DeleteRunRequestsBefore(t.Context(), time.Now().Add(time.Hour)); left != 0 {
+		t.Errorf("%d requests left in the store", left)
+	}
+	// The logs of another owner's Run are not read through its Trace.
+	sent := len(n.bus.sent())
+	if _, err := n.b.Inspect(t.Context(), "mallory", InspectRequest{Target: "run:talker", View: "trace"}); !isCode(err, CodeNotFound) {
+		t.Errorf("trace for another owner: %v; want not_found", err)
+	}
+	if len(n.bus.sent()) != sent {
+		t.Errorf("a refused trace sent signals: %+v", n.bus.sent()[sent:])
+	}
+}
+
+// TestForwardedTraceNodeAway checks that a Trace view waits for a node
+// that does not answer no longer than traceLogsWait, or the caller's
+// context when that ends sooner, and then answers without process items.
+func TestForwardedTraceNodeAway(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration // of the caller's context; 0 for none
+		within  time.Duration
+	}{
+		{"bounded by the trace wait", 0, traceLogsWait + 5*time.Second},
+		{"bounded by the caller", 300 * time.Millisecond, traceLogsWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTwoNodes(t, false)
+			// Far longer than either bound: only they end the wait.
+			n.b.cfg.ForwardWait = time.Minute
+			v := n.spawnA(t, "quiet", `echo "hello from a"; exec sleep 300`)
+			t.Cleanup(func() { _ = syscall.Kill(-v.PID, syscall.SIGKILL) })
+			ctx := t.Context()
+			if tt.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
+			}
+			start := time.Now()
+			view := traceOn(ctx, t, n.b, "quiet", "all")
+			if took := time.Since(start); took >= tt.within {
+				t.Errorf("trace took %s; want less than %s", took, tt.within)
+			}
+			if got := processItems(view); len(got) != 0 {
+				t.Errorf("process items %+v; want none", got)
+			}
+			if len(view.Items) == 0 {
+				t.Error("trace has no items; want the Run's lifecycle")
+			}
+			// stdout and stderr were asked for at once, and withdrawn.
+			if sent := n.bus.sent(); len(sent) != 2 || sent[0].Kind != SignalLogs || sent[1].Kind != SignalLogs {
+				t.Errorf("signals %+v; want two logs signals", sent)
+			}
+			if left, _ := n.f.db.DeleteRunRequestsBefore(t.Context(), time.Now().Add(time.Hour)); left != 0 {
+				t.Errorf("%d requests left in the store", left)
+			}
+		})
+	}
+}
+
+// TestForwardedTraceNotAsked checks the Trace views that do not ask the
+// supervising node for log tails, though it would answer: each answers
+// without error, sending no Signal.
+func TestForwardedTraceNotAsked(t *testing.T) {
+	tests := []struct {
+		name     string
+		template string
+		source   string
+		prepare  func(t *testing.T, n *twoNodes, v *Run)
+		// local says the view reads the logs where the record says they
+		// are, which both nodes of the test reach; otherwise it shows no
+		// process items.
+		local bool
+		// localOnly asks for the view without what another node gives.
+		localOnly bool
+	}{
+		{name: "archived Run", template: `echo "hello from a"; exec sleep 300`, source: "all", local: true,
+			prepare: func(t *testing.T, n *twoNodes, v *Run) {
+				if _, err := n.a.Kill(t.Context(), "alice", v.ID); err != nil {
+					t.Fatal(err)
+				}
+				n.f.waitEnded(v.ID)
+				if _, err := n.a.Archive(t.Context(), "alice", v.ID); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "lost Run", template: `echo "hello from a"; exec sleep 300`, source: "all",
+			prepare: func(t *testing.T, n *twoNodes, v *Run) {
+				if _, _, err := n.b.markLost(t.Context(), v.ID, Lost{Node: "a", DetectedBy: "b"}, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "source without process items", template: `echo "hello from a"; exec sleep 300`, source: "lifecycle"},
+		{name: "a caller that reads the logs itself", template: `echo "hello from a"; exec sleep 300`, source: "all", localOnly: true},
+		{name: "requests for the Run at their bound", template: `echo "hello from a"; exec sleep 300`, source: "all",
+			prepare: func(t *testing.T, n *twoNodes, v *Run) {
+				n.b.mu.Lock()
+				n.b.asking[v.ID] = maxAsking
+				n.b.mu.Unlock()
+				t.Cleanup(func() {
+					n.b.mu.Lock()
+					delete(n.b.asking, v.ID)
+					n.b.mu.Unlock()
+				})
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newTwoNodes(t, true)
+			v := n.spawnA(t, "r", tt.template)
+			t.Cleanup(func() { _ = syscall.Kill(-v.PID, syscall.SIGKILL) })
+			// Node a has written the line it would answer with.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if out, err := n.a.Logs(t.Context(), "alice", v.ID, "stdout", 0); err == nil && out != "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("node a wrote no stdout")
+				}
+			}
+			if tt.prepare != nil {
+				tt.prepare(t, n, v)
+			}
+			got, err := n.b.Inspect(t.Context(), "alice", InspectRequest{Target: "run:" + v.ID, View: "trace", Source: tt.source, LocalOnly: tt.localOnly})
+			if err != nil {
+				t.Fatalf("trace of %s: %v", v.ID, err)
+			}
+			view := got.(*TraceView)
+			if got := processItems(view); len(got) != 0 && !tt.local {
+				t.Errorf("process items %+v; want none", got)
+			}
+			if sent := n.bus.sent(); len(sent) != 0 {
+				t.Errorf("signals %+v; want none", sent)
+			}
+		})
+	}
+}
+
+func TestLastBytes(t *testing.T) {
+	tests := []struct {
+		s     string
+		limit int
+		want  string
+	}{
+		{"", 4, ""},
+		{"abc\n", 4, "abc\n"},
+		{"abcdef\n", 4, "def\n"},
+		{"aéb\n", 4, "éb\n"},
+		// A cut inside a rune moves on to the next rune.
+		{"aéb\n", 3, "b\n"},
+	}
+	for _, tt := range tests {
+		if got := lastBytes(tt.s, tt.limit); got != tt.want {
+			t.Errorf("lastBytes(%q, %d) = %q; want %q", tt.s, tt.limit, got, tt.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/assent-run/assent/run/journal"
 	"github.com/assent-run/assent/store"
@@ -33,6 +34,10 @@ type InspectRequest struct {
 	Lines  int    `json:"lines,omitempty"`
 	Status string `json:"status,omitempty"`
 	Source string `json:"source,omitempty"`
+	// LocalOnly leaves out of a Trace view what only another node could
+	// give: the log tails of a Run that node supervises. A caller that
+	// asks for the logs itself sets it, so it does not wait twice.
+	LocalOnly bool `json:"-"`
 }
 
 // Inspect answers one view: runtime status|runs|triage, run:<id>
@@ -81,7 +86,7 @@ func (m *Manager) Inspect(ctx context.Context, ownerID string, req InspectReques
 		case "recipe":
 			return m.recipeView(r), nil
 		case "trace":
-			return m.traceView(ctx, r, req.Source, req.Lines)
+			return m.traceView(ctx, r, req.Source, req.Lines, req.LocalOnly)
 		case "control":
 			return m.controlView(ctx, r, req.Lines)
 		}
@@ -285,7 +290,7 @@ func traceSummary(st store.TraceStats) TraceSummary {
 
 var sourceRank = map[string]int{"lifecycle": 6, "control": 5, "process": 4, "agent": 3, "artifact": 2, "runtime": 1}
 
-func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source string, lines int) (*TraceView, error) {
+func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source string, lines int, localOnly bool) (*TraceView, error) {
 	if source == "" {
 		source = "all"
 	}
@@ -345,19 +350,16 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 	if r.Archived {
 		dir = r.ArchiveDir
 	}
+	tails := m.processTails(ctx, r, dir, source, localOnly)
 	for i, stream := range []string{"stdout", "stderr"} {
-		p := filepath.Join(dir, stream+".log")
-		fi, err := os.Stat(p)
-		if err != nil || fi.Size() == 0 {
-			continue
+		if t, ok := tails[stream]; ok && t.text != "" {
+			v := TraceItem{ID: "process:" + stream, TS: store.FormatTime(t.at), Source: "process", Kind: "process." + stream,
+				Summary: stream, Detail: TraceDetail{Tail: RedactText(t.text)}}
+			if stream == "stderr" {
+				v.Level = "warning"
+			}
+			items = append(items, item{v, i})
 		}
-		tail, _ := tailFile(p, defaultInspectLines, 64<<10)
-		v := TraceItem{ID: "process:" + stream, TS: store.FormatTime(fi.ModTime()), Source: "process", Kind: "process." + stream,
-			Summary: stream, Detail: TraceDetail{Tail: RedactText(tail)}}
-		if stream == "stderr" {
-			v.Level = "warning"
-		}
-		items = append(items, item{v, i})
 	}
 	d := decodeDoc(r)
 	for i, name := range slices.Sorted(maps.Keys(d.Artifacts)) {
@@ -399,6 +401,58 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		out = append(out, it.v)
 	}
 	return &TraceView{Run: r.ID, Source: source, Summary: traceSummary(st), Items: out}, nil
+}
+
+// processTailBytes bounds the tail of a log a Trace item shows.
+const processTailBytes = 64 << 10
+
+// processTails returns, by stream, the tails of Run r's stdout and stderr
+// the Trace view of source shows: the last defaultInspectLines lines, at
+// most processTailBytes, and when they were written (a log on this node,
+// dir being its directory) or read (a log on the node that supervises the
+// Run, which is asked for it). A stream with no tail is missing, as are
+// both when source leaves out process items or the Run's node cannot
+// answer, or is not to be asked (localOnly).
+func (m *Manager) processTails(ctx context.Context, r store.RunRecord, dir, source string, localOnly bool) map[string]processTail {
+	if source != "all" && source != "process" {
+		return nil
+	}
+	if node := m.supervisor(r); node != "" && !r.Archived {
+		if localOnly || r.Stop == string(StatusLost) {
+			// Its node stopped answering: do not wait for it.
+			return nil
+		}
+		tails := m.remoteTails(ctx, r, node, defaultInspectLines)
+		for stream, t := range tails {
+			t.text = lastBytes(t.text, processTailBytes)
+			tails[stream] = t
+		}
+		return tails
+	}
+	tails := make(map[string]processTail, 2)
+	for _, stream := range []string{"stdout", "stderr"} {
+		p := filepath.Join(dir, stream+".log")
+		fi, err := os.Stat(p)
+		if err != nil || fi.Size() == 0 {
+			continue
+		}
+		text, _ := tailFile(p, defaultInspectLines, processTailBytes)
+		tails[stream] = processTail{text: text, at: fi.ModTime()}
+	}
+	return tails
+}
+
+// lastBytes returns the end of s, at most limit bytes, starting on a UTF-8
+// boundary.
+func lastBytes(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	s = s[len(s)-limit:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
 }
 
 func (m *Manager) triage(ctx context.Context, ownerID string) (*Triage, error) {

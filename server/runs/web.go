@@ -345,7 +345,7 @@ func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runP
 	} else if st.Status == run.StatusRunning {
 		p.Steer = p.Actions
 	}
-	if v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "all"}); err == nil {
+	if v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "all", LocalOnly: true}); err == nil {
 		tv := v.(*run.TraceView)
 		for _, it := range tv.Items {
 			if it.Source == "lifecycle" || it.Source == "runtime" {
