@@ -132,6 +132,9 @@ type Screens interface {
 	// ListScreens returns the screens of ownerID (every one when empty),
 	// oldest first.
 	ListScreens(ctx context.Context, ownerID string) ([]Screen, error)
+	// ScreenIDs returns the ids of every saved screen, oldest first,
+	// without reading the screens themselves.
+	ScreenIDs(ctx context.Context) ([]string, error)
 	// DeleteScreen deletes a screen with its pending confirmations and
 	// live feed; an unknown id gives ErrNotFound.
 	DeleteScreen(ctx context.Context, id string) error

@@ -209,15 +209,15 @@ func validScreenID(id string) bool {
 // syncList makes this node hold every screen the store keeps, and drop
 // those another node removed, before a listing.
 func (s *Part) syncList(ctx context.Context) {
-	recs, err := s.Store.Screens.ListScreens(ctx, "")
+	saved, err := s.Store.Screens.ScreenIDs(ctx)
 	if err != nil {
 		s.Log.Error("the saved screens could not be listed", "err", err)
 		return
 	}
-	kept := make(map[string]bool, len(recs))
-	for _, rec := range recs {
-		kept[rec.ID] = true
-		s.getScreen(ctx, rec.ID)
+	kept := make(map[string]bool, len(saved))
+	for _, id := range saved {
+		kept[id] = true
+		s.getScreen(ctx, id)
 	}
 	s.scrMu.Lock()
 	var gone []*liveScreen

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -735,5 +736,34 @@ func TestChangeToScreenRemovedUnheard(t *testing.T) {
 	}
 	if _, ok := b.screenFor(agent, id); ok {
 		t.Error("the node still serves a screen the store no longer keeps")
+	}
+}
+
+// TestListingFollowsTheStore lists, on one node that hears nothing from
+// the other, the screens the other showed and then removed: the listing
+// gains the screen it does not hold and loses the one the store dropped.
+func TestListingFollowsTheStore(t *testing.T) {
+	a, b, agent := twoNodes(t)
+	hooked(b) // b hears nothing from a
+	ctx := context.Background()
+	id, err := a.Show(ctx, agent, nodesStream, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() []string {
+		var out []string
+		for _, sc := range b.visibleScreens(agent) {
+			out = append(out, sc.id)
+		}
+		return out
+	}
+	if got := listed(); !slices.Contains(got, id) {
+		t.Fatalf("b lists %v; want %s, shown on a", got, id)
+	}
+	if err := a.Store.Screens.DeleteScreen(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); slices.Contains(got, id) {
+		t.Errorf("b lists %v after the store dropped %s", got, id)
 	}
 }

@@ -211,6 +211,19 @@ func (c screenStore) ListScreens(ctx context.Context, ownerID string) ([]store.S
 	return out, nil
 }
 
+// ScreenIDs implements store.Screens.
+func (c screenStore) ScreenIDs(ctx context.Context) ([]string, error) {
+	rows, err := c.s.pool.Query(ctx, `SELECT id FROM screens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list screen ids: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list screen ids: %w", err)
+	}
+	return out, nil
+}
+
 // DeleteScreen implements store.Screens.
 func (c screenStore) DeleteScreen(ctx context.Context, id string) error {
 	tag, err := c.s.pool.Exec(ctx, `DELETE FROM screens WHERE id = $1`, id)

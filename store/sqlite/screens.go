@@ -235,6 +235,24 @@ func (c screenStore) ListScreens(ctx context.Context, ownerID string) ([]store.S
 	return out, rows.Err()
 }
 
+// ScreenIDs implements store.Screens.
+func (c screenStore) ScreenIDs(ctx context.Context) ([]string, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT id FROM screens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list screen ids: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list screen ids: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // DeleteScreen implements store.Screens.
 func (c screenStore) DeleteScreen(ctx context.Context, id string) error {
 	res, err := c.db.ExecContext(ctx, `DELETE FROM screens WHERE id = ?`, id)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,8 +74,12 @@ func testScreenRecords(t *testing.T, s store.Screens) {
 	if err != nil || len(mine) != 2 || mine[0].ID != "scr_b" || mine[1].ID != "scr_a" {
 		t.Errorf("ListScreens(p1) = %v, %v; want scr_b, scr_a (oldest first)", ids(mine), err)
 	}
-	if all, err := s.ListScreens(ctx(t), ""); err != nil || len(all) != 3 {
+	all, err := s.ListScreens(ctx(t), "")
+	if err != nil || len(all) != 3 {
 		t.Errorf("ListScreens() = %v, %v; want all three", ids(all), err)
+	}
+	if got, err := s.ScreenIDs(ctx(t)); err != nil || !slices.Equal(got, ids(all)) {
+		t.Errorf("ScreenIDs() = %v, %v; want %v, the ids ListScreens gives", got, err, ids(all))
 	}
 
 	next := sc
