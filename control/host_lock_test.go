@@ -98,12 +98,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // waiters returns how many hold or wait for the lock of formID.
 func (r *Registry) waiters(formID string) int {
-	r.formLocks.mu.Lock()
-	defer r.formLocks.mu.Unlock()
-	if fl := r.formLocks.m[formID]; fl != nil {
-		return fl.refs
-	}
-	return 0
+	return r.formLocks.Waiting(formID)
 }
 
 // oneField is a hosted form with a single text control.
@@ -321,9 +316,7 @@ func TestFormLocksForgetIdleForms(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			r.formLocks.mu.Lock()
-			n := len(r.formLocks.m)
-			r.formLocks.mu.Unlock()
+			n := r.formLocks.Len()
 			if n != 0 {
 				t.Errorf("%d form locks are kept after every operation ended, want 0", n)
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -564,55 +563,12 @@ func (r *Registry) Host(ctx context.Context, f HostedForm) error {
 // them run again. Operations on other forms are not held up.
 func (r *Registry) lockForm(formID string) (unlock func()) {
 	r.hostMu.RLock()
-	fl := r.formLocks.lock(formID)
+	// Without an end to the wait, Lock cannot fail.
+	unlockForm, _ := r.formLocks.Lock(context.Background(), formID)
 	return func() {
-		r.formLocks.unlock(formID, fl)
+		unlockForm()
 		r.hostMu.RUnlock()
 	}
-}
-
-// formLocks holds a mutex for each form id that someone holds or waits
-// for, and forgets it once nobody does, so its size follows the forms
-// being hosted at the moment rather than every form id ever used.
-type formLocks struct {
-	mu sync.Mutex
-	m  map[string]*formLock
-}
-
-// formLock is the mutex of one form id.
-type formLock struct {
-	mu sync.Mutex
-	// refs counts those holding mu or waiting for it; it changes only
-	// with formLocks.mu held.
-	refs int
-}
-
-// lock waits for the mutex of formID and returns it, for unlock.
-func (l *formLocks) lock(formID string) *formLock {
-	l.mu.Lock()
-	fl := l.m[formID]
-	if fl == nil {
-		if l.m == nil {
-			l.m = make(map[string]*formLock)
-		}
-		fl = &formLock{}
-		l.m[formID] = fl
-	}
-	fl.refs++
-	l.mu.Unlock()
-	fl.mu.Lock()
-	return fl
-}
-
-// unlock releases fl, the mutex lock returned for formID, and forgets it
-// when nobody else holds or waits for it.
-func (l *formLocks) unlock(formID string, fl *formLock) {
-	fl.mu.Unlock()
-	l.mu.Lock()
-	if fl.refs--; fl.refs == 0 {
-		delete(l.m, formID)
-	}
-	l.mu.Unlock()
 }
 
 // hostedRegistrations checks f and returns its controls' registrations,

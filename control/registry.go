@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/assent-run/assent/internal/keylock"
 )
 
 // Handles are the small imperative functions through which the registry
@@ -114,7 +116,7 @@ type Registry struct {
 	// form id in formLocks. Operations on one form thus run one at a time,
 	// and those on different forms run at once.
 	hostMu    sync.RWMutex
-	formLocks formLocks
+	formLocks keylock.Map
 }
 
 const shardCount = 32

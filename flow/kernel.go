@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/flow/jcs"
+	"github.com/assent-run/assent/internal/keylock"
 )
 
 // Kernel runs program instances on a Store: it resolves, prescribes,
@@ -774,68 +775,29 @@ func (k *Kernel) entry(rx *Prescription, rev int64, s JournalStatus, msg string)
 // lockTable holds named locks that are acquired together in sorted order,
 // so that two appliers can never deadlock.
 type lockTable struct {
-	mu    sync.Mutex
-	locks map[string]*lockEntry
+	locks keylock.Map
 }
 
-type lockEntry struct {
-	ch   chan struct{}
-	refs int
-}
-
+// acquire takes the locks of keys, in sorted order, and returns the
+// function that releases them all. When ctx ends first it holds none and
+// returns ctx's error.
 func (lt *lockTable) acquire(ctx context.Context, keys []string) (func(), error) {
 	keys = slices.Clone(keys)
 	sort.Strings(keys)
 	keys = slices.Compact(keys)
-	held := make([]string, 0, len(keys))
+	held := make([]func(), 0, len(keys))
 	release := func() {
-		for _, key := range held {
-			lt.release(key)
+		for _, unlock := range held {
+			unlock()
 		}
 	}
 	for _, key := range keys {
-		e := lt.ref(key)
-		select {
-		case e.ch <- struct{}{}:
-			held = append(held, key)
-		case <-ctx.Done():
-			lt.unref(key)
+		unlock, err := lt.locks.Lock(ctx, key)
+		if err != nil {
 			release()
-			return nil, ctx.Err()
+			return nil, err
 		}
+		held = append(held, unlock)
 	}
 	return release, nil
-}
-
-func (lt *lockTable) ref(key string) *lockEntry {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	if lt.locks == nil {
-		lt.locks = make(map[string]*lockEntry)
-	}
-	e := lt.locks[key]
-	if e == nil {
-		e = &lockEntry{ch: make(chan struct{}, 1)}
-		lt.locks[key] = e
-	}
-	e.refs++
-	return e
-}
-
-func (lt *lockTable) unref(key string) {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	e := lt.locks[key]
-	e.refs--
-	if e.refs == 0 {
-		delete(lt.locks, key)
-	}
-}
-
-func (lt *lockTable) release(key string) {
-	lt.mu.Lock()
-	e := lt.locks[key]
-	lt.mu.Unlock()
-	<-e.ch
-	lt.unref(key)
 }

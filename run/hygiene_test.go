@@ -174,9 +174,7 @@ func TestRunLocksPruned(t *testing.T) {
 		wg.Go(func() { _, _ = f.m.Kill(ctx, "alice", "l0") })
 	}
 	wg.Wait()
-	f.m.mu.Lock()
-	left := len(f.m.locks)
-	f.m.mu.Unlock()
+	left := f.m.locks.Len()
 	if left != 0 {
 		t.Fatalf("%d Run locks kept after every operation ended", left)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/assent-run/assent/internal/keylock"
 	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 )
@@ -117,7 +118,7 @@ type Manager struct {
 	closed bool
 	// locks holds a lock for each Run in use; an entry goes when its last
 	// holder or waiter lets go.
-	locks map[string]*runLock
+	locks keylock.Map
 	// waiting counts the goroutines waiting on processes this Manager
 	// started.
 	waiting sync.WaitGroup
@@ -157,7 +158,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.StartGrace == 0 {
 		cfg.StartGrace = DefaultStartGrace
 	}
-	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, locks: map[string]*runLock{}, heads: map[string]runHead{}, asking: map[string]int{}}
+	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, heads: map[string]runHead{}, asking: map[string]int{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -233,32 +234,12 @@ func (m *Manager) runsDir() string           { return filepath.Join(m.cfg.DataDi
 func (m *Manager) recipesDir() string        { return filepath.Join(m.cfg.DataDir, "recipes") }
 func (m *Manager) stateDir(id string) string { return filepath.Join(m.runsDir(), id) }
 
-// runLock serializes the changes of one Run; refs counts its holder and
-// waiters.
-type runLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock takes Run id's lock and returns its release.
+// lock takes Run id's lock, which serializes the changes of one Run, and
+// returns its release.
 func (m *Manager) lock(id string) func() {
-	m.mu.Lock()
-	l := m.locks[id]
-	if l == nil {
-		l = &runLock{}
-		m.locks[id] = l
-	}
-	l.refs++
-	m.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		m.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(m.locks, id)
-		}
-		m.mu.Unlock()
-	}
+	// Without an end to the wait, Lock cannot fail.
+	unlock, _ := m.locks.Lock(context.Background(), id)
+	return unlock
 }
 
 type runHead struct {

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
-	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/unsaved"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,26 +143,7 @@ func BenchmarkMCPControlsExecuteStateless(b *testing.B) {
 // saves the proposal and appends its audit record) costs a call in a
 // loaded server. It measures; no server runs this way.
 func BenchmarkMCPControlsExecuteUnsaved(b *testing.B) {
-	benchmarkMCPOn(b, func(s store.Store) store.Store { return unsavedControls{s} }, "", "controls_execute", stagePlan)
-}
-
-// unsavedControls is a store whose control registry reads from the
-// database and drops every write.
-type unsavedControls struct{ store.Store }
-
-func (u unsavedControls) ControlRegistry() store.Controls {
-	return &droppedWrites{Controls: u.Store.ControlRegistry()}
-}
-
-type droppedWrites struct {
-	store.Controls
-	seq atomic.Int64
-}
-
-func (d *droppedWrites) SaveControl(context.Context, control.Update) error { return nil }
-
-func (d *droppedWrites) SaveControlAudited(context.Context, control.Update, store.AuditRecord) (int64, error) {
-	return d.seq.Add(1), nil
+	benchmarkMCPOn(b, unsaved.Controls, "", "controls_execute", stagePlan)
 }
 
 func BenchmarkMCPControlsExecuteSession(b *testing.B) {

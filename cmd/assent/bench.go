@@ -26,6 +26,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/unsaved"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/screens"
@@ -266,7 +267,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	}
 	var st store.Store = db
 	if o.dropControlWrites {
-		st = unsavedControls{db}
+		st = unsaved.Controls(db)
 	}
 	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
 	if err != nil {

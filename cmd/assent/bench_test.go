@@ -3,20 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/assent-run/assent/control"
-	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -256,32 +251,11 @@ func TestRunBenchRows(t *testing.T) {
 	}
 }
 
-// TestDropControlWrites checks that --drop-control-writes saves nothing a
-// stage would save, and that the rows measured so say it.
+// TestDropControlWrites checks that the rows measured with
+// --drop-control-writes say so (internal/unsaved checks that nothing is
+// saved).
 func TestDropControlWrites(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cs := unsavedControls{db}.ControlRegistry().(store.AuditedControls)
-	k := control.Key{FormID: "profile", ControlID: "plan"}
-	u := control.Update{Key: k, Stage: &control.SavedProposal{Revision: 1, StagedAt: time.Now(), Value: json.RawMessage(`"pro"`), Base: json.RawMessage(`"free"`)}}
-	if _, err := cs.SaveControlAudited(ctx, u, store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.SaveControl(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	got, err := db.ControlRegistry().LoadControl(ctx, k)
-	if err != nil || got.Control.Proposal != nil || got.Revision != 0 {
-		t.Errorf("after dropped writes the store holds %+v, %v; want nothing", got, err)
-	}
-	if recs, err := db.ListAudit(ctx, store.AuditFilter{}); err != nil || len(recs) != 0 {
-		t.Errorf("audit log after dropped writes: %d records, %v; want none", len(recs), err)
-	}
-
 	if testing.Short() {
 		t.Skip("starts a server")
 	}

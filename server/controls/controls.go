@@ -13,6 +13,7 @@ import (
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/internal/keylock"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
@@ -31,7 +32,7 @@ type Part struct {
 	*host.Host
 	controls *control.Registry
 
-	// formsMu guards forms and formOps. It is held only to read or
+	// formsMu guards forms and declaring. It is held only to read or
 	// change them, never across a store write or a call into the
 	// registry, since every command reads the forms under it.
 	formsMu sync.Mutex
@@ -39,9 +40,14 @@ type Part struct {
 	// (for example those registered in process by a Go application) are
 	// visible to every principal.
 	forms map[string]*formDecl
-	// formOps holds, for each form id with a declaration or removal under
-	// way or waiting, the lock that runs them one at a time.
-	formOps map[string]*formOp
+	// declaring holds the form ids whose declaration passed its checks
+	// and is being saved, so a screen cannot take them meanwhile.
+	declaring map[string]bool
+	// formLocks runs the declarations and removals of one form, and the
+	// reading of it again after another node changed it, one at a time,
+	// so that each can check the form, write to or read from the store
+	// and record the outcome without formsMu held meanwhile.
+	formLocks keylock.Map
 
 	// stopFollowing ends following other nodes' changes (see nodes.go).
 	stopFollowing func()
@@ -61,51 +67,15 @@ type formDecl struct {
 	remove []func()
 }
 
-// formOp runs the declarations and removals of one form, and the reading
-// of it again after another node changed it, one at a time, so that each
-// can check the form, write to or read from the store and record the
-// outcome without formsMu held meanwhile.
-type formOp struct {
-	// sem holds a token while an operation runs.
-	sem chan struct{}
-	// users counts the operations holding or waiting for sem; the entry
-	// leaves formOps when it drops to zero. It and declaring are guarded
-	// by formsMu.
-	users int
-	// declaring is set while a declaration that passed its checks saves
-	// the form, so a screen cannot take the form id meanwhile.
-	declaring bool
-}
-
-// lockForm waits until no other operation on formID runs and returns the
-// form's formOp, now held, with the function that releases it. It fails
+// lockForm waits until no other declaration, removal or reading again of
+// formID runs and returns the function that lets them run again. It fails
 // with the code unavailable when ctx ends first.
-func (s *Part) lockForm(ctx context.Context, formID string) (*formOp, func(), error) {
-	s.formsMu.Lock()
-	op := s.formOps[formID]
-	if op == nil {
-		op = &formOp{sem: make(chan struct{}, 1)}
-		s.formOps[formID] = op
+func (s *Part) lockForm(ctx context.Context, formID string) (unlock func(), err error) {
+	unlock, err = s.formLocks.Lock(ctx, formID)
+	if err != nil {
+		return nil, tool.Errorf("unavailable", "form %q is being declared or removed by another request, and this one ended while it waited (%v); send it again", formID, err)
 	}
-	op.users++
-	s.formsMu.Unlock()
-	leave := func() {
-		s.formsMu.Lock()
-		if op.users--; op.users == 0 {
-			delete(s.formOps, formID)
-		}
-		s.formsMu.Unlock()
-	}
-	select {
-	case op.sem <- struct{}{}:
-	case <-ctx.Done():
-		leave()
-		return nil, nil, tool.Errorf("unavailable", "form %q is being declared or removed by another request, and this one ended while it waited (%v); send it again", formID, ctx.Err())
-	}
-	return op, func() {
-		<-op.sem
-		leave()
-	}, nil
+	return unlock, nil
 }
 
 // New builds the controls part on h and registers its tools. The registry
@@ -113,9 +83,9 @@ func (s *Part) lockForm(ctx context.Context, formID string) (*formOp, func(), er
 // proposals, undo histories and hosted forms with their values.
 func New(ctx context.Context, h *host.Host) (*Part, error) {
 	s := &Part{
-		Host:    h,
-		forms:   map[string]*formDecl{},
-		formOps: map[string]*formOp{},
+		Host:      h,
+		forms:     map[string]*formDecl{},
+		declaring: map[string]bool{},
 	}
 	var persister control.Persister = h.Store.ControlRegistry
 	if ac, ok := h.Store.ControlRegistry.(store.AuditedControls); ok {
@@ -544,7 +514,7 @@ type hostedControl struct {
 // so of two owners declaring the same form the second is refused; the
 // store write runs without formsMu held, so commands go on meanwhile.
 func (s *Part) declareForm(ctx context.Context, owner, formID string, private bool, ctrls []hostedControl) error {
-	op, unlock, err := s.lockForm(ctx, formID)
+	unlock, err := s.lockForm(ctx, formID)
 	if err != nil {
 		return err
 	}
@@ -559,7 +529,7 @@ func (s *Part) declareForm(ctx context.Context, owner, formID string, private bo
 	case len(ctrls) == 0 || len(ctrls) > 1000:
 		err = tool.Errorf("invalid_request", "declare 1 to 1,000 controls")
 	default:
-		op.declaring = true
+		s.declaring[formID] = true
 	}
 	s.formsMu.Unlock()
 	if err != nil {
@@ -567,7 +537,7 @@ func (s *Part) declareForm(ctx context.Context, owner, formID string, private bo
 	}
 	defer func() {
 		s.formsMu.Lock()
-		op.declaring = false
+		delete(s.declaring, formID)
 		s.formsMu.Unlock()
 	}()
 	hf := control.HostedForm{FormID: formID, Owner: owner, Private: private, Controls: make([]control.HostedControl, len(ctrls))}
@@ -600,7 +570,7 @@ func toolError(err error) error {
 // declareForm, it runs alone among the declarations and removals of the
 // form and writes to the store without formsMu held.
 func (s *Part) removeForm(ctx context.Context, owner, formID string) error {
-	_, unlock, err := s.lockForm(ctx, formID)
+	unlock, err := s.lockForm(ctx, formID)
 	if err != nil {
 		return err
 	}
@@ -894,7 +864,7 @@ func (s *Part) declareDemoProfile(ctx context.Context) error {
 func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registration) (remove func(), err error) {
 	s.formsMu.Lock()
 	prev, ok := s.forms[formID]
-	declaring := s.formOps[formID] != nil && s.formOps[formID].declaring
+	declaring := s.declaring[formID]
 	s.formsMu.Unlock()
 	if (ok && (prev.owner != owner || prev.hosted)) || declaring {
 		return nil, tool.Errorf("forbidden", "form %q belongs to another principal or is a hosted form", formID)

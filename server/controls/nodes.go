@@ -116,7 +116,7 @@ func (s *Part) follow(ctx context.Context, typ string, ne nodeEvent) {
 func (s *Part) followForm(ctx context.Context, formID string) error {
 	// Run alone among this node's declarations and removals of the form,
 	// so what is recorded below is what the store held.
-	_, unlock, err := s.lockForm(ctx, formID)
+	unlock, err := s.lockForm(ctx, formID)
 	if err != nil {
 		return err
 	}
