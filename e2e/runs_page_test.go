@@ -109,9 +109,7 @@ func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
 		{"control-pause", "running (paused)"},
 		{"control-resume", "running"},
 	} {
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID(step.button)), chromedp.WaitVisible(chromedp.ID("run-status"))); err != nil {
-			t.Fatalf("press %s: %v", step.button, err)
-		}
+		submit(t, ctx, step.button)
 		if n := eval[int](t, ctx, `document.querySelectorAll("#notice").length`); n != 0 {
 			t.Fatalf("press %s: %s", step.button, text(t, ctx, chromedp.ID("notice")))
 		}
@@ -122,6 +120,28 @@ func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
 		t.Fatalf("the Control journal names %v as senders, want the person", senders)
 	}
 	screenshot(t, ctx, "resumed")
+}
+
+// submit presses the form button id and waits for the page the form posts
+// to, so that a navigation after it cannot cancel the post in flight.
+func submit(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	eval[bool](t, ctx, `window.assentBeforeSubmit = true`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID(id))); err != nil {
+		t.Fatalf("press %s: %v", id, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		// The old document answers true until it is replaced; during the
+		// switch the evaluation may fail, which is not an answer.
+		loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.assentBeforeSubmit === undefined && document.readyState === "complete"`))
+		if err == nil && loaded {
+			return
+		}
+		if time.Now().After(deadline) {
+			screenshot(t, ctx, "submit")
+			t.Fatalf("press %s: the page it posts to did not load: %v", id, err)
+		}
+	}
 }
 
 func jsString(s string) string {
