@@ -20,7 +20,7 @@ const checkpointEvery = 250 * time.Millisecond
 // connections are opened with wal_autocheckpoint(0) and this goroutine
 // runs a passive checkpoint on a timer instead: it never waits for
 // readers or writers, and the log stays small because the timer is short.
-// Close still truncates the log.
+// The last connection to close copies what is left and removes the log.
 type checkpointer struct {
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -119,3 +119,67 @@ func TestAuditKeepsItsNumbersAcrossTheRebuild(t *testing.T) {
 		t.Fatalf("next record numbered %d, want 8", seq)
 	}
 }
+
+// TestCloseLeavesOthersAlone closes one handle on a database another
+// handle (another process, such as the server beside a CLI command) is
+// reading: Close must neither wait for that reader nor hold the write
+// lock while it does, and the file is left whole for both.
+func TestCloseLeavesOthersAlone(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "assent.db")
+	server, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	rec := store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true, FormID: "f"}
+	if _, err := server.AppendAudit(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	// A reader holding its snapshot, as a long listing does.
+	reader, err := server.SQL().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback()
+	var n int
+	if err := reader.QueryRow(`SELECT count(*) FROM audit`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+
+	cli, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AppendAudit(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- cli.Close() }()
+	// The busy timeout is 10 s; a Close that waits for the reader takes
+	// that long and keeps the server's writers out meanwhile.
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits for another handle's reader")
+	}
+	if _, err := server.AppendAudit(ctx, rec); err != nil {
+		t.Fatalf("the server's write after the other handle closed: %v", err)
+	}
+	reader.Rollback()
+	recs, err := server.ListAudit(ctx, store.AuditFilter{FormID: "f"})
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("the log holds %d records (%v), want 3", len(recs), err)
+	}
+	// The last handle to close copies the log into the file and removes
+	// it, so a stopped server leaves one file behind.
+	if err := server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Fatalf("after the last Close the log holds %d bytes", fi.Size())
+	}
+}

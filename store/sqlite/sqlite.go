@@ -136,9 +136,12 @@ func (s *DB) Kind() string { return "sqlite" }
 // own tables in this file.
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// Close checkpoints the write-ahead log and closes the database.
+// Close stops the checkpointer and closes the database. It does not wait
+// for anyone: another process may still use the file (the server beside a
+// CLI command), and a checkpoint that truncates the log would wait for that
+// process's readers while holding its writers out. The last connection to
+// the file to close, in any process, copies the log back and removes it.
 func (s *DB) Close() error {
 	s.ckpt.stop()
-	_, _ = s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	return s.db.Close()
 }
