@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -255,13 +254,16 @@ func TestHostWaitsForRestore(t *testing.T) {
 	receive(t, st.entered, "Restore reading the store")
 
 	host := hostAsync(r, oneField("b", "first"))
-	for range 100 {
-		runtime.Gosched()
-	}
+	// A Host that does not wait saves within moments; give it half a
+	// second to show itself. (One that waits cannot be told apart from
+	// one not yet scheduled, so the wait is bounded, not proven.)
 	select {
 	case err := <-host:
 		t.Fatalf("Host finished (err %v) while Restore was reading the store", err)
-	default:
+	case <-time.After(500 * time.Millisecond):
+	}
+	if got := st.calls(); len(got) != 0 {
+		t.Fatalf("store calls while Restore was reading the store: %q", got)
 	}
 
 	st.release <- struct{}{}
