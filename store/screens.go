@@ -41,6 +41,10 @@ type Screen struct {
 	LastSeq   int64     `json:"lastSeq"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// SameDocument, in UpdateScreen, says Document is the document stored
+	// already, so that a save of a large screen's state does not write its
+	// document again. Reads leave it unset.
+	SameDocument bool `json:"-"`
 }
 
 // Check reports whether sc may be stored: it needs an id and an owner. The
@@ -116,8 +120,8 @@ type Screens interface {
 	// returned. An existing id gives ErrConflict, a sc that fails Check
 	// ErrInvalid.
 	CreateScreen(ctx context.Context, sc Screen) (evicted []string, err error)
-	// UpdateScreen replaces the document, version, state and update time
-	// of screen sc.ID when the stored version is still prev and sc.Version
+	// UpdateScreen replaces the document (unless sc.SameDocument),
+	// version, state and update time of screen sc.ID when the stored version is still prev and sc.Version
 	// is greater: the version is compared and set in one transaction, so of
 	// writers that read the same version exactly one succeeds. Otherwise it
 	// returns ErrConflict (another writer saved the screen since prev was

@@ -297,6 +297,7 @@ func (s *Part) reloadSaving(ctx context.Context, sc *liveScreen) error {
 	}
 	sc.stream.Reset()
 	sc.stream.WriteString(fresh.stream.String())
+	sc.storedDoc = fresh.storedDoc
 	sc.parser, sc.doc = fresh.parser, fresh.doc
 	sc.version, sc.saved = fresh.version, fresh.saved
 	sc.touched = fresh.touched
@@ -385,6 +386,7 @@ func (s *Part) changeThen(ctx context.Context, sc *liveScreen, fn func() error, 
 		case err == nil:
 			sc.mu.Lock()
 			sc.saved = rec.Version
+			sc.storedDoc = len(rec.Document)
 			if sc.version < rec.Version {
 				sc.version = rec.Version
 			}

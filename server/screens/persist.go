@@ -70,6 +70,7 @@ func (s *Part) screenRecordLocked(sc *liveScreen) (store.Screen, error) {
 	return store.Screen{
 		ID: sc.id, OwnerID: sc.owner.ID, Document: sc.stream.String(), Version: sc.version,
 		State: b, CreatedAt: sc.created, UpdatedAt: s.Now(),
+		SameDocument: sc.stream.Len() == sc.storedDoc,
 	}, nil
 }
 
@@ -163,6 +164,7 @@ func (s *Part) restoreScreen(ctx context.Context, ld store.LoadedScreen) (*liveS
 		sc.touched[id] = true
 	}
 	sc.stream.WriteString(rec.Document)
+	sc.storedDoc = len(rec.Document)
 	sc.parser = screen.NewParser(sc.opts)
 	_, _ = sc.parser.WriteString(rec.Document)
 	sc.doc = sc.parser.End()

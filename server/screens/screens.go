@@ -324,8 +324,12 @@ type liveScreen struct {
 	// stream is the text written before the stream ended: the document
 	// the store keeps.
 	stream strings.Builder
-	parser *screen.Parser
-	doc    *screen.Document
+	// storedDoc is the length of the stream the store holds. The stream
+	// only grows, except when read again from the store, so a stream of
+	// that length is the stored document and a save leaves it out.
+	storedDoc int
+	parser    *screen.Parser
+	doc       *screen.Document
 	// version grows with every change of this copy; saved is the version
 	// the store held when this copy last read or wrote it, which a save
 	// names so that it never overwrites another node's newer write.
@@ -436,6 +440,7 @@ func (s *Part) newScreen(ctx context.Context, p store.Principal, opts Options) (
 		s.Log.Error("a screen could not be saved", "screen", sc.id, "err", err)
 		return nil, storeUnavailable("the screen")
 	}
+	sc.storedDoc = len(rec.Document)
 	s.scrMu.Lock()
 	s.screens[sc.id] = sc
 	var gone []*liveScreen

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/assent-run/assent/store"
 )
@@ -137,8 +138,19 @@ func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen, prev int
 		return fmt.Errorf("%w: screen %s: version %d must be greater than %d", store.ErrInvalid, sc.ID, sc.Version, prev)
 	}
 	return c.write(ctx, "update screen", func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE screens SET document = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5 AND version = $6`,
-			sc.Document, sc.Version, string(sc.State), sc.UpdatedAt, sc.ID, prev)
+		// An unchanged document is left out, so its stored value is kept
+		// as it is rather than written again.
+		var (
+			tag pgconn.CommandTag
+			err error
+		)
+		if sc.SameDocument {
+			tag, err = tx.Exec(ctx, `UPDATE screens SET version = $1, state = $2, updated_at = $3 WHERE id = $4 AND version = $5`,
+				sc.Version, string(sc.State), sc.UpdatedAt, sc.ID, prev)
+		} else {
+			tag, err = tx.Exec(ctx, `UPDATE screens SET document = $1, version = $2, state = $3, updated_at = $4 WHERE id = $5 AND version = $6`,
+				sc.Document, sc.Version, string(sc.State), sc.UpdatedAt, sc.ID, prev)
+		}
 		if err != nil {
 			return err
 		}

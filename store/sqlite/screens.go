@@ -11,7 +11,7 @@ import (
 )
 
 // screenMigrations holds the schema of screens: the screen with its
-// document, version and state; the presses waiting for confirmation; the
+// version and state, and apart its document; the presses waiting for confirmation; the
 // kept updates of its live feed; and the idempotency keys of the requests
 // that change screens.
 var screenMigrations = []migration{{1, `
@@ -52,6 +52,16 @@ CREATE TABLE idempotency_keys (
 	expires_at INTEGER NOT NULL
 );
 CREATE INDEX idempotency_age ON idempotency_keys(created_at, key);
+`}, {2, `
+-- A screen's document is written once and read at start, while its
+-- version, state and feed number change with every save: kept in the
+-- screen's row, a large document was written again with each of them.
+CREATE TABLE screen_documents (
+	screen_id TEXT PRIMARY KEY REFERENCES screens(id) ON DELETE CASCADE,
+	document TEXT NOT NULL
+);
+INSERT INTO screen_documents (screen_id, document) SELECT id, document FROM screens;
+ALTER TABLE screens DROP COLUMN document;
 `}}
 
 // screenStore implements store.Screens on the database.
@@ -62,7 +72,9 @@ var _ store.Screens = screenStore{}
 // Screens returns the store of screens.
 func (s *DB) Screens() store.Screens { return screenStore{s.db} }
 
-const screenColumns = `id, owner_id, document, version, state, last_seq, created_at, updated_at`
+// selectScreens reads screens with their documents.
+const selectScreens = `SELECT s.id, s.owner_id, d.document, s.version, s.state, s.last_seq, s.created_at, s.updated_at
+	FROM screens s JOIN screen_documents d ON d.screen_id = s.id`
 
 func scanScreen(sc scanner) (store.Screen, error) {
 	var (
@@ -107,12 +119,15 @@ func (c screenStore) CreateScreen(ctx context.Context, sc store.Screen) ([]strin
 	}
 	var evicted []string
 	err := c.tx(ctx, "create screen", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO screens (`+screenColumns+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?)`,
-			sc.ID, sc.OwnerID, sc.Document, sc.Version, string(sc.State), ms(sc.CreatedAt), ms(sc.UpdatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO screens (id, owner_id, version, state, last_seq, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?)`,
+			sc.ID, sc.OwnerID, sc.Version, string(sc.State), ms(sc.CreatedAt), ms(sc.UpdatedAt))
 		if isUnique(err) {
 			return store.ErrConflict
 		}
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO screen_documents (screen_id, document) VALUES (?, ?)`, sc.ID, sc.Document); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM screens WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?`,
@@ -146,7 +161,8 @@ func (c screenStore) CreateScreen(ctx context.Context, sc store.Screen) ([]strin
 }
 
 // UpdateScreen implements store.Screens. The version is compared in the
-// UPDATE itself, so the check and the write are one statement.
+// UPDATE itself, so the check and the write are one statement; the
+// document, in its own table, is written only when it changed.
 func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen, prev int64) error {
 	if err := sc.Check(); err != nil {
 		return err
@@ -155,13 +171,17 @@ func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen, prev int
 		return fmt.Errorf("%w: screen %s: version %d must be greater than %d", store.ErrInvalid, sc.ID, sc.Version, prev)
 	}
 	return c.tx(ctx, "update screen", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE screens SET document = ?, version = ?, state = ?, updated_at = ? WHERE id = ? AND version = ?`,
-			sc.Document, sc.Version, string(sc.State), ms(sc.UpdatedAt), sc.ID, prev)
+		res, err := tx.ExecContext(ctx, `UPDATE screens SET version = ?, state = ?, updated_at = ? WHERE id = ? AND version = ?`,
+			sc.Version, string(sc.State), ms(sc.UpdatedAt), sc.ID, prev)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
+			if sc.SameDocument {
+				return nil
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE screen_documents SET document = ? WHERE screen_id = ?`, sc.Document, sc.ID)
+			return err
 		}
 		var version int64
 		err = tx.QueryRowContext(ctx, `SELECT version FROM screens WHERE id = ?`, sc.ID).Scan(&version)
@@ -177,7 +197,7 @@ func (c screenStore) UpdateScreen(ctx context.Context, sc store.Screen, prev int
 
 // Screen implements store.Screens.
 func (c screenStore) Screen(ctx context.Context, id string) (store.Screen, error) {
-	s, err := scanScreen(c.db.QueryRowContext(ctx, `SELECT `+screenColumns+` FROM screens WHERE id = ?`, id))
+	s, err := scanScreen(c.db.QueryRowContext(ctx, selectScreens+` WHERE s.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Screen{}, store.ErrNotFound
 	}
@@ -195,7 +215,7 @@ func (c screenStore) LoadScreen(ctx context.Context, id string) (store.LoadedScr
 		return out, fmt.Errorf("load screen: %w", err)
 	}
 	defer tx.Rollback()
-	out.Screen, err = scanScreen(tx.QueryRowContext(ctx, `SELECT `+screenColumns+` FROM screens WHERE id = ?`, id))
+	out.Screen, err = scanScreen(tx.QueryRowContext(ctx, selectScreens+` WHERE s.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, store.ErrNotFound
 	}
@@ -219,7 +239,7 @@ type querier interface {
 
 // ListScreens implements store.Screens.
 func (c screenStore) ListScreens(ctx context.Context, ownerID string) ([]store.Screen, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT `+screenColumns+` FROM screens WHERE (? = '' OR owner_id = ?) ORDER BY created_at, id`, ownerID, ownerID)
+	rows, err := c.db.QueryContext(ctx, selectScreens+` WHERE (? = '' OR s.owner_id = ?) ORDER BY s.created_at, s.id`, ownerID, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list screens: %w", err)
 	}

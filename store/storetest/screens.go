@@ -99,6 +99,20 @@ func testScreenRecords(t *testing.T, s store.Screens) {
 	if got.Version != 3 || got.Document != next.Document || string(got.State) != `{}` || !got.UpdatedAt.Equal(next.UpdatedAt) || !got.CreatedAt.Equal(sc.CreatedAt) {
 		t.Errorf("after the update: %+v", got)
 	}
+	// A save of the state alone keeps the stored document, whatever
+	// Document holds.
+	same := next
+	same.Version, same.Document, same.State, same.SameDocument = 4, "", json.RawMessage(`{"n":1}`), true
+	if err := s.UpdateScreen(ctx(t), same, 3); err != nil {
+		t.Fatalf("UpdateScreen of the state alone = %v", err)
+	}
+	if got, _ = s.Screen(ctx(t), "scr_b"); got.Version != 4 || got.Document != next.Document || string(got.State) != `{"n":1}` || got.SameDocument {
+		t.Errorf("after an update of the state alone: %+v, want document %q kept", got, next.Document)
+	}
+	same.Version = 5
+	if err := s.UpdateScreen(ctx(t), same, 3); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("an update of the state alone from a version no longer stored = %v, want ErrConflict", err)
+	}
 
 	if err := s.DeleteScreen(ctx(t), "scr_b"); err != nil {
 		t.Fatal(err)
