@@ -2,6 +2,7 @@ package flow
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -208,3 +209,44 @@ func (p *Program) lookup(id string) *Transition {
 
 // Len returns the number of transitions.
 func (p *Program) Len() int { return len(p.registry) }
+
+// EntryPhases returns the phases where the program's law begins: those
+// some transition leaves and no transition leads into, sorted. A starter
+// that is not trusted to say how far an instance has come starts it in one
+// of them. A program whose every phase is some transition's target has
+// none.
+func (p *Program) EntryPhases() []string {
+	targets := map[string]bool{}
+	for _, t := range p.m.Transitions {
+		for _, ph := range t.TargetPhases {
+			targets[ph] = true
+		}
+	}
+	var out []string
+	for _, t := range p.m.Transitions {
+		for _, ph := range t.SourcePhases {
+			if !targets[ph] && !slices.Contains(out, ph) {
+				out = append(out, ph)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DerivedFacets returns the facets the program's transitions establish,
+// sorted: those their assignments set and those their target conditions
+// name. They record what the law decided (an approval, a payment's
+// outcome), so an untrusted starter does not give them.
+func (p *Program) DerivedFacets() []string {
+	seen := map[string]bool{}
+	for _, t := range p.m.Transitions {
+		for _, a := range t.Assignments {
+			seen[a.Facet] = true
+		}
+		for _, c := range t.TargetConditions {
+			seen[c.Facet] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}

@@ -34,3 +34,56 @@ func TestRegistryOrderRanksOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestEntryPhasesAndDerivedFacets(t *testing.T) {
+	// transition returns a state.assign transition from src to dst.
+	transition := func(id string, src, dst []string, assign string, target string) map[string]any {
+		tr := map[string]any{"id": id, "selection_class": "PROGRESS", "priority": 1, "source_phases": src, "target_phases": dst,
+			"authority": []string{"agent"}, "required_capabilities": []string{"state.write"}, "effect": "state.assign",
+			"verifier": "conditions.match", "prescription": map[string]any{"operation": "go", "expected_postcondition": "done"}}
+		if assign != "" {
+			tr["assignments"] = []any{map[string]any{"facet": assign, "value": "v"}}
+		}
+		if target != "" {
+			tr["target_conditions"] = []any{map[string]any{"facet": target, "statuses": []string{"known"}}}
+		}
+		return tr
+	}
+	tests := []struct {
+		name        string
+		transitions []any
+		entry       []string
+		derived     []string
+	}{
+		{"a line", []any{
+			transition("submit", []string{"draft"}, []string{"submitted"}, "status", ""),
+			transition("approve", []string{"submitted"}, []string{"approved"}, "approval", "approval"),
+		}, []string{"draft"}, []string{"approval", "status"}},
+		{"two ways in", []any{
+			transition("a", []string{"new", "imported"}, []string{"open"}, "", "checked"),
+			transition("b", []string{"open"}, []string{"closed"}, "", ""),
+		}, []string{"imported", "new"}, []string{"checked"}},
+		{"a way back is no way in", []any{
+			transition("go", []string{"start"}, []string{"middle"}, "", ""),
+			transition("back", []string{"middle"}, []string{"start"}, "", ""),
+		}, nil, nil},
+		{"a cycle", []any{
+			transition("on", []string{"off"}, []string{"on"}, "light", ""),
+			transition("off", []string{"on"}, []string{"off"}, "light", ""),
+		}, nil, []string{"light"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustLoad(t, variant(t, readFile(t, "testdata/minimal.json"), func(m doc) {
+				m["transitions"] = tt.transitions
+				m["owned_resources"] = []any{}
+			}))
+			if got := p.EntryPhases(); !slices.Equal(got, tt.entry) {
+				t.Errorf("EntryPhases() = %q, want %q", got, tt.entry)
+			}
+			if got := p.DerivedFacets(); !slices.Equal(got, tt.derived) {
+				t.Errorf("DerivedFacets() = %q, want %q", got, tt.derived)
+			}
+		})
+	}
+}

@@ -62,7 +62,7 @@ func newTeam(t *testing.T) *team {
 		if code, _, raw := f.API("POST", "/v1/controls/execute", c.tok, body); code != http.StatusOK {
 			t.Fatalf("stage %s: %d %s", c.value, code, raw)
 		}
-		start := map[string]any{"program": "expense-approval", "id": c.inst, "phase": "approved"}
+		start := map[string]any{"program": "expense-approval", "id": c.inst, "phase": "draft"}
 		if code, _, raw := f.API("POST", "/v1/flows/instances", c.tok, start); code != http.StatusCreated {
 			t.Fatalf("start %s: %d %s", c.inst, code, raw)
 		}

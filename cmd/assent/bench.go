@@ -234,13 +234,17 @@ type benchEnv struct {
 const benchScreenTool = "bench.noop"
 
 // toggleProgram moves between two phases forever, so that every step
-// prescribes and applies one transition.
+// prescribes and applies one transition. Its instance starts unplugged,
+// the entry phase an agent starts in; the first step plugs it in.
 const toggleProgram = `{
   "schema_version": 1, "program_id": "bench-toggle", "program_version": "1", "requires_runtime": ">=0.1.0",
   "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
   "owned_resources": [],
   "objective_contracts": [{"objective": "never", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["nowhere"]}]}],
   "transitions": [
+    {"id": "plug-in", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["unplugged"], "target_phases": ["off"], "authority": ["agent"],
+     "assignments": [{"facet": "light", "value": "off"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
+     "prescription": {"operation": "plug_in", "expected_postcondition": "off"}},
     {"id": "on", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["off"], "target_phases": ["on"], "authority": ["agent"],
      "assignments": [{"facet": "light", "value": "on"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
      "prescription": {"operation": "switch_on", "expected_postcondition": "on"}},
@@ -374,7 +378,7 @@ func (e *benchEnv) setUpFlow(ctx context.Context, db *sqlite.DB) error {
 		return err
 	}
 	e.flowInstance = "bench-toggle-1"
-	start, _ := json.Marshal(map[string]string{"program": loaded.Fingerprint, "id": e.flowInstance, "phase": "off"})
+	start, _ := json.Marshal(map[string]string{"program": loaded.Fingerprint, "id": e.flowInstance, "phase": "unplugged"})
 	return e.postJSON(ctx, e.token, "/v1/flows/instances", start, nil)
 }
 

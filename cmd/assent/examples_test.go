@@ -156,8 +156,8 @@ func TestHelpExamplesRun(t *testing.T) {
 			return p.Fingerprint()
 		},
 		"prx-3f1c…": func() string {
-			runOK(t, s, "flow", "start", "expense-approval", "--phase", "approved", "--id", "exp-prx", "--fact", "expense.amount_band=within_limit", "--objective", "expense-paid")
-			out := runOK(t, s, "flow", "prescribe", "exp-prx", "--param", "iban=DE89370400440532013000")
+			runOK(t, s, "flow", "start", "expense-approval", "--phase", "draft", "--id", "exp-prx", "--fact", "expense.amount=120.00 EUR", "--objective", "expense-paid")
+			out := runOK(t, s, "flow", "prescribe", "exp-prx")
 			return regexp.MustCompile(`prx-[0-9a-f]+`).FindString(out)
 		},
 		"p_0123456789abcdef0123": func() string {

@@ -29,7 +29,7 @@ running server (--url, --token or ASSENT_URL, ASSENT_TOKEN).`,
   assent flow fingerprint examples/flows/deployment.json
   assent flow resolve examples/flows/deployment.json --state examples/flows/inputs/deployment-ready.json
   assent flow load examples/flows/expense-approval.json
-  assent flow start expense-approval --phase approved --id exp-7 --fact expense.amount_band=within_limit --objective expense-paid
+  assent flow start expense-approval --phase draft --id exp-7 --fact "expense.amount=120.00 EUR" --fact expense.payee_iban=DE89370400440532013000 --objective expense-paid
   assent flow prescribe expense-1001`,
 	}
 	cmd.AddCommand(newFlowCheckCmd(c), newFlowFingerprintCmd(c), newFlowCanonicalCmd(c), newFlowResolveCmd(c))

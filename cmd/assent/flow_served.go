@@ -141,8 +141,15 @@ program id: the active program with that id a person or the operator loaded
 or approved last). The instance belongs to the
 token's principal: nobody else can inspect or drive it.
 
---fact sets a fact to a known value; the server answers with the instance.`,
-		Example: `  assent flow start expense-approval --phase draft --fact expense.amount_band=over_limit --objective expense-paid
+--fact sets a fact to a known value; the server answers with the instance.
+
+An agent starts an instance in one of the program's entry phases (those no
+transition leads into, such as draft) and does not give the facts its
+transitions establish (such as an approval): the rest of the way goes through
+the program's transitions. A person or a service may start anywhere. The
+application may check the facts too: the demo expense program sets
+expense.amount_band from expense.amount.`,
+		Example: `  assent flow start expense-approval --phase draft --fact "expense.amount=1250.00 EUR" --objective expense-paid
   assent flow start sha256:611240d8… --phase ready --fact build.status=passed --id deploy-42 --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -369,7 +376,7 @@ it with 'assent flow inspect INSTANCE --approval ID'.
 
 Exit status 1 for a REFUSED or UNRESOLVED decision.`,
 		Example: `  assent flow prescribe expense-1001
-  assent flow prescribe exp-7 --param iban=DE89370400440532013000 --param reference=EXP-7
+  assent flow prescribe exp-7
   assent flow prescribe expense-1000 --transition reject --param reason=duplicate --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

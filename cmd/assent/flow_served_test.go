@@ -52,10 +52,34 @@ func TestFlowServedCommands(t *testing.T) {
 		t.Fatalf("agent's load of a new program: %d %s %s", code, out, errs)
 	}
 
-	code, out, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "approved", "--id", "exp-9",
-		"--fact", "expense.amount_band=within_limit", "--objective", "expense-paid")
-	if code != 0 || out != "started exp-9 in phase approved (revision 0)\n" {
+	// An agent cannot start an expense past its approval, nor choose the
+	// band the amount decides.
+	code, _, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "approved", "--id", "exp-9",
+		"--fact", "expense.amount=120.00 EUR", "--objective", "expense-paid")
+	if code != exitRefused || !strings.Contains(errs, "forbidden") || !strings.Contains(errs, "entry phase (draft)") {
+		t.Fatalf("an agent's start past the approval: %d %s", code, errs)
+	}
+	code, _, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "draft", "--id", "exp-9",
+		"--fact", "expense.amount=9000.00 EUR", "--fact", "expense.amount_band=within_limit", "--objective", "expense-paid")
+	if code != exitRefused || !strings.Contains(errs, "invalid_request") || !strings.Contains(errs, "over_limit") {
+		t.Fatalf("an agent's start with a band its amount contradicts: %d %s", code, errs)
+	}
+	code, out, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "draft", "--id", "exp-9",
+		"--fact", "expense.amount=120.00 EUR", "--objective", "expense-paid")
+	if code != 0 || out != "started exp-9 in phase draft (revision 0)\n" {
 		t.Fatalf("start: %d %q %s", code, out, errs)
+	}
+	// Within the limit, the agent takes the expense through the program
+	// itself: submit, then the automatic approval.
+	for _, step := range []string{"submit", "approve-within-limit"} {
+		code, out, errs = run(payer, "", "flow", "prescribe", "exp-9")
+		prx := regexp.MustCompile(`prx-[0-9a-f]{64}`).FindString(out)
+		if code != 0 || !strings.HasPrefix(out, "PRESCRIBED expense-approval/"+step+"\n") || prx == "" {
+			t.Fatalf("prescribe %s: %d\n%s%s", step, code, out, errs)
+		}
+		if code, out, errs = run(payer, "", "flow", "apply", prx); code != 0 {
+			t.Fatalf("apply %s: %d %s %s", step, code, out, errs)
+		}
 	}
 	if code, _, _ := run(payer, "", "flow", "start", "expense-approval"); code != exitUsage {
 		t.Fatalf("start without --phase: exit %d", code)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +53,7 @@ func (s *Part) loadDemoFlows(ctx context.Context) error {
 		}
 	}
 	s.RegisterApprovalSummary("expense-approval", expenseSummary)
+	s.RegisterStartCheck("expense-approval", checkExpenseStart)
 	tools := s.demoPaymentTools()
 	for i, t := range tools {
 		callers := []EffectCaller{{Program: "expense-approval", Transition: "pay"}}
@@ -170,6 +172,62 @@ func (s *Part) checkApprovedPayee(ctx context.Context, instance, iban string) er
 		return tool.Errorf("forbidden", "the IBAN is not the payee a person approved for %s (%s); pay to that payee, or submit a new expense for a person to approve", instance, maskIBAN(f.Value))
 	}
 	return nil
+}
+
+// demoExpenseLimit is the amount, in an expense's own currency, above
+// which the demo expense program wants a person's approval.
+var demoExpenseLimit = big.NewRat(500, 1)
+
+// Facts of an expense whose band the amount decides.
+const (
+	expenseBandFacet = "expense.amount_band"
+	bandWithinLimit  = "within_limit"
+	bandOverLimit    = "over_limit"
+)
+
+// checkExpenseStart is the demo expense program's start check: the band
+// that decides whether a person approves (expense.amount_band) follows
+// from the amount, so nobody starting an expense can call a large amount
+// within the limit. A band given without an amount, or one the amount
+// contradicts, is refused; a missing band is set from the amount.
+func checkExpenseStart(_ context.Context, _ store.Principal, _ string, facts map[string]flow.Fact) error {
+	amount, hasAmount := facts[expenseAmountFacet]
+	band, hasBand := facts[expenseBandFacet]
+	if !hasAmount || amount.Status != flow.StatusKnown {
+		if hasBand {
+			return tool.Errorf("invalid_request", "%s follows from %s; give the amount (for example \"860.00 EUR\") and leave the band out", expenseBandFacet, expenseAmountFacet)
+		}
+		return nil
+	}
+	n, ok := parseAmount(amount.Value)
+	if !ok {
+		return tool.Errorf("invalid_request", "%s %q must be a non-negative number and a three-letter currency code, for example \"860.00 EUR\"", expenseAmountFacet, amount.Value)
+	}
+	want := bandWithinLimit
+	if n.Cmp(demoExpenseLimit) > 0 {
+		want = bandOverLimit
+	}
+	if hasBand && (band.Status != flow.StatusKnown || band.Value != want) {
+		return tool.Errorf("invalid_request", "%s is %s for %s (the limit is %s); leave the band out and it is set from the amount", expenseBandFacet, want, formatAmount(amount.Value), demoExpenseLimit.FloatString(2))
+	}
+	facts[expenseBandFacet] = flow.Fact{Status: flow.StatusKnown, Value: want}
+	return nil
+}
+
+// parseAmount reads "1250.00 EUR": a non-negative decimal number, one
+// space and a three-letter currency code.
+func parseAmount(s string) (*big.Rat, bool) {
+	num, cur, ok := strings.Cut(strings.TrimSpace(s), " ")
+	if !ok || len(cur) != 3 || strings.IndexFunc(cur, func(r rune) bool { return r < 'A' || r > 'Z' }) >= 0 {
+		return nil, false
+	}
+	whole, frac, _ := strings.Cut(num, ".")
+	digits := func(d string) bool { return strings.IndexFunc(d, func(r rune) bool { return r < '0' || r > '9' }) < 0 }
+	if whole == "" || len(num) > 40 || !digits(whole) || !digits(frac) {
+		return nil, false
+	}
+	n, ok := new(big.Rat).SetString(num)
+	return n, ok
 }
 
 // The facts of an expense instance that its approval card reads.
@@ -339,19 +397,34 @@ const DemoSeedExpenseID = "expense-1000"
 func (s *Part) SeedDemoApproval(ctx context.Context, agent store.Principal) (flow.Approval, error) {
 	inst, err := s.flows.Instance(ctx, DemoSeedExpenseID)
 	if flow.ErrorCode(err) == flow.CodeNotFound {
+		// The agent drafts the expense and submits it through the
+		// program, as any agent would; the amount sets the band.
 		inst, err = s.flowStart(ctx, agent, startRequest{
-			Program: "expense-approval", ID: DemoSeedExpenseID, Phase: "submitted", Objective: "expense-paid",
+			Program: "expense-approval", ID: DemoSeedExpenseID, Phase: "draft", Objective: "expense-paid",
 			Facts: map[string]flow.Fact{
-				"expense.amount_band": {Status: flow.StatusKnown, Value: "over_limit"},
 				"expense.amount":      {Status: flow.StatusKnown, Value: "860.00 EUR"},
 				"expense.description": {Status: flow.StatusKnown, Value: "Team dinner after the launch"},
 				"expense.payee_iban":  {Status: flow.StatusKnown, Value: DemoPayeeIBAN},
-				"expense.status":      {Status: flow.StatusKnown, Value: "submitted"},
 			},
 		})
 	}
 	if err != nil {
 		return flow.Approval{}, fmt.Errorf("flows: seeding the demo expense: %w", err)
+	}
+	if inst.Owner == agent.ID && inst.Phase == "draft" {
+		res, err := s.flowPrescribe(ctx, agent, inst.ID, flow.Request{})
+		if err != nil {
+			return flow.Approval{}, fmt.Errorf("flows: submitting the demo expense: %w", err)
+		}
+		if res.Decision.Prescription == nil {
+			return flow.Approval{}, fmt.Errorf("flows: submitting the demo expense: the program did not prescribe a step (%s): %s", res.Decision.Kind, res.Next)
+		}
+		if _, err := s.flowApply(ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
+			return flow.Approval{}, fmt.Errorf("flows: submitting the demo expense: %w", err)
+		}
+		if inst, err = s.flows.Instance(ctx, inst.ID); err != nil {
+			return flow.Approval{}, fmt.Errorf("flows: submitting the demo expense: %w", err)
+		}
 	}
 	if inst.Owner != agent.ID || inst.Phase != "submitted" {
 		// Someone moved it on (a person approved it): nothing to re-file.

@@ -39,6 +39,9 @@ type Part struct {
 	flowRuns *flowRunWatch
 	// flowSummaries are the approval summaries apps register per program.
 	flowSummaries approvalSummaries
+	// startChecks are the checks apps register per program on the
+	// instances started of it.
+	startChecks startChecks
 
 	// payments are the demo payments_send tool's records.
 	paymentsMu sync.Mutex

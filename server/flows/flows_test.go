@@ -146,7 +146,9 @@ func TestFlowOwnership(t *testing.T) {
 		}
 	}
 	// Nor can it apply another's prescription.
-	payer, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
+	// A service (the operator's program) may start an expense where it
+	// stands; an agent starts it as a draft.
+	payer, _ := f.Issue(store.KindService, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", payer, map[string]any{"program": "expense-approval", "id": "exp-5", "phase": "approved"})
 	_, out, _ = f.API("POST", "/v1/flows/instances/exp-5/prescribe", payer, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
 	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
@@ -177,11 +179,11 @@ func TestFlowOwnership(t *testing.T) {
 // calls payments_send with the parameters; the secret IBAN never comes back.
 func TestFlowPayThroughToolCall(t *testing.T) {
 	f := assenttest.StartDemo(t)
-	tok, _ := f.Issue(store.KindAgent, "payer", "state.write", "tool.invoke")
+	tok, _ := f.Issue(store.KindService, "payer", "state.write", "tool.invoke")
 	const iban = "DE89370400440532013000"
 	code, inst, raw := f.API("POST", "/v1/flows/instances", tok, map[string]any{
 		"program": "expense-approval", "id": "exp-7", "phase": "approved",
-		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}},
+		"facts": map[string]any{"expense.amount": map[string]string{"status": "known", "value": "120.00 EUR"}},
 	})
 	if code != 201 || inst["owner"] == "" {
 		t.Fatalf("start: %d %s", code, raw)
@@ -363,7 +365,7 @@ func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.API("POST", "/v1/flows/instances", bare, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
-		"facts": map[string]any{"expense.amount_band": map[string]string{"status": "known", "value": "within_limit"}}})
+		"facts": map[string]any{"expense.amount": map[string]string{"status": "known", "value": "120.00 EUR"}}})
 	_, out, _ := f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, nil)
 	if assenttest.Dig(out, "decision", "kind") != "REFUSED" || assenttest.Dig(out, "decision", "code") != "CAPABILITY_DENIED" {
 		t.Fatalf("prescribe without grants: %v", out)
@@ -521,7 +523,7 @@ func TestFlowApproverWithoutGrants(t *testing.T) {
 // its instance marked; the next server start puts it in recovery mode.
 func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	f := assenttest.StartDemo(t)
-	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
+	tok, _ := f.Issue(store.KindService, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
 	_, out, _ := f.API("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
 	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)

@@ -145,6 +145,14 @@ func (s *Part) flowStart(ctx context.Context, p store.Principal, req startReques
 	if err != nil {
 		return flow.Instance{}, err
 	}
+	// What the kernel refuses as malformed is refused as such first.
+	shape := flow.Instance{Phase: req.Phase, Facts: req.Facts, Objective: req.Objective}
+	if err := shape.Validate(); err != nil {
+		return flow.Instance{}, flowError(err)
+	}
+	if err := s.checkStart(ctx, p, prog, &req); err != nil {
+		return flow.Instance{}, err
+	}
 	if req.ID != "" {
 		if _, err := s.flows.Instance(ctx, req.ID); err == nil {
 			return flow.Instance{}, tool.Errorf("already_exists", "an instance %q exists; choose another id or leave it out", req.ID)

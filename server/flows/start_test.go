@@ -1,0 +1,80 @@
+package flows_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/store"
+)
+
+// known is a known fact as the HTTP API takes it.
+func known(v string) map[string]string { return map[string]string{"status": "known", "value": v} }
+
+// An agent starts an expense as a draft, with the facts a submitter knows;
+// it cannot start one past the approval, claim the approval itself, or
+// call a large amount within the limit. People and services may start an
+// instance where it stands.
+func TestFlowStartRules(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	agent, _ := f.Issue(store.KindAgent, "submitter", "state.write", "tool.invoke")
+	service, _ := f.Issue(store.KindService, "importer", "state.write", "tool.invoke")
+	tests := []struct {
+		name  string
+		token string
+		phase string
+		facts map[string]any
+		code  int
+		error string // the error code, or "" for a start
+		band  string // the band the started instance holds
+	}{
+		{"agent past the approval", agent, "approved", map[string]any{"expense.amount": known("120.00 EUR")}, 403, "forbidden", ""},
+		{"agent in a phase the program lacks", agent, "nowhere", nil, 403, "forbidden", ""},
+		{"agent claims the approval", agent, "draft", map[string]any{"expense.amount": known("120.00 EUR"), "expense.approval": known("person")}, 403, "forbidden", ""},
+		{"agent claims the payment", agent, "draft", map[string]any{"payment.status": known("sent")}, 403, "forbidden", ""},
+		{"band the amount contradicts", agent, "draft", map[string]any{"expense.amount": known("9999999.00 EUR"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
+		{"band without an amount", agent, "draft", map[string]any{"expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
+		{"amount that is no amount", agent, "draft", map[string]any{"expense.amount": known("a lot")}, 400, "invalid_request", ""},
+		{"agent draft over the limit", agent, "draft", map[string]any{"expense.amount": known("9999999.00 EUR")}, 201, "", "over_limit"},
+		{"agent draft within the limit", agent, "draft", map[string]any{"expense.amount": known("500.00 EUR"), "expense.amount_band": known("within_limit")}, 201, "", "within_limit"},
+		{"service where it stands", service, "approved", map[string]any{"expense.amount": known("120.00 EUR"), "expense.approval": known("automatic")}, 201, "", "within_limit"},
+		{"service still keeps to the band", service, "submitted", map[string]any{"expense.amount": known("800.00 EUR"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "start-" + strings.Repeat("x", i+1)
+			code, out, raw := f.API("POST", "/v1/flows/instances", tt.token, map[string]any{
+				"program": "expense-approval", "id": id, "phase": tt.phase, "facts": tt.facts, "objective": "expense-paid"})
+			if code != tt.code {
+				t.Fatalf("start = %d %s, want %d", code, raw, tt.code)
+			}
+			if tt.error != "" {
+				if got := assenttest.Dig(out, "error", "code"); got != tt.error {
+					t.Fatalf("error code = %v (%s), want %s", got, raw, tt.error)
+				}
+				if code, _, _ := f.API("GET", "/v1/flows/instances/"+id, tt.token, nil); code != 404 {
+					t.Errorf("a refused start left instance %s (%d)", id, code)
+				}
+				return
+			}
+			if got := assenttest.Dig(out, "facts", "expense.amount_band", "value"); got != tt.band {
+				t.Errorf("the instance's band = %v, want %s (%s)", got, tt.band, raw)
+			}
+		})
+	}
+
+	// Over the limit, the agent's draft goes through submit to a person.
+	for _, step := range []string{"submit", "approve"} {
+		_, out, raw := f.API("POST", "/v1/flows/instances/start-xxxxxxxx/prescribe", agent, nil)
+		if step == "approve" {
+			if assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "human" || assenttest.Dig(out, "approval", "id") == nil {
+				t.Fatalf("after submit, the expense over the limit does not wait for a person: %s", raw)
+			}
+			break
+		}
+		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+		if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", agent, nil); prx == "" || code != 200 {
+			t.Fatalf("%s: %d %s", step, code, raw)
+		}
+	}
+}
