@@ -356,9 +356,18 @@ func TestProgramLoads(t *testing.T) {
 	if got, err := k.ActiveProgram(ctx, p1.ID()); err != nil || got.Fingerprint() != p1.Fingerprint() {
 		t.Fatalf("ActiveProgram = %v, %v; want the person's", got, err)
 	}
-	// An agent reloading the active program changes nothing.
+	// An agent reloading the active program changes nothing, not even the
+	// program_version shown beside the same fingerprint.
 	if _, l, _ := k.LoadProgram(ctx, src, bot); l.Status != ProgramActive || l.LoadedBy != ada.ID {
 		t.Fatalf("agent's reload of an active program = %+v", l)
+	}
+	relabeled := variant(t, src, func(m doc) { m["program_version"] = "9.9.9" })
+	p4, l4, err := k.LoadProgram(ctx, relabeled, bot)
+	if err != nil || p4.Fingerprint() != p1.Fingerprint() || p4.Version() != p1.Version() || l4.Version != p1.Version() {
+		t.Fatalf("agent's reload under another program_version = %s %+v, %v; want version %s kept", p4.Version(), l4, err, p1.Version())
+	}
+	if got, _ := k.ActiveProgram(ctx, p1.ID()); got.Version() != p1.Version() {
+		t.Fatalf("after the agent's reload the active program shows version %s, want %s", got.Version(), p1.Version())
 	}
 	if _, err := k.ApproveProgram(ctx, p2.Fingerprint(), bot); ErrorCode(err) != CodeCapabilityDenied {
 		t.Fatalf("agent approves: %v", err)

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -105,6 +106,22 @@ func (k *Kernel) loadProgram(ctx context.Context, source []byte, by Principal, o
 	err = k.store.Update(ctx, func(tx Tx) error {
 		if err := tx.PutProgram(p.Fingerprint(), source); err != nil {
 			return err
+		}
+		// A program stored before keeps its source: the same fingerprint
+		// may come with another program_version or spacing, which the
+		// kernel then neither shows nor records.
+		stored, err := tx.Program(p.Fingerprint())
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(stored, source) {
+			fp := p.Fingerprint()
+			if p, err = Load(stored, k.inv); err != nil {
+				return err
+			}
+			if p.Fingerprint() != fp {
+				return errorf(CodeProgramInvalid, "the stored program %s now loads as %s; the inventory changed", fp, p.Fingerprint())
+			}
 		}
 		cur, err := tx.ProgramLoad(p.Fingerprint())
 		exists := err == nil
