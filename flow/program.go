@@ -250,3 +250,18 @@ func (p *Program) DerivedFacets() []string {
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
+
+// Phases returns every phase the program's transitions leave or lead
+// into, sorted: the phases an instance of it can be in and move from.
+func (p *Program) Phases() []string {
+	var out []string
+	for _, t := range p.m.Transitions {
+		for _, ph := range slices.Concat(t.SourcePhases, t.TargetPhases) {
+			if !slices.Contains(out, ph) {
+				out = append(out, ph)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -54,23 +54,24 @@ func TestEntryPhasesAndDerivedFacets(t *testing.T) {
 		transitions []any
 		entry       []string
 		derived     []string
+		phases      []string
 	}{
 		{"a line", []any{
 			transition("submit", []string{"draft"}, []string{"submitted"}, "status", ""),
 			transition("approve", []string{"submitted"}, []string{"approved"}, "approval", "approval"),
-		}, []string{"draft"}, []string{"approval", "status"}},
+		}, []string{"draft"}, []string{"approval", "status"}, []string{"approved", "draft", "submitted"}},
 		{"two ways in", []any{
 			transition("a", []string{"new", "imported"}, []string{"open"}, "", "checked"),
 			transition("b", []string{"open"}, []string{"closed"}, "", ""),
-		}, []string{"imported", "new"}, []string{"checked"}},
+		}, []string{"imported", "new"}, []string{"checked"}, []string{"closed", "imported", "new", "open"}},
 		{"a way back is no way in", []any{
 			transition("go", []string{"start"}, []string{"middle"}, "", ""),
 			transition("back", []string{"middle"}, []string{"start"}, "", ""),
-		}, nil, nil},
+		}, nil, nil, []string{"middle", "start"}},
 		{"a cycle", []any{
 			transition("on", []string{"off"}, []string{"on"}, "light", ""),
 			transition("off", []string{"on"}, []string{"off"}, "light", ""),
-		}, nil, []string{"light"}},
+		}, nil, []string{"light"}, []string{"off", "on"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +84,9 @@ func TestEntryPhasesAndDerivedFacets(t *testing.T) {
 			}
 			if got := p.DerivedFacets(); !slices.Equal(got, tt.derived) {
 				t.Errorf("DerivedFacets() = %q, want %q", got, tt.derived)
+			}
+			if got := p.Phases(); !slices.Equal(got, tt.phases) {
+				t.Errorf("Phases() = %q, want %q", got, tt.phases)
 			}
 		})
 	}

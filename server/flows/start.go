@@ -45,7 +45,11 @@ func (s *Part) RegisterStartCheck(programID string, fn StartCheckFunc) {
 // person (an approval) or claim an outcome (a payment sent). People and
 // services, who act for the people that hold them, may start anywhere.
 // Then the application's start check of the program runs, whoever starts.
+// Nobody starts an instance in a phase the program does not name.
 func (s *Part) checkStart(ctx context.Context, p store.Principal, prog *flow.Program, req *startRequest) error {
+	if phases := prog.Phases(); !slices.Contains(phases, req.Phase) {
+		return tool.Errorf("invalid_request", "program %s has no phase %q, so an instance there could never move; its phases are %s", prog.ID(), req.Phase, strings.Join(phases, ", "))
+	}
 	if p.Kind == store.KindAgent {
 		entry := prog.EntryPhases()
 		if !slices.Contains(entry, req.Phase) {
