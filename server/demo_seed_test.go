@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
@@ -144,6 +145,36 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	}
 	if n := pendingFor(t, srv, flows.DemoSeedExpenseID); n != 0 {
 		t.Fatalf("%d pending approvals after a decline and a restart, want 0", n)
+	}
+}
+
+// TestSeedDemoLeavesADecidedPlan: once a person applied or discarded the
+// plan the agent proposed, a restart does not propose it again.
+func TestSeedDemoLeavesADecidedPlan(t *testing.T) {
+	for _, action := range []control.Action{control.Apply, control.Discard} {
+		t.Run(string(action), func(t *testing.T) {
+			f := assenttest.StartDemo(t)
+			ctx := context.Background()
+			if _, err := f.Srv.SeedDemo(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res := f.Srv.Controls().Exec(ctx, f.Boot.Owner, control.Command{Action: action, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
+				control.CommandContext{Source: control.SourceUser, Confirmed: true})
+			if !res.OK {
+				t.Fatalf("the person's %s: %s %s", action, res.Reason, res.Message)
+			}
+			srv, err := server.New(ctx, server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Close)
+			if _, err := srv.SeedDemo(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.Controls().VisibleProposals(ctx, f.Boot.Owner); len(got) != 0 {
+				t.Fatalf("after the person's %s and a restart, %d proposals: %+v", action, len(got), got)
+			}
+		})
 	}
 }
 
