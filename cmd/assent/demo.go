@@ -154,6 +154,8 @@ type demoAgent struct {
 	base      string
 	wait      time.Duration
 	inProcess bool
+	// started is set once the tour has the player running.
+	started bool
 	step      int
 }
 
@@ -250,6 +252,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // tour runs every step.
 func (d *demoAgent) tour(ctx context.Context) error {
+	if d.inProcess {
+		defer d.stopPlayer()
+	}
 	err := d.steps(ctx)
 	var se *stepError
 	switch {
@@ -276,7 +281,7 @@ func (d *demoAgent) steps(ctx context.Context) error {
 	}
 	where := d.base
 	if d.inProcess {
-		where = "the runtime in this process (proposals and screens live in its memory, and Runs report to it, until it ends)"
+		where = "the runtime in this process (what it does is stored in the data directory; the Run it starts reports to this process and is stopped when the tour ends)"
 	}
 	fmt.Fprintf(d.out, "Connected over MCP to %s as %s (%s).\n", where, id, kind)
 
@@ -349,6 +354,7 @@ func (d *demoAgent) player(ctx context.Context) error {
 		}
 		return &stepError{step: d.step + 1, what: what, code: "run_" + orNone(status), detail: detail + "; see " + d.base + "/runs/" + demoPlayerRun}
 	}
+	d.started = true
 	verb := "Started"
 	if out["reused"] == true {
 		verb = "Found playing"
@@ -368,6 +374,22 @@ func (d *demoAgent) player(ctx context.Context) error {
 		d.say(step.line, "/runs/"+demoPlayerRun)
 	}
 	return nil
+}
+
+// stopPlayer kills the demo player a tour in process started: the player
+// reports to this process, which is about to end, and would otherwise run
+// on with nobody to report to. Ctrl-C does not skip it.
+func (d *demoAgent) stopPlayer() {
+	if !d.started {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := d.call(ctx, "stop the demo player", "actors_control_apply", map[string]any{"target": "run:" + demoPlayerRun, "action": "kill"}); err != nil {
+		fmt.Fprintf(d.out, "The demo player could not be stopped (%v); stop it with: assent run kill %s\n", err, demoPlayerRun)
+		return
+	}
+	fmt.Fprintf(d.out, "Stopped the demo player: it reports to this process, which ends now.\n")
 }
 
 // awaitTrace waits, up to demoSettleLimit, for the player to report kind

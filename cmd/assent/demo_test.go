@@ -366,13 +366,17 @@ func TestDemoAgentInProcess(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo agent --data: exit %d\n%s\n%s", code, out.String(), errw.String())
 	}
-	for _, want := range []string{"in process", "sign in (one use): http://127.0.0.1:", "4. Paused the player", "5. Resumed the player", "Not waiting (--no-wait)"} {
+	for _, want := range []string{"in process", "sign in (one use): http://127.0.0.1:", "4. Paused the player", "5. Resumed the player", "Not waiting (--no-wait)", "Stopped the demo player"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 	if got := runOK(t, &served{base: s.base, token: boot.AgentToken}, "run", "inspect", demoPlayerRun, "--view", "trace", "--json"); !strings.Contains(got, "player.resumed") {
 		t.Errorf("the player's Trace after the in-process tour: %s", got)
+	}
+	// The player reported to the tour's process, gone now: it was stopped.
+	if got := runOK(t, &served{base: s.base, token: boot.AgentToken}, "run", "inspect", demoPlayerRun, "--json"); !strings.Contains(got, `"killed"`) {
+		t.Errorf("the player after the in-process tour is not killed: %s", got)
 	}
 	p := signInPerson(t, s.base, s.link)
 	if inbox := p.get("/inbox"); !strings.Contains(inbox, "expense-approval/approve") {
