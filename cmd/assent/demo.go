@@ -156,7 +156,7 @@ type demoAgent struct {
 	inProcess bool
 	// started is set once the tour has the player running.
 	started bool
-	step      int
+	step    int
 }
 
 // stepError is a failed step: the tool's error code and message.
