@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -185,26 +184,32 @@ var errNoReader = errors.New("no reader on the control FIFO")
 
 // writeFIFO writes one wire record to the FIFO at path without blocking
 // for a reader. The record is smaller than PIPE_BUF, so it is written
-// whole or not at all.
+// whole or not at all. The Run owns the FIFO's directory: the open does
+// not follow a symbolic link, and anything the open finds that is not a
+// FIFO (a file the Run put in its place) is closed unwritten.
 func writeFIFO(path string, wire []byte) (int, error) {
 	if path == "" {
 		return 0, errNoReader
 	}
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return 0, fmt.Errorf("control FIFO not found: %s", path)
-	}
-	if fi.Mode()&os.ModeNamedPipe == 0 {
-		return 0, fmt.Errorf("control FIFO %s is not a FIFO", path)
-	}
-	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, syscall.ENXIO) {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
+	switch {
+	case errors.Is(err, syscall.ENXIO):
 		return 0, errNoReader
-	}
-	if err != nil {
+	case errors.Is(err, syscall.ENOENT):
+		return 0, fmt.Errorf("control FIFO not found: %s", path)
+	case errors.Is(err, syscall.ELOOP):
+		return 0, fmt.Errorf("control FIFO %s is not a FIFO", path)
+	case err != nil:
 		return 0, err
 	}
 	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return 0, fmt.Errorf("control FIFO %s is not a FIFO", path)
+	}
 	n, err := syscall.Write(fd, wire)
 	if err != nil {
 		return n, err

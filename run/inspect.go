@@ -370,7 +370,7 @@ func (m *Manager) traceView(ctx context.Context, r store.RunRecord, source strin
 		}
 		rel := strings.TrimPrefix(a.Path, m.stateDir(r.ID)+"/")
 		v := TraceItem{ID: "artifact:" + name, TS: store.FormatTime(r.StartedAt), Source: "artifact", Detail: TraceDetail{Name: name, Path: rel}}
-		if fi, err := os.Stat(p); err == nil && insideDir(dir, p) {
+		if fi, ok := statRunFile(dir, p); ok {
 			v.TS = store.FormatTime(fi.ModTime())
 			v.Kind, v.Summary = "artifact.ready", name+" ready"
 		} else {
@@ -431,13 +431,15 @@ func (m *Manager) processTails(ctx context.Context, r store.RunRecord, dir, sour
 	}
 	tails := make(map[string]processTail, 2)
 	for _, stream := range []string{"stdout", "stderr"} {
-		p := filepath.Join(dir, stream+".log")
-		fi, err := os.Stat(p)
-		if err != nil || fi.Size() == 0 {
+		f, fi, err := openRunFile(dir, filepath.Join(dir, stream+".log"))
+		if err != nil {
 			continue
 		}
-		text, _ := tailFile(p, defaultInspectLines, processTailBytes)
-		tails[stream] = processTail{text: text, at: fi.ModTime()}
+		if fi.Size() > 0 {
+			text, _ := tailOf(f, fi.Size(), defaultInspectLines, processTailBytes)
+			tails[stream] = processTail{text: text, at: fi.ModTime()}
+		}
+		f.Close()
 	}
 	return tails
 }

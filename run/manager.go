@@ -61,10 +61,15 @@ type Config struct {
 	// PollInterval is how often a re-adopted Run (one this process did not
 	// start) is checked for exit; 500ms when zero.
 	PollInterval time.Duration
-	// RunUser is the user Run and tool processes run as when the server
-	// runs as root: a user name or numeric "uid:gid". Empty means "nobody"
-	// when that user exists; a user with uid 0 keeps root. When the server
-	// is not root it is ignored.
+	// RunUser is whom Run and tool processes run as when the server runs
+	// as root. A uid range "FIRST-LAST" gives each Run generation and each
+	// tool process its own uid from the range, with the same gid and no
+	// supplementary groups, so Runs cannot reach each other; empty means
+	// DefaultRunUIDs (on Linux; elsewhere "nobody" when that user exists).
+	// A user name or numeric "uid:gid" runs every process as that one
+	// user, so they can reach each other's processes and, while they run,
+	// Run directories; a user with uid 0 keeps root. When the server is
+	// not root it is ignored.
 	RunUser string
 	// StartGrace is how long Spawn waits for a new process to exit before
 	// answering, so a Run that cannot start answers failed, not running;
@@ -104,8 +109,10 @@ type Config struct {
 // Manager starts, supervises, steers and retires Runs. It is safe for
 // concurrent use. Runs outlive the Manager: New re-adopts the live ones.
 type Manager struct {
-	cfg    Config
-	runAs  *runAs
+	cfg   Config
+	runAs *runAs
+	// uids hands out the uids of a ranged runAs.
+	uids   *uidPool
 	st     store.Runs
 	now    func() time.Time
 	log    *slog.Logger
@@ -168,8 +175,20 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if m.runAs, err = resolveRunUser(cfg.RunUser); err != nil {
 		return nil, err
 	}
-	if m.runAs == nil && os.Geteuid() == 0 {
+	switch {
+	case m.runAs == nil && os.Geteuid() == 0:
 		m.log.Warn("Runs and tools run as root: no unprivileged run user (create user nobody or set the run user)")
+	case m.runAs != nil && m.runAs.ranged:
+		m.uids = newUIDPool(m.runAs.first, m.runAs.last)
+		if n := len(m.uids.reserved) - 2; n > 0 {
+			m.log.Info("uids of the Run range named in passwd or group are skipped", "run_uids", m.runAs.name, "skipped", n)
+		}
+	case m.runAs != nil && m.runAs.fellBack:
+		m.log.Warn("the uids that give each Run and tool process its own user ("+DefaultRunUIDs+") are not mapped in this user namespace, so every one runs as the one run user: they can read each other's environment (run tokens included), signal each other and reach each other's Run directories while they run; map a uid range into the namespace and pass it as --run-uids",
+			"run_user", m.runAs.name)
+	case m.runAs != nil:
+		m.log.Warn("every Run and tool process runs as the one run user: they can read each other's environment (run tokens included), signal each other and reach each other's Run directories while they run; leave the run user unset to give each its own uid",
+			"run_user", m.runAs.name)
 	}
 	if m.cfg.PollInterval <= 0 {
 		m.cfg.PollInterval = 500 * time.Millisecond
@@ -576,13 +595,19 @@ func (m *Manager) startGeneration(ctx context.Context, ownerID, id string, req S
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("run: %w", err)
 	}
+	// The directory is the server's while it prepares the generation,
+	// whoever ran in it before, so nothing planted there can redirect
+	// what it creates.
+	if err := m.reclaim(dir); err != nil {
+		return nil, nil, errorf(CodeSandbox, "Run %s: its directory cannot be taken back from its earlier run user: %v. Prune the Run or choose another id.", id, err)
+	}
 	// Generation-local files go; actor files and artifacts stay.
 	for _, f := range []string{"stdout.log", "stderr.log", "exit", "exit.tmp", "archive-tombstone.json"} {
-		os.Remove(filepath.Join(dir, f))
+		os.RemoveAll(filepath.Join(dir, f))
 	}
 	if matches, _ := filepath.Glob(filepath.Join(dir, "control-*.fifo")); len(matches) > 0 {
 		for _, f := range matches {
-			os.Remove(f)
+			os.RemoveAll(f)
 		}
 	}
 	instance := uuid.NewString()
@@ -590,8 +615,18 @@ func (m *Manager) startGeneration(ctx context.Context, ownerID, id string, req S
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		return nil, nil, fmt.Errorf("run: create control FIFO: %w", err)
 	}
-	if err := m.handOver(fifo); err != nil {
-		return nil, nil, errorf(CodeSandbox, "Run %s: its control FIFO cannot be given to the run user: %v", id, err)
+	who, err := m.takeIdentity()
+	if err != nil {
+		return nil, nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			m.retire(dir, who)
+		}
+	}()
+	if err := m.handOverTree(dir, who); err != nil {
+		return nil, nil, errorf(CodeSandbox, "Run %s: its directory cannot be given to its run user: %v", id, err)
 	}
 	now := m.now()
 	doc := runDoc{Recipe: strings.TrimSuffix(req.Recipe, ".json"), Tool: req.Tool, LaunchKind: req.LaunchKind, Definition: def,
@@ -615,7 +650,8 @@ func (m *Manager) startGeneration(ctx context.Context, ownerID, id string, req S
 		}
 		return nil, nil, err
 	}
-	done, err := m.start(ctx, &r, doc, p.script, p.env, dir)
+	done, err := m.start(ctx, &r, doc, p.script, p.env, dir, who)
+	started = err == nil
 	if err != nil {
 		code := 127
 		r.ExitCode, r.EndedAt = &code, m.now()
@@ -642,15 +678,18 @@ func singletonCompatible(old runDoc, rec *Recipe, req SpawnRequest, vals map[str
 const wrapper = `/bin/sh -c "$1"; c=$?; printf '%s\n' "$c" > "$2.tmp" && mv -f "$2.tmp" "$2"; exit $c`
 
 // start runs script as generation r in dir, sandboxed (see
-// sandboxCommand), with the Recipe's env and the ASSENT_* variables. The
-// returned channel is closed once the process's end is recorded.
-func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, script string, recipeEnv []string, dir string) (<-chan struct{}, error) {
-	stdout, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// sandboxCommand) as who, with the Recipe's env and the ASSENT_*
+// variables. The returned channel is closed once the process's end is
+// recorded and who is given back.
+func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, script string, recipeEnv []string, dir string, who *identity) (<-chan struct{}, error) {
+	// New files only: whatever stood at these names was removed.
+	const logFlags = os.O_CREATE | os.O_EXCL | os.O_WRONLY | os.O_APPEND | syscall.O_NOFOLLOW
+	stdout, err := os.OpenFile(filepath.Join(dir, "stdout.log"), logFlags, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer stdout.Close()
-	stderr, err := os.OpenFile(filepath.Join(dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	stderr, err := os.OpenFile(filepath.Join(dir, "stderr.log"), logFlags, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -664,10 +703,7 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 	}
 	env := append(recipeEnv, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
 		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
-	cmd, err := m.sandboxCommand(context.Background(), dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
-	if err != nil {
-		return nil, err
-	}
+	cmd := sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -688,6 +724,9 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 		defer m.waiting.Done()
 		defer close(done)
 		_ = cmd.Wait()
+		// Once finish took the Run directory back, the uid may go to
+		// another process (a closed Manager gives none).
+		defer m.releaseIdentity(who)
 		// After Close the end is left to the next Manager, which finds it
 		// from the exit file.
 		if m.enter() {
@@ -699,13 +738,23 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 }
 
 // finish records the end of generation instance of Run id: its exit code
-// when the wrapper wrote one, and the matching lifecycle Trace event.
+// when the wrapper wrote one, and the matching lifecycle Trace event. It
+// takes the Run directory back from the generation's user first, so that
+// no later process given the same uid can reach it.
 func (m *Manager) finish(id, instance string) {
 	ctx := context.Background()
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.st.Run(ctx, id)
-	if err != nil || r.InstanceID != instance || r.ExitCode != nil || !r.EndedAt.IsZero() {
+	if err != nil || r.InstanceID != instance {
+		return
+	}
+	if !r.Archived {
+		if err := m.reclaim(m.stateDir(id)); err != nil {
+			m.log.Warn("take back the Run directory from its run user", "run", id, "err", err)
+		}
+	}
+	if r.ExitCode != nil || !r.EndedAt.IsZero() {
 		return
 	}
 	r.ExitCode = m.exitFile(id)
@@ -748,7 +797,8 @@ func (m *Manager) releaseLease(id string) {
 
 // exitFile returns the exit code the wrapper recorded for Run id, if any.
 func (m *Manager) exitFile(id string) *int {
-	b, err := os.ReadFile(filepath.Join(m.stateDir(id), "exit"))
+	dir := m.stateDir(id)
+	b, err := readRunFile(dir, filepath.Join(dir, "exit"), 32)
 	if err != nil {
 		return nil
 	}
@@ -786,7 +836,14 @@ func (m *Manager) reconcile(ctx context.Context) error {
 			}
 		}
 		if verifyProcess(r.PID, r.StartTime) == identityValid {
-			m.adopt(r.ID, r.InstanceID, r.PID, r.StartTime)
+			var who *identity
+			if uid, ok := processUID(r.PID); ok && m.uids != nil && m.uids.contains(uid) {
+				// The process keeps its uid; none is given to another
+				// until its directory is taken back.
+				m.uids.hold(uid)
+				who = &identity{uid: uid, gid: uid, pooled: true}
+			}
+			m.adopt(r.ID, r.InstanceID, r.PID, r.StartTime, who)
 			// Controls other nodes queued while this node was away.
 			if err := m.deliverQueued(ctx, r.ID); err != nil {
 				m.log.Warn("deliver queued controls", "run", r.ID, "err", err)
@@ -801,11 +858,13 @@ func (m *Manager) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// adopt watches a live process this Manager did not start.
-func (m *Manager) adopt(id, instance string, pid int, start string) {
+// adopt watches a live process this Manager did not start, running as
+// who, which it gives back once the process ended.
+func (m *Manager) adopt(id, instance string, pid int, start string, who *identity) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer m.releaseIdentity(who)
 		t := time.NewTicker(m.cfg.PollInterval)
 		defer t.Stop()
 		for {
@@ -883,7 +942,7 @@ func (m *Manager) view(r store.RunRecord) *Run {
 		if r.Archived {
 			logDir = r.ArchiveDir
 		}
-		if head := headFile(filepath.Join(logDir, "stderr.log"), stderrHeadLines, stderrHeadBytes); head != "" {
+		if head := headFile(logDir, filepath.Join(logDir, "stderr.log"), stderrHeadLines, stderrHeadBytes); head != "" {
 			v.StderrHead = RedactText(head)
 		}
 	}
@@ -903,27 +962,15 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-// insideDir reports whether path, with every symbolic link resolved, is a
-// regular file inside dir: a link the process planted to a file elsewhere
-// does not count.
-func insideDir(dir, path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return false
-	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil || !strings.HasPrefix(real, realDir+string(filepath.Separator)) {
-		return false
-	}
-	fi, err := os.Lstat(real)
-	return err == nil && fi.Mode().IsRegular()
-}
-
+// artifactManifest describes the declared artifacts of the Run directory
+// dir. An artifact exists when it is a regular file with one link reached
+// without a symbolic link (see openRunFile): a link the process planted to
+// a file elsewhere does not count.
 func (m *Manager) artifactManifest(dir string, arts map[string]Artifact) map[string]ArtifactState {
 	out := make(map[string]ArtifactState, len(arts))
 	for name, a := range arts {
 		e := ArtifactState{Path: a.Path, Kind: a.Kind, MediaType: a.MediaType, Required: a.Required}
-		if fi, err := os.Stat(a.Path); err == nil && insideDir(dir, a.Path) {
+		if fi, ok := statRunFile(dir, a.Path); ok {
 			size := fi.Size()
 			e.Exists, e.Size = true, &size
 		}
@@ -1103,7 +1150,10 @@ func (m *Manager) Archive(ctx context.Context, ownerID, id string) (*ArchiveResu
 	res := &ArchiveResult{Archived: true, ArchiveDir: dst, OriginalStateDir: src, Run: id, Status: status, TS: store.FormatTime(now)}
 	if err := os.MkdirAll(src, 0o700); err == nil {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		_ = os.WriteFile(filepath.Join(src, "archive-tombstone.json"), append(b, '\n'), 0o600)
+		if f, err := os.OpenFile(filepath.Join(src, "archive-tombstone.json"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600); err == nil {
+			_, _ = f.Write(append(b, '\n'))
+			f.Close()
+		}
 	}
 	r.Archived, r.ArchiveDir = true, dst
 	if err := m.saveRun(ctx, r); err != nil {
@@ -1143,13 +1193,16 @@ func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) 
 			if r.Archived {
 				root = r.ArchiveDir
 			}
-			if !insideDir(root, p) {
+			in, fi, err := openRunFile(root, p)
+			if err != nil {
 				continue
 			}
 			sum := sha256.Sum256([]byte(name + "\x00" + a.Path))
 			safe := unsafeNameChars.ReplaceAllString(name, "_")
 			dst := filepath.Join(m.cfg.DataDir, "archive", "preserved-artifacts", id, safe+"-"+hex.EncodeToString(sum[:])[:8]+"--"+filepath.Base(p))
-			if err := copyFile(p, dst); err != nil {
+			err = copyFile(in, fi.Size(), dst)
+			in.Close()
+			if err != nil {
 				return nil, errorf(CodePreserveFailed, "Run %s was not pruned: artifact %s could not be preserved (%v); nothing was deleted. Fix the cause or prune without preserve_artifacts.", id, name, err)
 			}
 			kept[name] = dst
@@ -1169,20 +1222,17 @@ func (m *Manager) Prune(ctx context.Context, ownerID, id string, preserve bool) 
 	return &PruneResult{Pruned: true, PreservedArtifacts: kept, Run: id, StateDir: m.stateDir(id), TS: store.FormatTime(m.now())}, nil
 }
 
-func copyFile(src, dst string) error {
+// copyFile copies the first size bytes of in (its size when opened) to
+// dst, a new file of the server's.
+func copyFile(in *os.File, size int64, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
-	in, err := os.Open(src)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.CopyN(out, in, size); err != nil && !errors.Is(err, io.EOF) {
 		out.Close()
 		return err
 	}
@@ -1218,19 +1268,27 @@ func (m *Manager) Logs(ctx context.Context, ownerID, id, stream string, n int) (
 const logTailMaxBytes = store.RunRequestTextMaxBytes
 
 // tailLogs returns the last n lines of Run r's stream, from this node's
-// files.
+// files. A log the Run replaced by anything but a regular file with one
+// link (a symbolic link, FIFO, hard link) reads as empty, and the server
+// logs a warning.
 func (m *Manager) tailLogs(r store.RunRecord, stream string, n int) (string, error) {
 	dir := m.stateDir(r.ID)
 	if r.Archived {
 		dir = r.ArchiveDir
 	}
-	return tailFile(filepath.Join(dir, stream+".log"), n, logTailMaxBytes)
+	s, err := tailFile(dir, filepath.Join(dir, stream+".log"), n, logTailMaxBytes)
+	if errors.Is(err, errRunFileUnsafe) {
+		m.log.Warn("Run log is not a regular file with one link; it reads as empty", "run", r.ID, "stream", stream)
+		return "", nil
+	}
+	return s, err
 }
 
-// headFile returns at most the first n lines and limit bytes of path (cut
-// on a UTF-8 boundary), or "" when it cannot be read.
-func headFile(path string, n, limit int) string {
-	f, err := os.Open(path)
+// headFile returns at most the first n lines and limit bytes of path, a
+// file in the Run directory dir (see openRunFile), cut on a UTF-8
+// boundary, or "" when it cannot be read.
+func headFile(dir, path string, n, limit int) string {
+	f, _, err := openRunFile(dir, path)
 	if err != nil {
 		return ""
 	}
@@ -1269,10 +1327,12 @@ func boundLines(s string, limit int) string {
 	return strings.Join(lines, "")
 }
 
-// tailFile reads at most limit bytes from the end of path and returns its
-// last n lines.
-func tailFile(path string, n int, limit int64) (string, error) {
-	f, err := os.Open(path)
+// tailFile reads at most limit bytes from the end of path, a file in the
+// Run directory dir (see openRunFile), and returns its last n lines. A
+// missing file is empty; one that is not a regular file with one link is
+// errRunFileUnsafe.
+func tailFile(dir, path string, n int, limit int64) (string, error) {
+	f, fi, err := openRunFile(dir, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -1280,15 +1340,19 @@ func tailFile(path string, n int, limit int64) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	return tailOf(f, fi.Size(), n, limit)
+}
+
+// tailOf returns the last n lines of the last limit bytes of the first
+// size bytes of f.
+func tailOf(f *os.File, size int64, n int, limit int64) (string, error) {
+	off := max(size-limit, 0)
+	b := make([]byte, size-off)
+	k, err := f.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
-	off := max(fi.Size()-limit, 0)
-	b := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
+	b = b[:k]
 	s := string(b)
 	if n > 0 {
 		lines := strings.SplitAfter(s, "\n")

@@ -130,8 +130,8 @@ func ParseTarget(target string) (string, error) {
 	if len(id) > RunIDMaxBytes {
 		return "", errorf(CodeLimitExceeded, "Run target id is %d bytes; the limit is %d.", len(id), RunIDMaxBytes)
 	}
-	if !runIDPattern.MatchString(id) {
-		return "", errorf(CodeInvalidRequest, "invalid Run target: %s", t)
+	if !runIDPattern.MatchString(id) || id == "." || id == ".." {
+		return "", errorf(CodeInvalidRequest, "invalid Run target: %s; a Run id has letters, numbers, dot, underscore and dash, and is not . or ..", t)
 	}
 	return id, nil
 }

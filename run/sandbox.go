@@ -16,30 +16,71 @@ import (
 // another one declares PATH in its env.
 const SafePATH = "/usr/local/bin:/usr/bin:/bin"
 
-// runAs is the unprivileged user Run processes run as when the server runs
-// as root.
+// runAs is how Run processes drop root when the server runs as root:
+// each to its own uid from a range (ranged), or all to one shared user.
 type runAs struct {
-	name     string
+	// name is how the operator gave it, for messages.
+	name string
+	// uid and gid are the shared user's; unused when ranged.
 	uid, gid uint32
+	// ranged: each Run generation and tool process gets its own uid, and
+	// the same gid, from first to last.
+	ranged      bool
+	first, last uint32
+	// fellBack: the default uid range is not mapped in the server's user
+	// namespace, so every process shares this user instead.
+	fellBack bool
 }
 
-// resolveRunUser picks the user Run processes drop to. It returns nil when
-// the server is not root (nothing changes) or when spec names root. spec is
-// a user name or "uid:gid"; empty means "nobody" when that user exists.
+// resolveRunUser picks the users Run processes drop to. It returns nil
+// when the server is not root (nothing changes) or when spec names root.
+// spec is a uid range "FIRST-LAST" (each process its own uid), a user name
+// or "uid:gid" (one user shared by all); empty means DefaultRunUIDs where
+// ranges are supported, else "nobody" when that user exists.
 func resolveRunUser(spec string) (*runAs, error) {
+	return resolveRunUserIn(spec, "/proc/self/uid_map", "/proc/self/gid_map")
+}
+
+// resolveRunUserIn is resolveRunUser reading the user namespace's id maps
+// from uidMap and gidMap.
+func resolveRunUserIn(spec, uidMap, gidMap string) (*runAs, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
 	explicit := spec != ""
 	if !explicit {
 		spec = "nobody"
+		if rangedUIDsSupported {
+			spec = DefaultRunUIDs
+		}
 	}
 	var a runAs
+	fellBack := false
+	if isUIDRange(spec) {
+		if !rangedUIDsSupported {
+			return nil, fmt.Errorf("run: run uid range %q: a uid for each Run needs Linux; set a run user instead", spec)
+		}
+		first, last, err := ParseRunUIDs(spec)
+		if err != nil {
+			return nil, fmt.Errorf("run: %s", err.(*Error).Message)
+		}
+		if mapped := idsMapped(uidMap, first, last) && idsMapped(gidMap, first, last); !mapped {
+			if explicit {
+				return nil, fmt.Errorf("run: run uids %s are not all mapped in this user namespace (/proc/self/uid_map, gid_map): set --run-uids to a mapped range, or --run-user", spec)
+			}
+			// A user namespace without the default range (a rootless
+			// container): the server still starts, with one shared run
+			// user, and says so (see New).
+			spec, fellBack = "nobody", true
+		} else {
+			return &runAs{name: spec, ranged: true, first: first, last: last}, nil
+		}
+	}
 	if uidText, gidText, ok := strings.Cut(spec, ":"); ok {
 		uid, err1 := strconv.ParseUint(uidText, 10, 32)
 		gid, err2 := strconv.ParseUint(gidText, 10, 32)
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("run: run user %q: use a user name or numeric uid:gid", spec)
+			return nil, fmt.Errorf("run: run user %q: use a user name, numeric uid:gid or a uid range FIRST-LAST", spec)
 		}
 		a = runAs{name: spec, uid: uint32(uid), gid: uint32(gid)}
 	} else {
@@ -60,22 +101,44 @@ func resolveRunUser(spec string) (*runAs, error) {
 	if a.uid == 0 {
 		return nil, nil
 	}
+	a.fellBack = fellBack
 	return &a, nil
 }
 
-// RunUser reports the user and group ids Run and tool processes run as,
-// and false when they keep the server's own user (the server is not root,
-// or the run user is root).
+// isUIDRange reports whether spec has the shape of a uid range, digits on
+// both sides of a dash (a user name may hold a dash too).
+func isUIDRange(spec string) bool {
+	a, b, ok := strings.Cut(spec, "-")
+	digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	return ok && digits(a) && digits(b)
+}
+
+// RunUser reports the user and group ids Run and tool processes run as
+// when they all share one run user, and false otherwise: when they keep
+// the server's own user (the server is not root, or the run user is root)
+// or when each gets its own uid (see RunUIDs).
 func (m *Manager) RunUser() (uid, gid int, ok bool) {
-	if m.runAs == nil {
+	if m.runAs == nil || m.runAs.ranged {
 		return 0, 0, false
 	}
 	return int(m.runAs.uid), int(m.runAs.gid), true
 }
 
+// RunUIDs reports the range of uids from which each Run generation and
+// tool process gets its own uid (and the same gid), and false when they
+// do not (see RunUser).
+func (m *Manager) RunUIDs() (first, last int, ok bool) {
+	if m.runAs == nil || !m.runAs.ranged {
+		return 0, 0, false
+	}
+	return int(m.runAs.first), int(m.runAs.last), true
+}
+
 // RunUserCanExecute reports whether Run processes may execute path: always
-// when they keep the server's user; otherwise when the run user can search
-// every directory on the way and the file's mode lets it execute.
+// when they keep the server's user; otherwise when they can search every
+// directory on the way and the file's mode lets them execute it. A Run
+// with its own uid owns nothing outside its directory, so only the
+// "other" permission bits count for it.
 func (m *Manager) RunUserCanExecute(path string) bool {
 	if m.runAs == nil {
 		return true
@@ -84,18 +147,7 @@ func (m *Manager) RunUserCanExecute(path string) bool {
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	perm := fi.Mode().Perm()
-	switch {
-	case ok && st.Uid == m.runAs.uid:
-		if perm&0o100 == 0 {
-			return false
-		}
-	case ok && st.Gid == m.runAs.gid:
-		if perm&0o010 == 0 {
-			return false
-		}
-	case perm&0o001 == 0:
+	if !m.runUserMay(fi, 0o1) {
 		return false
 	}
 	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
@@ -107,6 +159,21 @@ func (m *Manager) RunUserCanExecute(path string) bool {
 			return true
 		}
 	}
+}
+
+// runUserMay reports whether Run processes have permission bit (1
+// execute/search, 2 write, 4 read) on fi.
+func (m *Manager) runUserMay(fi os.FileInfo, bit os.FileMode) bool {
+	perm := fi.Mode().Perm()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case m.runAs.ranged || !ok:
+	case st.Uid == m.runAs.uid:
+		return perm&(bit<<6) != 0
+	case st.Gid == m.runAs.gid:
+		return perm&(bit<<3) != 0
+	}
+	return perm&bit != 0
 }
 
 // sandboxEnv is the base environment of a Run or tool process whose
@@ -123,30 +190,19 @@ func sandboxEnv(dir string) []string {
 // sandboxCommand returns a command that runs name with args the way every
 // Run and tool process runs: in its own process group, in dir, with the
 // base environment plus env (later entries win, so callers append the
-// ASSENT_* variables last) and, when the server is root, as the run user,
-// who is given dir. Cancelling ctx kills the process (as exec.CommandContext
-// does); callers set cmd.Cancel to kill the whole group.
-func (m *Manager) sandboxCommand(ctx context.Context, dir string, env []string, name string, args ...string) (*exec.Cmd, error) {
+// ASSENT_* variables last) and, when id is not nil, as id, to whom the
+// caller has given dir (handOverTree). Cancelling ctx kills the process
+// (as exec.CommandContext does); callers set cmd.Cancel to kill the whole
+// group.
+func sandboxCommand(ctx context.Context, id *identity, dir string, env []string, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(sandboxEnv(dir), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if m.runAs != nil {
-		if err := m.handOver(dir); err != nil {
-			return nil, errorf(CodeSandbox, "Run directory %s cannot be given to run user %s: %v", dir, m.runAs.name, err)
-		}
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: m.runAs.uid, Gid: m.runAs.gid, Groups: []uint32{}}
+	if id != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: []uint32{}}
 	}
-	return cmd, nil
-}
-
-// handOver gives path to the run user (a no-op when processes keep the
-// server's user).
-func (m *Manager) handOver(path string) error {
-	if m.runAs == nil {
-		return nil
-	}
-	return os.Lchown(path, int(m.runAs.uid), int(m.runAs.gid))
+	return cmd
 }
 
 // prepareDirs creates the data directory layout with its permissions: the
@@ -192,15 +248,5 @@ func (m *Manager) prepareDirs() error {
 	}
 }
 
-// canSearch reports whether the run user may traverse the directory fi.
-func (m *Manager) canSearch(fi os.FileInfo) bool {
-	perm := fi.Mode().Perm()
-	if perm&0o001 != 0 {
-		return true
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false
-	}
-	return st.Uid == m.runAs.uid && perm&0o100 != 0 || st.Gid == m.runAs.gid && perm&0o010 != 0
-}
+// canSearch reports whether Run processes may traverse the directory fi.
+func (m *Manager) canSearch(fi os.FileInfo) bool { return m.runUserMay(fi, 0o1) }

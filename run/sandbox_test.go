@@ -170,17 +170,17 @@ func TestRunEnvironmentIsScrubbed(t *testing.T) {
 	}
 }
 
-// When the server is root, a Run runs as the unprivileged run user: it
-// cannot read the database, yet writes its own files.
+// When the server is root, a Run runs as an unprivileged uid of its own:
+// it cannot read the database, yet writes its own files.
 func TestRunDropsRootAndCannotReadDatabase(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: privileges are dropped only when the server is root")
 	}
 	f := newFixture(t)
 	m := f.openWith(Config{StartGrace: time.Minute})
-	uid, _, ok := m.RunUser()
+	first, last, ok := m.RunUIDs()
 	if !ok {
-		t.Skip("no unprivileged run user (nobody) on this system")
+		t.Fatal("the server is root but Runs get no uid range")
 	}
 	dbPath := filepath.Join(f.dir, "assent.db")
 	def, _ := json.Marshal(map[string]any{"template": "id -u > me.txt; cat " + ShellQuote(dbPath) + " > stolen.bin"})
@@ -195,8 +195,9 @@ func TestRunDropsRootAndCannotReadDatabase(t *testing.T) {
 		t.Fatalf("stolen copy: %v %v; want an empty file", fi, err)
 	}
 	me, err := os.ReadFile(filepath.Join(m.DataDir(), "runs", "thief", "me.txt"))
-	if err != nil || strings.TrimSpace(string(me)) != strconv.Itoa(uid) {
-		t.Fatalf("Run ran as %q (%v), want uid %d", me, err, uid)
+	uid, _ := strconv.Atoi(strings.TrimSpace(string(me)))
+	if err != nil || uid < first || uid > last {
+		t.Fatalf("Run ran as %q (%v), want a uid in %d-%d", me, err, first, last)
 	}
 	for _, p := range []string{dbPath, m.DataDir()} {
 		fi, err := os.Stat(p)
@@ -472,11 +473,16 @@ func TestResolveRunUser(t *testing.T) {
 		return
 	}
 	tests := []struct {
-		spec     string
-		uid, gid uint32
-		none     bool
-		err      bool
+		spec        string
+		uid, gid    uint32
+		first, last uint32
+		none        bool
+		err         bool
 	}{
+		{spec: "", first: 2000000000, last: 2000999999},
+		{spec: "5000-6000", first: 5000, last: 6000},
+		{spec: "999-2000", err: true},
+		{spec: "6000-5000", err: true},
 		{spec: "1234:5678", uid: 1234, gid: 5678},
 		{spec: "0:0", none: true},
 		{spec: "root", none: true},
@@ -497,7 +503,11 @@ func TestResolveRunUser(t *testing.T) {
 			if a != nil {
 				t.Errorf("%q: %+v, want root kept", tc.spec, a)
 			}
-		case a == nil || a.uid != tc.uid || a.gid != tc.gid:
+		case tc.last != 0:
+			if a == nil || !a.ranged || a.first != tc.first || a.last != tc.last {
+				t.Errorf("%q: %+v, want each process its own uid from %d-%d", tc.spec, a, tc.first, tc.last)
+			}
+		case a == nil || a.ranged || a.uid != tc.uid || a.gid != tc.gid:
 			t.Errorf("%q: %+v, want %d:%d", tc.spec, a, tc.uid, tc.gid)
 		}
 	}

@@ -806,13 +806,21 @@ const toolOutputMax = 50 << 10
 
 // runInline runs a script the way every Run process runs (the sandbox of
 // the Manager: its own process group, the base environment plus env, dir
-// as working directory, the run user when the server is root) and returns
-// its output, bounded; cancelling ctx kills the group.
+// as working directory and, when the server is root, a uid of its own or
+// the shared run user) and returns its output, bounded; cancelling ctx
+// kills the group.
 func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env []string) (*tool.Result, error) {
-	cmd, err := ts.m.sandboxCommand(ctx, dir, env, "/bin/sh", "-c", script)
+	who, err := ts.m.takeIdentity()
 	if err != nil {
 		return nil, toolError(err)
 	}
+	// The directory goes back to the server before the uid goes back to
+	// the pool; the caller then removes it.
+	defer ts.m.retire(dir, who)
+	if err := ts.m.handOverTree(dir, who); err != nil {
+		return nil, toolError(errorf(CodeSandbox, "the tool's directory cannot be given to its run user: %v", err))
+	}
+	cmd := sandboxCommand(ctx, who, dir, env, "/bin/sh", "-c", script)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
