@@ -36,7 +36,14 @@ type WebUI struct {
 
 func newWebUI() (*WebUI, error) {
 	ui := &WebUI{
-		funcs: template.FuncMap{"version": func() string { return assent.Version }},
+		funcs: template.FuncMap{
+			"version": func() string { return assent.Version },
+			// reveal draws text that came from an agent with its hidden
+			// and direction-changing characters as visible escapes;
+			// hiddenchars counts them, for a warning above such text.
+			"reveal":      Reveal,
+			"hiddenchars": countHidden,
+		},
 		pages: map[string]*template.Template{},
 	}
 	if err := ui.AddPages(templateFS, "templates/sign*.html"); err != nil {
