@@ -56,6 +56,11 @@ func (s *Part) secretKeysLocked(sc *liveScreen) map[string]bool {
 // problemLocked checks a field's current value; sc.mu is held.
 func (sc *liveScreen) problemLocked(f fieldInfo) *field.Problem {
 	v, _ := sc.doc.State(f.key)
+	return f.problem(v)
+}
+
+// problem checks v as the field's value.
+func (f fieldInfo) problem(v any) *field.Problem {
 	if f.app {
 		if f.props["required"] == true {
 			return field.CheckAppField(f.props, v)

@@ -192,7 +192,7 @@ func decodeMutate(w http.ResponseWriter, r *http.Request) (string, map[string]an
 	}
 	var body map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&body); err != nil || body == nil || dec.More() {
+	if err := dec.Decode(&body); err != nil || body == nil || !atEnd(dec) {
 		return bad(`the body must be one JSON object {"tool": "…", "params": {…}}`)
 	}
 	for k := range body {
@@ -327,4 +327,12 @@ func (c *idemCache) expire(now time.Time) {
 	if len(c.fifo) > 2*c.max {
 		c.fifo = slices.DeleteFunc(c.fifo, func(e *idemEntry) bool { return c.byKey[e.key] != e })
 	}
+}
+
+// atEnd reports whether nothing but white space follows the value dec
+// decoded. (Decoder.More stops at a closing bracket, which is trailing
+// data too.)
+func atEnd(dec *json.Decoder) bool {
+	_, err := dec.Token()
+	return err == io.EOF
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,6 +72,12 @@ type Tool struct {
 	confirm.Tool
 	// Access says who may run the tool; empty means AccessSignedIn.
 	Access Access
+	// Currency maps each param that is an amount of money to the ISO 4217
+	// code of the currency the handler reads it in ({"amount": "USD"}).
+	// The confirmation sentence shows such a param as money ("$42.50");
+	// any other number shows as the number. A screen never decides the
+	// currency of a sentence, whatever currency it shows the amount in.
+	Currency map[string]string
 }
 
 // Part is the screens part of the server: the screens shown to people,
@@ -93,8 +100,10 @@ type Part struct {
 	// more before it is served (see getScreen). scrMu guards it.
 	closes     uint64
 	toolAccess map[string]Access
-	generator  Generator
-	pictures   map[string]picture
+	// toolCurrency holds each tool's Currency; scrMu guards it.
+	toolCurrency map[string]map[string]string
+	generator    Generator
+	pictures     map[string]picture
 
 	idem *idemCache
 
@@ -106,13 +115,14 @@ type Part struct {
 // private forms of ctl, and registers its tools.
 func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
 	s := &Part{
-		Host:        h,
-		controls:    ctl,
-		screenTools: &confirm.Registry{},
-		screens:     map[string]*liveScreen{},
-		toolAccess:  map[string]Access{},
-		pictures:    map[string]picture{},
-		idem:        newIdemCache(10_000, 24*time.Hour),
+		Host:         h,
+		controls:     ctl,
+		screenTools:  &confirm.Registry{},
+		screens:      map[string]*liveScreen{},
+		toolAccess:   map[string]Access{},
+		toolCurrency: map[string]map[string]string{},
+		pictures:     map[string]picture{},
+		idem:         newIdemCache(10_000, 24*time.Hour),
 	}
 	if err := s.Web.AddPages(templateFS, "templates/screens.html"); err != nil {
 		return nil, err
@@ -193,6 +203,9 @@ func (s *Part) RegisterTool(t Tool) error {
 	default:
 		return &confirm.Error{Code: confirm.CodeInvalidTool, Tool: t.Name, Message: fmt.Sprintf("access %q is not one of signed-in, people, public", t.Access)}
 	}
+	if err := checkCurrency(t); err != nil {
+		return err
+	}
 	if err := s.screenTools.Register(t.Tool); err != nil {
 		return err
 	}
@@ -202,6 +215,7 @@ func (s *Part) RegisterTool(t Tool) error {
 	}
 	s.scrMu.Lock()
 	s.toolAccess[t.Name] = t.Access
+	s.toolCurrency[t.Name] = maps.Clone(t.Currency)
 	s.scrMu.Unlock()
 	if err := s.Tools.Replace(s.showScreenTool()); err != nil {
 		s.Log.Warn("show_screen's description could not be refreshed", "err", err)

@@ -859,6 +859,7 @@ func TestToolsFileRefusesBadEntries(t *testing.T) {
 		`{"tools":[{"name":"orders.cancel","callback":"file:///etc/passwd"}]}`,
 		`{"tools":[{"name":"orders.cancel","callback":"http://127.0.0.1:1/","access":"everyone"}]}`,
 		`{"tools":[{"name":"orders.cancel","callback":"http://127.0.0.1:1/","colour":"red"}]}`,
+		`{"tools":[{"name":"orders.cancel","callback":"http://127.0.0.1:1/","currency":{"amount":"dollars"}}]}`,
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "tools.json"), []byte(file), 0o600)

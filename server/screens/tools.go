@@ -23,9 +23,12 @@ type toolFileEntry struct {
 	Params      json.RawMessage `json:"params"`
 	Secret      []string        `json:"secret"`
 	// Confirm is the confirmation template, such as "Pay {amount}?".
-	Confirm  string `json:"confirm"`
-	Access   Access `json:"access"`
-	Callback string `json:"callback"`
+	Confirm string `json:"confirm"`
+	// Currency maps money params to their ISO 4217 code, such as
+	// {"amount": "USD"} (see Tool.Currency).
+	Currency map[string]string `json:"currency"`
+	Access   Access            `json:"access"`
+	Callback string            `json:"callback"`
 }
 
 // callbackTimeout bounds one call of a tool's HTTP callback.
@@ -36,7 +39,7 @@ func (s *Part) callbackClient() *http.Client {
 }
 
 // parseToolsFile reads tools.json: {"tools": [{name, description, params,
-// secret, confirm, access, callback}, …]}.
+// secret, confirm, currency, access, callback}, …]}.
 func parseToolsFile(b []byte, hc *http.Client) ([]Tool, error) {
 	var f struct {
 		Tools []toolFileEntry `json:"tools"`
@@ -46,13 +49,16 @@ func parseToolsFile(b []byte, hc *http.Client) ([]Tool, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("not a tools file ({\"tools\": [{\"name\", \"params\", \"callback\", …}]}): %w", err)
 	}
+	if !atEnd(dec) {
+		return nil, fmt.Errorf("not a tools file: something follows its one JSON object; keep every tool in one {\"tools\": […]}")
+	}
 	out := make([]Tool, 0, len(f.Tools))
 	for i, e := range f.Tools {
 		u, err := url.Parse(e.Callback)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("tools[%d] (%s): callback must be an http or https URL", i, e.Name)
 		}
-		t := Tool{Access: e.Access, Tool: confirm.Tool{
+		t := Tool{Access: e.Access, Currency: e.Currency, Tool: confirm.Tool{
 			Name: e.Name, Description: e.Description, Params: e.Params, Secret: e.Secret,
 			Handler: callbackHandler(hc, u.String()),
 		}}

@@ -82,10 +82,12 @@ func (s *Part) handleScreenPage(w http.ResponseWriter, r *http.Request, pg host.
 	view := s.buildScreenView(r.Context(), sc, pg.CSRF)
 	if id := r.URL.Query().Get("press"); id != "" {
 		// A press filed from a view in an agent's host: the page opens the
-		// runtime's dialog for it.
+		// runtime's dialog for it, only while the press matches the screen
+		// the page shows, with what neither the app's sentence nor the
+		// page's fields show.
 		sc.mu.Lock()
-		if pp, ok := sc.presses[id]; ok {
-			view.Press, view.PressSentence = id, pp.sentence
+		if pp, ok := sc.presses[id]; ok && !pressStaleLocked(sc, pp) {
+			view.Press, view.PressSentence = id, s.pressQuestionLocked(sc, pp)
 		}
 		sc.mu.Unlock()
 	}
@@ -112,7 +114,8 @@ type screenView struct {
 	// agent highlighted to the milliseconds its highlight has left.
 	Marks string
 	// Press and PressSentence name a press waiting for the person's
-	// confirmation, which the page asks about when it opens.
+	// confirmation, which the page asks about when it opens, and what the
+	// dialog asks (see pressQuestionLocked).
 	Press, PressSentence string
 }
 
@@ -283,12 +286,8 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 	)
 	// read takes what the press needs from the screen; sc.mu is held.
 	read := func() error {
-		n := sc.doc.Node(req.Button)
-		m := sc.doc.Mutation(req.Button)
-		if n == nil || n.Type != "Button" || m == nil || sc.closed {
-			return errNoChange
-		}
-		if a, _ := n.Props["action"].(string); a == "" {
+		m := pressableLocked(sc, req.Button)
+		if m == nil {
 			return errNoChange
 		}
 		problems = problems[:0]
@@ -300,14 +299,8 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 				sc.touched[fn.ID] = true
 			}
 		}
-		params = make(map[string]any, len(m.Params))
-		for k, v := range m.Params {
-			if ref, ok := v.(screen.StateRef); ok {
-				v, _ = sc.doc.State(string(ref))
-			}
-			params[k] = v
-		}
-		display = shownParams(sc.doc, m.Params, params)
+		params = pressParamsLocked(sc, m)
+		display = s.shownParamsLocked(sc, m.Tool, m.Params, params)
 		toolName = m.Tool
 		return nil
 	}
@@ -369,7 +362,15 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 		host.WriteToolError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": pend.Sentence()})
+	// "sentence" is what the runtime's dialog shows: the app's sentence
+	// and the values neither it nor the page's fields show.
+	sc.mu.Lock()
+	question := pend.Sentence()
+	if pp, ok := sc.presses[id]; ok {
+		question = s.pressQuestionLocked(sc, pp)
+	}
+	sc.mu.Unlock()
+	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": question})
 }
 
 // addPress saves a press that waits for a person's confirmation and keeps
@@ -441,6 +442,14 @@ func (sc *liveScreen) takePress(id string) *pendingPress {
 func (s *Part) handleScreenConfirm(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	sc, pp := s.pressOf(w, r, pg)
 	if pp == nil {
+		return
+	}
+	sc.mu.RLock()
+	stale := pressStaleLocked(sc, pp)
+	sc.mu.RUnlock()
+	if stale {
+		pp.cancel()
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": wordScreenChanged})
 		return
 	}
 	pend := pp.pending
@@ -537,40 +546,6 @@ func (s *Part) finishPress(ctx context.Context, w http.ResponseWriter, sc *liveS
 		}
 	}
 	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "done"})
-}
-
-// shownParams returns, for each param bound to a state value that the
-// screen shows as money, the text the screen shows, so the confirmation
-// sentence reads like the screen.
-func shownParams(doc *screen.Document, raw map[string]any, params map[string]any) map[string]string {
-	var out map[string]string
-	for k, v := range raw {
-		ref, ok := v.(screen.StateRef)
-		if !ok {
-			continue
-		}
-		f, ok := params[k].(float64)
-		if !ok {
-			continue
-		}
-		for _, n := range doc.Nodes() {
-			if n.Props["format"] != "currency" {
-				continue
-			}
-			if r, ok := n.Props["text"].(screen.StateRef); !ok || r != ref {
-				if doc.Edits(n.ID) != string(ref) {
-					continue
-				}
-			}
-			cur, _ := n.Props["currency"].(string)
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = render.Money(f, cur)
-			break
-		}
-	}
-	return out
 }
 
 // markedFields returns the element id of each field whose highlight is
