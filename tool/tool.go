@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -324,8 +325,10 @@ func DecodeArgs(args json.RawMessage, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return Errorf("invalid_request", "invalid arguments: %v", err)
 	}
-	if dec.More() {
-		return Errorf("invalid_request", "invalid arguments: trailing data")
+	// More stops at a closing bracket, so ask for the next token: only
+	// the end of the input may follow the value.
+	if _, err := dec.Token(); err != io.EOF {
+		return Errorf("invalid_request", "invalid arguments: trailing data after the JSON value")
 	}
 	return nil
 }

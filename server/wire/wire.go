@@ -312,6 +312,16 @@ func Check(body []byte) error {
 	if raw.Error == nil {
 		return fmt.Errorf("the body has no \"error\" object")
 	}
+	for k := range raw.Error {
+		switch k {
+		case "code", "message", "retryable", "data":
+		default:
+			// A key that differs only in case would be read by Decode
+			// (encoding/json matches fields ignoring case) as the one
+			// checked here.
+			return fmt.Errorf("error has the key %q, which is none of code, message, retryable and data", k)
+		}
+	}
 	var code, msg string
 	if err := json.Unmarshal(raw.Error["code"], &code); err != nil || !wellFormed(code) {
 		return fmt.Errorf("error.code %s is not a snake_case string", raw.Error["code"])
