@@ -165,15 +165,15 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 		t.Fatalf("start the proposed program: %d %v", code, body)
 	}
 	// By id, the demo program a person's operator loaded is chosen, not the
-	// agent's; its pay transition cannot be reached from "start".
-	code, inst, raw := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "mine-2", "phase": "start"})
+	// agent's; its pay transition cannot be reached from "draft".
+	code, inst, raw := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "expense-approval", "id": "mine-2", "phase": "draft"})
 	if code != 201 || inst["program_fingerprint"] == fp {
 		t.Fatalf("start by id: %d %s", code, raw)
 	}
 	cs := a.agent()
 	res, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "mine-2", "transition": "pay", "parameters": map[string]string{"iban": "DE89370400440532013000"}})
 	if assenttest.Dig(res, "decision", "kind") == "PRESCRIBED" {
-		t.Fatalf("pay from start was prescribed: %v", res)
+		t.Fatalf("pay from draft was prescribed: %v", res)
 	}
 	if direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || assenttest.Dig(direct, "error", "code") != "forbidden" {
 		t.Fatalf("direct payments_send: %v", direct)
@@ -230,7 +230,8 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 // (keyed on unknown) applies, and pay cannot be applied again.
 func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	a := newApp(t, true)
-	agentTok, _, err := auth.IssueToken(context.Background(), a.DB, store.KindAgent, "payer", []string{"tool.invoke"}, time.Now())
+	// A service starts the expense where it stands: approved.
+	agentTok, _, err := auth.IssueToken(context.Background(), a.DB, store.KindService, "payer", []string{"tool.invoke"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	if err != nil || in.Recovery == nil || in.Facts["payment.status"].Status != flow.StatusUnknown {
 		t.Fatalf("after the restart: %+v %v", in, err)
 	}
-	agent := flow.Principal{ID: in.Owner, Kind: flow.AuthorityAgent, Grants: []string{"tool.invoke"}}
+	agent := flow.Principal{ID: in.Owner, Kind: flow.AuthorityService, Grants: []string{"tool.invoke"}}
 	if _, err := srv.Flows().Kernel().Apply(context.Background(), prx, agent); flow.ErrorCode(err) != flow.CodeRecoveryRequired {
 		t.Fatalf("re-applying pay after the crash: %v", err)
 	}

@@ -69,7 +69,7 @@ func (a *app) act(ag *supervisedAgent, suffix string) {
 		t.Fatalf("%s stage: %v", ag.name, out)
 	}
 	if code, _, raw := a.API("POST", "/v1/flows/instances", ag.token,
-		map[string]any{"program": "expense-approval", "id": ag.flowID, "phase": "approved"}); code != http.StatusCreated {
+		map[string]any{"program": "expense-approval", "id": ag.flowID, "phase": "draft"}); code != http.StatusCreated {
 		t.Fatalf("%s flow start: %d %s", ag.name, code, raw)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store/postgres/pgtest"
 )
@@ -228,17 +229,21 @@ func inboxSurvivesKill(t *testing.T, exe, storeURL string) {
 	if press["status"] != "confirm" || press["sentence"] != "Pay 42?" {
 		t.Fatalf("press: %s", raw)
 	}
-	// The agent files an expense that waits for the person's approval.
+	// The agent drafts and submits an expense over the limit, which then
+	// waits for the person's approval.
 	if code, _, raw := first.api(t, "POST", "/v1/flows/instances", tok, nil, map[string]any{
-		"program": "expense-approval", "id": "restart-expense", "phase": "submitted", "objective": "expense-paid",
+		"program": "expense-approval", "id": "restart-expense", "phase": "draft", "objective": "expense-paid",
 		"facts": map[string]any{
-			"expense.amount_band": map[string]any{"status": "known", "value": "over_limit"},
-			"expense.amount":      map[string]any{"status": "known", "value": "120.00 EUR"},
+			"expense.amount":      map[string]any{"status": "known", "value": "1200.00 EUR"},
 			"expense.description": map[string]any{"status": "known", "value": "Restart check dinner"},
 			"expense.payee_iban":  map[string]any{"status": "known", "value": flows.DemoPayeeIBAN},
-			"expense.status":      map[string]any{"status": "known", "value": "submitted"},
 		}}); code != http.StatusCreated {
 		t.Fatalf("start expense: %d %s", code, raw)
+	}
+	_, sub, raw := first.api(t, "POST", "/v1/flows/instances/restart-expense/prescribe", tok, nil, map[string]any{})
+	subID, _ := assenttest.Dig(sub, "decision", "prescription", "id").(string)
+	if code, _, raw := first.api(t, "POST", "/v1/flows/prescriptions/"+subID+"/apply", tok, nil, nil); subID == "" || code != http.StatusOK {
+		t.Fatalf("submit: %d %s", code, raw)
 	}
 	_, pres, raw := first.api(t, "POST", "/v1/flows/instances/restart-expense/prescribe", tok, nil, map[string]any{})
 	aprID, _ := pres["approval"].(map[string]any)["id"].(string)

@@ -108,7 +108,7 @@ func (c *apiClient) send(ctx context.Context, method, path string, body any) (in
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, refused("cannot reach assent at %s: %v (is assent serve running?)", c.base, err)
+		return 0, nil, refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", c.base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

@@ -56,12 +56,13 @@ type controlSnapshot struct {
 	} `json:"state"`
 }
 
+// address returns the address the commands take for the control.
 func (s controlSnapshot) address() string {
-	a := s.Identity.FormID + "/" + s.Identity.ControlID
+	a := address{form: s.Identity.FormID, control: s.Identity.ControlID}
 	if s.Identity.Subject != nil {
-		a += "[" + s.Identity.Subject.Type + ":" + s.Identity.Subject.ID + "]"
+		a.subjectType, a.subjectID = s.Identity.Subject.Type, s.Identity.Subject.ID
 	}
-	return a
+	return a.String()
 }
 
 func (s controlSnapshot) value() string {
@@ -137,10 +138,25 @@ func newControlsListCmd(c *cli) *cobra.Command {
 	return cmd
 }
 
-// parseAddress reads FORM/CONTROL[ @TYPE:ID ] into the path and query of a
-// control.
+// An address names a control on the command line: FORM/CONTROL, or
+// FORM/CONTROL@TYPE:ID for a control about a subject. In each part, "%",
+// "/", "@" and ":" may be written %25, %2F, %40 and %3A, and must be where
+// they would end the part: a form orders/2024 is orders%2F2024.
 type address struct {
 	form, control, subjectType, subjectID string
+}
+
+// addressEscaper writes, in one part of an address, the characters that
+// separate parts.
+var addressEscaper = strings.NewReplacer("%", "%25", "/", "%2F", "@", "%40", ":", "%3A")
+
+// String writes a as parseAddress reads it.
+func (a address) String() string {
+	s := addressEscaper.Replace(a.form) + "/" + addressEscaper.Replace(a.control)
+	if a.subjectType != "" || a.subjectID != "" {
+		s += "@" + addressEscaper.Replace(a.subjectType) + ":" + addressEscaper.Replace(a.subjectID)
+	}
+	return s
 }
 
 func parseAddress(s string) (address, error) {
@@ -148,15 +164,24 @@ func parseAddress(s string) (address, error) {
 	base, subj, hasSubj := strings.Cut(s, "@")
 	form, ctl, ok := strings.Cut(base, "/")
 	if !ok || form == "" || ctl == "" {
-		return a, usageErr("a control is addressed as FORM/CONTROL or FORM/CONTROL@TYPE:ID, not %q", s)
+		return address{}, usageErr("a control is addressed as FORM/CONTROL or FORM/CONTROL@TYPE:ID, not %q", s)
 	}
-	a.form, a.control = form, ctl
+	parts := []*string{&a.form, &a.control}
+	raw := []string{form, ctl}
 	if hasSubj {
 		t, id, ok := strings.Cut(subj, ":")
 		if !ok || t == "" || id == "" {
-			return a, usageErr("a subject is written TYPE:ID, not %q", subj)
+			return address{}, usageErr("a subject is written TYPE:ID, not %q", subj)
 		}
-		a.subjectType, a.subjectID = t, id
+		parts = append(parts, &a.subjectType, &a.subjectID)
+		raw = append(raw, t, id)
+	}
+	for i, r := range raw {
+		v, err := url.PathUnescape(r)
+		if err != nil {
+			return address{}, usageErr("%q in the address %q: a %% starts an escape such as %%2F (for /); write a %% itself as %%25", r, s)
+		}
+		*parts[i] = v
 	}
 	return a, nil
 }
@@ -176,7 +201,9 @@ func newControlsInspectCmd(c *cli) *cobra.Command {
 		Short: "Print one control's snapshot as JSON",
 		Long: `Print one control's snapshot as JSON. A control about one subject (one
 order, one customer) is addressed FORM/CONTROL@TYPE:ID, such as
-orders/status@order:42.`,
+orders/status@order:42. Within a part, write %, /, @ and : as %25, %2F, %40
+and %3A where they would end the part (a form orders/2024 is orders%2F2024);
+"controls list" writes addresses that way.`,
 		Example: "  assent controls inspect profile/email\n  assent controls inspect profile/plan",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -78,7 +78,7 @@ func (c *cli) readInput(name string) ([]byte, error) {
 	// Read one byte past the limit so that the loader can report the size.
 	data, err := io.ReadAll(io.LimitReader(r, flow.MaxDocumentSize+1))
 	if err != nil {
-		return nil, refused("reading %s: %v", name, err)
+		return nil, refused("unreadable: reading %s: %v", name, err)
 	}
 	return data, nil
 }

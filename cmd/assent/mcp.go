@@ -135,7 +135,7 @@ func startInProcess(ctx context.Context, c *cli, data, storeFlag, token string, 
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fail(refused("cannot listen on a loopback port: %v", err))
+		return fail(refused("cannot_listen: cannot listen on a loopback port: %v", err))
 	}
 	base := "http://" + ln.Addr().String()
 	log := slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -228,14 +228,14 @@ func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
 		if strings.Contains(err.Error(), "401") || strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
 			return refused("sign_in_required: the server refused the token (unknown or revoked)")
 		}
-		return refused("cannot reach assent at %s: %v", client.base, err)
+		return refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", client.base, err)
 	}
 	defer cs.Close()
 	mu.Lock()
 	remote = cs
 	mu.Unlock()
 	if err := sync(ctx); err != nil {
-		return refused("listing the server's tools: %v", err)
+		return refused("unreachable: listing the server's tools: %v", err)
 	}
 	if err := local.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return refused("%v", err)

@@ -45,7 +45,7 @@ func (f *screenFlags) options() (screen.Options, error) {
 	if f.components != "" {
 		data, err := os.ReadFile(f.components)
 		if err != nil {
-			return opts, refused("reading --components: %v", err)
+			return opts, refused("unreadable: reading --components: %v", err)
 		}
 		comps, err := screen.DeclareComponents(data)
 		if err != nil {
@@ -56,7 +56,7 @@ func (f *screenFlags) options() (screen.Options, error) {
 	if f.pictures != "" {
 		data, err := os.ReadFile(f.pictures)
 		if err != nil {
-			return opts, refused("reading --pictures: %v", err)
+			return opts, refused("unreadable: reading --pictures: %v", err)
 		}
 		pics, err := screen.DeclarePictures(data)
 		if err != nil {
@@ -81,7 +81,7 @@ func parseInput(c *cli, args []string, opts screen.Options) (*screen.Parser, err
 	}
 	p := screen.NewParser(opts)
 	if _, err := io.Copy(p, r); err != nil {
-		return nil, refused("reading the screen: %v", err)
+		return nil, refused("unreadable: reading the screen: %v", err)
 	}
 	p.End()
 	return p, nil
@@ -126,7 +126,7 @@ when no issue is an error, 1 otherwise.`,
 			for i, u := range updates {
 				data, err := os.ReadFile(u)
 				if err != nil {
-					return refused("reading --update: %v", err)
+					return refused("unreadable: reading --update: %v", err)
 				}
 				texts[i] = string(data)
 			}

@@ -57,7 +57,7 @@ a malformed command line.`,
 			if prompt == "-" {
 				data, err := io.ReadAll(c.in)
 				if err != nil {
-					return refused("reading the prompt: %v", err)
+					return refused("unreadable: reading the prompt: %v", err)
 				}
 				prompt = strings.TrimRight(string(data), "\r\n")
 			}

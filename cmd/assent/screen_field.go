@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -76,6 +77,9 @@ func decodeFlagJSON(flag, text string, v any) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &typeErr) && strings.HasPrefix(typeErr.Value, "number "):
+		// A number too large for a float64, wherever it stands.
+		return usageErr("%s holds a number out of range (%v); numbers must fit a 64-bit float", flag, err)
 	case errors.As(err, &typeErr):
 		return usageErr("%s must be a JSON object, such as '{\"required\":true}'", flag)
 	}

@@ -43,10 +43,10 @@ func absDataDir(flag string) (string, error) {
 func openStore(ctx context.Context, dir string, create bool) (*sqlite.DB, error) {
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, refused("cannot create data directory %s: %v", dir, err)
+			return nil, refused("data_dir: cannot create data directory %s: %v", dir, err)
 		}
 	} else if _, err := os.Stat(filepath.Join(dir, "assent.db")); err != nil {
-		return nil, refused("no assent data in %s: start assent serve --data %s once, or pass the right --data", dir, dir)
+		return nil, refused("no_data: no assent data in %s: start assent serve --data %s once, or pass the right --data", dir, dir)
 	}
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
 	if err != nil {
@@ -72,7 +72,7 @@ func openServeStore(ctx context.Context, dir, rawURL string) (store.Store, error
 		return nil, badStoreURL(rawURL)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, refused("cannot create data directory %s: %v", dir, err)
+		return nil, refused("data_dir: cannot create data directory %s: %v", dir, err)
 	}
 	return openPostgres(ctx, rawURL)
 }
@@ -80,6 +80,7 @@ func openServeStore(ctx context.Context, dir, rawURL string) (store.Store, error
 func newServeCmd(c *cli) *cobra.Command {
 	var (
 		data, addr, baseURL, logFormat, runUser, storeFlag, node string
+		runUIDs                                                  string
 		demo                                                     bool
 		leaseTTL                                                 time.Duration
 	)
@@ -119,6 +120,15 @@ down gracefully.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if runUIDs != "" {
+				if runUser != "" {
+					return refused("bad_run_user: --run-uids and --run-user exclude each other: pass --run-uids to give each Run its own uid, or --run-user to run them all as one user")
+				}
+				if _, _, err := run.ParseRunUIDs(runUIDs); err != nil {
+					return refused("bad_run_uids: --run-uids: %v", err)
+				}
+				runUser = runUIDs
+			}
 			dir, err := absDataDir(data)
 			if err != nil {
 				return err
@@ -131,7 +141,7 @@ down gracefully.`,
 			defer db.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return refused("cannot listen on %s: %v", addr, err)
+				return refused("cannot_listen: cannot listen on %s: %v; another process may hold the port: stop it, or pass --addr 127.0.0.1:PORT with a free port", addr, err)
 			}
 			base := baseURL
 			if base == "" {
@@ -141,6 +151,11 @@ down gracefully.`,
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
+			}
+			// Commands that print links on this store (token create,
+			// token link) point them here unless told otherwise.
+			if err := db.Settings().SetSetting(ctx, settingServedURL, base); err != nil {
+				log.Warn("the server's address was not recorded; sign-in links printed by assent token default to "+defaultURL, "err", err)
 			}
 			if leaseTTL == 0 && os.Getenv("ASSENT_LEASE_TTL") != "" {
 				if leaseTTL, err = time.ParseDuration(os.Getenv("ASSENT_LEASE_TTL")); err != nil {
@@ -191,7 +206,8 @@ down gracefully.`,
 	f.StringVar(&logFormat, "log", "text", "log format on stderr: text or json")
 	f.StringVar(&node, "node", "", "name of this node among the nodes sharing the store; unique, and the same across restarts (default $ASSENT_NODE, else the host name and a digest of the data directory)")
 	f.DurationVar(&leaseTTL, "lease-ttl", 0, "time to live of this node's Run leases: a Run whose node dies is found lost within about this time and a third (default $ASSENT_LEASE_TTL, else 15s)")
-	f.StringVar(&runUser, "run-user", "", "when serving as root, the user Run and tool processes run as: a name or UID:GID (default nobody)")
+	f.StringVar(&runUIDs, "run-uids", "", "when serving as root, the uids Run and tool processes run as, each its own: FIRST-LAST (default "+run.DefaultRunUIDs+")")
+	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
 )
 
@@ -63,13 +65,30 @@ one-time sign-in link for the web UI is printed too.`,
 			if err != nil {
 				return err
 			}
+			all, err := db.Principals().ListPrincipals(ctx)
+			if err != nil {
+				return refused("%v", err)
+			}
+			// People are found by name (token link, --for), so two of one
+			// name are refused; an agent's or service's name only labels it.
+			if other, ok := sameName(all, kind, name); ok {
+				if kind == store.KindHuman {
+					return refused("already_exists: a person named %q exists (%s); choose another --name, or revoke that one first", name, other.ID)
+				}
+				fmt.Fprintf(c.err, "assent: note: another %s is named %q (%s); pages and lists will show both under that name\n", kind, name, other.ID)
+			}
+			for _, g := range splitList(grants) {
+				if !slices.Contains(knownGrants, g) {
+					fmt.Fprintf(c.err, "assent: note: %q is not a capability the runtime checks (%s); it counts only where an application defines it\n", g, strings.Join(knownGrants, ", "))
+				}
+			}
 			tok, p, err := auth.IssueTokenFor(ctx, db, kind, name, splitList(grants), sup, time.Now())
 			if err != nil {
 				return refused("%v", err)
 			}
 			var link string
 			if kind == store.KindHuman {
-				if link, err = auth.NewSignInLink(ctx, db.Sessions(), p.ID, firstNonEmpty(base, defaultURL), time.Now()); err != nil {
+				if link, err = auth.NewSignInLink(ctx, db.Sessions(), p.ID, linkBase(ctx, db.Settings(), base), time.Now()); err != nil {
 					return refused("%v", err)
 				}
 			}
@@ -93,7 +112,7 @@ one-time sign-in link for the web UI is printed too.`,
 	f.StringVar(&name, "name", "", "a name people will recognise (required)")
 	f.StringSliceVar(&grants, "grant", nil, "capabilities to grant, comma-separated or repeated")
 	f.StringSliceVar(&forNames, "for", nil, "people (name or id) who supervise an agent or service (default the owner)")
-	f.StringVar(&base, "base-url", "", "server URL for a person's sign-in link (default "+defaultURL+")")
+	f.StringVar(&base, "base-url", "", "server URL for a person's sign-in link (default: where assent serve on this store last listened, else "+defaultURL+")")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -194,7 +213,10 @@ func supervisorIDs(ctx context.Context, st store.Principals, names []string) ([]
 	}
 	var ids []string
 	for _, n := range names {
-		p, ok := findPerson(all, n)
+		p, ok, ambiguous := findPerson(all, n)
+		if ambiguous {
+			return nil, refused("ambiguous_name: more than one person is named %q; name the supervisor by id (assent token list shows ids)", n)
+		}
 		if !ok {
 			return nil, refused("unknown_supervisor: no person is named %q; list people with `assent token list`", n)
 		}
@@ -203,12 +225,61 @@ func supervisorIDs(ctx context.Context, st store.Principals, names []string) ([]
 	return ids, nil
 }
 
-// findPerson returns the active person whose name or id is nameOrID.
-func findPerson(all []store.Principal, nameOrID string) (store.Principal, bool) {
+// findPerson returns the active person whose id, or else whose name, is
+// nameOrID. A name two people share finds neither (ambiguous is set), so
+// that nothing goes to the wrong person.
+func findPerson(all []store.Principal, nameOrID string) (found store.Principal, ok, ambiguous bool) {
+	var named []store.Principal
 	for _, p := range all {
-		if p.Kind == store.KindHuman && !p.Revoked && (p.ID == nameOrID || p.Name == nameOrID) {
+		if p.Kind != store.KindHuman || p.Revoked {
+			continue
+		}
+		if p.ID == nameOrID {
+			return p, true, false
+		}
+		if p.Name == nameOrID {
+			named = append(named, p)
+		}
+	}
+	switch len(named) {
+	case 0:
+		return store.Principal{}, false, false
+	case 1:
+		return named[0], true, false
+	}
+	return store.Principal{}, false, true
+}
+
+// sameName returns the active principal of kind named name, if any.
+func sameName(all []store.Principal, kind, name string) (store.Principal, bool) {
+	for _, p := range all {
+		if p.Kind == kind && !p.Revoked && p.Name == name {
 			return p, true
 		}
 	}
 	return store.Principal{}, false
+}
+
+// knownGrants are the capabilities the runtime itself checks; an
+// application may define more.
+var knownGrants = []string{
+	flow.CapabilityStateWrite, flow.CapabilityCommandExecute, flow.CapabilityToolInvoke,
+	flow.CapabilityControlWrite, flow.CapabilityHumanApprove, flow.CapabilityFlowLoad, flow.AuthorityPolicy,
+}
+
+// settingServedURL is the setting under which assent serve records the
+// URL it serves.
+const settingServedURL = "served_url"
+
+// linkBase returns the server URL the sign-in links printed on st point
+// to: flag when set, else the URL the latest assent serve on st recorded,
+// else defaultURL.
+func linkBase(ctx context.Context, st store.Settings, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if u, err := st.Setting(ctx, settingServedURL); err == nil && u != "" {
+		return u
+	}
+	return defaultURL
 }

@@ -29,11 +29,14 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return refused("%v", err)
 			}
-			found, ok := findPerson(ps, args[0])
+			found, ok, ambiguous := findPerson(ps, args[0])
+			if ambiguous {
+				return refused("ambiguous_name: more than one person is named %q; give the person's id instead (assent token list shows ids)", args[0])
+			}
 			if !ok {
 				return refused("not_found: no active person named %q (assent token list shows them; assent token create --kind human --name %s adds one)", args[0], args[0])
 			}
-			link, err := auth.NewSignInLink(ctx, db.Sessions(), found.ID, firstNonEmpty(base, defaultURL), time.Now())
+			link, err := auth.NewSignInLink(ctx, db.Sessions(), found.ID, linkBase(ctx, db.Settings(), base), time.Now())
 			if err != nil {
 				return refused("%v", err)
 			}
@@ -43,6 +46,6 @@ func newTokenLinkCmd(c *cli) *cobra.Command {
 	}
 	f := cmd.Flags()
 	addDataFlags(f, &data, &storeFlag)
-	f.StringVar(&base, "base-url", "", "server URL for the link (default "+defaultURL+")")
+	f.StringVar(&base, "base-url", "", "server URL for the link (default: where assent serve on this store last listened, else "+defaultURL+")")
 	return cmd
 }
