@@ -242,7 +242,10 @@ func inboxSurvivesKill(t *testing.T, exe, storeURL string) {
 	}
 	_, sub, raw := first.api(t, "POST", "/v1/flows/instances/restart-expense/prescribe", tok, nil, map[string]any{})
 	subID, _ := assenttest.Dig(sub, "decision", "prescription", "id").(string)
-	if code, _, raw := first.api(t, "POST", "/v1/flows/prescriptions/"+subID+"/apply", tok, nil, nil); subID == "" || code != http.StatusOK {
+	if subID == "" {
+		t.Fatalf("prescribe submit: %s", raw)
+	}
+	if code, _, raw := first.api(t, "POST", "/v1/flows/prescriptions/"+subID+"/apply", tok, nil, nil); code != http.StatusOK {
 		t.Fatalf("submit: %d %s", code, raw)
 	}
 	_, pres, raw := first.api(t, "POST", "/v1/flows/instances/restart-expense/prescribe", tok, nil, map[string]any{})

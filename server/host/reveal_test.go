@@ -196,8 +196,9 @@ func unreveal(out string) (string, error) {
 		}
 		label := out[:end]
 		out = out[end+len(spanClose):]
-		code, ok := strings.CutPrefix(label, "⟨")
-		if code, ok = strings.CutSuffix(code, "⟩"); !ok {
+		code, open := strings.CutPrefix(label, "⟨")
+		code, shut := strings.CutSuffix(code, "⟩")
+		if !open || !shut {
 			return "", errors.New("span label is not ⟨…⟩")
 		}
 		if !strings.HasPrefix(title, code+" ") {
