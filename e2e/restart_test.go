@@ -226,7 +226,7 @@ func inboxSurvivesKill(t *testing.T, exe, storeURL string) {
 	who := first.signIn(t)
 	_, press, raw := first.api(t, "POST", "/screens/"+screenID+"/press", "", &who, `{"button":"pay"}`)
 	pressID, _ := press["press"].(string)
-	if press["status"] != "confirm" || press["sentence"] != "Pay 42?" {
+	if press["status"] != "confirm" || press["sentence"] != "Pay $42.00?" {
 		t.Fatalf("press: %s", raw)
 	}
 	// The agent drafts and submits an expense over the limit, which then
@@ -272,7 +272,7 @@ func inboxSurvivesKill(t *testing.T, exe, storeURL string) {
 			t.Errorf("the inbox after the kill lacks %q", want)
 		}
 	}
-	if page := second.page(t, who, "/screens/"+screenID+"?press="+pressID); !strings.Contains(page, "Restart check") || !strings.Contains(page, "Pay 42?") {
+	if page := second.page(t, who, "/screens/"+screenID+"?press="+pressID); !strings.Contains(page, "Restart check") || !strings.Contains(page, "Pay $42.00?") {
 		t.Errorf("the screen after the kill lacks its heading or its waiting confirmation")
 	}
 

@@ -107,7 +107,7 @@ func waitInView(t *testing.T, ctx context.Context, what, expr string) {
 const noteStream = `root = Card([title, amount, note, actions])
 title = Heading("Table note")
 $amount = 1250
-amount = Text($amount, format="currency", currency="EUR")
+amount = Text($amount, format="currency", currency="USD")
 $note = ""
 note = Input($note, label="Note for the kitchen", required=true, maxLength=40)
 actions = Stack([save, pay], direction="row")
@@ -213,7 +213,7 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	whole, _ := json.Marshal(map[string]any{"arguments": map[string]any{"screen": noteStream}})
 	js[any](t, ctx, `window.bridge.sendToolInput(`+string(whole)+`), null`)
 	waitInView(t, ctx, "the whole screen", `!!document.querySelector("#b-pay")`)
-	if got := inView[string](t, ctx, `document.querySelector("#n-amount").textContent`); got != "€1,250.00" {
+	if got := inView[string](t, ctx, `document.querySelector("#n-amount").textContent`); got != "$1,250.00" {
 		t.Fatalf("amount reads %q", got)
 	}
 	// Later input is ignored: one view shows one tool call.
@@ -280,7 +280,7 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	// and sends the person to assent, where they confirm it.
 	inView[any](t, ctx, `document.getElementById("b-pay").click(), null`)
 	waitInView(t, ctx, "the confirmation dialog", `document.getElementById("confirm-dialog").open === true`)
-	if s := inView[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); !strings.HasPrefix(s, "Pay €1,250.00?") || !strings.Contains(s, "confirm it in assent") {
+	if s := inView[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); !strings.HasPrefix(s, "Pay $1,250.00?") || !strings.Contains(s, "confirm it in assent") {
 		t.Fatalf("dialog reads %q", s)
 	}
 	if n := len(pays.list()); n != 0 {
@@ -298,7 +298,7 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the dialog in assent", `document.getElementById("confirm-dialog").open === true`)
-	if s := js[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); s != "Pay €1,250.00?" {
+	if s := js[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); s != "Pay $1,250.00?" {
 		t.Fatalf("assent's dialog reads %q", s)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {

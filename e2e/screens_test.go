@@ -46,7 +46,7 @@ func (c *calls) list() []map[string]any {
 func (a *app) payTool() *calls {
 	a.T.Helper()
 	c := &calls{}
-	err := a.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
+	err := a.Srv.Screens().RegisterTool(screens.Tool{Currency: map[string]string{"amount": "USD"}, Tool: confirm.Tool{
 		Name:    "billing.pay",
 		Params:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","exclusiveMinimum":0},"note":{"type":"string","minLength":1,"maxLength":200}},"required":["amount","note"],"additionalProperties":false}`),
 		Confirm: confirm.Template("Pay {amount}?"),

@@ -55,7 +55,7 @@ func (s *Part) loadDemoScreens(ctx context.Context) error {
 				Update: "actions = Stack([paid], direction=\"row\")\npaid = Notice(\"Payment sent. Receipt " + receipt + ".\", tone=\"success\", title=\"Paid\")\n",
 			}, nil
 		},
-	}}
+	}, Currency: map[string]string{"amount": "USD"}}
 	signUp := Tool{Access: AccessPeople, Tool: confirm.Tool{
 		Name:        "accounts.signUp",
 		Description: "Create an account.",

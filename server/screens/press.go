@@ -38,14 +38,13 @@ func checkCurrency(t Tool) error {
 	return nil
 }
 
-// shownParams returns the text the confirmation sentence shows for each
-// number param that is an amount of money, so the sentence reads "$42.50",
-// not "42.5". The currency is the application's when the tool names one for
-// the param (Tool.Currency): the tool gets a bare number, so the unit is
-// the tool's to say, and the screen's currency is then never used. For a
-// param the tool names no currency for, the sentence shows the amount as
-// the screen shows it, when a format="currency" component shows its $key.
-// sc.mu is held.
+// shownParamsLocked returns the text the confirmation sentence shows for
+// each number param that is an amount of money, so the sentence reads
+// "$42.50", not "42.5". Only the application says a param is money, and
+// in which currency (Tool.Currency): the tool gets a bare number, so the
+// unit is the tool's to say. A screen's stream never decides it, whatever
+// currency the screen shows the amount in; a param the tool names no
+// currency for shows as the number it is. sc.mu is held.
 func (s *Part) shownParamsLocked(sc *liveScreen, toolName string, raw map[string]any, params map[string]any) map[string]string {
 	s.scrMu.Lock()
 	declared := s.toolCurrency[toolName]
@@ -57,9 +56,6 @@ func (s *Part) shownParamsLocked(sc *liveScreen, toolName string, raw map[string
 			continue
 		}
 		code, ok := declared[k]
-		if !ok && len(declared) == 0 {
-			code, ok = screenCurrencyLocked(sc.doc, raw[k])
-		}
 		if !ok {
 			continue
 		}
@@ -69,29 +65,6 @@ func (s *Part) shownParamsLocked(sc *liveScreen, toolName string, raw map[string
 		out[k] = moneyText(f, code)
 	}
 	return out
-}
-
-// screenCurrencyLocked returns the currency a format="currency" component
-// shows raw's $key in, when one does.
-func screenCurrencyLocked(doc *screen.Document, raw any) (string, bool) {
-	ref, ok := raw.(screen.StateRef)
-	if !ok {
-		return "", false
-	}
-	for _, n := range doc.Nodes() {
-		if n.Props["format"] != "currency" {
-			continue
-		}
-		if r, ok := n.Props["text"].(screen.StateRef); (!ok || r != ref) && doc.Edits(n.ID) != string(ref) {
-			continue
-		}
-		cur, _ := n.Props["currency"].(string)
-		if cur == "" {
-			cur = "USD"
-		}
-		return cur, true
-	}
-	return "", false
 }
 
 // moneyText writes f as an amount of the currency code, as screens show

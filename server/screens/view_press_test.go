@@ -53,7 +53,7 @@ func newViewPressKit(t *testing.T) *viewPressKit {
 	t.Helper()
 	f := assenttest.Start(t, nil)
 	k := &viewPressKit{t: t, f: f, rec: &recorder{}}
-	if err := f.Srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{
+	if err := f.Srv.Screens().RegisterTool(screens.Tool{Currency: map[string]string{"amount": "USD"}, Tool: confirm.Tool{
 		Name: "bank.transfer", Params: json.RawMessage(transferParams),
 		Confirm: confirm.Template("Send {amount}?"), Handler: k.rec.handle,
 	}}); err != nil {
@@ -285,8 +285,8 @@ func TestConfirmSentenceCurrencyIsTheApps(t *testing.T) {
 		{"the app's currency, not the screen's", screenOf("4250", "JPY"), map[string]string{"amount": "USD"}, "Pay $4,250.00?"},
 		{"the app's currency, unrounded", screenOf("42.505", "USD"), map[string]string{"amount": "USD"}, "Pay 42.505 USD?"},
 		{"a currency for another param", screenOf("4250", "JPY"), map[string]string{"fee": "USD"}, "Pay 4250?"},
-		{"no currency named: as the screen shows it", screenOf("42.5", "USD"), nil, "Pay $42.50?"},
-		{"no currency named: unrounded", screenOf("42.505", "USD"), nil, "Pay 42.505 USD?"},
+		{"no currency named: the number, whatever the screen shows", screenOf("42.5", "USD"), nil, "Pay 42.5?"},
+		{"no currency named: a screen in yen", screenOf("4250", "JPY"), nil, "Pay 4250?"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

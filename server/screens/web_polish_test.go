@@ -1,7 +1,6 @@
 package screens_test
 
 import (
-	"context"
 	"encoding/json"
 	"html"
 	"io"
@@ -52,46 +51,6 @@ func TestNotFoundPage(t *testing.T) {
 	resp = f.Req("DELETE", "/v1/runs", f.Token, nil, nil)
 	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(resp.Header.Get("Allow"), "GET") || assenttest.ErrorCode(t, resp) != "method_not_allowed" {
 		t.Fatalf("wrong method: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
-	}
-}
-
-// TestConfirmSentenceShowsMoneyAsScreen: the sentence shows the amount
-// the way the screen shows it, while the tool still gets the number.
-func TestConfirmSentenceShowsMoneyAsScreen(t *testing.T) {
-	tests := []struct {
-		name, stream, want string
-	}{
-		{"currency text", "root = Card([amount, pay])\n$amount = 42.5\namount = Text($amount, format=\"currency\", currency=\"USD\")\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.confirmed\", params={amount: $amount})\n", "Pay $42.50?"},
-		{"euro", "root = Card([amount, pay])\n$amount = 1250\namount = Text($amount, format=\"currency\", currency=\"EUR\")\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.confirmed\", params={amount: $amount})\n", "Pay €1,250.00?"},
-		{"plain text", "root = Card([amount, pay])\n$amount = 42.5\namount = Text($amount)\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.confirmed\", params={amount: $amount})\n", "Pay 42.5?"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, recs := screenFixture(t)
-			id, err := f.Srv.Screens().Show(context.Background(), f.Boot.Agent, tt.stream, screens.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cookie, csrf := f.SignIn()
-			r, _ := http.NewRequest("POST", f.HTTP.URL+"/screens/"+id+"/press", strings.NewReader(`{"button":"pay"}`))
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Origin", f.HTTP.URL)
-			r.Header.Set("X-CSRF-Token", csrf)
-			r.AddCookie(cookie)
-			resp, err := f.HTTP.Client().Do(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var out map[string]any
-			json.NewDecoder(resp.Body).Decode(&out)
-			if out["status"] != "confirm" || out["sentence"] != tt.want {
-				t.Fatalf("press: %v, want sentence %q", out, tt.want)
-			}
-			if recs["pay.confirmed"].count() != 0 {
-				t.Fatal("the press ran the tool before the person confirmed")
-			}
-		})
 	}
 }
 
