@@ -14,7 +14,6 @@ const (
 
 var (
 	InboxWait = (*Server).inboxWait
-	AppOnly   = appOnly
 	MCPTool   = mcpTool
 )
 

@@ -186,11 +186,11 @@ func NewMCPServer(reg *tool.Registry, log interface {
 				return res, err
 			}
 			if lr, ok := res.(*mcp.ListToolsResult); ok {
-				apps := declaresApps(req)
+				apps := DeclaresApps(req)
 				mu.Lock()
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if !apps && appOnly(t) {
+					if !apps && AppOnly(t) {
 						continue
 					}
 					if !hidden[t.Name] && reg.VisibleTo(caller, t.Name) {
@@ -206,14 +206,14 @@ func NewMCPServer(reg *tool.Registry, log interface {
 	return srv, stop
 }
 
-// appsExtension is the key under which a client declares MCP Apps support
-// in the extensions of its initialize capabilities.
-const appsExtension = "io.modelcontextprotocol/ui"
+// AppsExtension is the key under which an MCP client declares MCP Apps
+// support in the extensions of its initialize capabilities.
+const AppsExtension = "io.modelcontextprotocol/ui"
 
-// declaresApps reports whether the client that sent req declared MCP Apps
+// DeclaresApps reports whether the client that sent req declared MCP Apps
 // support when it initialized. A session without initialize parameters
 // (the stateless protocol) declares nothing.
-func declaresApps(req mcp.Request) bool {
+func DeclaresApps(req mcp.Request) bool {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	if !ok || ss == nil {
 		return false
@@ -222,14 +222,14 @@ func declaresApps(req mcp.Request) bool {
 	if ip == nil || ip.Capabilities == nil {
 		return false
 	}
-	_, ok = ip.Capabilities.Extensions[appsExtension]
+	_, ok = ip.Capabilities.Extensions[AppsExtension]
 	return ok
 }
 
-// appOnly reports whether t is meant for an MCP App view only: its
+// AppOnly reports whether t is meant for an MCP App view only: its
 // _meta.ui.visibility lists "app" and not "model". Such a tool is listed
 // only to clients that declare MCP Apps support.
-func appOnly(t *mcp.Tool) bool {
+func AppOnly(t *mcp.Tool) bool {
 	ui, ok := t.Meta["ui"].(map[string]any)
 	if !ok {
 		return false

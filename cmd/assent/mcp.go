@@ -17,6 +17,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 )
@@ -33,8 +34,10 @@ func newMCPCmd(c *cli) *cobra.Command {
 		Long: `Serve the Model Context Protocol on standard input and output.
 
 With --url (or ASSENT_URL) it relays to a running assent server with the
-bearer token from --token or ASSENT_TOKEN: the tools, their results and their
-refusals are the server's. With --data it runs in process on a data directory
+bearer token from --token or ASSENT_TOKEN: the instructions, the tools, their
+results and their refusals, and the resources (the screen view an MCP Apps
+host draws show_screen with) are the server's; a client that declares MCP
+Apps support also sees the tools meant for a view. With --data it runs in process on a data directory
 instead, acting as the agent created at first start (or as --token's
 principal). With --data and --demo it loads the same demo workspace as
 "assent serve --demo": the profile form, the screens, the player Recipe and
@@ -180,18 +183,26 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// relayMCP serves over t the tools of the server client points at.
+// relayMCP serves over t what the server client points at serves: its
+// instructions, its tools and its resources (the screen view of MCP Apps
+// among them). The relay declares MCP Apps support to the server, so it
+// sees the tools meant for a view, and lists those only to a client that
+// declares that support itself, as the server does.
 func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
-	local := mcp.NewServer(&mcp.Implementation{Name: "assent", Version: assent.Version}, nil)
 	var (
 		mu     sync.Mutex
+		local  *mcp.Server
 		remote *mcp.ClientSession
-		names  = map[string]bool{}
+		tools  = map[string]bool{}
+		res    = map[string]bool{}
 	)
-	sync := func(ctx context.Context) error {
+	syncTools := func(ctx context.Context) error {
 		mu.Lock()
-		cs := remote
+		cs, srv := remote, local
 		mu.Unlock()
+		if cs == nil || srv == nil {
+			return nil
+		}
 		seen := map[string]bool{}
 		for tl, err := range cs.Tools(ctx, nil) {
 			if err != nil {
@@ -199,26 +210,61 @@ func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
 			}
 			seen[tl.Name] = true
 			name := tl.Name
-			local.AddTool(tl, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+			srv.AddTool(tl, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
 			})
 		}
 		mu.Lock()
-		var gone []string
-		for n := range names {
-			if !seen[n] {
-				gone = append(gone, n)
-			}
-		}
-		names = seen
+		gone := missing(tools, seen)
+		tools = seen
 		mu.Unlock()
 		if len(gone) > 0 {
-			local.RemoveTools(gone...)
+			srv.RemoveTools(gone...)
 		}
 		return nil
 	}
+	syncResources := func(ctx context.Context) error {
+		mu.Lock()
+		cs, srv := remote, local
+		mu.Unlock()
+		if cs == nil || srv == nil {
+			return nil
+		}
+		read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: req.Params.Meta})
+		}
+		seen := map[string]bool{}
+		if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Resources == nil {
+			return nil
+		}
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			seen[r.URI] = true
+			srv.AddResource(r, read)
+		}
+		for rt, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			srv.AddResourceTemplate(rt, read)
+		}
+		mu.Lock()
+		gone := missing(res, seen)
+		res = seen
+		mu.Unlock()
+		if len(gone) > 0 {
+			srv.RemoveResources(gone...)
+		}
+		return nil
+	}
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension(server.AppsExtension, map[string]any{"mimeTypes": []string{view.MIMEType}})
 	mc := mcp.NewClient(&mcp.Implementation{Name: "assent-relay", Version: assent.Version}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) { _ = sync(ctx) },
+		Capabilities:               caps,
+		ToolListChangedHandler:     func(ctx context.Context, _ *mcp.ToolListChangedRequest) { _ = syncTools(ctx) },
+		ResourceListChangedHandler: func(ctx context.Context, _ *mcp.ResourceListChangedRequest) { _ = syncResources(ctx) },
 	})
 	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   client.base + "/mcp",
@@ -231,14 +277,48 @@ func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
 		return refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", client.base, err)
 	}
 	defer cs.Close()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "assent", Version: assent.Version}, &mcp.ServerOptions{
+		Instructions: cs.InitializeResult().Instructions,
+	})
+	// A client that does not declare MCP Apps support is not shown the
+	// tools meant for a view.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			out, err := next(ctx, method, req)
+			if lr, ok := out.(*mcp.ListToolsResult); ok && err == nil && !server.DeclaresApps(req) {
+				kept := lr.Tools[:0:0]
+				for _, tl := range lr.Tools {
+					if !server.AppOnly(tl) {
+						kept = append(kept, tl)
+					}
+				}
+				lr.Tools = kept
+			}
+			return out, err
+		}
+	})
 	mu.Lock()
-	remote = cs
+	remote, local = cs, srv
 	mu.Unlock()
-	if err := sync(ctx); err != nil {
+	if err := syncTools(ctx); err != nil {
 		return refused("unreachable: listing the server's tools: %v", err)
 	}
-	if err := local.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	if err := syncResources(ctx); err != nil {
+		return refused("unreachable: listing the server's resources: %v", err)
+	}
+	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return refused("%v", err)
 	}
 	return nil
+}
+
+// missing returns the keys of was that now lacks.
+func missing(was, now map[string]bool) []string {
+	var out []string
+	for k := range was {
+		if !now[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }

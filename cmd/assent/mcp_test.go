@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -14,13 +15,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/screen/confirm"
+	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
 // stdioSession runs "assent ARGS…" in process with its stdin and stdout
 // connected to an MCP client session.
 func stdioSession(t *testing.T, args ...string) (*mcp.ClientSession, <-chan int) {
+	t.Helper()
+	return stdioSessionWith(t, nil, args...)
+}
+
+// stdioSessionWith is stdioSession with a client of options opts.
+func stdioSessionWith(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, <-chan int) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -31,7 +41,7 @@ func stdioSession(t *testing.T, args ...string) (*mcp.ClientSession, <-chan int)
 		outW.Close()
 		code <- c
 	}()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		inW.Close()
@@ -103,6 +113,51 @@ func TestMCPStdioRelay(t *testing.T) {
 	st := callStatus(t, cs)
 	if p, _ := st["principal"].(map[string]any); p["id"] != boot.Agent.ID {
 		t.Fatalf("status = %v", st)
+	}
+	// The relay carries the server's instructions and its resources: the
+	// screen view an MCP Apps host draws show_screen with.
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{token: boot.AgentToken, base: http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if got, want := cs.InitializeResult().Instructions, direct.InitializeResult().Instructions; got == "" || got != want {
+		t.Errorf("the relay's instructions are %q, want the server's %q", got, want)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: view.URI})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].MIMEType != view.MIMEType || !strings.Contains(rr.Contents[0].Text, "<html") {
+		t.Fatalf("the screen view through the relay: %v", err)
+	}
+	// A tool meant for a view is listed to a client that declares MCP Apps
+	// support, and only to it.
+	if err := srv.Screens().RegisterTool(screens.Tool{Tool: confirm.Tool{Name: "orders.note",
+		Params:  json.RawMessage(`{"type":"object","properties":{"note":{"type":"string"}}}`),
+		Handler: func(context.Context, confirm.Request) (confirm.Result, error) { return confirm.Result{}, nil }}}); err != nil {
+		t.Fatal(err)
+	}
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension(server.AppsExtension, map[string]any{"mimeTypes": []string{view.MIMEType}})
+	host, _ := stdioSessionWith(t, &mcp.ClientOptions{Capabilities: caps}, "mcp", "--url", hs.URL, "--token", boot.AgentToken)
+	listed := func(cs *mcp.ClientSession) bool {
+		t.Helper()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range list.Tools {
+			if tl.Name == "orders.note" {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed(host) {
+		t.Error("a view's tool is not listed to an MCP Apps host through the relay")
+	}
+	plain, _ := stdioSession(t, "mcp", "--url", hs.URL, "--token", boot.AgentToken)
+	if listed(plain) {
+		t.Error("a view's tool is listed to a client without MCP Apps support")
 	}
 
 	// A wrong token is refused before anything is served.
