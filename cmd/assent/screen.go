@@ -18,7 +18,7 @@ func newScreenCmd(c *cli) *cobra.Command {
 per line. check, describe and field read a screen or a value locally and need
 no server; fetch asks a server's generate endpoint for one.`,
 		Example: `  assent screen check --tools payments.confirm examples/screens/payment.omni
-  assent screen describe examples/screens/payment.omni
+  assent screen describe --tools payments.confirm examples/screens/payment.omni
   assent screen field --component Input --props '{"required":true}' --value '""'`,
 	}
 	cmd.AddCommand(newScreenCheckCmd(c), newScreenDescribeCmd(c), newScreenFieldCmd(c), newScreenFetchCmd(c))
@@ -210,7 +210,7 @@ level, as a model reads it. Values that fields edit show as [hidden] unless
 --values is given. Lines the parser rejected are left out; run
 'assent screen check' to see why.`,
 		Example: `  assent screen describe --tools payments.confirm examples/screens/payment.omni
-  assent screen describe --values --json examples/screens/payment.omni`,
+  assent screen describe --values --json --tools payments.confirm examples/screens/payment.omni`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := f.options()
@@ -237,7 +237,7 @@ level, as a model reads it. Values that fields edit show as [hidden] unless
 			}
 			_, err = fmt.Fprintln(c.out, outline)
 			if n := countErrors(p.Document()); n > 0 {
-				fmt.Fprintf(c.err, "assent: the screen has %d error(s); run 'assent screen check' for details\n", n)
+				fmt.Fprintf(c.err, "assent: the screen has %d error(s); run 'assent screen check' with the same file and flags for details (a tool or picture the app registers is named with --tools or --assets)\n", n)
 			}
 			return err
 		},

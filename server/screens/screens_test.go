@@ -1125,3 +1125,24 @@ func TestGenerateNeedsAGenerator(t *testing.T) {
 		t.Fatalf("generate in the demo: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
+
+// The mock generator finds a canned screen however the prompt spells its
+// name: case, spaces and hyphens aside.
+func TestMockGeneratorMatchesNames(t *testing.T) {
+	g := screens.MockGenerator{Screens: map[string]string{"gallery": "root = Text(\"gallery\")\n", "signup": "root = Text(\"signup\")\n"}}
+	tests := []struct{ prompt, want string }{
+		{"A sign-up form", "signup"},
+		{"SIGN UP please", "signup"},
+		{"a signup screen", "signup"},
+		{"something else", "gallery"},
+	}
+	for _, tt := range tests {
+		var got strings.Builder
+		if _, err := g.Generate(context.Background(), tt.prompt, func(s string) error { got.WriteString(s); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got.String(), `"`+tt.want+`"`) {
+			t.Errorf("prompt %q gave %q, want the %s screen", tt.prompt, got.String(), tt.want)
+		}
+	}
+}

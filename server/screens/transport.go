@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/screen"
@@ -57,7 +58,8 @@ func (s *Part) SetGenerator(g Generator) {
 }
 
 // MockGenerator serves canned screens: the one whose name (without .omni)
-// appears in the prompt, or else the first by name. It writes one line per
+// appears in the prompt, letters and digits compared without case, or else
+// the first by name. It writes one line per
 // piece, Delay apart, so a screen visibly streams in.
 type MockGenerator struct {
 	// Screens maps a name to its stream.
@@ -92,10 +94,20 @@ func (m MockGenerator) Generate(ctx context.Context, prompt string, emit func(st
 	if len(names) == 0 {
 		return GenerateResult{}, &GenerateError{Code: "unavailable", Message: "the mock generator has no canned screens", Retryable: false}
 	}
+	// Names match however the prompt spells or hyphenates them: "a sign-up
+	// form" finds signup.
+	squash := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, s)
+	}
 	pick := names[0]
-	lp := strings.ToLower(prompt)
+	lp := squash(prompt)
 	for _, n := range names {
-		if strings.Contains(lp, strings.ToLower(n)) {
+		if strings.Contains(lp, squash(n)) {
 			pick = n
 			break
 		}
