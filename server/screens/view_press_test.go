@@ -125,7 +125,13 @@ func (k *viewPressKit) question(press string) string {
 // answer posts the person's answer (confirm or cancel) to a press.
 func (k *viewPressKit) answer(what, press string) map[string]any {
 	k.t.Helper()
-	r, _ := http.NewRequest("POST", k.f.HTTP.URL+"/screens/"+k.id+"/"+what, strings.NewReader(fmt.Sprintf(`{"press":%q}`, press)))
+	return k.post(what, fmt.Sprintf(`{"press":%q}`, press))
+}
+
+// post sends body to the screen's page action what, as the person.
+func (k *viewPressKit) post(what, body string) map[string]any {
+	k.t.Helper()
+	r, _ := http.NewRequest("POST", k.f.HTTP.URL+"/screens/"+k.id+"/"+what, strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Origin", k.f.HTTP.URL)
 	r.Header.Set("X-CSRF-Token", k.csrf)
@@ -215,18 +221,8 @@ func TestViewPressEntryLandsInTheField(t *testing.T) {
 // refused, and the field keeps the person's value.
 func TestViewPressLeavesThePersonsEntry(t *testing.T) {
 	k := newViewPressKit(t)
-	r, _ := http.NewRequest("POST", k.f.HTTP.URL+"/screens/"+k.id+"/state", strings.NewReader(`{"field":"note","value":"mine","touched":true}`))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Origin", k.f.HTTP.URL)
-	r.Header.Set("X-CSRF-Token", k.csrf)
-	r.AddCookie(k.cookie)
-	resp, err := k.f.HTTP.Client().Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the person's entry: %d", resp.StatusCode)
+	if out := k.post("state", `{"field":"note","value":"mine","touched":true}`); out["error"] != nil {
+		t.Fatalf("the person's entry: %v", out)
 	}
 	sc := k.press(with(honest(), "note", "the agent's"))
 	if got, _ := sc["params"].([]any); sc["code"] != "press_params_mismatch" || fmt.Sprint(got) != "[note]" {
