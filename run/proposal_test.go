@@ -315,7 +315,7 @@ func TestApprovalThatCannotBeCarriedOutStaysPending(t *testing.T) {
 
 func TestDecodeProposal(t *testing.T) {
 	spawn := store.Proposal{ID: "prop_1", Kind: store.ProposalSpawn, Target: "r1", Recipe: json.RawMessage(`{"template":"echo {x}"}`),
-		Script: "echo 'a b'", WorkDir: "/data/runs/r1", Values: map[string]json.RawMessage{"x": json.RawMessage(`"a b"`)}, Status: store.ProposalPending, CreatedAt: time.Unix(1, 0)}
+		Script: "export __assent_v_x='a b'\necho \"${__assent_v_x}\"", WorkDir: "/data/runs/r1", Values: map[string]json.RawMessage{"x": json.RawMessage(`"a b"`)}, Status: store.ProposalPending, CreatedAt: time.Unix(1, 0)}
 	doc, _ := json.Marshal(toolDoc{Description: "d", Template: json.RawMessage(`"echo {msg}"`), Args: []string{"msg"}})
 	tl := store.Proposal{ID: "prop_2", Kind: store.ProposalTool, Target: "text_echo", Recipe: doc, Script: "echo {msg}", Request: json.RawMessage(`{"expose":true,"update":false}`)}
 	tests := []struct {

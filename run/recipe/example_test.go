@@ -31,7 +31,9 @@ func ExampleParse() {
 	fmt.Println(script)
 	fmt.Println(r.Control)
 	// Output:
-	// ffmpeg -i 'my song.wav' out.'ogg'
+	// export __assent_v_file='my song.wav'
+	// export __assent_v_format='ogg'
+	// ffmpeg -i "${__assent_v_file}" out."${__assent_v_format}"
 	// [pause resume]
 }
 

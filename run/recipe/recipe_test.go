@@ -373,3 +373,53 @@ func codeOf(err error) string {
 	}
 	return ""
 }
+
+// TestValuesNeverRunAsCommands compiles templates that put a placeholder
+// in every quoting a shell has and runs them with values that would break
+// out of a naive quoting: each prints the value as written, and nothing
+// the value holds runs.
+func TestValuesNeverRunAsCommands(t *testing.T) {
+	hostile := []string{
+		`$(echo RAN)`, "`echo RAN`", `'; echo RAN; '`, `"; echo RAN; "`, `x;echo RAN;`,
+		"x\necho RAN", `\'; echo RAN #`, `${IFS}echo${IFS}RAN`, `$((1+1))`, `a b  c*`,
+	}
+	tests := []struct {
+		name, template string
+		want           func(v string) string
+	}{
+		{"bare", `printf '%s\n' {v}`, nil},
+		{"in double quotes", `printf '%s\n' "value: {v}"`, func(v string) string { return "value: " + v }},
+		{"in single quotes", `printf '%s\n' 'value: {v}'`, func(v string) string { return "value: " + v }},
+		{"in a command substitution", `printf '%s\n' "$(printf %s {v})"`, nil},
+		{"in backticks", "printf '%s\\n' \"`printf %s {v}`\"", nil},
+		{"in a subshell", `(printf '%s\n' {v})`, nil},
+		{"after a comment", "printf '%s\\n' {v} # {v}", nil},
+		{"in a here-document", "cat <<EOF\n{v}\nEOF", nil},
+	}
+	for _, tt := range tests {
+		for _, v := range hostile {
+			t.Run(tt.name+"/"+v, func(t *testing.T) {
+				b, _ := json.Marshal(map[string]any{"args": []string{"v"}, "template": tt.template})
+				r, err := Parse(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				script, err := r.Script(map[string]string{"v": v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, code := runScript(t, script)
+				if strings.Contains(out, "RAN") && !strings.Contains(v, "RAN") || strings.Count(out, "RAN") > strings.Count(v, "RAN")*strings.Count(tt.template, "{v}") {
+					t.Fatalf("the value ran: %q\nscript:\n%s\nout: %q", v, script, out)
+				}
+				want := v
+				if tt.want != nil {
+					want = tt.want(v)
+				}
+				if code != 0 || !strings.Contains(out, want) {
+					t.Fatalf("the value did not come through as written: exit %d, out %q, want %q\nscript:\n%s", code, out, want, script)
+				}
+			})
+		}
+	}
+}

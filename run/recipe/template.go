@@ -105,13 +105,40 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Script compiles the Recipe's template into one POSIX shell script with
-// every {placeholder} replaced by its shell-quoted value. Placeholders
-// without a value are left as written, so shell constructs such as ${HOME}
-// pass through. A script over MaxScriptBytes is refused invalid_recipe.
+// Script compiles the Recipe's template into one POSIX shell script. The
+// values never become shell syntax: the script begins by exporting each
+// value the template uses, shell-quoted, in a variable of its own
+// (valueVar), and every {placeholder} reads that variable, quoted for where
+// it stands: "${V}" outside quotes, ${V} inside double quotes and '"${V}"'
+// inside single quotes. A parameter expansion's result is never parsed
+// again, so no value, wherever its placeholder is written, runs as a
+// command. Placeholders without a value are left as written, so shell
+// constructs such as ${HOME} pass through. A script over MaxScriptBytes is
+// refused invalid_recipe.
 func (r *Recipe) Script(values map[string]string) (string, error) {
-	return compile(r.root, values)
+	body, err := compile(r.root, values)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, name := range r.Placeholders() {
+		if v, ok := values[name]; ok {
+			b.WriteString("export " + valueVar(name) + "=" + ShellQuote(v) + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return body, nil
+	}
+	b.WriteString(body)
+	if b.Len() > MaxScriptBytes {
+		return "", errScriptTooLarge
+	}
+	return b.String(), nil
 }
+
+// valueVar is the shell variable that holds the value of the placeholder
+// name in a compiled script.
+func valueVar(name string) string { return "__assent_v_" + name }
 
 // Placeholders lists the placeholder names the template uses, sorted.
 func (r *Recipe) Placeholders() []string {
@@ -148,25 +175,126 @@ func expand(s string, values map[string]string, quote bool) string {
 	})
 }
 
-// expandShell substitutes shell-quoted placeholders outside ${…}
-// parameter expansions.
+// placeholderAt matches a {placeholder} at the start of a string.
+var placeholderAt = regexp.MustCompile(`^\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// The shell quoting a placeholder stands in, as expandShell reads it.
+const (
+	outsideQuotes = iota
+	inSingle
+	inDouble
+	inComment
+)
+
+// What opened a nested quoting context in a template.
+const (
+	openedParen    = iota // $( or ( : closes at )
+	openedBacktick        // ` : closes at `
+	openedArith           // $(( : closes at ))
+)
+
+// expandShell replaces each {placeholder} of s that has a value with a
+// read of the variable holding it (see Script), quoted for where it
+// stands; ${…} parameter expansions are copied as written. Command
+// substitutions ($(…) and `…`) and subshells start quoting afresh, inside
+// double quotes too, and end it where they close; inside $((…)) a value
+// stands bare.
 func expandShell(s string, values map[string]string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(expand(s, values, true))
-			return b.String()
-		}
-		b.WriteString(expand(s[:i], values, true))
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			b.WriteString(s[i:])
-			return b.String()
-		}
-		b.WriteString(s[i : i+j+1])
-		s = s[i+j+1:]
+	type frame struct{ state, opened int }
+	var (
+		b         strings.Builder
+		state     = outsideQuotes
+		wordStart = true
+		outer     []frame // the contexts to return to, innermost last
+	)
+	top := func(opened int) bool { return len(outer) > 0 && outer[len(outer)-1].opened == opened }
+	enter := func(text string, opened, inner int) {
+		b.WriteString(text)
+		outer = append(outer, frame{state, opened})
+		state, wordStart = inner, true
 	}
+	leave := func() { state, outer = outer[len(outer)-1].state, outer[:len(outer)-1] }
+	for i := 0; i < len(s); {
+		c := s[i]
+		live := state == outsideQuotes || state == inDouble // where $, ` and \ act
+		switch {
+		case live && strings.HasPrefix(s[i:], "${"):
+			j := strings.IndexByte(s[i:], '}')
+			if j < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			b.WriteString(s[i : i+j+1])
+			i, wordStart = i+j+1, false
+			continue
+		case c == '{' && state != inComment:
+			if m := placeholderAt.FindStringSubmatch(s[i:]); m != nil {
+				if _, ok := values[m[1]]; ok {
+					ref := "${" + valueVar(m[1]) + "}"
+					switch state {
+					case outsideQuotes:
+						ref = `"` + ref + `"`
+					case inSingle:
+						ref = `'"` + ref + `"'`
+					}
+					b.WriteString(ref)
+					i, wordStart = i+len(m[0]), false
+					continue
+				}
+			}
+		case live && c == '\\' && i+1 < len(s):
+			b.WriteString(s[i : i+2])
+			i, wordStart = i+2, false
+			continue
+		case live && strings.HasPrefix(s[i:], "$(("):
+			enter("$((", openedArith, inDouble)
+			i += 3
+			continue
+		case top(openedArith) && state == inDouble && strings.HasPrefix(s[i:], "))"):
+			b.WriteString("))")
+			leave()
+			i, wordStart = i+2, false
+			continue
+		case live && strings.HasPrefix(s[i:], "$("):
+			enter("$(", openedParen, outsideQuotes)
+			i += 2
+			continue
+		case state == outsideQuotes && c == '`' && top(openedBacktick):
+			b.WriteByte(c)
+			leave()
+			i, wordStart = i+1, false
+			continue
+		case live && c == '`':
+			enter("`", openedBacktick, outsideQuotes)
+			i++
+			continue
+		case state == outsideQuotes && c == '(':
+			enter("(", openedParen, outsideQuotes)
+			i++
+			continue
+		case state == outsideQuotes && c == ')' && top(openedParen):
+			b.WriteByte(c)
+			leave()
+			i, wordStart = i+1, false
+			continue
+		}
+		switch {
+		case state == inSingle && c == '\'',
+			state == inDouble && c == '"' && !top(openedArith),
+			state == inComment && c == '\n':
+			state = outsideQuotes
+		case state == outsideQuotes && c == '\'':
+			state = inSingle
+		case state == outsideQuotes && c == '"':
+			state = inDouble
+		case state == outsideQuotes && c == '#' && wordStart:
+			state = inComment
+		}
+		b.WriteByte(c)
+		wordStart = state == outsideQuotes && strings.IndexByte(" \t\n;&|<>", c) >= 0
+		i++
+	}
+	return b.String()
 }
 
 func compile(n node, values map[string]string) (string, error) {

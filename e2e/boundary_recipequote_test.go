@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/store"
+)
+
+// TestBoundaryRecipeValueInjectsShellInsideQuotes: an operator's Recipe
+// writes a placeholder inside double quotes ("note: {msg}"), as shell
+// scripts commonly do. An agent WITHOUT command.execute may start that
+// Recipe with values of its own (no person's approval is asked). The value
+// is "shell-quoted" as '…', but inside the template's double quotes the
+// single quotes are literal, so $(…) in the value runs: the agent runs a
+// command of its own choosing without the grant or a person's approval.
+// docs/runs.md promises "a value can never inject shell syntax".
+func TestBoundaryRecipeValueInjectsShellInsideQuotes(t *testing.T) {
+	a := newAppIn(t, t.TempDir(), nil)
+	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke") // no command.execute
+	recipe := `{"description":"append a note","args":["msg"],"template":"echo \"note: {msg}\" > note.txt"}`
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "note.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, raw := a.API("POST", "/v1/runs", agent, map[string]any{"recipe": "note", "run_id": "note1",
+		"values": map[string]any{"msg": "$(echo INJECTED-BY-AGENT)"}})
+	if code >= 300 {
+		t.Fatalf("spawn: %d %s", code, raw)
+	}
+	got := filepath.Join(a.Dir, "runs", "note1", "note.txt")
+	var b []byte
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, _ = os.ReadFile(got); len(b) > 0 {
+			break
+		}
+	}
+	if strings.Contains(string(b), "note: 'INJECTED-BY-AGENT'") {
+		t.Fatalf("the agent's value ran as a command inside the Recipe's quotes: note.txt = %q (want the literal text $(echo INJECTED-BY-AGENT))", b)
+	}
+	if !strings.Contains(string(b), "$(echo INJECTED-BY-AGENT)") {
+		t.Fatalf("unexpected note.txt %q", b)
+	}
+}
+
+// TestBoundaryRecipeValueBreaksSingleQuotes: the same with a placeholder
+// inside single quotes: the value's own quotes close the template's, so a
+// value without any quote character, "x;echo PWNED>pwned.txt;", runs.
+func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
+	a := newAppIn(t, t.TempDir(), nil)
+	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke")
+	recipe := `{"description":"greet","args":["name"],"template":"echo 'hello {name}' > hello.txt"}`
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "greet.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, raw := a.API("POST", "/v1/runs", agent, map[string]any{"recipe": "greet", "run_id": "greet1",
+		"values": map[string]any{"name": "x;echo PWNED>pwned.txt;"}})
+	if code >= 300 {
+		t.Fatalf("spawn: %d %s", code, raw)
+	}
+	dir := filepath.Join(a.Dir, "runs", "greet1")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "hello.txt")); err == nil {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if b, err := os.ReadFile(filepath.Join(dir, "pwned.txt")); err == nil {
+		t.Fatalf("the agent's value ran a command of its own (pwned.txt = %q)", b)
+	}
+}
