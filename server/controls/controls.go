@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
@@ -774,13 +774,13 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		idv["revision"] = strconv.FormatInt(st.Staged.Revision, 10)
 		item := host.InboxItem{
 			Title: labelOf(snap.Metadata.Label, snap.Identity.ControlID),
-			Fields: []host.InboxField{
-				{Label: "Form", Value: snap.Identity.FormID},
-				{Label: "Current value", Value: host.DisplayValue(st.Value, st.ValueRedacted)},
-				{Label: "Proposed value", Value: host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
-				{Label: "Proposed by", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source)},
-				{Label: "When", Value: st.Staged.StagedAt.UTC().Format(time.RFC3339)},
-			},
+			Fields: withSubject(snap.Identity,
+				host.InboxField{Label: "Form", Value: snap.Identity.FormID},
+				host.InboxField{Label: "Current value", Value: host.DisplayValue(st.Value, st.ValueRedacted)},
+				host.InboxField{Label: "Proposed value", Value: host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
+				host.InboxField{Label: "Proposed by", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source)},
+				host.InboxTime("When", st.Staged.StagedAt),
+			),
 			Actions: []host.InboxAction{
 				{Label: "Apply", URL: "/web/controls/apply", Values: idv, Primary: true},
 				{Label: "Discard", URL: "/web/controls/discard", Values: identityValues(snap.Identity)},
@@ -802,13 +802,13 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		}
 		item := host.InboxItem{
 			Title: "Changed: " + labelOf(c.Label, c.Identity.ControlID),
-			Fields: []host.InboxField{
-				{Label: "Form", Value: c.Identity.FormID},
-				{Label: "Was", Value: host.DisplayValue(c.Previous, c.ValueRedacted)},
-				{Label: "Now", Value: host.DisplayValue(c.Applied, c.ValueRedacted)},
-				{Label: "By", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, c.Provenance.PrincipalID), c.Provenance.Source)},
-				{Label: "When", Value: c.At.UTC().Format(time.RFC3339)},
-			},
+			Fields: withSubject(c.Identity,
+				host.InboxField{Label: "Form", Value: c.Identity.FormID},
+				host.InboxField{Label: "Was", Value: host.DisplayValue(c.Previous, c.ValueRedacted)},
+				host.InboxField{Label: "Now", Value: host.DisplayValue(c.Applied, c.ValueRedacted)},
+				host.InboxField{Label: "By", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, c.Provenance.PrincipalID), c.Provenance.Source)},
+				host.InboxTime("When", c.At),
+			),
 			Actions: []host.InboxAction{{Label: "Undo", URL: "/web/controls/undo", Values: identityValues(c.Identity)}},
 		}
 		if c.Stale {
@@ -820,6 +820,20 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		secs = append(secs, sec)
 	}
 	return secs, nil
+}
+
+// withSubject returns fields with, after the first (the form), the
+// record the control is about, when it is about one: two controls of one
+// form differ only by it, so a person must see whose value changes.
+func withSubject(id control.Identity, fields ...host.InboxField) []host.InboxField {
+	if id.Subject == nil {
+		return fields
+	}
+	what := id.Subject.Type + " " + id.Subject.ID
+	if id.Subject.Label != "" {
+		what = id.Subject.Label + " (" + what + ")"
+	}
+	return slices.Insert(fields, 1, host.InboxField{Label: "For", Value: what})
 }
 
 func identityValues(id control.Identity) map[string]string {

@@ -290,7 +290,7 @@ func (s *Part) controlApplyBind(ctx context.Context, req *flow.EffectRequest) ([
 	}
 	out := make([]flow.Binding, 0, len(todo))
 	for _, snap := range todo {
-		b := flow.Binding{Kind: "control", Name: snap.Identity.FormID + "/" + snap.Identity.ControlID, Revision: snap.State.Staged.Revision}
+		b := flow.Binding{Kind: "control", Name: bindingName(snap.Identity), Revision: snap.State.Staged.Revision}
 		if snap.State.ValueRedacted || snap.State.StagedValueRedacted {
 			b.Secret = true
 		} else {
@@ -378,7 +378,7 @@ func (s *Part) boundProposals(ctx context.Context, req *flow.EffectRequest, now 
 		return nil, &flow.Error{Code: flow.CodeStalePrescription, Message: "the staged proposals are not the ones the approval recorded; nothing was applied"}
 	}
 	for _, snap := range now {
-		name := snap.Identity.FormID + "/" + snap.Identity.ControlID
+		name := bindingName(snap.Identity)
 		b, ok := want[name]
 		if !ok || b.Revision != snap.State.Staged.Revision {
 			return nil, &flow.Error{Code: flow.CodeStalePrescription, Message: fmt.Sprintf("the proposal on %s changed since the approval was filed (%s: stale_revision); nothing was applied", name, control.ReasonStaleRevision)}
@@ -799,9 +799,29 @@ func (s *Part) effectSummary(ctx context.Context, req *flow.SummaryRequest) flow
 // controlLabel is a control's label for a person, "form/control" when it
 // has none or is no longer registered.
 func (s *Part) controlLabel(ctx context.Context, name string) string {
-	form, ctl, _ := strings.Cut(name, "/")
+	base, subject, about := strings.Cut(name, " for ")
+	form, ctl, _ := strings.Cut(base, "/")
+	label := base
 	if snap, ok := s.controls.Registry().Get(ctx, control.Identity{FormID: form, ControlID: ctl}); ok && snap.Metadata.Label != "" {
-		return snap.Metadata.Label
+		label = snap.Metadata.Label
+	}
+	if about {
+		label += " for " + subject
+	}
+	return label
+}
+
+// bindingName names the control id in an approval's bindings: form/control,
+// and the record it is about when it is about one ("accounts/limit for
+// customer mallory (Mallory)"), so that two controls of one form that
+// differ only by their record are bound, and shown, apart.
+func bindingName(id control.Identity) string {
+	name := id.FormID + "/" + id.ControlID
+	if sub := id.Subject; sub != nil {
+		name += " for " + sub.Type + " " + sub.ID
+		if sub.Label != "" {
+			name += " (" + sub.Label + ")"
+		}
 	}
 	return name
 }

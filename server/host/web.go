@@ -190,7 +190,18 @@ type InboxItem struct {
 	Link, LinkLabel string
 }
 
-type InboxField struct{ Label, Value string }
+type InboxField struct {
+	Label, Value string
+	// Time, when set, is a moment the page shows in the reader's local
+	// time (Value is then its text for readers without scripts).
+	Time time.Time
+}
+
+// InboxTime is a field that shows the moment at in the reader's local
+// time.
+func InboxTime(label string, at time.Time) InboxField {
+	return InboxField{Label: label, Value: at.UTC().Format("2006-01-02 15:04:05 UTC"), Time: at}
+}
 
 // InboxAction is a button that posts a form to URL.
 type InboxAction struct {
