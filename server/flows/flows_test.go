@@ -1139,3 +1139,76 @@ func FuzzMaskIBAN(f *testing.F) {
 		}
 	})
 }
+
+// limitProgram applies the staged credit limits of the accounts form; a
+// person must approve it.
+const limitProgram = `{
+  "schema_version": 1, "program_id": "limit-change", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["control.apply"], "verifiers": ["conditions.match"], "capability_surface": ["control.write"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "changed", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["changed"]}]}],
+  "transitions": [{
+    "id": "apply-limits", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["proposed"], "target_phases": ["changed"],
+    "authority": ["human"], "required_capabilities": ["control.write"], "effect": "control.apply", "verifier": "conditions.match",
+    "prescription": {"operation": "apply_limits", "arguments": ["accounts/creditLimit"], "expected_postcondition": "the staged limits are live"}
+  }]
+}`
+
+// TestFlowControlApplyNamesTheRecord: two controls of one form differ only
+// by the customer they are about. The approval binds and shows each with
+// its customer, and approving applies both.
+func TestFlowControlApplyNamesTheRecord(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	svc, _ := f.Issue(store.KindService, "billing")
+	limit := func(id, label string) map[string]any {
+		return map[string]any{"controlId": "creditLimit", "subject": map[string]any{"type": "customer", "id": id, "label": label},
+			"metadata": map[string]any{"kind": "number", "label": "Credit limit"}, "value": 500}
+	}
+	if code, _, raw := f.API("POST", "/v1/forms/accounts/controls", svc, map[string]any{"controls": []any{limit("alice", "Alice"), limit("mallory", "Mallory")}}); code >= 300 {
+		t.Fatalf("declare: %d %s", code, raw)
+	}
+	humanTok, person := f.Issue(store.KindHuman, "approver", "control.write")
+	if code, _, raw := f.API("POST", "/v1/flows/programs", humanTok, []byte(limitProgram)); code != 201 {
+		t.Fatalf("load: %d %s", code, raw)
+	}
+	if code, _, raw := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "limit-change", "id": "lim-1", "phase": "proposed"}); code != 201 {
+		t.Fatalf("start: %d %s", code, raw)
+	}
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		id    string
+		value int
+	}{{"alice", 800}, {"mallory", 10000}} {
+		if out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "value": c.value,
+			"identity": map[string]any{"formId": "accounts", "controlId": "creditLimit", "subject": map[string]any{"type": "customer", "id": c.id}}}); isErr {
+			t.Fatalf("stage %s: %v", c.id, out)
+		}
+	}
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "lim-1"})
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	bindings, _ := assenttest.Dig(out, "approval", "bindings").([]any)
+	names := map[string]any{}
+	for _, b := range bindings {
+		names[fmt.Sprint(assenttest.Dig(b, "name"))] = assenttest.Dig(b, "value")
+	}
+	if aprID == "" || len(names) != 2 || names["accounts/creditLimit for customer mallory (Mallory)"] != "10000" || names["accounts/creditLimit for customer alice (Alice)"] != "800" {
+		t.Fatalf("the approval binds %v; want each customer's limit apart", names)
+	}
+	cookie, csrf := f.SignInAs(person.ID)
+	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, "for customer mallory (Mallory)") {
+		t.Fatalf("the card does not say whose limit changes:\n%s", inbox)
+	}
+	if loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+		t.Fatalf("approve: %s\n%s", loc, page)
+	}
+	for id, want := range map[string]float64{"alice": 800, "mallory": 10000} {
+		snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "accounts", "controlId": "creditLimit", "subject": map[string]any{"type": "customer", "id": id}}})
+		if v := assenttest.Dig(snap, "state", "value"); v != want {
+			t.Errorf("%s's limit after the approval = %v, want %v", id, v, want)
+		}
+	}
+}
