@@ -269,6 +269,8 @@ func TestConfirmationCancelAndConfirm(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the dialog to close", `!document.getElementById("confirm-dialog").open`)
+	// Focus goes back to the button the person pressed.
+	waitFor(t, ctx, "focus back on Pay", `document.activeElement && document.activeElement.id === "b-pay"`)
 	time.Sleep(300 * time.Millisecond)
 	if n := len(handler.list()); n != 0 {
 		t.Fatalf("Cancel ran the handler %d times", n)

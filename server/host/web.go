@@ -157,9 +157,13 @@ func (s *Host) WebPage(h func(w http.ResponseWriter, r *http.Request, pg Page)) 
 		seq := s.Bus.Seq()
 		ctx := auth.WithPrincipal(r.Context(), p)
 		ctx = context.WithValue(ctx, transportKey{}, viaWeb)
+		// The Inbox badge counts what waits on a person; active Runs,
+		// counted for runtime_status, are under Runs and wait on nobody.
 		total := 0
-		for _, n := range s.OpenItems(ctx, p) {
-			total += n
+		for kind, n := range s.OpenItems(ctx, p) {
+			if kind != "runs" {
+				total += n
+			}
 		}
 		h(w, r.WithContext(ctx), Page{Principal: &p, CSRF: sess.CSRF, Open: total, Seq: seq})
 	})

@@ -1,8 +1,10 @@
 // assent web UI: live refresh of server-rendered regions.
 //
 // An element with data-refresh="URL" is re-fetched from URL (which returns
-// the region's HTML) whenever the event stream reports a change. Focus is
-// kept on the element that had it when possible. The Inbox badge in the
+// the region's HTML) whenever the event stream reports a change; Trace
+// events redraw only regions marked data-trace. What the person typed and
+// the element that had focus are kept, and a region is not redrawn while
+// the person types in it. The Inbox badge in the
 // navigation follows the same events, and every <time datetime> shows its
 // instant in the reader's local time zone.
 (function () {
@@ -36,22 +38,70 @@
     } catch (e) { /* the next event retries */ }
   }
 
-  function refresh() {
+  // where names an element of a region so that it can be found again in
+  // the region drawn anew: its id, else its form's action, tag, name, type,
+  // link and text.
+  function where(e) {
+    if (e.id) return "#" + e.id;
+    const f = e.form || e.closest("form");
+    return [f ? f.getAttribute("action") : "", e.tagName, e.name || "", e.type || "",
+      e.getAttribute("href") || "", (e.textContent || "").trim()].join("|");
+  }
+  function editing(e) {
+    return e && /^(INPUT|TEXTAREA|SELECT)$/.test(e.tagName) && e.type !== "hidden" && e.type !== "submit";
+  }
+
+  // draw replaces a region with html, keeping what the person typed into
+  // its fields and the element that had focus.
+  function draw(el, html) {
+    const active = document.activeElement && el.contains(document.activeElement) ? where(document.activeElement) : null;
+    const typed = new Map();
+    for (const f of el.querySelectorAll("input, textarea")) {
+      if (editing(f) && f.value !== f.defaultValue) typed.set(where(f), f.value);
+    }
+    el.innerHTML = html;
+    localTimes(el);
+    for (const f of el.querySelectorAll("input, textarea")) {
+      const k = where(f);
+      if (typed.has(k)) f.value = typed.get(k);
+    }
+    if (active) {
+      for (const e of el.querySelectorAll("a, button, input, select, textarea, [tabindex]")) {
+        if (where(e) === active) { e.focus(); break; }
+      }
+    }
+  }
+
+  // A region is not drawn anew while the person types in it: it is drawn
+  // once focus leaves it.
+  const waiting = new Set();
+  function refresh(ev) {
+    const trace = ev && ev.type === "run.trace";
+    for (const el of regions) {
+      // Trace events redraw only the regions that show a Trace.
+      if (!trace || el.dataset.trace !== undefined) waiting.add(el);
+    }
     if (pending) return;
     pending = setTimeout(async function () {
       pending = null;
-      for (const el of regions) {
+      for (const el of Array.from(waiting)) {
+        if (editing(document.activeElement) && el.contains(document.activeElement)) {
+          if (!el.dataset.deferred) {
+            el.dataset.deferred = "1";
+            el.addEventListener("focusout", function later(e) {
+              if (e.relatedTarget && el.contains(e.relatedTarget)) return;
+              el.removeEventListener("focusout", later);
+              delete el.dataset.deferred;
+              refresh();
+            });
+          }
+          continue;
+        }
+        waiting.delete(el);
         try {
           const res = await fetch(el.dataset.refresh, { credentials: "same-origin" });
           if (!res.ok) continue;
-          const html = await res.text();
-          const focusedId = document.activeElement && document.activeElement.id;
-          el.innerHTML = html;
-          localTimes(el);
-          if (focusedId) {
-            const again = document.getElementById(focusedId);
-            if (again) again.focus();
-          }
+          draw(el, await res.text());
         } catch (e) { /* the next event retries */ }
       }
       await updateBadge();

@@ -268,6 +268,9 @@
   // --- presses and the runtime's confirmation -----------------------------
 
   let press = null;
+  // pressedBy is the id of the button whose press the dialog asks about:
+  // focus returns to it when the dialog closes.
+  let pressedBy = null;
   region.addEventListener("click", async function (ev) {
     const tab = ev.target.closest && ev.target.closest("[role=tab]");
     if (tab && region.contains(tab)) { selectTab(tab, true); return; }
@@ -286,6 +289,7 @@
         if (m) announce(m.textContent);
       } else if (d.status === "confirm") {
         press = d.press;
+        pressedBy = btn.id;
         sentence.textContent = d.sentence;
         dialog.showModal();
         document.getElementById("confirm-cancel").focus();
@@ -307,6 +311,9 @@
     const id = press;
     press = null;
     if (dialog.open) dialog.close();
+    const back = pressedBy && document.getElementById(pressedBy);
+    pressedBy = null;
+    if (back) back.focus();
     if (!id) return;
     try {
       const d = await post(path, { press: id });
