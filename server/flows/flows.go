@@ -456,12 +456,14 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 	item := host.InboxItem{
 		Title: fmt.Sprintf("Approval needed: %s on %s", flow.LocalID(a.Transition), a.Instance),
 		Fields: []host.InboxField{
-			{Label: "Transition", Value: a.Transition},
-			{Label: "Operation", Value: a.Operation},
 			{Label: "Expected result", Value: a.ExpectedPostcondition},
-			{Label: "Capabilities", Value: host.JoinOr(a.RequiredCapabilities, "none")},
 			{Label: "Requested by", Value: host.NameOr(names, a.Requester)},
 			{Label: "Program", Value: programID},
+		},
+		Details: []host.InboxField{
+			{Label: "Transition", Value: a.Transition},
+			{Label: "Operation", Value: a.Operation},
+			{Label: "Capabilities", Value: host.JoinOr(a.RequiredCapabilities, "none")},
 			{Label: "Program fingerprint", Value: a.Program},
 			{Label: "Instance revision", Value: fmt.Sprint(a.Revision)},
 		},
@@ -473,7 +475,7 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 	}
 	decorateApprovalCard(&item, a, person)
 	if len(a.Arguments) > 0 {
-		item.Fields = append(item.Fields, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
+		item.Details = append(item.Details, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
 	}
 	if a.Objective != "" {
 		item.Fields = append(item.Fields, host.InboxField{Label: "Objective", Value: a.Objective})

@@ -1212,3 +1212,35 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalCardFoldsTechnicalDetails: an approval card leads with what a
+// person decides on; ids, fingerprints and capabilities are folded under
+// "Technical details".
+func TestApprovalCardFoldsTechnicalDetails(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	if _, err := f.Srv.SeedDemo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cookie, _ := f.SignIn()
+	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
+	i := strings.Index(inbox, "Approval needed")
+	if i < 0 {
+		t.Fatalf("no approval card in the inbox:\n%s", inbox)
+	}
+	card := inbox[i:]
+	card = card[:strings.Index(card, `class="actions"`)]
+	fold := strings.Index(card, `<details class="item-details"><summary>Technical details</summary>`)
+	if fold < 0 {
+		t.Fatalf("the card folds nothing:\n%s", card)
+	}
+	for _, shown := range []string{"Expected result", "Requested by"} {
+		if j := strings.Index(card, shown); j < 0 || j > fold {
+			t.Errorf("%q is not shown before the folded details", shown)
+		}
+	}
+	for _, folded := range []string{"Program fingerprint", "Capabilities", "Instance revision"} {
+		if j := strings.Index(card, folded); j < fold {
+			t.Errorf("%q is not folded under the technical details", folded)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -93,7 +94,7 @@ func (it InboxItem) HiddenChars() int {
 	for _, l := range it.Lines {
 		n += HiddenChars(l)
 	}
-	for _, f := range it.Fields {
+	for _, f := range slices.Concat(it.Fields, it.Details) {
 		n += HiddenChars(f.Label) + HiddenChars(f.Value)
 	}
 	return n

@@ -179,8 +179,11 @@ type InboxSection struct {
 
 // InboxItem is one thing waiting for a person.
 type InboxItem struct {
-	Title   string
-	Fields  []InboxField
+	Title  string
+	Fields []InboxField
+	// Details are fields a person rarely needs (ids, fingerprints,
+	// capabilities), shown folded under "Technical details".
+	Details []InboxField
 	Note    string
 	Warn    string
 	Actions []InboxAction
