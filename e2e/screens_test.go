@@ -178,7 +178,7 @@ func TestScreenStreamsInLineByLine(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the complete screen", `document.querySelector(".o-meta").textContent.includes("complete") && !document.querySelector(".o-pending")`)
+	waitFor(t, ctx, "the complete screen", `document.querySelector(".o-meta").textContent.includes("shown in full") && !document.querySelector(".o-pending")`)
 	screenshot(t, ctx, "complete")
 }
 
