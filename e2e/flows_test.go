@@ -67,6 +67,11 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 		screenshot(t, ctx, "timeout")
 		t.Fatalf("the approval request did not appear: %v", err)
 	}
+	// The card leads with the decision; the person opens its technical
+	// details to see the transition, operation, fingerprint and grants.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#section-flow-approvals .item details > summary"))); err != nil {
+		t.Fatalf("open the technical details: %v", err)
+	}
 	item := text(t, ctx, chromedp.CSS("#section-flow-approvals .item"))
 	for _, want := range []string{"expense-approval/approve", "approve_expense", "a person approved the expense", fingerprint, "human.approve, state.write", "agent"} {
 		if !strings.Contains(item, want) {
