@@ -423,3 +423,27 @@ func TestValuesNeverRunAsCommands(t *testing.T) {
 		}
 	}
 }
+
+// A value read inside $((…)) must be a whole number: bash, where it is
+// /bin/sh, evaluates an arithmetic operand again, array subscripts and
+// command substitutions in them included.
+func TestArithmeticTakesWholeNumbers(t *testing.T) {
+	r, err := Parse([]byte(`{"args":["minutes"],"template":"echo $(( {minutes} * 60 ))"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		value string
+		ok    bool
+	}{{"5", true}, {"-2", true}, {"a[$(touch pwned)]", false}, {"5+1", false}, {"", false}} {
+		script, err := r.Script(map[string]string{"minutes": tt.value})
+		if (err == nil) != tt.ok {
+			t.Fatalf("value %q: script %q, err %v; want ok %v", tt.value, script, err, tt.ok)
+		}
+		if tt.ok {
+			if out, code := runScript(t, script); code != 0 || strings.TrimSpace(out) == "" {
+				t.Fatalf("value %q: exit %d, out %q", tt.value, code, out)
+			}
+		}
+	}
+}

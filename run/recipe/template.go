@@ -175,6 +175,9 @@ func expand(s string, values map[string]string, quote bool) string {
 	})
 }
 
+// wholeNumber is a value that may stand in shell arithmetic.
+var wholeNumber = regexp.MustCompile(`^-?[0-9]{1,18}$`)
+
 // placeholderAt matches a {placeholder} at the start of a string.
 var placeholderAt = regexp.MustCompile(`^\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
@@ -199,7 +202,7 @@ const (
 // substitutions ($(…) and `…`) and subshells start quoting afresh, inside
 // double quotes too, and end it where they close; inside $((…)) a value
 // stands bare.
-func expandShell(s string, values map[string]string) string {
+func expandShell(s string, values map[string]string) (string, error) {
 	type frame struct{ state, opened int }
 	var (
 		b         strings.Builder
@@ -222,14 +225,20 @@ func expandShell(s string, values map[string]string) string {
 			j := strings.IndexByte(s[i:], '}')
 			if j < 0 {
 				b.WriteString(s[i:])
-				return b.String()
+				return b.String(), nil
 			}
 			b.WriteString(s[i : i+j+1])
 			i, wordStart = i+j+1, false
 			continue
 		case c == '{' && state != inComment:
 			if m := placeholderAt.FindStringSubmatch(s[i:]); m != nil {
-				if _, ok := values[m[1]]; ok {
+				if v, ok := values[m[1]]; ok {
+					// Some shells (bash) evaluate an arithmetic
+					// operand again, array subscripts and all: there a
+					// value must be a whole number.
+					if top(openedArith) && !wholeNumber.MatchString(v) {
+						return "", errorf(CodeInvalidRequest, "value of %s is used in arithmetic ($((…))), so it must be a whole number, not %q", m[1], v)
+					}
 					ref := "${" + valueVar(m[1]) + "}"
 					switch state {
 					case outsideQuotes:
@@ -294,14 +303,17 @@ func expandShell(s string, values map[string]string) string {
 		wordStart = state == outsideQuotes && strings.IndexByte(" \t\n;&|<>", c) >= 0
 		i++
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 func compile(n node, values map[string]string) (string, error) {
 	var body string
 	switch {
 	case n.children == nil:
-		body = expandShell(n.cmd, values)
+		var err error
+		if body, err = expandShell(n.cmd, values); err != nil {
+			return "", err
+		}
 	case n.parallel:
 		var b strings.Builder
 		for i, c := range n.children {
