@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -18,18 +17,8 @@ func TestTypingSurvivesLiveRefresh(t *testing.T) {
 	a := newApp(t, true)
 	pointDemoRecipe(t, a.Dir, exe)
 	agent := a.agent()
-	out, isErr := assenttest.CallTool(t, agent, "actors_run_spawn", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
-	if isErr || out["status"] != "running" {
-		t.Fatalf("the agent's spawn: %v", out)
-	}
-	t.Cleanup(func() {
-		r, _ := http.NewRequest("POST", a.HTTP.URL+"/v1/runs/demo-player/kill", nil)
-		r.Header.Set("Authorization", "Bearer "+a.Boot.AgentToken)
-		if resp, err := http.DefaultClient.Do(r); err == nil {
-			resp.Body.Close()
-		}
-	})
-	out, _ = assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
+	startPlayer(t, a, agent)
+	out, _ := assenttest.CallTool(t, agent, "flows_prescribe", map[string]any{"instance": "expense-1001"})
 	approval, _ := out["approval"].(map[string]any)
 	if approval == nil {
 		t.Fatalf("prescribe: %v", out)

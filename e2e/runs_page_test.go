@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
@@ -72,17 +73,7 @@ func TestRunsPagePausesAnAgentsPlayer(t *testing.T) {
 	ctx := browser(t)
 
 	cs := a.agent()
-	out, isErr := assenttest.CallTool(t, cs, "actors_run_spawn", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
-	if isErr || out["status"] != "running" {
-		t.Fatalf("the agent's spawn: %v", out)
-	}
-	t.Cleanup(func() {
-		r, _ := http.NewRequest("POST", a.HTTP.URL+"/v1/runs/demo-player/kill", nil)
-		r.Header.Set("Authorization", "Bearer "+a.Boot.AgentToken)
-		if resp, err := http.DefaultClient.Do(r); err == nil {
-			resp.Body.Close()
-		}
-	})
+	startPlayer(t, a, cs)
 
 	a.signIn(ctx)
 	err := chromedp.Do(ctx,
@@ -142,6 +133,23 @@ func submit(t *testing.T, ctx context.Context, id string) {
 			t.Fatalf("press %s: the page it posts to did not load: %v", id, err)
 		}
 	}
+}
+
+// startPlayer has the agent of session cs start the demo player, ticking
+// every 50 ms, and kills it when the test ends.
+func startPlayer(t *testing.T, a *app, cs *mcp.ClientSession) {
+	t.Helper()
+	out, isErr := assenttest.CallTool(t, cs, "actors_run_spawn", map[string]any{"recipe": "demo-player", "values": map[string]any{"interval": 0.05}})
+	if isErr || out["status"] != "running" {
+		t.Fatalf("the agent's spawn: %v", out)
+	}
+	t.Cleanup(func() {
+		r, _ := http.NewRequest("POST", a.HTTP.URL+"/v1/runs/demo-player/kill", nil)
+		r.Header.Set("Authorization", "Bearer "+a.Boot.AgentToken)
+		if resp, err := http.DefaultClient.Do(r); err == nil {
+			resp.Body.Close()
+		}
+	})
 }
 
 func jsString(s string) string {

@@ -159,19 +159,11 @@ func (r *Recipe) Placeholders() []string {
 // Expand replaces every {placeholder} of s that has a value with that
 // value, unquoted; the others stay as written.
 func Expand(s string, values map[string]string) string {
-	return expand(s, values, false)
-}
-
-func expand(s string, values map[string]string, quote bool) string {
 	return placeholderPattern.ReplaceAllStringFunc(s, func(m string) string {
-		v, ok := values[m[1:len(m)-1]]
-		switch {
-		case !ok:
-			return m
-		case quote:
-			return ShellQuote(v)
+		if v, ok := values[m[1:len(m)-1]]; ok {
+			return v
 		}
-		return v
+		return m
 	})
 }
 

@@ -691,10 +691,26 @@ func (s *Part) mayCallEffectOnly(ctx context.Context, name string, callers []Eff
 // the approval to the summary of its transition's effect.
 type ApprovalSummaryFunc func(ctx context.Context, req *flow.SummaryRequest) (flow.Summary, bool)
 
-// approvalSummaries holds the summarizers apps register per program id.
-type approvalSummaries struct {
-	mu       sync.RWMutex
-	programs map[string]ApprovalSummaryFunc
+// perProgram holds what apps register for each program id: approval
+// summaries, start checks.
+type perProgram[F any] struct {
+	mu sync.RWMutex
+	m  map[string]F
+}
+
+func (p *perProgram[F]) set(programID string, f F) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]F{}
+	}
+	p.m[programID] = f
+}
+
+func (p *perProgram[F]) get(programID string) F {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.m[programID]
 }
 
 // RegisterApprovalSummary makes fn write the summary recorded on every
@@ -703,20 +719,13 @@ type approvalSummaries struct {
 // and the parameters with secret values hidden. Registering again for the
 // same program replaces fn.
 func (s *Part) RegisterApprovalSummary(programID string, fn ApprovalSummaryFunc) {
-	s.flowSummaries.mu.Lock()
-	defer s.flowSummaries.mu.Unlock()
-	if s.flowSummaries.programs == nil {
-		s.flowSummaries.programs = map[string]ApprovalSummaryFunc{}
-	}
-	s.flowSummaries.programs[programID] = fn
+	s.flowSummaries.set(programID, fn)
 }
 
 // summarizeApproval is the kernel's Summarizer: the program's own summary
 // when the app registered one, otherwise that of the transition's effect.
 func (s *Part) summarizeApproval(ctx context.Context, req *flow.SummaryRequest) flow.Summary {
-	s.flowSummaries.mu.RLock()
-	fn := s.flowSummaries.programs[req.Program.ID()]
-	s.flowSummaries.mu.RUnlock()
+	fn := s.flowSummaries.get(req.Program.ID())
 	if fn != nil {
 		if sum, ok := fn(ctx, req); ok && sum.Text != "" {
 			return sum

@@ -38,10 +38,10 @@ type Part struct {
 	flowInv  *flow.Inventory
 	flowRuns *flowRunWatch
 	// flowSummaries are the approval summaries apps register per program.
-	flowSummaries approvalSummaries
+	flowSummaries perProgram[ApprovalSummaryFunc]
 	// startChecks are the checks apps register per program on the
 	// instances started of it.
-	startChecks startChecks
+	startChecks perProgram[StartCheckFunc]
 
 	// payments are the demo payments_send tool's records.
 	paymentsMu sync.Mutex

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/store"
@@ -17,24 +16,13 @@ import (
 // error, best a *tool.Error, refuses the start.
 type StartCheckFunc func(ctx context.Context, starter store.Principal, phase string, facts map[string]flow.Fact) error
 
-// startChecks holds the start checks apps register per program id.
-type startChecks struct {
-	mu       sync.RWMutex
-	programs map[string]StartCheckFunc
-}
-
 // RegisterStartCheck makes fn check every instance of the program
 // programID before it starts, whoever starts it: the place for an
 // application's rules on the facts a starter gives, such as a band that
 // must agree with an amount. Registering again for the same program
 // replaces fn.
 func (s *Part) RegisterStartCheck(programID string, fn StartCheckFunc) {
-	s.startChecks.mu.Lock()
-	defer s.startChecks.mu.Unlock()
-	if s.startChecks.programs == nil {
-		s.startChecks.programs = map[string]StartCheckFunc{}
-	}
-	s.startChecks.programs[programID] = fn
+	s.startChecks.set(programID, fn)
 }
 
 // checkStart decides whether p may start an instance of prog as req asks.
@@ -70,9 +58,7 @@ func (s *Part) checkStart(ctx context.Context, p store.Principal, prog *flow.Pro
 			return tool.Errorf("forbidden", "an agent does not give %s when it starts an instance of %s: the program's transitions establish it; leave it out", strings.Join(given, ", "), prog.ID())
 		}
 	}
-	s.startChecks.mu.RLock()
-	check := s.startChecks.programs[prog.ID()]
-	s.startChecks.mu.RUnlock()
+	check := s.startChecks.get(prog.ID())
 	if check == nil {
 		return nil
 	}

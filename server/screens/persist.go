@@ -223,7 +223,7 @@ func (s *Part) preparePress(ctx context.Context, sc *liveScreen, pp *pendingPres
 	m := sc.doc.Mutation(pp.button)
 	var display map[string]string
 	if m != nil {
-		display = s.shownParamsLocked(sc, pp.tool, m.Params, pp.params)
+		display = s.shownParams(pp.tool, pp.params)
 	}
 	sc.mu.Unlock()
 	if m == nil || m.Tool != pp.tool {

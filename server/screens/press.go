@@ -38,14 +38,14 @@ func checkCurrency(t Tool) error {
 	return nil
 }
 
-// shownParamsLocked returns the text the confirmation sentence shows for
+// shownParams returns the text the confirmation sentence shows for
 // each number param that is an amount of money, so the sentence reads
 // "$42.50", not "42.5". Only the application says a param is money, and
 // in which currency (Tool.Currency): the tool gets a bare number, so the
 // unit is the tool's to say. A screen's stream never decides it, whatever
 // currency the screen shows the amount in; a param the tool names no
-// currency for shows as the number it is. sc.mu is held.
-func (s *Part) shownParamsLocked(sc *liveScreen, toolName string, raw map[string]any, params map[string]any) map[string]string {
+// currency for shows as the number it is.
+func (s *Part) shownParams(toolName string, params map[string]any) map[string]string {
 	s.scrMu.Lock()
 	declared := s.toolCurrency[toolName]
 	s.scrMu.Unlock()

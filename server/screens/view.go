@@ -178,7 +178,7 @@ func (s *Part) fileViewPress(ctx context.Context, c tool.Call, name string, args
 	)
 	if m != nil && m.Tool == name {
 		vp = s.viewPressLocked(sc, m, args)
-		display = s.shownParamsLocked(sc, name, m.Params, vp.params)
+		display = s.shownParams(name, vp.params)
 	}
 	sc.mu.Unlock()
 	if m == nil || m.Tool != name {

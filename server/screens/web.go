@@ -300,7 +300,7 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 			}
 		}
 		params = pressParamsLocked(sc, m)
-		display = s.shownParamsLocked(sc, m.Tool, m.Params, params)
+		display = s.shownParams(m.Tool, params)
 		toolName = m.Tool
 		return nil
 	}
