@@ -79,9 +79,11 @@ type benchOpts struct {
 
 // Ratio targets of the rows that have one.
 const (
-	targetStatus   = 0.8
-	targetControls = 0.7
-	targetFanOut   = 1 / 1.1
+	targetStatus = 0.8
+	// targetDurable is the target of the durable rows, measured against
+	// a floor that commits one transaction per call on the same store.
+	targetDurable = 0.85
+	targetFanOut  = 1 / 1.1
 )
 
 func newBenchCmd(c *cli) *cobra.Command {
@@ -100,19 +102,28 @@ reported as medians:
                                     version with one trivial tool, served
                                     the same way (statelessly for the
                                     client's protocol revision).
-  controls_execute                  Staging a Control value over MCP.
-                                    Floor: the trivial tool.
-  flows_prescribe+flows_apply       One Flow step (two MCP calls).
-                                    Floor: two calls of the trivial tool.
   screen press /api/mutate          A screen tool run through /api/mutate
                                     with a bearer token. Floor: a net/http
                                     handler decoding the same JSON body.
+
+Durable rows, 1/16/64 clients: calls that commit before they answer,
+against a floor that commits one transaction per call (one audit record)
+on the same store as assent, so with the same journal mode and sync
+setting:
+
+  controls_execute                  Staging a Control value over MCP.
+                                    Floor: the committing tool.
+  flows_prescribe+flows_apply       One Flow step (two MCP calls), each
+                                    client on an instance of its own.
+                                    Floor: two calls of the committing
+                                    tool.
   control admission                 A Control applied to a running Run
                                     through POST /v1/runs/{id}/controls
                                     (admitted to the journal, written to
-                                    the Run's FIFO). Floor: the net/http
-                                    JSON handler. The Controls are settled
-                                    between calls, outside the figures.
+                                    the Run's FIFO), 32 to each Run in
+                                    turn. Floor: the JSON handler after
+                                    one commit. The Controls are settled
+                                    after each batch, outside the figures.
   event fan-out, N subscribers      Delivery latency of events published
                                     at RATE per second to N clients of
                                     GET /v1/events. Floor: a net/http SSE
@@ -131,10 +142,11 @@ With --store postgres://…, SQLite and PostgreSQL side by side:
                                     100 subscribers on another have them
                                     (two pools on one database). Target:
                                     p99 latency.
-  …, postgres                       controls_execute and Control admission
-                                    on an assent server on PostgreSQL
-                                    (each store row and server on a new
-                                    schema, dropped at the end).
+  …, postgres                       The durable rows on an assent server
+                                    on PostgreSQL, the floor committing on
+                                    the same database (each store row and
+                                    server on a new schema, dropped at the
+                                    end).
 
 ratio is assent's calls per second divided by the floor's, or, for
 fan-out rows (latency only), the floor's p50 latency divided by assent's.
@@ -224,10 +236,11 @@ type benchEnv struct {
 	floor *floorServer
 	// agentID is the principal of token.
 	agentID string
-	// flowInstance is the Flow instance the flows row steps.
-	flowInstance string
-	// controlInstance is the generation of the admission row's Run.
-	controlInstance string
+	// flowInstances are the Flow instances the flows rows step, one
+	// for each client.
+	flowInstances []string
+	// controlRuns are the Runs the admission rows send Controls to.
+	controlRuns []benchRun
 }
 
 // benchScreenTool is the screen tool the /api/mutate row presses.
@@ -292,18 +305,15 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln) }()
 	defer func() { stop(); <-served }()
-	floor, err := startFloor()
+	floor, err := startFloor(st)
 	if err != nil {
 		return nil, err
 	}
 	defer floor.close()
 	e := &benchEnv{o: o, log: progress, base: "http://" + ln.Addr().String(), token: boot.AgentToken, agentID: boot.Agent.ID, srv: srv, floor: floor}
-	if err := e.setUpFlow(ctx, db); err != nil {
-		return nil, fmt.Errorf("setting up the Flow row: %w", err)
-	}
-	kill, err := e.setUpControlRun(ctx)
+	kill, err := e.setUpDurable(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("setting up the admission row: %w", err)
+		return nil, err
 	}
 	defer kill()
 
@@ -311,27 +321,18 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		name string
 		run  func(context.Context, string) (benchRow, error)
 	}
-	stage := map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}
 	var cases []benchCase
 	for _, conc := range []int{1, 16, 64} {
 		cases = append(cases, benchCase{fmt.Sprintf("mcp runtime_status, %d client(s)", conc), func(ctx context.Context, name string) (benchRow, error) {
-			return e.mcpRow(ctx, name, conc, targetStatus, mcpCall("runtime_status", map[string]any{}))
+			return e.mcpRow(ctx, name, conc, targetStatus, floorTool, mcpCall("runtime_status", map[string]any{}))
 		}})
 	}
-	cases = append(cases,
-		benchCase{"mcp controls_execute stage, 1 client", func(ctx context.Context, name string) (benchRow, error) {
-			return e.mcpRow(ctx, name, 1, targetControls, mcpCall("controls_execute", stage))
-		}},
-		benchCase{"mcp flows_prescribe+flows_apply, 1 client", func(ctx context.Context, name string) (benchRow, error) {
-			return e.mcpRow(ctx, name, 1, 0, e.flowStep)
-		}},
-		benchCase{"screen press POST /api/mutate, 1 client", func(ctx context.Context, name string) (benchRow, error) {
-			return e.mutateRow(ctx, name)
-		}},
-		benchCase{"control admission POST /v1/runs/{id}/controls, 1 client", func(ctx context.Context, name string) (benchRow, error) {
-			return e.admissionRow(ctx, name)
-		}},
-	)
+	cases = append(cases, benchCase{"screen press POST /api/mutate, 1 client", func(ctx context.Context, name string) (benchRow, error) {
+		return e.mutateRow(ctx, name)
+	}})
+	for _, c := range durableCases("") {
+		cases = append(cases, benchCase{c.name, func(ctx context.Context, name string) (benchRow, error) { return c.run(ctx, e, name) }})
+	}
 	for _, n := range o.subscribers {
 		cases = append(cases, benchCase{fmt.Sprintf("event fan-out, %d subscribers at %d events/s", n, o.rate), func(ctx context.Context, name string) (benchRow, error) {
 			return e.fanOutRow(ctx, name, n)
@@ -364,10 +365,10 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	return rows, nil
 }
 
-// setUpFlow loads the toggle program as a person and starts an instance
-// of it owned by the agent.
-func (e *benchEnv) setUpFlow(ctx context.Context, db *sqlite.DB) error {
-	personTok, _, err := auth.IssueToken(ctx, db, store.KindHuman, "bench-person", []string{"state.write"}, time.Now())
+// setUpFlow loads the toggle program as a person and starts n instances
+// of it owned by the agent, one for each client of the Flow rows.
+func (e *benchEnv) setUpFlow(ctx context.Context, st store.Store, n int) error {
+	personTok, _, err := auth.IssueToken(ctx, st, store.KindHuman, "bench-person", []string{"state.write"}, time.Now())
 	if err != nil {
 		return err
 	}
@@ -377,9 +378,15 @@ func (e *benchEnv) setUpFlow(ctx context.Context, db *sqlite.DB) error {
 	if err := e.postJSON(ctx, personTok, "/v1/flows/programs", []byte(toggleProgram), &loaded); err != nil {
 		return err
 	}
-	e.flowInstance = "bench-toggle-1"
-	start, _ := json.Marshal(map[string]string{"program": loaded.Fingerprint, "id": e.flowInstance, "phase": "unplugged"})
-	return e.postJSON(ctx, e.token, "/v1/flows/instances", start, nil)
+	e.flowInstances = make([]string, n)
+	for i := range e.flowInstances {
+		e.flowInstances[i] = fmt.Sprintf("bench-toggle-%d", i+1)
+		start, _ := json.Marshal(map[string]string{"program": loaded.Fingerprint, "id": e.flowInstances[i], "phase": "unplugged"})
+		if err := e.postJSON(ctx, e.token, "/v1/flows/instances", start, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *benchEnv) postJSON(ctx context.Context, token, path string, body []byte, out any) error {
@@ -565,16 +572,17 @@ func pool(ss []sample) ([]time.Duration, float64) {
 	return lat, median(rates)
 }
 
-// mcpOp is one operation made of MCP calls on session cs; floor reports
-// whether cs is the floor's, which has only floorTool.
-type mcpOp func(ctx context.Context, cs *mcp.ClientSession, floor bool) error
+// mcpOp is one operation of client w made of MCP calls on session cs;
+// floor is empty on assent and, on the floor, names the floor's tool to
+// call in place of each of assent's.
+type mcpOp func(ctx context.Context, w int, cs *mcp.ClientSession, floor string) error
 
 // mcpCall is the operation of calling tool with args once.
 func mcpCall(tool string, args map[string]any) mcpOp {
-	return func(ctx context.Context, cs *mcp.ClientSession, floor bool) error {
+	return func(ctx context.Context, _ int, cs *mcp.ClientSession, floor string) error {
 		name := tool
-		if floor {
-			name = floorTool
+		if floor != "" {
+			name = floor
 		}
 		_, err := callTool(ctx, cs, name, args)
 		return err
@@ -595,17 +603,18 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, name string, args map[
 	return res, err
 }
 
-// flowStep prescribes the next step of the bench instance and applies it.
-func (e *benchEnv) flowStep(ctx context.Context, cs *mcp.ClientSession, floor bool) error {
-	if floor {
+// flowStep prescribes the next step of client w's instance and applies
+// it: two calls, each committing one transaction.
+func (e *benchEnv) flowStep(ctx context.Context, w int, cs *mcp.ClientSession, floor string) error {
+	if floor != "" {
 		for range 2 {
-			if _, err := callTool(ctx, cs, floorTool, map[string]any{"instance": e.flowInstance}); err != nil {
+			if _, err := callTool(ctx, cs, floor, map[string]any{"instance": e.flowInstances[w]}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	res, err := callTool(ctx, cs, "flows_prescribe", map[string]any{"instance": e.flowInstance})
+	res, err := callTool(ctx, cs, "flows_prescribe", map[string]any{"instance": e.flowInstances[w]})
 	if err != nil {
 		return err
 	}
@@ -660,8 +669,9 @@ func loopbackClient(token string, conns int) *http.Client {
 	return &http.Client{Transport: bearerTransport{token: token, base: tr}}
 }
 
-// mcpRow measures op from conc sessions on assent and on the floor.
-func (e *benchEnv) mcpRow(ctx context.Context, name string, conc int, target float64, op mcpOp) (benchRow, error) {
+// mcpRow measures op from conc sessions on assent and on the floor, where
+// it calls floorName.
+func (e *benchEnv) mcpRow(ctx context.Context, name string, conc int, target float64, floorName string, op mcpOp) (benchRow, error) {
 	a, closeA, err := sessions(ctx, e.base+"/mcp", e.token, conc)
 	if err != nil {
 		return benchRow{}, err
@@ -672,14 +682,14 @@ func (e *benchEnv) mcpRow(ctx context.Context, name string, conc int, target flo
 		return benchRow{}, err
 	}
 	defer closeB()
-	side := func(ss []*mcp.ClientSession, floor bool) func() (sample, error) {
+	side := func(ss []*mcp.ClientSession, floor string) func() (sample, error) {
 		return func() (sample, error) {
 			return batch(ctx, e.o.calls, conc, e.o.batchTimeout, func(ctx context.Context, w int) error {
-				return op(ctx, ss[w], floor)
+				return op(ctx, w, ss[w], floor)
 			})
 		}
 	}
-	return compareRow(name, target, e.o.rounds, side(a, false), side(b, true))
+	return compareRow(name, target, e.o.rounds, side(a, ""), side(b, floorName))
 }
 
 // mutateRow measures a screen press through /api/mutate against the

@@ -12,10 +12,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/store"
 )
 
-// floorTool is the one tool of the floor's MCP server.
-const floorTool = "floor_echo"
+// floorTool is the trivial tool of the floor's MCP server, and
+// floorCommitTool the one that commits one transaction before it answers.
+const (
+	floorTool       = "floor_echo"
+	floorCommitTool = "floor_commit"
+)
 
 // floorQueue is each floor subscriber's buffer, the same as the event
 // stream's per-subscriber queue in assent.
@@ -24,11 +29,15 @@ const floorQueue = 256
 // floorServer is what assent is measured against: the least a server on
 // the same libraries does for the same request.
 //
-//   - /mcp: an MCP server on the same SDK with one trivial tool, served
+//   - /mcp: an MCP server on the same SDK with a trivial tool, served
 //     the way assent serves the client's protocol revision (statelessly
 //     from server.StatelessRevision on, with sessions before);
 //   - /http: a net/http JSON endpoint that decodes the body and answers
 //     a small object, the floor for assent's JSON routes;
+//   - floorCommitTool on /mcp and POST /http/commit: the same, after
+//     committing one transaction on the store the floor was given (one
+//     audit record appended), the floor of a call that must be durable
+//     before it answers: same store, same journal mode and sync setting;
 //   - /events: a net/http SSE broadcaster with assent's wire format and
 //     per-subscriber buffer.
 type floorServer struct {
@@ -38,18 +47,31 @@ type floorServer struct {
 	done  chan error
 }
 
-func startFloor() (*floorServer, error) {
+// startFloor starts the floor on loopback; with a store st, its durable
+// tool and endpoint commit on st.
+func startFloor(st store.Store) (*floorServer, error) {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
-	ms.AddTool(&mcp.Tool{
-		Name:        floorTool,
-		Description: "Answer at once.",
-		InputSchema: json.RawMessage(`{"type":"object","additionalProperties":true}`),
-	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// The SDK writes to a result as it sends it: a new one for each call.
+	answer := func() *mcp.CallToolResult {
 		return &mcp.CallToolResult{
 			Content:           []mcp.Content{&mcp.TextContent{Text: `{"ok":true}`}},
 			StructuredContent: map[string]any{"ok": true},
-		}, nil
-	})
+		}
+	}
+	anyArgs := json.RawMessage(`{"type":"object","additionalProperties":true}`)
+	ms.AddTool(&mcp.Tool{Name: floorTool, Description: "Answer at once.", InputSchema: anyArgs},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return answer(), nil
+		})
+	if st != nil {
+		ms.AddTool(&mcp.Tool{Name: floorCommitTool, Description: "Commit one transaction, then answer.", InputSchema: anyArgs},
+			func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if err := floorCommit(ctx, st); err != nil {
+					return nil, err
+				}
+				return answer(), nil
+			})
+	}
 	get := func(*http.Request) *mcp.Server { return ms }
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
@@ -63,15 +85,27 @@ func startFloor() (*floorServer, error) {
 		}
 		stateful.ServeHTTP(w, r)
 	})
-	mux.HandleFunc("POST /http", func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
-			http.Error(w, `{"error":{"code":"invalid_request"}}`, http.StatusBadRequest)
-			return
+	jsonHandler := func(commit bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]any
+			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
+				http.Error(w, `{"error":{"code":"invalid_request"}}`, http.StatusBadRequest)
+				return
+			}
+			if commit {
+				if err := floorCommit(r.Context(), st); err != nil {
+					http.Error(w, `{"error":{"code":"store_unavailable"}}`, http.StatusServiceUnavailable)
+					return
+				}
+			}
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{}})
 		}
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": map[string]any{}})
-	})
+	}
+	mux.HandleFunc("POST /http", jsonHandler(false))
+	if st != nil {
+		mux.HandleFunc("POST /http/commit", jsonHandler(true))
+	}
 	mux.HandleFunc("GET /events", f.bcast.serve)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,6 +115,14 @@ func startFloor() (*floorServer, error) {
 	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { f.done <- f.srv.Serve(ln) }()
 	return f, nil
+}
+
+// floorCommit commits one transaction on st: one audit record, the
+// smallest write every durable call of assent makes.
+func floorCommit(ctx context.Context, st store.Store) error {
+	_, err := st.Audit().AppendAudit(ctx, store.AuditRecord{Time: time.Now().UTC(), PrincipalID: "bench-floor",
+		Source: "bench", Action: "bench.floor", OK: true})
+	return err
 }
 
 func (f *floorServer) close() {

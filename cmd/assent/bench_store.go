@@ -568,22 +568,11 @@ func backendRows(ctx context.Context, o benchOpts, log io.Writer, dir, rawURL st
 	return append(rows, more...), err
 }
 
-// postgresServerRows runs the controls_execute and admission rows on an
-// assent server whose store is a new schema of the database at rawURL.
+// postgresServerRows runs the durable rows on an assent server whose store
+// is a new schema of the database at rawURL, against the floor on the
+// same schema.
 func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, rawURL string) ([]benchRow, error) {
-	const suffix = ", postgres"
-	stage := map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}
-	cases := []struct {
-		name string
-		run  func(context.Context, *benchEnv, string) (benchRow, error)
-	}{
-		{"mcp controls_execute stage, 1 client" + suffix, func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
-			return e.mcpRow(ctx, name, 1, targetControls, mcpCall("controls_execute", stage))
-		}},
-		{"control admission POST /v1/runs/{id}/controls, 1 client" + suffix, func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
-			return e.admissionRow(ctx, name)
-		}},
-	}
+	cases := durableCases(", postgres")
 	var names []string
 	for _, c := range cases {
 		names = append(names, c.name)
@@ -610,9 +599,9 @@ func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, ra
 		return nil, err
 	}
 	defer stop()
-	kill, err := e.setUpControlRun(ctx)
+	kill, err := e.setUpDurable(ctx, pg)
 	if err != nil {
-		return nil, fmt.Errorf("setting up the admission row on PostgreSQL: %w", err)
+		return nil, fmt.Errorf("on PostgreSQL: %w", err)
 	}
 	defer kill()
 	var rows []benchRow
@@ -651,7 +640,7 @@ func startBenchServer(ctx context.Context, o benchOpts, log io.Writer, st store.
 	sctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln) }()
-	floor, err := startFloor()
+	floor, err := startFloor(st)
 	if err != nil {
 		cancel()
 		<-served

@@ -7,12 +7,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/sqlite"
 )
 
 func TestAlternate(t *testing.T) {
@@ -87,7 +91,7 @@ func TestMedianAndPercentiles(t *testing.T) {
 }
 
 func TestFloorServer(t *testing.T) {
-	f, err := startFloor()
+	f, err := startFloor(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +142,65 @@ func TestFloorServer(t *testing.T) {
 	}
 	if want := "id: 1\nevent: bench.tick\ndata: {\"t\":1}\n\n"; got.String() != want {
 		t.Fatalf("event %q, want %q", got.String(), want)
+	}
+}
+
+// TestDurableFloor checks that the floor's durable tool and endpoint
+// commit one transaction on the floor's store before they answer, and
+// that a floor without a store has neither.
+func TestDurableFloor(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "floor.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f, err := startFloor(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	records := func() int {
+		t.Helper()
+		recs, err := db.ListAudit(ctx, store.AuditFilter{PrincipalID: "bench-floor"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := callTool(ctx, cs, floorTool, nil); err != nil || records() != 0 {
+		t.Fatalf("the trivial tool: err %v, %d records; want none", err, records())
+	}
+	if _, err := callTool(ctx, cs, floorCommitTool, nil); err != nil || records() != 1 {
+		t.Fatalf("the durable tool: err %v, %d records; want 1", err, records())
+	}
+	hc := loopbackClient("", 1)
+	if err := postOnce(ctx, hc, f.base+"/http/commit", []byte(`{}`)); err != nil || records() != 2 {
+		t.Fatalf("the durable endpoint: err %v, %d records; want 2", err, records())
+	}
+	if err := postOnce(ctx, hc, f.base+"/http", []byte(`{}`)); err != nil || records() != 2 {
+		t.Fatalf("the plain endpoint: err %v, %d records; want 2", err, records())
+	}
+
+	// A store that refuses makes the durable endpoint answer 503.
+	db.Close()
+	if err := postOnce(ctx, hc, f.base+"/http/commit", []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("with the store closed: err %v, want a 503", err)
+	}
+
+	bare, err := startFloor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.close()
+	if err := postOnce(ctx, hc, bare.base+"/http/commit", []byte(`{}`)); err == nil {
+		t.Fatal("a floor without a store answered /http/commit")
 	}
 }
 
@@ -228,10 +291,16 @@ func TestRunBenchRows(t *testing.T) {
 		{"mcp runtime_status, 1 client(s)", targetStatus},
 		{"mcp runtime_status, 16 client(s)", targetStatus},
 		{"mcp runtime_status, 64 client(s)", targetStatus},
-		{"mcp controls_execute stage", targetControls},
-		{"mcp flows_prescribe+flows_apply", 0},
 		{"screen press POST /api/mutate", 0},
-		{"control admission POST /v1/runs/{id}/controls", 0},
+		{"mcp controls_execute stage, 1 client(s)", targetDurable},
+		{"mcp controls_execute stage, 16 client(s)", targetDurable},
+		{"mcp controls_execute stage, 64 client(s)", targetDurable},
+		{"mcp flows_prescribe+flows_apply, 1 client(s)", targetDurable},
+		{"mcp flows_prescribe+flows_apply, 16 client(s)", targetDurable},
+		{"mcp flows_prescribe+flows_apply, 64 client(s)", targetDurable},
+		{"control admission POST /v1/runs/{id}/controls, 1 client(s)", targetDurable},
+		{"control admission POST /v1/runs/{id}/controls, 16 client(s)", targetDurable},
+		{"control admission POST /v1/runs/{id}/controls, 64 client(s)", targetDurable},
 		{"event fan-out, 2 subscribers", round2(targetFanOut)},
 	}
 	if len(rows) != len(want) {
@@ -264,7 +333,12 @@ func TestDropControlWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || !strings.Contains(rows[0].Note, "control writes dropped") {
-		t.Errorf("rows %+v; want the controls_execute row, noted as measured with control writes dropped", rows)
+	if len(rows) != 3 {
+		t.Fatalf("rows %+v; want the three controls_execute rows", rows)
+	}
+	for _, r := range rows {
+		if !strings.Contains(r.Note, "control writes dropped") {
+			t.Errorf("row %+v; want it noted as measured with control writes dropped", r)
+		}
 	}
 }
