@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestRetryable(t *testing.T) {
@@ -49,5 +51,36 @@ func TestScrub(t *testing.T) {
 		if got := scrub(tc.msg, tc.url); got != tc.want {
 			t.Errorf("scrub(%q, %q) = %q, want %q", tc.msg, tc.url, got, tc.want)
 		}
+	}
+}
+
+func TestPoolDefaults(t *testing.T) {
+	const base = "postgres://u:p@127.0.0.1:5432/db"
+	tests := []struct {
+		name     string
+		url      string
+		max, min int32
+		mode     pgx.QueryExecMode
+	}{
+		{"defaults", base, int32(DefaultPoolConns), DefaultPoolMinConns, pgx.QueryExecModeCacheStatement},
+		{"max from the URL", base + "?pool_max_conns=3", 3, DefaultPoolMinConns, pgx.QueryExecModeCacheStatement},
+		{"max below the default min", base + "?pool_max_conns=1", 1, 1, pgx.QueryExecModeCacheStatement},
+		{"min from the URL", base + "?pool_min_conns=5", int32(DefaultPoolConns), 5, pgx.QueryExecModeCacheStatement},
+		{"mode from the URL", base + "?default_query_exec_mode=exec", int32(DefaultPoolConns), DefaultPoolMinConns, pgx.QueryExecModeExec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := pgxpool.ParseConfig(tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyPoolDefaults(cfg, tc.url)
+			if cfg.MaxConns != tc.max || cfg.MinConns != tc.min || cfg.ConnConfig.DefaultQueryExecMode != tc.mode {
+				t.Errorf("max %d, min %d, mode %v; want %d, %d, %v", cfg.MaxConns, cfg.MinConns, cfg.ConnConfig.DefaultQueryExecMode, tc.max, tc.min, tc.mode)
+			}
+		})
+	}
+	if DefaultPoolConns < 16 {
+		t.Errorf("DefaultPoolConns %d, want at least 16", DefaultPoolConns)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -96,7 +97,10 @@ func IsURL(s string) bool {
 // Open connects to the PostgreSQL database that rawURL names
 // (postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=…; pgx's parameters,
 // such as pool_max_conns and search_path, are accepted) and brings its
-// schema up to date. Errors are *OpenError.
+// schema up to date. Unless the URL says otherwise, the pool keeps up to
+// DefaultPoolConns connections, at least DefaultPoolMinConns of them open,
+// and runs statements in pgx's cached-statement mode. Errors are
+// *OpenError.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if !IsURL(rawURL) {
 		return nil, &OpenError{Code: CodeURLInvalid,
@@ -112,7 +116,42 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, &OpenError{Code: CodeURLInvalid, Err: err,
 			Message: fmt.Sprintf("cannot read the PostgreSQL URL %s (%s); write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE", Redact(rawURL), detail)}
 	}
+	applyPoolDefaults(cfg, rawURL)
 	return OpenConfig(ctx, cfg)
+}
+
+// DefaultPoolConns is the most connections a store opened by Open keeps
+// when its URL has no pool_max_conns: four per CPU, and at least 16. pgx's
+// own default (the number of CPUs, at least 4) leaves requests queueing
+// for a connection while each waits on a commit; with more connections in
+// flight PostgreSQL flushes the commits of several in one WAL write. Each
+// node of a cluster counts its pool, plus one connection for its event
+// follower, against the server's max_connections.
+var DefaultPoolConns = max(16, 4*runtime.GOMAXPROCS(0))
+
+// DefaultPoolMinConns is how many connections a store opened by Open keeps
+// open when idle, unless its URL has pool_min_conns, so that the first
+// requests after a quiet spell do not pay for a connection.
+const DefaultPoolMinConns = 2
+
+// applyPoolDefaults sets the pool's size and the statement mode where the
+// URL leaves them to pgx.
+func applyPoolDefaults(cfg *pgxpool.Config, rawURL string) {
+	var q url.Values
+	if u, err := url.Parse(rawURL); err == nil {
+		q = u.Query()
+	}
+	if !q.Has("pool_max_conns") {
+		cfg.MaxConns = int32(DefaultPoolConns)
+	}
+	if !q.Has("pool_min_conns") {
+		cfg.MinConns = min(DefaultPoolMinConns, cfg.MaxConns)
+	}
+	if !q.Has("default_query_exec_mode") {
+		// Each statement is prepared once per connection, then run by
+		// name: one round trip, with no parse or plan on the server.
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	}
 }
 
 // OpenConfig is Open with a parsed pool configuration. A zero connect
