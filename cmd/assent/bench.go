@@ -333,6 +333,9 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	for _, c := range durableCases("") {
 		cases = append(cases, benchCase{c.name, func(ctx context.Context, name string) (benchRow, error) { return c.run(ctx, e, name) }})
 	}
+	cases = append(cases, benchCase{mixedName, func(ctx context.Context, name string) (benchRow, error) {
+		return e.mixedRow(ctx, name)
+	}})
 	for _, n := range o.subscribers {
 		cases = append(cases, benchCase{fmt.Sprintf("event fan-out, %d subscribers at %d events/s", n, o.rate), func(ctx context.Context, name string) (benchRow, error) {
 			return e.fanOutRow(ctx, name, n)

@@ -572,7 +572,20 @@ func backendRows(ctx context.Context, o benchOpts, log io.Writer, dir, rawURL st
 // is a new schema of the database at rawURL, against the floor on the
 // same schema.
 func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, rawURL string) ([]benchRow, error) {
-	cases := durableCases(", postgres")
+	var pg *postgres.DB
+	data := filepath.Join(dir, "postgres")
+	cases := append(durableCases(", postgres"),
+		serverCase{mixedName + ", postgres", func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
+			return e.mixedRow(ctx, name)
+		}},
+		serverCase{mixedName + ", postgres, 2 nodes", func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
+			second, stop, err := startSecondNode(ctx, e, pg, data+"-2")
+			if err != nil {
+				return benchRow{}, err
+			}
+			defer stop()
+			return e.twoNodeMixedRow(ctx, name, second)
+		}})
 	var names []string
 	for _, c := range cases {
 		names = append(names, c.name)
@@ -585,12 +598,11 @@ func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, ra
 		return nil, err
 	}
 	defer drop()
-	pg, err := postgres.Open(ctx, u)
+	pg, err = postgres.Open(ctx, u)
 	if err != nil {
 		return nil, err
 	}
 	defer pg.Close()
-	data := filepath.Join(dir, "postgres")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
@@ -655,4 +667,31 @@ func startBenchServer(ctx context.Context, o benchOpts, log io.Writer, st store.
 	}
 	e := &benchEnv{o: o, log: log, base: "http://" + ln.Addr().String(), token: boot.AgentToken, agentID: boot.Agent.ID, srv: srv, floor: floor}
 	return e, stop, nil
+}
+
+// startSecondNode starts another assent server on e's store, with its data
+// in dir (and so a node name of its own), for the two-node row; its
+// clients use e's token. The returned function stops it.
+func startSecondNode(ctx context.Context, e *benchEnv, st store.Store, dir string) (*benchEnv, func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln) }()
+	stop := func() {
+		cancel()
+		<-served
+		srv.Close()
+	}
+	return &benchEnv{o: e.o, log: e.log, base: "http://" + ln.Addr().String(), token: e.token, agentID: e.agentID, srv: srv}, stop, nil
 }

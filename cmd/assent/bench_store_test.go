@@ -79,3 +79,30 @@ func TestBenchSchemaRefusesAnotherURL(t *testing.T) {
 		t.Fatalf("benchSchema on a MySQL URL = %v, want store_url_invalid", err)
 	}
 }
+
+// TestPostgresServerRows runs the server rows on PostgreSQL once, briefly:
+// the durable rows against the floor on the same database, and the mixed
+// load on one node and on two.
+func TestPostgresServerRows(t *testing.T) {
+	url := os.Getenv("ASSENT_TEST_POSTGRES")
+	if url == "" || testing.Short() {
+		t.Skip("ASSENT_TEST_POSTGRES names no PostgreSQL database")
+	}
+	o := benchOpts{calls: 5, rounds: 1, batchTimeout: time.Minute}
+	rows, err := postgresServerRows(context.Background(), o, io.Discard, t.TempDir(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(durableCases("")) + 2
+	if len(rows) != want {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), want, rows)
+	}
+	for _, r := range rows {
+		if !strings.Contains(r.Name, ", postgres") || r.Ratio <= 0 || r.PerSec <= 0 || r.FloorPerSec <= 0 {
+			t.Errorf("row %+v; want a PostgreSQL row with a ratio", r)
+		}
+	}
+	if last := rows[len(rows)-1]; !strings.HasSuffix(last.Name, ", postgres, 2 nodes") {
+		t.Errorf("last row %q, want the two-node row", last.Name)
+	}
+}

@@ -301,6 +301,7 @@ func TestRunBenchRows(t *testing.T) {
 		{"control admission POST /v1/runs/{id}/controls, 1 client(s)", targetDurable},
 		{"control admission POST /v1/runs/{id}/controls, 16 client(s)", targetDurable},
 		{"control admission POST /v1/runs/{id}/controls, 64 client(s)", targetDurable},
+		{"mcp mixed stage+runtime_status+controls_inspect, 100 clients", 0},
 		{"event fan-out, 2 subscribers", round2(targetFanOut)},
 	}
 	if len(rows) != len(want) {
