@@ -78,12 +78,17 @@ const lockSpace int32 = 0x6173_7374 // "asst"
 // lockItem takes a transaction-scoped advisory lock on the item named by
 // kind and parts, serializing writers of that item on every node.
 func lockItem(ctx context.Context, tx pgx.Tx, kind string, parts ...string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockSpace, itemName(kind, parts...))
+	return err
+}
+
+// itemName is the name lockItem hashes for an item.
+func itemName(kind string, parts ...string) string {
 	name := kind
 	for _, p := range parts {
 		name += "\x1f" + p
 	}
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockSpace, name)
-	return err
+	return name
 }
 
 // controlStore implements store.Controls on the database.
@@ -137,11 +142,8 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 	}
 	var seq int64
 	err := c.s.write(ctx, "save control", func(tx pgx.Tx) error {
-		if err := saveControl(ctx, tx, u); err != nil {
-			return fmt.Errorf("save control: %w", err)
-		}
 		var err error
-		if seq, err = appendAudit(ctx, tx, rec); err != nil {
+		if seq, err = saveControlWith(ctx, tx, u, &rec); err != nil {
 			return fmt.Errorf("save control: %w", err)
 		}
 		return nil
@@ -156,82 +158,121 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 // its expectation holds: no other writer of the control runs between the
 // check and the write.
 func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {
+	_, err := saveControlWith(ctx, tx, u, nil)
+	return err
+}
+
+// saveControlWith is saveControl that also appends rec to the audit log
+// when rec is not nil, and returns its sequence number. It makes two round
+// trips whatever u holds: the lock and the expectation's read go as one
+// pipelined batch (the read runs after the lock is held, in a snapshot of
+// its own), and every write, the audit record last, as another.
+func saveControlWith(ctx context.Context, tx pgx.Tx, u control.Update, rec *store.AuditRecord) (int64, error) {
 	k := u.Key
-	if err := lockControl(ctx, tx, k); err != nil {
-		return err
+	st, sid := store.SubjectColumns(k)
+	reads := &pgx.Batch{}
+	reads.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockSpace, itemName("control", k.FormID, k.ControlID, st, sid))
+	expects := u.Expect.Proposal || u.Expect.Value != nil || u.Expect.Undo
+	if expects {
+		queueExpect(reads, u)
 	}
-	if err := checkExpect(ctx, tx, u); err != nil {
-		return err
+	br := tx.SendBatch(ctx, reads)
+	_, err := br.Exec()
+	var seen store.ExpectSeen
+	if err == nil && expects {
+		seen, err = scanExpect(br.QueryRow())
 	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if expects {
+		if err := store.CheckExpect(u, seen); err != nil {
+			return 0, err
+		}
+	}
+
+	writes := &pgx.Batch{}
 	switch {
 	case u.Stage != nil:
 		p := u.Stage
-		if _, err := tx.Exec(ctx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
+		writes.Queue(`INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
 			revision, source, principal_id, session_id, staged_at, value, base) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
 			source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
 			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
 			keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
-				p.StagedAt, rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE control_registry SET revision = GREATEST(revision, $1) WHERE id = 1`, p.Revision); err != nil {
-			return err
-		}
+				p.StagedAt, rawJSON(p.Value), rawJSON(p.Base))...)
+		writes.Queue(`UPDATE control_registry SET revision = GREATEST(revision, $1) WHERE id = 1`, p.Revision)
 	case u.Unstage:
-		if _, err := tx.Exec(ctx, `DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...); err != nil {
-			return err
-		}
+		writes.Queue(`DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...)
 	}
 	switch {
 	case u.Pop:
-		if _, err := tx.Exec(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
-			keyArgs(k)...); err != nil {
-			return err
-		}
+		writes.Queue(`DELETE FROM control_undo WHERE `+keyWhere+` AND seq = (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`)`,
+			keyArgs(k)...)
 	case u.Push != nil:
-		var seq int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM control_undo WHERE `+keyWhere, keyArgs(k)...).Scan(&seq); err != nil {
-			return err
-		}
+		// The new entry's seq is one more than the newest; then the
+		// entries more than Depth behind it go.
 		e := u.Push
-		if _, err := tx.Exec(ctx, `INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
-			seq, action, previous, applied, source, principal_id, session_id, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			keyArgs(k, seq, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
-				e.Provenance.PrincipalID, e.Provenance.SessionID, e.At)...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= $5`, keyArgs(k, seq-int64(u.Depth))...); err != nil {
-			return err
-		}
+		writes.Queue(`INSERT INTO control_undo (form_id, control_id, subject_type, subject_id,
+			seq, action, previous, applied, source, principal_id, session_id, at)
+			SELECT $1, $2, $3, $4, coalesce(max(seq), 0) + 1, $5, $6, $7, $8, $9, $10, $11 FROM control_undo WHERE `+keyWhere,
+			keyArgs(k, string(e.Action), rawJSON(e.Previous), rawJSON(e.Applied), string(e.Provenance.Source),
+				e.Provenance.PrincipalID, e.Provenance.SessionID, e.At)...)
+		writes.Queue(`DELETE FROM control_undo WHERE `+keyWhere+` AND seq <= (SELECT max(seq) FROM control_undo WHERE `+keyWhere+`) - $5`,
+			keyArgs(k, int64(u.Depth))...)
 	}
 	if u.Value != nil {
-		if _, err := tx.Exec(ctx, `UPDATE control_hosted SET value = $5 WHERE `+keyWhere, keyArgs(k, string(u.Value))...); err != nil {
-			return err
+		writes.Queue(`UPDATE control_hosted SET value = $5 WHERE `+keyWhere, keyArgs(k, string(u.Value))...)
+	}
+	if rec != nil {
+		queueAudit(writes, *rec)
+	}
+	if writes.Len() == 0 {
+		return 0, nil
+	}
+	br = tx.SendBatch(ctx, writes)
+	defer br.Close()
+	n := writes.Len()
+	if rec != nil {
+		n--
+	}
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	var seq int64
+	if rec != nil {
+		if err := br.QueryRow().Scan(&seq); err != nil {
+			return 0, fmt.Errorf("append audit: %w", err)
+		}
+	}
+	return seq, br.Close()
 }
 
-// checkExpect reads, in one statement, what u.Expect checks and decides
-// with store.CheckExpect. An update that expects nothing reads nothing.
-func checkExpect(ctx context.Context, tx pgx.Tx, u control.Update) error {
-	e, k := u.Expect, u.Key
-	if !e.Proposal && e.Value == nil && !e.Undo {
-		return nil
-	}
+// queueExpect queues the one statement that reads what u.Expect checks;
+// scanExpect reads its row.
+func queueExpect(b *pgx.Batch, u control.Update) {
+	b.Queue(`SELECT (SELECT revision FROM control_proposals WHERE `+keyWhere+`),
+		(SELECT value FROM control_hosted WHERE `+keyWhere+`),
+		(SELECT at = $5 FROM control_undo WHERE `+keyWhere+` ORDER BY seq DESC LIMIT 1)`,
+		keyArgs(u.Key, u.Expect.UndoAt)...)
+}
+
+func scanExpect(row pgx.Row) (store.ExpectSeen, error) {
 	var (
+		seen    store.ExpectSeen
 		rev     *int64
 		value   *string
 		atMatch *bool
 	)
-	if err := tx.QueryRow(ctx, `SELECT (SELECT revision FROM control_proposals WHERE `+keyWhere+`),
-		(SELECT value FROM control_hosted WHERE `+keyWhere+`),
-		(SELECT at = $5 FROM control_undo WHERE `+keyWhere+` ORDER BY seq DESC LIMIT 1)`,
-		keyArgs(k, e.UndoAt)...).Scan(&rev, &value, &atMatch); err != nil {
-		return err
+	if err := row.Scan(&rev, &value, &atMatch); err != nil {
+		return seen, err
 	}
-	var seen store.ExpectSeen
 	if rev != nil {
 		seen.Proposal = *rev
 	}
@@ -241,7 +282,7 @@ func checkExpect(ctx context.Context, tx pgx.Tx, u control.Update) error {
 	if atMatch != nil {
 		seen.Undo, seen.UndoAtMatches = true, *atMatch
 	}
-	return store.CheckExpect(u, seen)
+	return seen, nil
 }
 
 // ForgetControl implements control.Persister.

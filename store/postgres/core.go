@@ -262,12 +262,25 @@ type queryRower interface {
 
 // appendAudit appends r through q and returns its sequence number. In a
 // transaction, the audit lock it takes is held until the commit.
+// appendAuditSQL takes the audit lock and inserts one record, returning
+// its sequence number.
+const appendAuditSQL = `WITH l AS (SELECT pg_advisory_xact_lock($1))
+		INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
+		SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM l RETURNING seq`
+
+func auditArgs(r store.AuditRecord) []any {
+	return []any{lockAudit, r.Time, r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Subject, r.Action, r.OK, r.Reason, r.Detail}
+}
+
+// queueAudit queues appendAudit's statement in b; its row is the record's
+// sequence number.
+func queueAudit(b *pgx.Batch, r store.AuditRecord) {
+	b.Queue(appendAuditSQL, auditArgs(r)...)
+}
+
 func appendAudit(ctx context.Context, q queryRower, r store.AuditRecord) (int64, error) {
 	var seq int64
-	err := q.QueryRow(ctx, `WITH l AS (SELECT pg_advisory_xact_lock($1))
-		INSERT INTO audit (ts, principal_id, source, form_id, control_id, subject, action, ok, reason, detail)
-		SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM l RETURNING seq`,
-		lockAudit, r.Time, r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Subject, r.Action, r.OK, r.Reason, r.Detail).Scan(&seq)
+	err := q.QueryRow(ctx, appendAuditSQL, auditArgs(r)...).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("append audit: %w", err)
 	}
