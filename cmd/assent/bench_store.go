@@ -624,7 +624,14 @@ func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, ra
 		fmt.Fprintf(log, "bench: %s…\n", c.name)
 		r, err := c.run(ctx, e, c.name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, err)
+			}
+			// A row that fails is reported as failed, and the rows
+			// after it still run.
+			fmt.Fprintf(log, "bench:   failed: %v\n", err)
+			rows = append(rows, benchRow{Name: c.name, Note: failedNote(err)})
+			continue
 		}
 		fmt.Fprintf(log, "bench:   p50 %.3f ms (floor %.3f), %.0f/s (floor %.0f), ratio %.2f\n", r.P50ms, r.FloorP50ms, r.PerSec, r.FloorPerSec, r.Ratio)
 		rows = append(rows, r)
@@ -694,4 +701,14 @@ func startSecondNode(ctx context.Context, e *benchEnv, st store.Store, dir strin
 		srv.Close()
 	}
 	return &benchEnv{o: e.o, log: e.log, base: "http://" + ln.Addr().String(), token: e.token, agentID: e.agentID, srv: srv}, stop, nil
+}
+
+// failedNote is the note of a row that failed with err, at most 300
+// bytes of its message.
+func failedNote(err error) string {
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = strings.ToValidUTF8(msg[:300], "") + "…"
+	}
+	return "failed: " + msg
 }

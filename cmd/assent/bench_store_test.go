@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -104,5 +105,21 @@ func TestPostgresServerRows(t *testing.T) {
 	}
 	if last := rows[len(rows)-1]; !strings.HasSuffix(last.Name, ", postgres, 2 nodes") {
 		t.Errorf("last row %q, want the two-node row", last.Name)
+	}
+}
+
+func TestFailedNote(t *testing.T) {
+	long := strings.Repeat("é", 200) // 400 bytes
+	tests := []struct {
+		err  string
+		want string
+	}{
+		{"RECOVERY_REQUIRED", "failed: RECOVERY_REQUIRED"},
+		{long, "failed: " + strings.Repeat("é", 150) + "…"},
+	}
+	for _, tc := range tests {
+		if got := failedNote(errors.New(tc.err)); got != tc.want {
+			t.Errorf("failedNote(%.20q…) = %.40q…, want %.40q…", tc.err, got, tc.want)
+		}
 	}
 }
