@@ -352,7 +352,7 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
 		return
 	}
-	if !pend.NeedsConfirmation() {
+	if !pend.NeedsConfirmation() && !s.mustAskPress(sc, req.Button, toolName, params) {
 		s.finishPress(r.Context(), w, sc, req.Button, pend)
 		return
 	}
