@@ -4,7 +4,7 @@ package flows
 var (
 	WriteDemoDeployRecipes = writeDemoDeployRecipes
 	FormatAmount           = formatAmount
-	MaskIBAN               = maskIBAN
+	ShowIBAN               = showIBAN
 	NormalizeIBAN          = normalizeIBAN
 	SummarizeApproval      = (*Part).summarizeApproval
 	FlowStart              = (*Part).flowStart

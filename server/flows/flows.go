@@ -510,7 +510,7 @@ func bindingField(b flow.Binding) host.InboxField {
 		return host.InboxField{Label: "Recipe " + b.Name, Value: b.Value}
 	case flow.BindingFact:
 		if strings.HasSuffix(b.Name, "iban") && !strings.HasPrefix(b.Value, "(") {
-			return host.InboxField{Label: "Fact " + b.Name, Value: maskIBAN(b.Value)}
+			return host.InboxField{Label: "Fact " + b.Name, Value: showIBAN(b.Value)}
 		}
 		return host.InboxField{Label: "Fact " + b.Name, Value: b.Value}
 	}

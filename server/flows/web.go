@@ -256,7 +256,7 @@ func (s *Part) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg
 	}) {
 		f := v.Instance.Facts[facet]
 		if strings.HasSuffix(facet, "iban") && f.Value != "" {
-			f.Value = maskIBAN(f.Value) // as on the approval card
+			f.Value = showIBAN(f.Value) // as on the approval card
 		}
 		facts = append(facts, factRow{Facet: facet, Status: f.Status, Value: f.Value})
 	}
@@ -353,15 +353,22 @@ func (s *Part) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg
 // link to the instance, and, for a person whose grants lack what the
 // transition needs, an explanation in place of the Approve button.
 func decorateApprovalCard(item *host.InboxItem, a flow.Approval, person store.Principal) {
-	item.Summary, item.Lines = a.Summary, a.SummaryLines
+	item.Summary, item.Lines = a.Summary, nil
+	for _, l := range a.SummaryLines {
+		if strings.HasPrefix(l, firstPayeeWarning) {
+			item.Warn = l // stands out from the card's other lines
+			continue
+		}
+		item.Lines = append(item.Lines, l)
+	}
 	item.Link, item.LinkLabel = "/flows/instances/"+url.PathEscape(a.Instance), "Open "+a.Instance
 	missing := missingGrants(a.RequiredCapabilities, person)
 	if len(missing) == 0 {
 		return
 	}
 	item.Actions = slices.DeleteFunc(item.Actions, func(ac host.InboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
-	item.Warn = fmt.Sprintf("You cannot approve this: it needs %s, which your grants lack (approving adds only human.approve). Ask an operator to grant %s to you, or ask a person who has it to decide. You can still decline it.",
-		strings.Join(missing, ", "), strings.Join(missing, ", "))
+	item.Warn = strings.TrimSpace(item.Warn + " " + fmt.Sprintf("You cannot approve this: it needs %s, which your grants lack (approving adds only human.approve). Ask an operator to grant %s to you, or ask a person who has it to decide. You can still decline it.",
+		strings.Join(missing, ", "), strings.Join(missing, ", ")))
 }
 
 // missingGrants lists the capabilities in required that person's grants,
