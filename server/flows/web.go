@@ -32,6 +32,9 @@ type programPage struct {
 	programView
 	Rows  []transitionRow
 	Graph phaseGraph
+	// TooLarge says the program has more than maxDrawnTransitions
+	// transitions, so only its summary is shown.
+	TooLarge bool
 }
 
 // phaseGraph is a drawing of a program's phases (nodes) and transitions
@@ -186,8 +189,17 @@ func (s *Part) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg host.P
 	}
 	var out []programPage
 	for _, p := range progs {
+		pp := programPage{programView: s.viewLoadedProgram(ctx, p)}
+		if p.Len() > maxDrawnTransitions {
+			// Drawing and listing every transition of a large program
+			// would make the page as large as the program: it shows the
+			// summary, and the API serves the program whole.
+			pp.TooLarge = true
+			out = append(out, pp)
+			continue
+		}
 		ts := p.Transitions()
-		pp := programPage{programView: s.viewLoadedProgram(ctx, p), Graph: layoutPhases(ts)}
+		pp.Graph = layoutPhases(ts)
 		for _, t := range ts {
 			row := transitionRow{
 				ID: t.ID, Class: t.SelectionClass, Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
