@@ -137,12 +137,12 @@ func TestExpenseCardReadsLikeTheDecision(t *testing.T) {
 		screenshot(t, ctx, "timeout")
 		t.Fatalf("the approval card did not appear: %v", err)
 	}
-	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 … 1234"
+	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 0002 0123 1234 5678 9123 4"
 	if first := text(t, ctx, chromedp.CSS(card+" h3")); first != sentence {
 		t.Fatalf("the card's first line is %q, want %q", first, sentence)
 	}
 	item := text(t, ctx, chromedp.CSS(card))
-	if !strings.Contains(item, "send 1,250.00 EUR to PT50 … 1234 through payments_send") || strings.Contains(item, "PT50000201231234567891234") {
+	if !strings.Contains(item, "send 1,250.00 EUR to PT50 0002 0123 1234 5678 9123 4 through payments_send") || !strings.Contains(item, "First payment to this account") {
 		t.Fatalf("card: %s", item)
 	}
 	screenshot(t, ctx, "expense-card")

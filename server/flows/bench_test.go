@@ -12,6 +12,7 @@ import (
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
+	"github.com/assent-run/assent/tool"
 )
 
 // toggleProgram moves between two phases forever, so that every iteration
@@ -66,5 +67,52 @@ func BenchmarkFlowPrescribeApply(b *testing.B) {
 		if _, err := flows.FlowApply(srv.Flows(), ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
 			b.Fatalf("apply: %v", err)
 		}
+	}
+}
+
+// BenchmarkFlowsList measures one flows_list call, with only the demo's
+// programs stored and with a 20,000-transition program (several MB) stored
+// too: the list carries each program's summary, so its cost does not grow
+// with the size of a program.
+func BenchmarkFlowsList(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		big  int // transitions of the extra program; 0 for none
+	}{{"demo", 0}, {"big-program", 20000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "assent.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			srv, err := server.New(ctx, server.Config{DataDir: b.TempDir(), Store: db, Demo: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			_, agent, err := auth.IssueToken(ctx, db, store.KindAgent, "bench", nil, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			size := 0
+			if bc.big > 0 {
+				src := chainProgram("big", bc.big)
+				if _, err := srv.Flows().Kernel().AddProgram(ctx, []byte(src)); err != nil {
+					b.Fatal(err)
+				}
+				size = len(src)
+			}
+			list := flows.FlowsListTool(srv.Flows())
+			call := tool.Call{Principal: agent, Args: []byte(`{}`)}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := list.Handler(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(size), "program-bytes")
+		})
 	}
 }

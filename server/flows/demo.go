@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func (s *Part) loadDemoFlows(ctx context.Context) error {
 			expense = p
 		}
 	}
-	s.RegisterApprovalSummary("expense-approval", expenseSummary)
+	s.RegisterApprovalSummary("expense-approval", s.expenseSummary)
 	s.RegisterStartCheck("expense-approval", checkExpenseStart)
 	tools := s.demoPaymentTools()
 	for i, t := range tools {
@@ -169,14 +170,18 @@ func (s *Part) checkApprovedPayee(ctx context.Context, instance, iban string) er
 		return nil
 	}
 	if normalizeIBAN(iban) != normalizeIBAN(f.Value) {
-		return tool.Errorf("forbidden", "the IBAN is not the payee a person approved for %s (%s); pay to that payee, or submit a new expense for a person to approve", instance, maskIBAN(f.Value))
+		return tool.Errorf("forbidden", "the IBAN is not the payee a person approved for %s (%s); pay to that payee, or submit a new expense for a person to approve", instance, showIBAN(f.Value))
 	}
 	return nil
 }
 
-// demoExpenseLimit is the amount, in an expense's own currency, above
-// which the demo expense program wants a person's approval.
+// The demo expense program wants a person's approval above
+// demoExpenseLimit of demoExpenseCurrency. The limit is in one currency
+// only: an amount in any other currency always wants a person, since no
+// rate is applied and a limit in one currency never admits another.
 var demoExpenseLimit = big.NewRat(500, 1)
+
+const demoExpenseCurrency = "EUR"
 
 // Facts of an expense whose band the amount decides.
 const (
@@ -199,35 +204,37 @@ func checkExpenseStart(_ context.Context, _ store.Principal, _ string, facts map
 		}
 		return nil
 	}
-	n, ok := parseAmount(amount.Value)
+	n, cur, ok := parseAmount(amount.Value)
 	if !ok {
 		return tool.Errorf("invalid_request", "%s %q must be a non-negative number and a three-letter currency code, for example \"860.00 EUR\"", expenseAmountFacet, amount.Value)
 	}
 	want := bandWithinLimit
-	if n.Cmp(demoExpenseLimit) > 0 {
+	if cur != demoExpenseCurrency || n.Cmp(demoExpenseLimit) > 0 {
 		want = bandOverLimit
 	}
 	if hasBand && (band.Status != flow.StatusKnown || band.Value != want) {
-		return tool.Errorf("invalid_request", "%s is %s for %s (the limit is %s); leave the band out and it is set from the amount", expenseBandFacet, want, formatAmount(amount.Value), demoExpenseLimit.FloatString(2))
+		return tool.Errorf("invalid_request", "%s is %s for %s (the limit is %s %s; an amount in another currency always needs a person); leave the band out and it is set from the amount",
+			expenseBandFacet, want, formatAmount(amount.Value), demoExpenseLimit.FloatString(2), demoExpenseCurrency)
 	}
 	facts[expenseBandFacet] = flow.Fact{Status: flow.StatusKnown, Value: want}
 	return nil
 }
 
 // parseAmount reads "1250.00 EUR": a non-negative decimal number, one
-// space and a three-letter currency code.
-func parseAmount(s string) (*big.Rat, bool) {
+// space and a three-letter currency code, which it returns with the
+// number.
+func parseAmount(s string) (*big.Rat, string, bool) {
 	num, cur, ok := strings.Cut(strings.TrimSpace(s), " ")
 	if !ok || len(cur) != 3 || strings.IndexFunc(cur, func(r rune) bool { return r < 'A' || r > 'Z' }) >= 0 {
-		return nil, false
+		return nil, "", false
 	}
 	whole, frac, _ := strings.Cut(num, ".")
 	digits := func(d string) bool { return strings.IndexFunc(d, func(r rune) bool { return r < '0' || r > '9' }) < 0 }
 	if whole == "" || len(num) > 40 || !digits(whole) || !digits(frac) {
-		return nil, false
+		return nil, "", false
 	}
 	n, ok := new(big.Rat).SetString(num)
-	return n, ok
+	return n, cur, ok
 }
 
 // The facts of an expense instance that its approval card reads.
@@ -238,11 +245,12 @@ const (
 )
 
 // expenseSummary writes the approval card of the expense-approval program:
-// the amount, what it is for and the payee (IBAN masked), and, for the
-// approve transition, what the pay step will send. It leaves transitions
-// it does not know, and expenses without an amount, to the effect's
-// summary.
-func expenseSummary(_ context.Context, req *flow.SummaryRequest) (flow.Summary, bool) {
+// the amount, what it is for and the payee (the whole IBAN, in groups of
+// four), and, for the approve transition, what the pay step will send and,
+// when no person approved an expense paid to that IBAN before, a warning
+// that this is the first payment to it. It leaves transitions it does not
+// know, and expenses without an amount, to the effect's summary.
+func (s *Part) expenseSummary(ctx context.Context, req *flow.SummaryRequest) (flow.Summary, bool) {
 	fact := func(facet string) string {
 		if f := req.Instance.Fact(facet); f.Status == flow.StatusKnown {
 			return f.Value
@@ -259,14 +267,18 @@ func expenseSummary(_ context.Context, req *flow.SummaryRequest) (flow.Summary, 
 		what += " for " + d
 	}
 	payee := ""
-	if iban := fact(expensePayeeFacet); iban != "" {
-		payee = maskIBAN(iban)
+	iban := fact(expensePayeeFacet)
+	if iban != "" {
+		payee = showIBAN(iban)
 	}
 	var sum flow.Summary
 	switch flow.LocalID(req.Transition.ID) {
 	case "approve", "approve-within-limit":
 		sum.Text = "Approve " + what
 		if payee != "" {
+			if !s.payeeApprovedBefore(ctx, req.Program.ID(), req.Instance.ID, iban) {
+				sum.Lines = append(sum.Lines, firstPayeeWarning+": no expense paid to "+payee+" was approved before. Check the IBAN against the invoice before you approve.")
+			}
 			sum.Text += ", paid to " + payee
 			sum.Lines = append(sum.Lines, "Approving lets the next step, pay, send "+amount+" to "+payee+" through payments_send; it refuses any other IBAN.")
 		} else {
@@ -333,16 +345,61 @@ func normalizeIBAN(s string) string {
 	return strings.ToUpper(strings.Join(strings.Fields(s), ""))
 }
 
-// maskIBAN shows an IBAN as its country code and check digits and its last
-// four characters ("PT50 … 1234"), hiding the rest. A value that is not
-// shaped like an IBAN is hidden entirely.
-func maskIBAN(s string) string {
+// showIBAN shows an IBAN in full, in groups of four characters
+// ("PT50 0002 0123 1234 5678 9123 4"), so a person can compare it with the
+// invoice group by group. A value that is not shaped like an IBAN is shown
+// quoted, with any invisible or control character escaped, and says so.
+func showIBAN(s string) string {
 	n := normalizeIBAN(s)
 	if len(n) < 15 || len(n) > 34 || !isUpperLetters(n[:2]) || !isDigits(n[2:4]) ||
 		strings.IndexFunc(n, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') }) >= 0 {
-		return "(an account that is not a valid IBAN)"
+		return strconv.QuoteToASCII(s) + " (not shaped like an IBAN)"
 	}
-	return n[:4] + " … " + n[len(n)-4:]
+	var b strings.Builder
+	for i := 0; i < len(n); i += 4 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(n[i:min(i+4, len(n))])
+	}
+	return b.String()
+}
+
+// firstPayeeWarning begins the summary line that warns a person that no
+// expense paid to the payee was approved before; the card shows that line
+// as a warning.
+const firstPayeeWarning = "First payment to this account"
+
+// payeeApprovedBefore reports whether a person approved an expense of the
+// program programID, other than instance, that pays iban. When the store
+// cannot tell, it reports false, so the card warns.
+func (s *Part) payeeApprovedBefore(ctx context.Context, programID, instance, iban string) bool {
+	want := normalizeIBAN(iban)
+	insts, err := s.flows.Instances(ctx)
+	if err != nil {
+		return false
+	}
+	for _, in := range insts {
+		if in.ID == instance {
+			continue
+		}
+		if f := in.Fact(expensePayeeFacet); f.Status != flow.StatusKnown || normalizeIBAN(f.Value) != want {
+			continue
+		}
+		if p, err := s.flows.Program(ctx, in.Program); err != nil || p.ID() != programID {
+			continue
+		}
+		apps, err := s.flows.InstanceApprovals(ctx, in.ID)
+		if err != nil {
+			continue
+		}
+		for _, a := range apps {
+			if a.Status == flow.ApprovalApproved {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isUpperLetters(s string) bool {

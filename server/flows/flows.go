@@ -43,6 +43,16 @@ type Part struct {
 	// instances started of it.
 	startChecks perProgram[StartCheckFunc]
 
+	// limits bound the programs and approvals an agent puts before
+	// people; New sets DefaultLimits. limitsMu guards it.
+	limitsMu sync.Mutex
+	limits   Limits
+	// proposeMu serializes proposed loads, so the bound on waiting
+	// proposals holds.
+	proposeMu sync.Mutex
+	// summaries are what lists show of each program.
+	summaries programSummaries
+
 	// payments are the demo payments_send tool's records.
 	paymentsMu sync.Mutex
 	payments   []demoPayment
@@ -53,7 +63,7 @@ type Part struct {
 // settles applies cut short by a crash, and registers the flows_* tools
 // and, with Config.Demo, the demo programs.
 func New(ctx context.Context, h *host.Host, ctl *controls.Part, runs *run.Manager) (*Part, error) {
-	s := &Part{Host: h, controls: ctl, runs: runs}
+	s := &Part{Host: h, controls: ctl, runs: runs, limits: DefaultLimits}
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
@@ -510,7 +520,7 @@ func bindingField(b flow.Binding) host.InboxField {
 		return host.InboxField{Label: "Recipe " + b.Name, Value: b.Value}
 	case flow.BindingFact:
 		if strings.HasSuffix(b.Name, "iban") && !strings.HasPrefix(b.Value, "(") {
-			return host.InboxField{Label: "Fact " + b.Name, Value: maskIBAN(b.Value)}
+			return host.InboxField{Label: "Fact " + b.Name, Value: showIBAN(b.Value)}
 		}
 		return host.InboxField{Label: "Fact " + b.Name, Value: b.Value}
 	}

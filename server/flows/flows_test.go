@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -901,25 +902,31 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 }
 
 // TestFlowExpenseCardReadsLikeTheDecision: the approval card of the demo
-// expense says, first, what the person decides: the amount, what it is
-// for and the payee with the IBAN masked; it says what the pay step will
-// send, links to the instance, and the instance page can decide too.
+// expense says, first, what the person decides: the amount with its
+// currency, what it is for and the payee's whole IBAN in groups of four,
+// with a warning while no expense to that IBAN was approved before; it
+// says what the pay step will send, links to the instance, and the
+// instance page can decide too.
 func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
-	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to PT50 … 1234"
-	if aprID == "" || assenttest.Dig(out, "approval", "summary") != sentence || strings.Contains(raw, flows.DemoPayeeIBAN) {
+	const payee = "PT50 0002 0123 1234 5678 9123 4"
+	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to " + payee
+	if aprID == "" || assenttest.Dig(out, "approval", "summary") != sentence {
 		t.Fatalf("prescribe: %s", raw)
 	}
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	card := inbox[strings.Index(inbox, `id="section-flow-approvals"`):]
+	card = card[:strings.Index(card, "/web/flows/approvals/"+aprID+"/decline")]
+	card = card[strings.LastIndex(card, `<h3 class="summary">`):]
 	for _, want := range []string{
 		`<h3 class="summary">` + sentence + `</h3>`,
-		"1,250.00 EUR", "Conference travel", "PT50 … 1234",
-		"the next step, pay, send 1,250.00 EUR to PT50 … 1234 through payments_send",
+		"1,250.00 EUR", "Conference travel",
+		`class="warn" role="note">First payment to this account: no expense paid to ` + payee + " was approved before.",
+		"the next step, pay, send 1,250.00 EUR to " + payee + " through payments_send",
 		`href="/flows/instances/` + flows.DemoExpenseID + `"`,
 		"/web/flows/approvals/" + aprID + "/approve",
 	} {
@@ -927,23 +934,17 @@ func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 			t.Errorf("the card lacks %q", want)
 		}
 	}
-	if strings.Contains(inbox, flows.DemoPayeeIBAN) || strings.Contains(inbox, "0002 0123") {
-		t.Errorf("the inbox shows the full IBAN")
-	}
 	if t.Failed() {
 		t.Fatalf("inbox:\n%s", card)
 	}
 
 	// The instance page shows the same card, with Approve and Decline,
-	// and never the full IBAN.
+	// and the whole IBAN among the facts.
 	page := assenttest.ReadAll(f.Get("/flows/instances/"+flows.DemoExpenseID, cookie))
-	for _, want := range []string{sentence, `action="/web/flows/approvals/` + aprID + `/approve"`, `action="/web/flows/approvals/` + aprID + `/decline"`, `name="reason"`} {
+	for _, want := range []string{sentence, payee, "First payment to this account", `action="/web/flows/approvals/` + aprID + `/approve"`, `action="/web/flows/approvals/` + aprID + `/decline"`, `name="reason"`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the instance page lacks %q:\n%s", want, page)
 		}
-	}
-	if strings.Contains(page, flows.DemoPayeeIBAN) {
-		t.Fatal("the instance page shows the full IBAN")
 	}
 	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}, "back": {"/flows/instances/" + flows.DemoExpenseID}}, cookie)
 	if loc != "/flows/instances/"+flows.DemoExpenseID || !strings.Contains(page, "Approved and applied") {
@@ -955,8 +956,61 @@ func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 	}
 }
 
+// TestFlowCardNamesANewPayee is the attack: with an agent's token only, an
+// expense with the seeded amount and description pays the agent's own
+// IBAN, which differs from the approved payee only in its middle digits.
+// Once a person approved a payment to the seeded payee, its next expense
+// carries no warning; the agent's card shows the whole IBAN and warns that
+// it is the first payment to it.
+func TestFlowCardNamesANewPayee(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
+	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+		t.Fatalf("approve: %s", page)
+	}
+	for _, tc := range []struct {
+		id, iban, shown string
+		warn            bool
+	}{
+		{"exp-same", "pt50 0002 0123 1234 5678 9123 4", "PT50 0002 0123 1234 5678 9123 4", false},
+		{"exp-agent", "PT50 9999 9999 9999 9999 9123 4", "PT50 9999 9999 9999 9999 9123 4", true},
+	} {
+		if code, _, raw := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "expense-approval", "id": tc.id, "phase": "draft", "objective": "expense-paid",
+			"facts": map[string]any{"expense.amount": known("1250.00 EUR"), "expense.description": known("Conference travel, Lisbon"), "expense.payee_iban": known(tc.iban)}}); code != 201 {
+			t.Fatalf("start %s: %d %s", tc.id, code, raw)
+		}
+		var apr string
+		for range 2 { // submit, then the approval
+			_, out, raw := f.API("POST", "/v1/flows/instances/"+tc.id+"/prescribe", f.Token, nil)
+			if apr, _ = assenttest.Dig(out, "approval", "id").(string); apr != "" {
+				break
+			}
+			prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+			if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.Token, nil); prx == "" || code != 200 {
+				t.Fatalf("submit %s: %d %s", tc.id, code, raw)
+			}
+			_ = raw
+		}
+		if apr == "" {
+			t.Fatalf("%s: no approval was filed", tc.id)
+		}
+		inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
+		card := inbox[:strings.Index(inbox, "/web/flows/approvals/"+apr+"/decline")]
+		card = card[strings.LastIndex(card, `<h3 class="summary">`):]
+		if !strings.Contains(card, "paid to "+tc.shown+"</h3>") {
+			t.Errorf("%s: the card does not show the whole IBAN %q:\n%s", tc.id, tc.shown, card)
+		}
+		if got := strings.Contains(card, `class="warn" role="note">First payment to this account`); got != tc.warn {
+			t.Errorf("%s: the card warns %v, want %v:\n%s", tc.id, got, tc.warn, card)
+		}
+	}
+}
+
 // TestFlowPayOnlyToTheApprovedPayee is the attack: after a person approved
-// 1,250.00 EUR paid to PT50 … 1234, the agent applies pay with its own
+// 1,250.00 EUR paid to PT50 0002 0123 1234 5678 9123 4, the agent applies pay with its own
 // IBAN. The payment tool refuses it and nothing is paid; paying the
 // approved payee works.
 func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
@@ -1089,7 +1143,7 @@ func TestFlowEffectSummaries(t *testing.T) {
 	}
 }
 
-func TestFormatAmountAndMaskIBAN(t *testing.T) {
+func TestFormatAmountAndShowIBAN(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"1250.00 EUR", "1,250.00 EUR"},
 		{"860.00 EUR", "860.00 EUR"},
@@ -1104,13 +1158,15 @@ func TestFormatAmountAndMaskIBAN(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ in, want string }{
-		{"PT50000201231234567891234", "PT50 … 1234"},
-		{"de89 3704 0044 0532 0130 00", "DE89 … 3000"},
-		{"1234", "(an account that is not a valid IBAN)"},
-		{"PT50-0002-0123-1234-5678", "(an account that is not a valid IBAN)"},
+		{"PT50000201231234567891234", "PT50 0002 0123 1234 5678 9123 4"},
+		{"de89 3704 0044 0532 0130 00", "DE89 3704 0044 0532 0130 00"},
+		{"PT50999999999999999991234", "PT50 9999 9999 9999 9999 9123 4"},
+		{"1234", `"1234" (not shaped like an IBAN)`},
+		{"PT50-0002-0123-1234-5678", `"PT50-0002-0123-1234-5678" (not shaped like an IBAN)`},
+		{"PT50\u202e0002012312345678", `"PT50\u202e0002012312345678" (not shaped like an IBAN)`},
 	} {
-		if got := flows.MaskIBAN(tc.in); got != tc.want {
-			t.Errorf("flows.MaskIBAN(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := flows.ShowIBAN(tc.in); got != tc.want {
+			t.Errorf("flows.ShowIBAN(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -1127,15 +1183,27 @@ func FuzzFormatAmount(f *testing.F) {
 	})
 }
 
-func FuzzMaskIBAN(f *testing.F) {
-	for _, s := range []string{flows.DemoPayeeIBAN, "DE89 3704 0044 0532 0130 00", "", "PT50", "ÄÖ89370400440532013000"} {
+// FuzzShowIBAN: an IBAN is shown whole, in groups of at most four;
+// anything else is shown quoted, never shortened.
+func FuzzShowIBAN(f *testing.F) {
+	for _, s := range []string{flows.DemoPayeeIBAN, "DE89 3704 0044 0532 0130 00", "", "PT50", "ÄÖ89370400440532013000", "PT50\u202e00020123123456"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := flows.MaskIBAN(s)
-		n := flows.NormalizeIBAN(s)
-		if len(n) >= 13 && strings.Contains(got, n[4:len(n)-4]) {
-			t.Fatalf("flows.MaskIBAN(%q) = %q shows the hidden part", s, got)
+		got := flows.ShowIBAN(s)
+		if quoted, ok := strings.CutSuffix(got, " (not shaped like an IBAN)"); ok {
+			if u, err := strconv.Unquote(quoted); err != nil || u != s {
+				t.Fatalf("flows.ShowIBAN(%q) = %q does not show the value", s, got)
+			}
+			return
+		}
+		if strings.ReplaceAll(got, " ", "") != flows.NormalizeIBAN(s) {
+			t.Fatalf("flows.ShowIBAN(%q) = %q is not the whole IBAN", s, got)
+		}
+		for _, g := range strings.Split(got, " ") {
+			if len(g) == 0 || len(g) > 4 {
+				t.Fatalf("flows.ShowIBAN(%q) = %q has a group of %d", s, got, len(g))
+			}
 		}
 	})
 }

@@ -63,7 +63,7 @@ func viewProgram(p *flow.Program) programView {
 
 // viewLoadedProgram is viewProgram with the program's load status.
 func (s *Part) viewLoadedProgram(ctx context.Context, p *flow.Program) programView {
-	v := viewProgram(p)
+	v := s.summaries.get(p)
 	if l, err := s.flows.ProgramLoad(ctx, p.Fingerprint()); err == nil {
 		v.Status, v.LoadedBy = string(l.Status), l.LoadedBy
 		if l.LoaderKind == flow.LoaderOperator {
@@ -261,6 +261,9 @@ func (s *Part) flowPrescribe(ctx context.Context, p store.Principal, id string, 
 	case flow.Frontier:
 		switch d.Awaiting {
 		case flow.AuthorityHuman:
+			if err := s.checkApprovalRoom(ctx, p, id, d.Transition); err != nil {
+				return prescribeResult{}, err
+			}
 			a, err := s.flows.RequestApproval(ctx, id, fp, req)
 			if err != nil {
 				res.Next = "a person must approve this, but the request could not be filed: " + flowError(err).Error()
@@ -355,6 +358,14 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pr := host.PrincipalOf(r)
+	if proposes(pr) {
+		s.proposeMu.Lock()
+		defer s.proposeMu.Unlock()
+		if err := s.checkProposal(r.Context(), pr, src); err != nil {
+			writeFlowError(w, err)
+			return
+		}
+	}
 	p, load, err := s.flows.LoadProgram(r.Context(), src, flowPrincipal(pr))
 	if err != nil {
 		writeFlowError(w, err)

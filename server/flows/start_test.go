@@ -13,7 +13,8 @@ func known(v string) map[string]string { return map[string]string{"status": "kno
 
 // An agent starts an expense as a draft, with the facts a submitter knows;
 // it cannot start one past the approval, claim the approval itself, or
-// call a large amount within the limit. People and services may start an
+// call a large amount, or an amount in another currency than the limit's,
+// within the limit. People and services may start an
 // instance where it stands.
 func TestFlowStartRules(t *testing.T) {
 	f := assenttest.StartDemo(t)
@@ -37,11 +38,13 @@ func TestFlowStartRules(t *testing.T) {
 		{"band without an amount", agent, "draft", map[string]any{"expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
 		{"amount that is no amount", agent, "draft", map[string]any{"expense.amount": known("a lot")}, 400, "invalid_request", ""},
 		{"agent draft over the limit", agent, "draft", map[string]any{"expense.amount": known("9999999.00 EUR")}, 201, "", "over_limit"},
+		{"amount in another currency called within the limit", agent, "draft", map[string]any{"expense.amount": known("499.00 XAU"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
+		{"agent draft in another currency", agent, "draft", map[string]any{"expense.amount": known("499.00 XAU")}, 201, "", "over_limit"},
 		{"agent draft within the limit", agent, "draft", map[string]any{"expense.amount": known("500.00 EUR"), "expense.amount_band": known("within_limit")}, 201, "", "within_limit"},
 		{"service where it stands", service, "approved", map[string]any{"expense.amount": known("120.00 EUR"), "expense.approval": known("automatic")}, 201, "", "within_limit"},
 		{"service still keeps to the band", service, "submitted", map[string]any{"expense.amount": known("800.00 EUR"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
 	}
-	over := -1 // the row that starts a draft over the limit
+	over := -1 // the row that starts a draft over the limit (the last, in XAU)
 	for i, tt := range tests {
 		if tt.band == "over_limit" {
 			over = i

@@ -275,6 +275,10 @@ func (s *Part) afterDecline(ctx context.Context, p store.Principal, instance str
 		}
 		return
 	}
+	if err := s.checkApprovalRoom(ctx, p, instance, a.Transition); err != nil {
+		res.Next = "a person declined this before, and asking again was refused: " + err.Error()
+		return
+	}
 	na, err := s.flows.RequestApprovalAgain(ctx, instance, flowPrincipal(p), req)
 	if err != nil {
 		res.Next = "a person declined this before, and asking again failed: " + flowError(err).Error()

@@ -32,6 +32,9 @@ type programPage struct {
 	programView
 	Rows  []transitionRow
 	Graph phaseGraph
+	// TooLarge says the program has more than maxDrawnTransitions
+	// transitions, so only its summary is shown.
+	TooLarge bool
 }
 
 // phaseGraph is a drawing of a program's phases (nodes) and transitions
@@ -186,8 +189,17 @@ func (s *Part) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg host.P
 	}
 	var out []programPage
 	for _, p := range progs {
+		pp := programPage{programView: s.viewLoadedProgram(ctx, p)}
+		if p.Len() > maxDrawnTransitions {
+			// Drawing and listing every transition of a large program
+			// would make the page as large as the program: it shows the
+			// summary, and the API serves the program whole.
+			pp.TooLarge = true
+			out = append(out, pp)
+			continue
+		}
 		ts := p.Transitions()
-		pp := programPage{programView: s.viewLoadedProgram(ctx, p), Graph: layoutPhases(ts)}
+		pp.Graph = layoutPhases(ts)
 		for _, t := range ts {
 			row := transitionRow{
 				ID: t.ID, Class: t.SelectionClass, Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
@@ -256,7 +268,7 @@ func (s *Part) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg
 	}) {
 		f := v.Instance.Facts[facet]
 		if strings.HasSuffix(facet, "iban") && f.Value != "" {
-			f.Value = maskIBAN(f.Value) // as on the approval card
+			f.Value = showIBAN(f.Value) // as on the approval card
 		}
 		facts = append(facts, factRow{Facet: facet, Status: f.Status, Value: f.Value})
 	}
@@ -353,15 +365,22 @@ func (s *Part) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg
 // link to the instance, and, for a person whose grants lack what the
 // transition needs, an explanation in place of the Approve button.
 func decorateApprovalCard(item *host.InboxItem, a flow.Approval, person store.Principal) {
-	item.Summary, item.Lines = a.Summary, a.SummaryLines
+	item.Summary, item.Lines = a.Summary, nil
+	for _, l := range a.SummaryLines {
+		if strings.HasPrefix(l, firstPayeeWarning) {
+			item.Warn = l // stands out from the card's other lines
+			continue
+		}
+		item.Lines = append(item.Lines, l)
+	}
 	item.Link, item.LinkLabel = "/flows/instances/"+url.PathEscape(a.Instance), "Open "+a.Instance
 	missing := missingGrants(a.RequiredCapabilities, person)
 	if len(missing) == 0 {
 		return
 	}
 	item.Actions = slices.DeleteFunc(item.Actions, func(ac host.InboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
-	item.Warn = fmt.Sprintf("You cannot approve this: it needs %s, which your grants lack (approving adds only human.approve). Ask an operator to grant %s to you, or ask a person who has it to decide. You can still decline it.",
-		strings.Join(missing, ", "), strings.Join(missing, ", "))
+	item.Warn = strings.TrimSpace(item.Warn + " " + fmt.Sprintf("You cannot approve this: it needs %s, which your grants lack (approving adds only human.approve). Ask an operator to grant %s to you, or ask a person who has it to decide. You can still decline it.",
+		strings.Join(missing, ", "), strings.Join(missing, ", ")))
 }
 
 // missingGrants lists the capabilities in required that person's grants,

@@ -87,6 +87,30 @@ func Reveal(s string) template.HTML {
 	return template.HTML(b.String())
 }
 
+// RevealText returns s with each character Reveal shows as an escape
+// written as that escape in plain text ("⟨U+202E⟩", "⟨0xFF⟩"), for text
+// that a template escapes itself, such as a screen's components.
+func RevealText(s string) string {
+	if HiddenChars(s) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "⟨0x%02X⟩", s[i])
+		case Hidden(r):
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // HiddenChars counts the characters of the item's text that Reveal shows
 // as escapes: its title, summary, lines, fields, warning and note.
 func (it InboxItem) HiddenChars() int {

@@ -14,6 +14,7 @@ import (
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/store"
 )
 
 // What the runtime's dialog asks, besides the application's sentence.
@@ -112,17 +113,33 @@ func isIdentByte(c byte, first bool) bool {
 	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || !first && '0' <= c && c <= '9'
 }
 
-// pressQuestionLocked is what the runtime's dialog asks for the press pp:
-// the application's sentence, then every param the sentence does not name
-// and no field of the page shows, with the value the tool gets (a value
-// the screen only shows as text, or does not show at all). So nothing is
-// sent that the person was not shown: the fields show the rest, and a
-// press whose params no longer match them does not run (see
-// pressStaleLocked). Secret params are never shown. sc.mu is held.
-func (s *Part) pressQuestionLocked(sc *liveScreen, pp *pendingPress) string {
-	t, ok := s.screenTools.Lookup(pp.tool)
+// mustAskPress reports whether a press of button, which calls toolName
+// with params and for which the application asks no confirmation, still
+// waits for the runtime's dialog: on a screen the application's own code
+// did not write (an agent's), a people-only tool always does, and any
+// other tool does when it would send a value no field of the page shows.
+// Such a screen's author chose the params and the button's label, so the
+// person sees what the press sends before it runs.
+func (s *Part) mustAskPress(sc *liveScreen, button, toolName string, params map[string]any) bool {
+	if sc.owner.Kind == store.KindService {
+		return false
+	}
+	if s.accessOf(toolName) == AccessPeople {
+		return true
+	}
+	sc.mu.RLock()
+	defer sc.mu.RUnlock()
+	return len(s.unshownParamsLocked(sc, button, toolName, params)) > 0
+}
+
+// unshownParamsLocked returns, sorted, the params of a press of button
+// that neither the tool's confirmation names nor a field of the page
+// shows; secret params, which are never shown, are left out. sc.mu is
+// held.
+func (s *Part) unshownParamsLocked(sc *liveScreen, button, toolName string, params map[string]any) []string {
+	t, ok := s.screenTools.Lookup(toolName)
 	if !ok {
-		return pp.sentence
+		return slices.Sorted(maps.Keys(params))
 	}
 	skip := namedParams(t.Confirm)
 	if skip == nil {
@@ -131,7 +148,7 @@ func (s *Part) pressQuestionLocked(sc *liveScreen, pp *pendingPress) string {
 	for _, name := range t.Secret {
 		skip[name] = true
 	}
-	if m := pressableLocked(sc, pp.button); m != nil && m.Tool == pp.tool {
+	if m := pressableLocked(sc, button); m != nil && m.Tool == toolName {
 		shown := shownFieldsLocked(sc, s.secretKeysLocked(sc))
 		for k, raw := range m.Params {
 			if ref, ok := raw.(screen.StateRef); ok && len(shown[string(ref)]) > 0 {
@@ -139,13 +156,35 @@ func (s *Part) pressQuestionLocked(sc *liveScreen, pp *pendingPress) string {
 			}
 		}
 	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(pp.params)) {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if !skip[k] {
-			parts = append(parts, k+" = "+paramText(pp.params[k]))
+			out = append(out, k)
 		}
 	}
-	if len(parts) == 0 {
+	return out
+}
+
+// pressQuestionLocked is what the runtime's dialog asks for the press pp:
+// the application's sentence, then every param the sentence does not name
+// and no field of the page shows, with the value the tool gets (a value
+// the screen only shows as text, or does not show at all). So nothing is
+// sent that the person was not shown: the fields show the rest, and a
+// press whose params no longer match them does not run (see
+// pressStaleLocked). Secret params are never shown. sc.mu is held.
+func (s *Part) pressQuestionLocked(sc *liveScreen, pp *pendingPress) string {
+	var parts []string
+	for _, k := range s.unshownParamsLocked(sc, pp.button, pp.tool, pp.params) {
+		parts = append(parts, k+" = "+paramText(pp.params[k]))
+	}
+	switch {
+	case pp.sentence == "" && len(parts) == 0:
+		// A tool the application asks nothing for, pressed on a screen it
+		// did not write: the page shows every value it sends.
+		return "Run " + pp.tool + " with the values shown on this page?"
+	case pp.sentence == "":
+		return "Run " + pp.tool + "? It sends: " + strings.Join(parts, "; ") + "."
+	case len(parts) == 0:
 		return pp.sentence
 	}
 	return pp.sentence + " Also sent: " + strings.Join(parts, "; ") + "."

@@ -147,7 +147,8 @@ func (s *Part) buildScreenView(ctx context.Context, sc *liveScreen, csrf string)
 			s.Log.Error("a screen component failed to draw", "screen", sc.id, "component", n.ID, "type", n.Type, "panic", fmt.Sprint(r))
 		},
 	})
-	v := &screenView{ID: sc.id, Owner: sc.owner.Name, Version: sc.version, Ended: rv.Ended, Title: rv.Title, Newer: rv.Newer, Root: rv.Root, Rejected: rv.Rejected}
+	revealTexts(rv.Root)
+	v := &screenView{ID: sc.id, Owner: sc.owner.Name, Version: sc.version, Ended: rv.Ended, Title: host.RevealText(rv.Title), Newer: rv.Newer, Root: rv.Root, Rejected: rv.Rejected}
 	if marks := markedFields(sc.marks, time.Now()); len(marks) > 0 {
 		b, _ := json.Marshal(marks)
 		v.Marks = string(b)
@@ -352,7 +353,7 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": render.WordBlocked})
 		return
 	}
-	if !pend.NeedsConfirmation() {
+	if !pend.NeedsConfirmation() && !s.mustAskPress(sc, req.Button, toolName, params) {
 		s.finishPress(r.Context(), w, sc, req.Button, pend)
 		return
 	}
@@ -561,4 +562,28 @@ func markedFields(marks map[string]time.Time, now time.Time) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// revealTexts writes every character of the text n and its children
+// show that a person could not see, or that reorders the text around it
+// (bidirectional controls, zero-width and other format characters), as a
+// visible escape such as ⟨U+202E⟩: a screen's stream is an agent's, and
+// the page must read as what it says. Field values are left as they are,
+// since the person edits them and the tool gets them.
+func revealTexts(n *render.Node) {
+	if n == nil {
+		return
+	}
+	for _, p := range []*string{&n.Text, &n.Title, &n.Label, &n.Detail, &n.Trailing, &n.Placeholder, &n.Message} {
+		*p = host.RevealText(*p)
+	}
+	for i := range n.Columns {
+		n.Columns[i] = host.RevealText(n.Columns[i])
+	}
+	for i := range n.Cells {
+		n.Cells[i].Text = host.RevealText(n.Cells[i].Text)
+	}
+	for _, c := range n.Children {
+		revealTexts(c)
+	}
 }
