@@ -3,35 +3,53 @@ package view
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/assent-run/assent/internal/browsertest"
+	"github.com/assent-run/assent/screen"
+	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/internal/conformance"
 )
 
-// openView serves the view as a page of its own and opens it in Chromium,
-// once its engine is running.
+// DefaultCSP is the policy an MCP Apps host applies to a view that
+// declares none: no network, no eval, no WebAssembly.
+const DefaultCSP = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; connect-src 'none'"
+
+// openView serves the view as a page of its own under the default policy
+// and opens it in Chromium. A violation of the policy fails the test.
 func openView(t *testing.T, cfg Config) context.Context {
 	t.Helper()
 	ctx := browsertest.New(t, 120*time.Second)
 	page := Page(cfg)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		// The policy a host applies by default: nothing from the network.
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; img-src data:")
+		w.Header().Set("Content-Security-Policy", DefaultCSP)
 		w.Write(page)
 	}))
 	t.Cleanup(srv.Close)
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL), chromedp.WaitReady(`html[data-ready="true"]`)); err != nil {
+	// A script blocked by the policy leaves the page not ready.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady(`html[data-ready="true"]`)); err != nil {
 		t.Fatalf("the view did not start: %v", err)
 	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`window.cspViolations = []; document.addEventListener("securitypolicyviolation", function (e) { cspViolations.push(e.violatedDirective + " " + e.blockedURI); }); null`)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.cspViolations || []`)); err == nil && len(v) > 0 {
+			t.Errorf("the view broke the default policy: %v", v)
+		}
+	})
 	return ctx
 }
 
@@ -40,7 +58,7 @@ func openView(t *testing.T, cfg Config) context.Context {
 const runCases = `(function (cases, chunk) {
   const out = [];
   for (const c of cases) {
-    const s = omniScreen.open(JSON.stringify({tools: c.tools, assets: c.assets || [], components: c.components || null, families: c.pictures || null}));
+    const s = omniScreen.open({tools: c.tools, assets: c.assets || [], components: c.components || null, families: c.pictures || null});
     if (chunk <= 0) {
       s.write(c.text);
     } else {
@@ -48,14 +66,97 @@ const runCases = `(function (cases, chunk) {
       for (let i = 0; i < chars.length; i += chunk) s.write(chars.slice(i, i + chunk).join(""));
     }
     s.end();
-    const updates = (c.updates || []).map(function (u) { return JSON.parse(s.update(u)); });
-    out.push({doc: JSON.parse(s.doc()), issues: JSON.parse(s.issues()), updates: updates});
+    const updates = (c.updates || []).map(function (u) { return JSON.parse(JSON.stringify(s.update(u))); });
+    const o = s.outcome();
+    o.updates = updates;
+    out.push(o);
   }
   return JSON.stringify(out);
 })`
 
+// goOutcome is what the Go reader makes of c, fed whole.
+func goOutcome(t *testing.T, c *conformance.Case, text string, updates []string) conformance.Outcome {
+	t.Helper()
+	opts := screen.Options{Tools: c.ToolNames(), Assets: c.Assets}
+	if len(c.Components) > 0 {
+		opts.Components, _ = screen.DeclareComponents(c.Components)
+	}
+	if len(c.Pictures) > 0 {
+		opts.Pictures, _ = screen.DeclarePictures(c.Pictures)
+	}
+	p := screen.NewParser(opts)
+	p.WriteString(text)
+	doc := p.End()
+	var out struct {
+		Doc     *screen.Document `json:"doc"`
+		Issues  []screen.Issue   `json:"issues"`
+		Updates []any            `json:"updates"`
+	}
+	out.Updates = []any{}
+	for _, u := range updates {
+		res, err := p.Update(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		issues := res.Issues
+		if issues == nil {
+			issues = []screen.Issue{}
+		}
+		out.Updates = append(out.Updates, map[string]any{"applied": res.Applied, "issues": issues})
+	}
+	out.Doc, out.Issues = doc, doc.Issues()
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o conformance.Outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// sameOutcome reports how the view's outcome differs from the Go reader's:
+// the same issues (line, code and words, in order), the same document, the same
+// update outcomes.
+func sameOutcome(t *testing.T, view, gr conformance.Outcome) {
+	t.Helper()
+	var vd, gd any
+	_ = json.Unmarshal(view.Doc, &vd)
+	_ = json.Unmarshal(gr.Doc, &gd)
+	if !reflect.DeepEqual(vd, gd) {
+		t.Errorf("the view's document differs from the Go reader's:\nview %s\n  go %s", view.Doc, gr.Doc)
+	}
+	if g, w := issueKeys(view.Issues), issueKeys(gr.Issues); !reflect.DeepEqual(g, w) {
+		t.Errorf("the view's issues differ from the Go reader's:\nview %v\n  go %v", g, w)
+	}
+	if len(view.Updates) != len(gr.Updates) {
+		t.Fatalf("%d update outcomes in the view, %d in Go", len(view.Updates), len(gr.Updates))
+	}
+	for i := range view.Updates {
+		v, g := view.Updates[i], gr.Updates[i]
+		if v.Applied != g.Applied || !reflect.DeepEqual(issueKeys(v.Issues), issueKeys(g.Issues)) {
+			t.Errorf("update %d: view applied=%v %v, go applied=%v %v", i, v.Applied, issueKeys(v.Issues), g.Applied, issueKeys(g.Issues))
+		}
+	}
+}
+
+func issueKeys(issues []conformance.Issue) []string {
+	out := []string{}
+	for _, i := range issues {
+		line := 0
+		if i.Line != nil {
+			line = *i.Line
+		}
+		out = append(out, fmt.Sprintf("%d:%s %s", line, i.Code, i.Message))
+	}
+	return out
+}
+
 // TestConformanceInTheView runs the shared screen conformance cases, and
-// our own, through the view's engine in Chromium, fed whole and in pieces.
+// our own, through the view's engine in Chromium under the default policy
+// of MCP Apps hosts, fed whole and in pieces, and through the Go reader:
+// each outcome must be what the case expects and what the Go reader made.
 func TestConformanceInTheView(t *testing.T) {
 	shared, err := conformance.Load(filepath.Join("..", conformance.SharedDir, "*.json"))
 	if err != nil {
@@ -83,6 +184,7 @@ func TestConformanceInTheView(t *testing.T) {
 	total := 0
 	for _, f := range append(shared, own...) {
 		var inputs []input
+		var fromGo []conformance.Outcome
 		for i := range f.Cases {
 			c := &f.Cases[i]
 			text, err := c.Text()
@@ -98,6 +200,7 @@ func TestConformanceInTheView(t *testing.T) {
 				in.Updates = append(in.Updates, ut)
 			}
 			inputs = append(inputs, in)
+			fromGo = append(fromGo, goOutcome(t, c, text, in.Updates))
 		}
 		arg, _ := json.Marshal(inputs)
 		for _, chunk := range []int{0, 1, 5, 13} {
@@ -114,12 +217,70 @@ func TestConformanceInTheView(t *testing.T) {
 			}
 			for i := range f.Cases {
 				c := &f.Cases[i]
-				t.Run(fmt.Sprintf("%s/%s/chunk%d", f.Name, c.ID, chunk), func(t *testing.T) { conformance.Check(t, c, got[i]) })
+				t.Run(fmt.Sprintf("%s/%s/chunk%d", f.Name, c.ID, chunk), func(t *testing.T) {
+					conformance.Check(t, c, got[i])
+					sameOutcome(t, got[i], fromGo[i])
+				})
 			}
 		}
 		total += len(f.Cases)
 	}
 	t.Logf("%d cases, each fed whole and in pieces of 1, 5 and 13 characters", total)
+}
+
+// TestFieldChecksInTheView runs the shared field cases, and our own,
+// through the view's field checks and through package field: both must
+// give the case's answer.
+func TestFieldChecksInTheView(t *testing.T) {
+	type fieldCase struct {
+		ID        string         `json:"id"`
+		Component string         `json:"component"`
+		Props     map[string]any `json:"props"`
+		Value     any            `json:"value"`
+		Expect    *field.Problem `json:"expect"`
+	}
+	var cases []fieldCase
+	for _, path := range []string{filepath.Join("..", "..", "..", "shared", "omni-ir", "conformance", "fields", "fields.json"), filepath.Join("..", "field", "testdata", "fields.json")} {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			t.Logf("no field cases at %s", path)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file struct {
+			Cases []fieldCase `json:"cases"`
+		}
+		if err := json.Unmarshal(data, &file); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		cases = append(cases, file.Cases...)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no field cases")
+	}
+	ctx := openView(t, Config{})
+	arg, _ := json.Marshal(cases)
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`JSON.stringify(%s.map(function (c) { return omniScreen.fieldCheck(c.component, c.props || {}, c.value === undefined ? null : c.value); }))`, arg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*field.Problem
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatal(err)
+	}
+	canon := func(p *field.Problem) string { b, _ := json.Marshal(p); return string(b) }
+	for i, c := range cases {
+		want := canon(c.Expect)
+		if g := canon(got[i]); g != want {
+			t.Errorf("%s: the view says %s, want %s", c.ID, g, want)
+		}
+		if g := canon(field.Check(c.Component, c.Props, c.Value)); g != want {
+			t.Errorf("%s: package field says %s, want %s", c.ID, g, want)
+		}
+	}
+	t.Logf("%d field cases", len(cases))
 }
 
 // TestViewStreamsAsSpecified feeds the view as a host does (SPEC 10.26):

@@ -1,11 +1,10 @@
 // assent screen view: the half that runs in the agent's host.
 //
-// The engine (the screen package, compiled to WebAssembly) parses the
-// stream, checks fields and draws the HTML, with the same rules and
-// template as the web UI. This script only talks to the host (JSON-RPC over
-// postMessage, as MCP Apps defines it), feeds the engine the tool's
-// argument as it streams in, and sends a pressed button's tool call back
-// through the host.
+// The engine (engine.js) parses the stream, checks fields and draws the
+// HTML, with the same rules and markup as the web UI. This script only talks
+// to the host (JSON-RPC over postMessage, as MCP Apps defines it), feeds the
+// engine the tool's argument as it streams in, and sends a pressed button's
+// tool call back through the host.
 (function () {
   "use strict";
   const cfg = JSON.parse(document.getElementById("view-config").textContent);
@@ -117,7 +116,7 @@
 
   function redraw() {
     if (!session) return;
-    const d = JSON.parse(session.draw());
+    const d = session.draw();
     if (!timings.firstPaint && d.html.indexOf("o-slot") !== 0) timings.firstPaint = performance.now();
     const active = document.activeElement;
     const keep = active && region.contains(active) && active.id ? active.id : null;
@@ -178,7 +177,7 @@
   }
   function record(el, touched) {
     if (!session || !el.dataset.field) return;
-    showMessage(el, session.input(el.dataset.field, JSON.stringify(valueOf(el)), touched));
+    showMessage(el, session.input(el.dataset.field, valueOf(el), touched));
   }
   region.addEventListener("input", function (ev) { record(ev.target, false); });
   region.addEventListener("change", function (ev) { record(ev.target, true); });
@@ -202,7 +201,7 @@
   function press(btn) {
     showAlert("");
     const id = btn.dataset.press;
-    const r = JSON.parse(session.press(id));
+    const r = session.press(id);
     if (r.blocked) {
       redraw();
       const f = document.getElementById("f-" + r.blocked);
@@ -225,13 +224,35 @@
     said.textContent = (what ? what + " " : "") + "You confirm it in assent, where the app shows exactly what it will do.";
     confirmURL = sc && typeof sc.url === "string" && /^https?:\/\//.test(sc.url) ? sc.url : screenURL;
     document.getElementById("confirm-open").hidden = !confirmURL;
+    document.getElementById("confirm-link").hidden = true;
     dialog.showModal();
   }
   document.getElementById("confirm-cancel").addEventListener("click", function () { dialog.close(); });
   document.getElementById("confirm-open").addEventListener("click", function () {
-    dialog.close();
-    if (confirmURL) request("ui/open-link", { url: confirmURL }).catch(function () { /* the host may not open links */ });
+    if (!confirmURL) return;
+    openLink(confirmURL).then(function (opened) {
+      if (opened) { dialog.close(); return; }
+      showLink(confirmURL);
+    });
   });
+
+  // openLink asks the host to open url (ui/open-link); it resolves to
+  // whether the host did.
+  function openLink(url) {
+    return request("ui/open-link", { url: url }).then(function (r) {
+      return !(r && r.isError);
+    }, function () { return false; });
+  }
+
+  // showLink shows url as text to copy, for a host that opens no links.
+  function showLink(url) {
+    const box = document.getElementById("confirm-link");
+    const text = document.getElementById("confirm-link-text");
+    text.value = url;
+    box.hidden = false;
+    text.focus();
+    text.select();
+  }
 
   async function call(btn, button, tool, params) {
     btn.disabled = true;
@@ -265,17 +286,10 @@
 
   // --- start -----------------------------------------------------------------
 
-  async function start() {
-    const b64 = document.getElementById("view-engine").textContent.trim();
-    const raw = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
-    const wasm = await new Response(new Blob([raw]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-    const go = new Go();
-    const ready = new Promise(function (resolve) { window.omniScreenReady = resolve; });
-    const inst = await WebAssembly.instantiate(wasm, go.importObject);
-    go.run(inst.instance);
-    await ready;
+  // start opens the engine's session; input that came first is fed now.
+  function start() {
+    session = omniScreen.open({ tools: cfg.tools || [], pictures: cfg.pictures || {} });
     timings.engineReady = performance.now();
-    session = window.omniScreen.open(JSON.stringify({ tools: cfg.tools || [], pictures: cfg.pictures || {} }));
     if (queued) {
       const q = queued;
       queued = null;
@@ -284,10 +298,12 @@
     document.documentElement.dataset.ready = "true";
   }
 
-  const booting = start().catch(function () {
+  try {
+    start();
+  } catch (e) {
     notice.textContent = "This screen can't be drawn here. Open it in assent.";
     notice.hidden = false;
-  });
+  }
   request("ui/initialize", {
     protocolVersion: "2026-01-26",
     appInfo: { name: "assent screen", version: cfg.version || "" },
@@ -296,5 +312,5 @@
     if (r && r.hostContext) context(r.hostContext);
     notify("ui/notifications/initialized", {});
   }).catch(function () { /* no host: a test page feeds input directly */ });
-  window.assentView = { input: input, result: result, booting: booting, timings: timings };
+  window.assentView = { input: input, result: result, timings: timings, openLink: openLink };
 })();

@@ -66,6 +66,8 @@ type Update struct {
 type Issue struct {
 	Line *int   `json:"line"`
 	Code string `json:"code"`
+	// Message is the parser's words; cases do not give it.
+	Message string `json:"message,omitempty"`
 }
 
 func (i Issue) key() string {
