@@ -106,6 +106,8 @@ type Part struct {
 	pictures     map[string]picture
 
 	idem *idemCache
+	// viewPresses remembers what became of presses filed from views.
+	viewPresses viewPresses
 
 	// stopFollowing ends following other nodes' changes (see nodes.go).
 	stopFollowing func()

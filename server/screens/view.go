@@ -248,13 +248,16 @@ func (s *Part) fileViewPress(ctx context.Context, c tool.Call, name string, args
 		}
 		return viewRefusal(e)
 	}
+	s.noteViewPress(sc.id, id)
 	url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + sc.id + "?press=" + id
-	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent: " + url, Structured: map[string]any{
+	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent (in their inbox, or at " + url + ")", Structured: map[string]any{
 		"code":      wire.ConfirmationRequired,
-		"message":   "a person confirms this in assent, where the app says what it will do; open the url",
+		"message":   "a person confirms this in assent, in their inbox or on the screen's page; wait for the outcome with inbox_wait {\"screen\": \"" + sc.id + "\"}",
 		"retryable": false,
 		"sentence":  pend.Sentence(),
 		"url":       url,
+		"screen":    sc.id,
+		"press":     id,
 	}}
 }
 
