@@ -93,7 +93,8 @@
       session.write(lines);
       written += lines;
     }
-    soon();
+    // The first lines are drawn at once; later ones once a frame.
+    if (timings.firstPaint) soon(); else redraw();
   }
 
   function result(r) {
@@ -288,6 +289,12 @@
 
   // start opens the engine's session; input that came first is fed now.
   function start() {
+    // Read and draw a small screen once, so that the script engine has
+    // compiled the reader and the drawing before the first line arrives.
+    const warm = omniScreen.open({ tools: ["a.b"] });
+    warm.write("root = Card([h, f, b])\nh = Heading(\"x\")\n$v = \"\"\nf = Input($v, label=\"x\", required=true)\nb = Button(\"x\", action=\"x\")\nm = McpMutation(b, tool=\"a.b\", params={v: $v})\n");
+    warm.end();
+    warm.draw();
     session = omniScreen.open({ tools: cfg.tools || [], pictures: cfg.pictures || {} });
     timings.engineReady = performance.now();
     if (queued) {
