@@ -2,7 +2,10 @@ package screen
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Tables returns, as JSON, what a second reader of the format needs to
@@ -125,4 +128,93 @@ func (s *schema) table() map[string]any {
 		t["values"] = s.values.table()
 	}
 	return t
+}
+
+// CatalogText describes each built-in component's props in one line, for a
+// model writing a screen: its positional props in order, then every prop
+// with what it takes, and the props it needs.
+func CatalogText() string {
+	names := make([]string, 0, len(builtinComponents))
+	for n := range builtinComponents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		cs := builtinComponents[n]
+		b.WriteString(n + "(" + strings.Join(cs.positional, ", ") + ")")
+		props := make([]string, 0, len(cs.props))
+		for p := range cs.props {
+			props = append(props, p)
+		}
+		sort.Strings(props)
+		if len(props) > 0 {
+			parts := make([]string, len(props))
+			for i, p := range props {
+				parts[i] = p + ": " + cs.props[p].brief()
+			}
+			b.WriteString(" props " + strings.Join(parts, "; "))
+		}
+		if len(cs.required) > 0 {
+			b.WriteString("; needs " + strings.Join(cs.required, ", "))
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("McpMutation(target) props target: a Button's id; tool: a tool name below; params: {key: value or $key, …}; needs target, tool.\n")
+	return b.String()
+}
+
+// brief says in a few words what a schema takes.
+func (s *schema) brief() string {
+	if s.anyOf != nil {
+		parts := make([]string, len(s.anyOf))
+		for i, a := range s.anyOf {
+			parts[i] = a.brief()
+		}
+		return strings.Join(parts, " or ")
+	}
+	switch s.kind {
+	case kindString:
+		if s.enum != nil {
+			return strings.Join(s.enum, "|")
+		}
+		switch s.pattern {
+		case patAsset:
+			return "picture name"
+		case patAction:
+			return "action name"
+		case patDate:
+			return "YYYY-MM-DD"
+		case patCurrency:
+			return "currency code"
+		}
+		return "text"
+	case kindNumber:
+		if s.hasConst {
+			return strconv.FormatFloat(s.constNum, 'f', -1, 64)
+		}
+		return "number"
+	case kindInteger:
+		if s.hasMin && s.hasMax {
+			return fmt.Sprintf("%v-%v", s.min, s.max)
+		}
+		return "whole number"
+	case kindBool:
+		return "true|false"
+	case kindState:
+		return "$key"
+	case kindRef:
+		return "id"
+	case kindArray:
+		if s.items != nil && s.items.kind == kindRef {
+			return "[ids]"
+		}
+		if s.items != nil {
+			return "[" + s.items.brief() + ", …]"
+		}
+		return "[…]"
+	case kindObject:
+		return "{key: value or $key}"
+	}
+	return "value"
 }
