@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/internal/conformance"
+	"github.com/assent-run/assent/screen/render"
 )
 
 // DefaultCSP is the policy an MCP Apps host applies to a view that
@@ -65,17 +69,21 @@ const runCases = `(function (cases, chunk) {
       const chars = Array.from(c.text);
       for (let i = 0; i < chars.length; i += chunk) s.write(chars.slice(i, i + chunk).join(""));
     }
+    const partial = s.draw().html;
     s.end();
     const updates = (c.updates || []).map(function (u) { return JSON.parse(JSON.stringify(s.update(u))); });
     const o = s.outcome();
     o.updates = updates;
+    o.html = s.draw().html;
+    o.partial = partial;
     out.push(o);
   }
   return JSON.stringify(out);
 })`
 
-// goOutcome is what the Go reader makes of c, fed whole.
-func goOutcome(t *testing.T, c *conformance.Case, text string, updates []string) conformance.Outcome {
+// goOutcome is what the Go reader makes of c, fed whole, and the web
+// renderer's HTML of the screen, before the stream ended and after.
+func goOutcome(t *testing.T, c *conformance.Case, text string, updates []string) (conformance.Outcome, [2]string) {
 	t.Helper()
 	opts := screen.Options{Tools: c.ToolNames(), Assets: c.Assets}
 	if len(c.Components) > 0 {
@@ -84,8 +92,20 @@ func goOutcome(t *testing.T, c *conformance.Case, text string, updates []string)
 	if len(c.Pictures) > 0 {
 		opts.Pictures, _ = screen.DeclarePictures(c.Pictures)
 	}
+	tools := map[string]bool{}
+	for _, n := range c.ToolNames() {
+		tools[n] = true
+	}
+	draw := func(doc *screen.Document) string {
+		var html strings.Builder
+		if err := render.WriteHTML(&html, render.Build(doc, render.Options{Tool: func(n string) bool { return tools[n] }}).Root); err != nil {
+			t.Fatal(err)
+		}
+		return html.String()
+	}
 	p := screen.NewParser(opts)
 	p.WriteString(text)
+	partial := draw(p.Document())
 	doc := p.End()
 	var out struct {
 		Doc     *screen.Document `json:"doc"`
@@ -113,8 +133,28 @@ func goOutcome(t *testing.T, c *conformance.Case, text string, updates []string)
 	if err := json.Unmarshal(b, &o); err != nil {
 		t.Fatal(err)
 	}
-	return o
+	return o, [2]string{partial, draw(doc)}
 }
+
+// sameMarkup is run in the page: each pair of HTML texts, parsed and
+// written again as a canonical form (attributes sorted, white space
+// between elements left out), so that the view's drawing and the web
+// renderer's compare as documents.
+const sameMarkup = `(function (pairs) {
+  function norm(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html;
+    function walk(n) {
+      if (n.nodeType === 3) return /^\s*$/.test(n.nodeValue) ? "" : JSON.stringify(n.nodeValue);
+      let s = "";
+      if (n.nodeType === 1) s = "<" + n.localName + " " + Array.from(n.attributes).map(function (a) { return a.name + "=" + JSON.stringify(a.value); }).sort().join(" ") + ">";
+      for (const c of n.childNodes) s += walk(c);
+      return n.nodeType === 1 ? s + "</" + n.localName + ">" : s;
+    }
+    return walk(t.content);
+  }
+  return JSON.stringify(pairs.map(function (p) { return [norm(p[0]), norm(p[1])]; }));
+})`
 
 // sameOutcome reports how the view's outcome differs from the Go reader's:
 // the same issues (line, code and words, in order), the same document, the same
@@ -185,6 +225,7 @@ func TestConformanceInTheView(t *testing.T) {
 	for _, f := range append(shared, own...) {
 		var inputs []input
 		var fromGo []conformance.Outcome
+		var goHTML [][2]string
 		for i := range f.Cases {
 			c := &f.Cases[i]
 			text, err := c.Text()
@@ -200,7 +241,9 @@ func TestConformanceInTheView(t *testing.T) {
 				in.Updates = append(in.Updates, ut)
 			}
 			inputs = append(inputs, in)
-			fromGo = append(fromGo, goOutcome(t, c, text, in.Updates))
+			o, html := goOutcome(t, c, text, in.Updates)
+			fromGo = append(fromGo, o)
+			goHTML = append(goHTML, html)
 		}
 		arg, _ := json.Marshal(inputs)
 		for _, chunk := range []int{0, 1, 5, 13} {
@@ -215,6 +258,13 @@ func TestConformanceInTheView(t *testing.T) {
 			if len(got) != len(f.Cases) {
 				t.Fatalf("%s: %d outcomes for %d cases", f.Name, len(got), len(f.Cases))
 			}
+			if chunk == 0 {
+				names := make([]string, len(f.Cases))
+				for i := range f.Cases {
+					names[i] = f.Name + "/" + f.Cases[i].ID
+				}
+				compareMarkup(t, ctx, names, got, goHTML)
+			}
 			for i := range f.Cases {
 				c := &f.Cases[i]
 				t.Run(fmt.Sprintf("%s/%s/chunk%d", f.Name, c.ID, chunk), func(t *testing.T) {
@@ -226,6 +276,34 @@ func TestConformanceInTheView(t *testing.T) {
 		total += len(f.Cases)
 	}
 	t.Logf("%d cases, each fed whole and in pieces of 1, 5 and 13 characters", total)
+}
+
+// compareMarkup checks that the view draws each case's screen as the web
+// renderer does.
+func compareMarkup(t *testing.T, ctx context.Context, names []string, got []conformance.Outcome, goHTML [][2]string) {
+	t.Helper()
+	var pairs [][2]string
+	for i := range got {
+		pairs = append(pairs, [2]string{got[i].Partial, goHTML[i][0]}, [2]string{got[i].HTML, goHTML[i][1]})
+	}
+	arg, _ := json.Marshal(pairs)
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("%s(%s)", sameMarkup, arg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var norm [][2]string
+	if err := json.Unmarshal([]byte(raw), &norm); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range norm {
+		if p[0] != p[1] {
+			when := "once the stream ended"
+			if i%2 == 0 {
+				when = "while the stream was open"
+			}
+			t.Errorf("%s: %s, the view draws the screen unlike the web renderer:\nview %s\n web %s", names[i/2], when, p[0], p[1])
+		}
+	}
 }
 
 // TestFieldChecksInTheView runs the shared field cases, and our own,
@@ -345,4 +423,92 @@ func TestViewStreamsAsSpecified(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("engine running %.0f ms after navigation; first input to first paint %.1f ms", timings["engineReady"], timings["firstPaint"]-timings["firstInput"])
+}
+
+// TestViewMatchesGoOnMutatedStreams feeds the view and the Go reader
+// streams made by cutting, repeating and splicing the conformance cases at
+// random (a fixed seed, so a failure repeats), in pieces, and compares what
+// each made of them: the view is a second reader, and the cases alone do
+// not reach every path the two must agree on.
+func TestViewMatchesGoOnMutatedStreams(t *testing.T) {
+	shared, _ := conformance.Load(filepath.Join("..", conformance.SharedDir, "*.json"))
+	own, err := conformance.Load(filepath.Join("..", "testdata", "cases", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds []*conformance.Case
+	var texts []string
+	for _, f := range append(shared, own...) {
+		for i := range f.Cases {
+			if text, err := f.Cases[i].Text(); err == nil && len(text) < 4000 {
+				seeds = append(seeds, &f.Cases[i])
+				texts = append(texts, text)
+			}
+		}
+	}
+	pieces := []string{`"`, `(`, `)`, `[`, `]`, `{`, `}`, `,`, `=`, `:`, `$x`, "\n", "\r\n", `#`, `\`, `\n`, ` `, "\t", `é`, "😀", `1e5`, `-`, `.5`, `root`,
+		`Text("a")`, `McpMutation(`, `$k = ""`, `x = Button("b", action="go")`, `null`, `true`, `__proto__`, "\ufeff"}
+	rng := rand.New(rand.NewPCG(23, 7))
+	type input struct {
+		Text       string          `json:"text"`
+		Tools      []string        `json:"tools"`
+		Assets     []string        `json:"assets"`
+		Components json.RawMessage `json:"components,omitempty"`
+		Pictures   json.RawMessage `json:"pictures,omitempty"`
+	}
+	var inputs []input
+	var cases []*conformance.Case
+	for range 2000 {
+		i := rng.IntN(len(seeds))
+		r := []rune(texts[i])
+		for range 1 + rng.IntN(3) {
+			at := rng.IntN(len(r) + 1)
+			switch rng.IntN(4) {
+			case 0: // cut
+				end := min(len(r), at+rng.IntN(12))
+				r = append(r[:at:at], r[end:]...)
+			case 1: // splice a piece in
+				r = append(r[:at:at], append([]rune(pieces[rng.IntN(len(pieces))]), r[at:]...)...)
+			case 2: // repeat a stretch
+				end := min(len(r), at+rng.IntN(60))
+				r = append(r[:end:end], append(slices.Clone(r[at:end]), r[end:]...)...)
+			case 3: // take a stretch of another case
+				o := []rune(texts[rng.IntN(len(texts))])
+				from := rng.IntN(len(o) + 1)
+				r = append(r[:at:at], append(o[from:min(len(o), from+rng.IntN(80))], r[at:]...)...)
+			}
+		}
+		c := seeds[i]
+		inputs = append(inputs, input{Text: string(r), Tools: c.ToolNames(), Assets: c.Assets, Components: c.Components, Pictures: c.Pictures})
+		cases = append(cases, seeds[i])
+	}
+	ctx := openView(t, Config{})
+	arg, _ := json.Marshal(inputs)
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("%s(%s, %d)", runCases, arg, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []conformance.Outcome
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	names := make([]string, len(inputs))
+	goHTML := make([][2]string, len(inputs))
+	for i, in := range inputs {
+		var want conformance.Outcome
+		want, goHTML[i] = goOutcome(t, cases[i], in.Text, nil)
+		names[i] = fmt.Sprintf("input %d %q", i, in.Text)
+		ok := t.Run(fmt.Sprint(i), func(t *testing.T) {
+			sameOutcome(t, got[i], want)
+		})
+		if !ok {
+			failed++
+			t.Logf("input %d: %q", i, in.Text)
+			if failed > 5 {
+				t.Fatal("more than five differ")
+			}
+		}
+	}
+	compareMarkup(t, ctx, names, got, goHTML)
 }

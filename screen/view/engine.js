@@ -44,7 +44,22 @@ var omniScreen = (function () {
     }
   }
 
-  const q = JSON.stringify;
+  // q quotes s as Go's %q does, so that messages read alike: printable
+  // characters as they are, others escaped.
+  const PRINTABLE = /[\p{L}\p{M}\p{N}\p{P}\p{S} ]/u;
+  const ESCAPES = { 7: "\\a", 8: "\\b", 12: "\\f", 10: "\\n", 13: "\\r", 9: "\\t", 11: "\\v", 34: "\\\"", 92: "\\\\" };
+  function q(s) {
+    let out = "\"";
+    for (const ch of String(s)) {
+      const c = ch.codePointAt(0);
+      if (ESCAPES[c]) out += ESCAPES[c];
+      else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+      else if (PRINTABLE.test(ch)) out += ch;
+      else if (c < 0x10000) out += "\\u" + c.toString(16).padStart(4, "0");
+      else out += "\\U" + c.toString(16).padStart(8, "0");
+    }
+    return out + "\"";
+  }
   const fmtNum = function (f) { return Object.is(f, -0) ? "0" : String(f); };
 
   function clip(s) {
@@ -122,28 +137,34 @@ var omniScreen = (function () {
 
   // Grammar reads one line; it throws LineError.
   class Grammar {
+    // col is the 1-based column of line[i] in bytes of UTF-8, as the Go
+    // reader counts it.
+    col(i) { return this.ascii ? i + 1 : utf8Len(this.line.slice(0, i)) + 1; }
+
     parseLine(line) {
       this.warnings = [];
+      this.line = line;
+      this.ascii = !/[^\x00-\x7f]/.test(line);
       const st = { target: "", isState: false, call: "", args: null, value: null };
       let i = skipSpace(line, 0);
       const start = i;
       if (i < line.length && line[i] === "$") { st.isState = true; i++; }
       this.target = "";
-      if (i >= line.length || !isIdentStart(line[i])) throw errAt("syntax", i + 1, "expected name = Component(…) or $name = value");
+      if (i >= line.length || !isIdentStart(line[i])) throw errAt("syntax", this.col(i), "expected name = Component(…) or $name = value");
       while (i < line.length && isIdentChar(line[i])) i++;
       st.target = this.target = line.slice(start, i);
       i = skipSpace(line, i);
-      if (i >= line.length || line[i] !== "=" || line[i + 1] === "=") throw errAt("syntax", i + 1, "expected name = Component(…) or $name = value");
+      if (i >= line.length || line[i] !== "=" || line[i + 1] === "=") throw errAt("syntax", this.col(i), "expected name = Component(…) or $name = value");
       i = skipSpace(line, i + 1);
       this.tokenize(line, i);
       const toks = this.toks;
       this.pos = 0;
       if (st.isState) {
-        if (toks.length === 0) throw errAt("syntax", line.length + 1, "expected a value after =");
+        if (toks.length === 0) throw errAt("syntax", this.col(line.length), "expected a value after =");
         st.value = this.value(0);
       } else {
         if (toks.length < 2 || toks[0].kind !== "ident" || !isPunct(toks[1], "(")) {
-          throw errAt("syntax", toks.length > 0 ? toks[0].col : line.length + 1, "expected a component call such as Text(\"…\")");
+          throw errAt("syntax", toks.length > 0 ? toks[0].col : this.col(line.length), "expected a component call such as Text(\"…\")");
         }
         st.call = toks[0].text;
         this.pos = 1;
@@ -160,38 +181,38 @@ var omniScreen = (function () {
         if (c === " " || c === "\t") { i++; continue; }
         if (c === "#") return;
         if (c === "\"") { i = this.str(line, i); continue; }
-        if (c === "'") throw errAt("syntax", i + 1, "strings must use double quotes");
+        if (c === "'") throw errAt("syntax", this.col(i), "strings must use double quotes");
         if (c === "$") {
           let j = i + 1;
-          if (j >= line.length || !isIdentStart(line[j])) throw errAt("syntax", i + 1, "expected a state key after $");
+          if (j >= line.length || !isIdentStart(line[j])) throw errAt("syntax", this.col(i), "expected a state key after $");
           while (j < line.length && isIdentChar(line[j])) j++;
-          toks.push({ kind: "state", col: i + 1, text: line.slice(i, j) });
+          toks.push({ kind: "state", col: this.col(i), text: line.slice(i, j) });
           i = j;
           continue;
         }
         if (isDigit(c) || c === "." || c === "-") {
           const j = scanNumber(line, i);
-          if (j === i) throw errAt("syntax", i + 1, "malformed number");
-          if (j < line.length && isIdentChar(line[j])) throw errAt("syntax", i + 1, "a number can't be followed directly by a letter, digit or _");
+          if (j === i) throw errAt("syntax", this.col(i), "malformed number");
+          if (j < line.length && isIdentChar(line[j])) throw errAt("syntax", this.col(i), "a number can't be followed directly by a letter, digit or _");
           let f = Number(line.slice(i, j));
           if (f === 0) f = 0; // negative zero is zero ([4.9])
-          toks.push({ kind: "number", col: i + 1, num: f });
+          toks.push({ kind: "number", col: this.col(i), num: f });
           i = j;
           continue;
         }
         if (isIdentStart(c)) {
           let j = i + 1;
           while (j < line.length && isIdentChar(line[j])) j++;
-          toks.push({ kind: "ident", col: i + 1, text: line.slice(i, j) });
+          toks.push({ kind: "ident", col: this.col(i), text: line.slice(i, j) });
           i = j;
           continue;
         }
         if ("()[]{},=:".indexOf(c) >= 0) {
-          toks.push({ kind: "punct", col: i + 1, p: c });
+          toks.push({ kind: "punct", col: this.col(i), p: c });
           i++;
           continue;
         }
-        throw errAt("syntax", i + 1, "unexpected character " + q(String.fromCodePoint(line.codePointAt(i))));
+        throw errAt("syntax", this.col(i), "unexpected character " + q(String.fromCodePoint(line.codePointAt(i))));
       }
     }
 
@@ -205,7 +226,7 @@ var omniScreen = (function () {
         out += line.slice(i, j);
         i = j;
         if (line[i] === "\"") {
-          this.toks.push({ kind: "string", col: start + 1, text: out });
+          this.toks.push({ kind: "string", col: this.col(start), text: out });
           return i + 1;
         }
         if (i + 1 >= line.length) break;
@@ -215,13 +236,13 @@ var omniScreen = (function () {
         else {
           const ch = String.fromCodePoint(line.codePointAt(i + 1));
           out += "\\" + ch;
-          this.warnings.push("column " + (i + 1) + ": " + q("\\" + ch) + " is not an escape and was kept as written; write \\\\ for a backslash");
+          this.warnings.push("column " + this.col(i) + ": " + q("\\" + ch) + " is not an escape and was kept as written; write \\\\ for a backslash");
           i += 1 + ch.length;
           continue;
         }
         i += 2;
       }
-      throw errAt("unterminated_string", start + 1, "the string has no closing double quote");
+      throw errAt("unterminated_string", this.col(start), "the string has no closing double quote");
     }
 
     peek() { return this.pos < this.toks.length ? this.toks[this.pos] : null; }
@@ -329,6 +350,19 @@ var omniScreen = (function () {
       }
       throw errAt("syntax", t.col, "expected a value");
     }
+  }
+
+  // utf8Len counts s in bytes of UTF-8.
+  function utf8Len(s) {
+    let n = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x80) n += 1;
+      else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) { n += 4; i++; }
+      else n += 3;
+    }
+    return n;
   }
 
   function isPunct(t, c) { return t.kind === "punct" && t.p === c; }
@@ -1346,7 +1380,8 @@ var omniScreen = (function () {
       return pendingSlot(id);
     }
     // child draws the component id, or its slot; slot reports which.
-    child(id, depth) {
+    // asPanel draws a Tab as its panel's content, as its Tabs shows it.
+    child(id, depth, asPanel) {
       const n = this.doc.node(id);
       if (!n || this.seen.has(id) || depth > 64) return { slot: true, html: this.slot(id), label: W.loading };
       for (const k in n.props) {
@@ -1354,7 +1389,7 @@ var omniScreen = (function () {
         if (v instanceof StateRef && !this.doc.stateOf(v.key)) return { slot: true, html: this.slot(id), label: W.loading };
       }
       this.seen.add(id);
-      return { slot: false, node: n, html: this.node(n, depth) };
+      return { slot: false, node: n, html: this.node(n, depth, asPanel) };
     }
     kids(n, depth) {
       const self = this;
@@ -1371,7 +1406,7 @@ var omniScreen = (function () {
       if (v instanceof StateRef) { const s = this.doc.stateOf(v.key); v = s ? s.value : null; }
       return typeof v === "number" ? v : null;
     }
-    node(n, depth) {
+    node(n, depth, asPanel) {
       const id = esc(n.id);
       if (n.app) return "<div class=\"o-slot o-missing\" id=\"n-" + id + "\" role=\"note\">" + esc(W.unsupported) + "</div>";
       switch (n.type) {
@@ -1437,7 +1472,8 @@ var omniScreen = (function () {
           return "<div class=\"o-notice o-tone-" + esc(this.str(n, "tone") || "info") + "\" id=\"n-" + id + "\" role=\"note\" data-notice>" + (t ? "<p class=\"o-notice-title\">" + esc(t) + "</p>" : "") + "<p>" + esc(this.str(n, "text")) + "</p></div>";
         }
         case "Tabs": {
-          const kids = this.kids(n, depth);
+          const self0 = this;
+          const kids = n.children.map(function (c) { return self0.child(c, depth + 1, true); });
           let list = "", panels = "";
           const self = this;
           kids.forEach(function (k, i) {
@@ -1449,8 +1485,10 @@ var omniScreen = (function () {
           return "<div class=\"o-tabs\" id=\"n-" + id + "\" data-tabs=\"" + id + "\"><div role=\"tablist\" aria-label=\"Sections\">" + list + "</div>" + panels + "</div>";
         }
         case "Tab":
-          // Drawn by its Tabs: the panel holds the children.
-          return this.kidsHTML(n, depth);
+          // Drawn by its Tabs, whose panel holds the children; elsewhere
+          // it is drawn as the web renderer draws it, an empty fallback.
+          if (asPanel) return this.kidsHTML(n, depth);
+          return "<div class=\"o-slot o-missing\" id=\"n-" + id + "\" role=\"note\"></div>";
         case "Table": {
           const cols = textList(n.props.columns).map(function (c) { return "<th scope=\"col\">" + esc(c) + "</th>"; }).join("");
           const rows = this.kids(n, depth).map(function (k) { return k.slot ? "<tr class=\"o-row-slot\"><td colspan=\"8\">" + k.html + "</td></tr>" : k.html; }).join("");

@@ -150,6 +150,10 @@ type Outcome struct {
 		Applied bool    `json:"applied"`
 		Issues  []Issue `json:"issues"`
 	} `json:"updates"`
+	// HTML is the screen as a renderer drew it once the stream ended, and
+	// Partial before, when it says.
+	HTML    string `json:"html,omitempty"`
+	Partial string `json:"partial,omitempty"`
 }
 
 // Check reports on t every way got differs from what c expects.
