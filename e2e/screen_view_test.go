@@ -410,6 +410,25 @@ func TestViewPressReachesTheInbox(t *testing.T) {
 	if n := len(pays.list()); n != 0 {
 		t.Fatalf("the tool ran %d times from the view", n)
 	}
+	// The model is told what the person did, through the host.
+	waitFor(t, ctx, "the model's context", `window.host.context.some(function (c) { return (c.structuredContent || {}).outcome.indexOf("inbox_wait") >= 0; })`)
+	told := js[string](t, ctx, `window.host.context[window.host.context.length - 1].content[0].text`)
+	for _, want := range []string{"Note for merchant = \"table 4\"", "Pay $42.50?", "The person pressed Pay", screenID} {
+		if !strings.Contains(told, want) {
+			t.Fatalf("the model was told %q; it lacks %q", told, want)
+		}
+	}
+	// The frame is as tall as the screen, and follows the host's theme.
+	if h := js[float64](t, ctx, `window.host.sizes.length ? window.host.sizes[window.host.sizes.length - 1].height : 0`); h < 100 || h > 700 {
+		t.Fatalf("the view asked for a height of %v", h)
+	}
+	bg := func() string { return inView[string](t, ctx, `getComputedStyle(document.documentElement).getPropertyValue("--o-surface").trim()`) }
+	light := bg()
+	js[any](t, ctx, `window.bridge.setHostContext({theme: "dark", displayMode: "inline"}), null`)
+	waitInView(t, ctx, "the dark theme", `document.documentElement.dataset.theme === "dark"`)
+	if dark := bg(); dark == light || dark == "" {
+		t.Fatalf("the surface is %q in the light theme and %q in the dark one", light, dark)
+	}
 
 	// A host that opens no links: the view shows the address to copy.
 	js[any](t, ctx, `window.host.refuseLinks = true, null`)

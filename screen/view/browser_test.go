@@ -512,3 +512,39 @@ func TestViewMatchesGoOnMutatedStreams(t *testing.T) {
 	}
 	compareMarkup(t, ctx, names, got, goHTML)
 }
+
+// TestViewTellsTheModelWithoutSecrets: after a field changes, the view
+// tells the model the screen as the person sees it, through the host
+// (ui/update-model-context), with a value that feeds a secret param of a
+// button's tool hidden.
+func TestViewTellsTheModelWithoutSecrets(t *testing.T) {
+	ctx := openView(t, Config{Tools: []string{"acct.login"}, Secret: map[string][]string{"acct.login": {"pin"}}})
+	stream := "root = Card([user, pin, go])\n$user = \"\"\nuser = Input($user, label=\"User\")\n$pin = \"\"\npin = Input($pin, label=\"PIN\")\ngo = Button(\"Sign in\", action=\"login\")\ngoIt = McpMutation(go, tool=\"acct.login\", params={user: $user, pin: $pin})\n"
+	arg, _ := json.Marshal(stream)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`window.told = []; window.addEventListener("message", function (e) { if (e.data && e.data.method === "ui/update-model-context") told.push(e.data.params); }); assentView.input({screen: `+string(arg)+`}, true), null`)); err != nil {
+		t.Fatal(err)
+	}
+	fill := `(function (id, v) { const f = document.getElementById(id); f.value = v; f.dispatchEvent(new Event("input", {bubbles: true})); f.dispatchEvent(new Event("change", {bubbles: true})); return null; })`
+	for _, step := range []string{fill + `("f-user", "ann")`, fill + `("f-pin", "4321")`} {
+		for range 100 {
+			if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById("f-pin")`)); ok {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](step)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var told string
+	for range 100 {
+		told, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`told.length ? told[told.length - 1].content[0].text : ""`))
+		if strings.Contains(told, "PIN") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(told, `User = "ann"`) || !strings.Contains(told, "PIN = "+render.WordHidden) || strings.Contains(told, "4321") {
+		t.Fatalf("the model was told %q", told)
+	}
+}

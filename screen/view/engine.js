@@ -1710,6 +1710,45 @@ var omniScreen = (function () {
       if (!this.p.ended) return { applied: false, issues: [], error: "an update applies only to a screen whose stream has ended" };
       return this.p.update(text);
     }
+    // outline writes the screen as indented text for the model: each
+    // component's kind and words, and each field's value as it stands,
+    // with the value of a $key in secret written as hidden.
+    outline(secret) {
+      const doc = this.doc, lines = [], seen = new Set();
+      const self = this;
+      const words = function (n, p) {
+        let v = n.props[p];
+        if (v instanceof StateRef) {
+          if (secret.has(v.key)) return W.hidden;
+          const st = doc.stateOf(v.key);
+          v = st ? st.value : null;
+        }
+        return formatValue(v);
+      };
+      (function walk(id, depth) {
+        const n = doc.node(id);
+        const pad = "  ".repeat(depth);
+        if (!n || seen.has(id) || depth > 64) { lines.push(pad + (doc.ended ? "(missing)" : "(loading)")); return; }
+        seen.add(id);
+        let line = n.type;
+        const key = doc.edits(id);
+        if (key) {
+          const st = doc.stateOf(key);
+          const v = st ? st.value : null;
+          const shown = secret.has(key) ? W.hidden : v === null || v === "" ? "(empty)" : JSON.stringify(v);
+          line += ": " + (words(n, "label") || id) + " = " + shown;
+          if (self.touched.has(id)) { const m = messageText(self.problem(n)); if (m) line += " — " + m; }
+        } else {
+          const text = ["text", "title", "label", "alt", "name"].map(function (p) { return words(n, p); }).filter(Boolean)[0];
+          if (text) line += ": " + text;
+          const m = n.type === "Button" ? doc.mutation(id) : null;
+          if (m) line += " (runs " + m.tool + ")";
+        }
+        lines.push(pad + line);
+        for (const c of n.children) walk(c, depth + 1);
+      })(ROOT, 0);
+      return lines.join("\n");
+    }
     // outcome is the conformance shape of the document and its issues.
     outcome() {
       return JSON.parse(JSON.stringify({ doc: this.doc, issues: this.doc.issues }));

@@ -50,6 +50,9 @@ type Config struct {
 	Pictures map[string]string `json:"pictures,omitempty"`
 	// Version is the serving runtime's version.
 	Version string `json:"version,omitempty"`
+	// Secret maps a tool's name to its secret params: a value a field
+	// gives to one of them is never told to the model.
+	Secret map[string][]string `json:"secret,omitempty"`
 	// CSS is the screen theme, as the web UI draws screens.
 	CSS string `json:"-"`
 }
@@ -69,6 +72,8 @@ func Page(cfg Config) []byte {
 <style>
 `)
 	b.WriteString(noClose(cfg.CSS, "</style"))
+	b.WriteString("\n")
+	b.WriteString(noClose(hostThemes(cfg.CSS), "</style"))
 	b.WriteString("\n")
 	b.WriteString(noClose(viewCSS, "</style"))
 	b.WriteString(`
@@ -115,6 +120,7 @@ var Tables = sync.OnceValue(func() []byte {
 		"unsupported":   render.WordUnsupported,
 		"blocked":       render.WordBlocked,
 		"newer":         render.WordNewerVersion,
+		"hidden":        render.WordHidden,
 		"fieldFallback": field.English().Text(&field.Problem{}), // a key no message has
 	}
 	b, err := json.Marshal(t) // escapes <, > and &, so the JSON can't close its element
@@ -123,6 +129,39 @@ var Tables = sync.OnceValue(func() []byte {
 	}
 	return b
 })
+
+// hostThemes returns rules that let the host's theme choose the screen
+// theme's light or dark tokens, whatever the system's preference: the
+// theme's first :root block (light) and the :root block inside its
+// prefers-color-scheme: dark query, each under html[data-theme=…], which
+// the view sets from the host's context.
+func hostThemes(css string) string {
+	block := func(s string) string {
+		i := strings.Index(s, ":root")
+		if i < 0 {
+			return ""
+		}
+		open := strings.IndexByte(s[i:], '{')
+		if open < 0 {
+			return ""
+		}
+		end := strings.IndexByte(s[i+open:], '}')
+		if end < 0 {
+			return ""
+		}
+		return s[i+open+1 : i+open+end]
+	}
+	var b strings.Builder
+	if light := block(css); light != "" {
+		b.WriteString(`html[data-theme="light"] {` + light + "}\n")
+	}
+	if i := strings.Index(css, "prefers-color-scheme: dark"); i >= 0 {
+		if dark := block(css[i:]); dark != "" {
+			b.WriteString(`html[data-theme="dark"] {` + dark + "}\n")
+		}
+	}
+	return b.String()
+}
 
 // noClose keeps s from closing the element it is written into.
 func noClose(s, end string) string {

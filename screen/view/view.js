@@ -53,8 +53,11 @@
     }
   });
 
+  // context follows the host's theme and display mode.
   function context(c) {
-    if (c && (c.theme === "dark" || c.theme === "light")) document.documentElement.dataset.theme = c.theme;
+    if (!c) return;
+    if (c.theme === "dark" || c.theme === "light") document.documentElement.dataset.theme = c.theme;
+    if (typeof c.displayMode === "string" && /^[a-z]+$/.test(c.displayMode)) document.documentElement.dataset.displayMode = c.displayMode;
   }
 
   // --- the stream (SPEC 10.26) ---------------------------------------------
@@ -132,9 +135,52 @@
     size();
   }
 
+  // size tells the host the height of the content, whenever it changes,
+  // so the frame is as tall as the screen.
+  let lastSize = "";
   function size() {
-    const h = document.documentElement.scrollHeight;
-    notify("ui/notifications/size-changed", { width: document.documentElement.scrollWidth, height: h });
+    const main = document.querySelector("main");
+    const r = main.getBoundingClientRect();
+    const w = Math.ceil(Math.max(r.width, document.documentElement.scrollWidth)), h = Math.ceil(r.height);
+    const key = w + "x" + h;
+    if (key === lastSize) return;
+    lastSize = key;
+    notify("ui/notifications/size-changed", { width: w, height: h });
+  }
+  if (window.ResizeObserver) new ResizeObserver(size).observe(document.querySelector("main"));
+
+  // --- the model: what the person did -----------------------------------------
+
+  // secretKeys are the $keys whose values feed a secret param of a
+  // button's tool: the model is never told them.
+  function secretKeys() {
+    const keys = new Set();
+    const doc = session.doc;
+    for (const n of doc.nodes()) {
+      const m = doc.mutation(n.id);
+      const secret = m && cfg.secret && cfg.secret[m.tool];
+      if (!secret) continue;
+      for (const [k, v] of m.params.m) if (secret.indexOf(k) >= 0 && v && v.key) keys.add(v.key);
+    }
+    return keys;
+  }
+
+  // tellModel tells the model, through the host, the screen as the person
+  // sees it now and what just happened.
+  let modelTimer = 0;
+  function tellModel(outcome) {
+    if (!session) return;
+    clearTimeout(modelTimer);
+    const send = function () {
+      const outline = session.outline(secretKeys());
+      const text = "The person's screen" + (screenID ? " " + screenID : "") + " now reads:\n" + outline + (outcome ? "\n\n" + outcome : "");
+      request("ui/update-model-context", {
+        content: [{ type: "text", text: text }],
+        structuredContent: { screen: screenID, outline: outline, outcome: outcome || "" },
+      }).catch(function () { /* the host keeps no model context */ });
+    };
+    // A field's changes are told once the person pauses; a press at once.
+    if (outcome) send(); else modelTimer = setTimeout(send, 400);
   }
 
   function announce(text) {
@@ -181,7 +227,7 @@
     showMessage(el, session.input(el.dataset.field, valueOf(el), touched));
   }
   region.addEventListener("input", function (ev) { record(ev.target, false); });
-  region.addEventListener("change", function (ev) { record(ev.target, true); });
+  region.addEventListener("change", function (ev) { record(ev.target, true); tellModel(""); });
   region.addEventListener("focusout", function (ev) { record(ev.target, true); });
 
   // --- buttons (SPEC 10.28, 10.35) -------------------------------------------
@@ -203,10 +249,12 @@
     showAlert("");
     const id = btn.dataset.press;
     const r = session.press(id);
+    const label = btn.textContent;
     if (r.blocked) {
       redraw();
       const f = document.getElementById("f-" + r.blocked);
       if (f) f.focus();
+      tellModel("The person pressed " + label + "; nothing was sent, since a field it reads needs fixing first.");
       return;
     }
     if (r.refused) { showAlert(WORD_BLOCKED); return; }
@@ -267,16 +315,21 @@
       const sc = res && res.structuredContent;
       if (res && res.isError && sc && sc.code === "confirmation_required") {
         confirmElsewhere(sc);
+        tellModel("The person pressed " + btn.textContent + ". It runs only once they confirm it in assent" +
+          (typeof sc.sentence === "string" && sc.sentence ? " (\"" + sc.sentence + "\")" : "") +
+          "; wait for their answer with inbox_wait {\"items\": [{\"screen\": \"" + (sc.screen || screenID) + "\"}]}.");
         return;
       }
       if (!res || res.isError) {
         showAlert(WORD_FAILED);
+        tellModel("The person pressed " + btn.textContent + " and " + tool + " failed" + (sc && typeof sc.code === "string" ? " (" + sc.code + ")" : "") + "; nothing changed.");
         return;
       }
       const up = res.structuredContent && res.structuredContent.update;
       if (typeof up === "string") session.update(up);
       redraw();
       announce("Done.");
+      tellModel("The person pressed " + btn.textContent + " and " + tool + " ran.");
     } catch (e) {
       showAlert(WORD_FAILED);
     } finally {

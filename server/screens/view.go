@@ -56,7 +56,12 @@ func (s *Part) AddView(ms *mcp.Server) {
 // viewPage returns the view with the app's tools and pictures as they are
 // now.
 func (s *Part) viewPage() []byte {
-	cfg := view.Config{Version: assent.Version, Tools: s.screenTools.Names(), Pictures: map[string]string{}}
+	cfg := view.Config{Version: assent.Version, Tools: s.screenTools.Names(), Pictures: map[string]string{}, Secret: map[string][]string{}}
+	for _, name := range cfg.Tools {
+		if t, ok := s.screenTools.Lookup(name); ok && len(t.Secret) > 0 {
+			cfg.Secret[name] = slices.Clone(t.Secret)
+		}
+	}
 	s.scrMu.Lock()
 	for name, p := range s.pictures {
 		cfg.Pictures[name] = "data:" + p.contentType + ";base64," + base64.StdEncoding.EncodeToString(p.data)
