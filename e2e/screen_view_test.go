@@ -422,7 +422,9 @@ func TestViewPressReachesTheInbox(t *testing.T) {
 	if h := js[float64](t, ctx, `window.host.sizes.length ? window.host.sizes[window.host.sizes.length - 1].height : 0`); h < 100 || h > 700 {
 		t.Fatalf("the view asked for a height of %v", h)
 	}
-	bg := func() string { return inView[string](t, ctx, `getComputedStyle(document.documentElement).getPropertyValue("--o-surface").trim()`) }
+	bg := func() string {
+		return inView[string](t, ctx, `getComputedStyle(document.documentElement).getPropertyValue("--o-surface").trim()`)
+	}
 	light := bg()
 	js[any](t, ctx, `window.bridge.setHostContext({theme: "dark", displayMode: "inline"}), null`)
 	waitInView(t, ctx, "the dark theme", `document.documentElement.dataset.theme === "dark"`)
