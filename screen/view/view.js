@@ -132,7 +132,9 @@
     notice.hidden = !(d.ended && d.rejected > 0) && !d.newer;
     notice.textContent = d.newer || WORD_REJECTED;
     for (const t of region.querySelectorAll("[data-tabs]")) tabs(t);
-    size();
+    // The ResizeObserver below reports the height once the frame is laid
+    // out; measuring here would force a layout before the first paint.
+    if (!window.ResizeObserver) size();
   }
 
   // size tells the host the height of the content, whenever it changes,
