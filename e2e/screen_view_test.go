@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +106,93 @@ func waitInView(t *testing.T, ctx context.Context, what, expr string) {
 	t.Fatalf("waiting in the view for %s (%s)", what, expr)
 }
 
+// defaultCSP is the policy an MCP Apps host applies to a view that
+// declares none: no network, no eval, no WebAssembly.
+const defaultCSP = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; connect-src 'none'"
+
+// appsHost is a host page on the official MCP Apps bridge (apphost/host.html)
+// that draws viewHTML under exactly the default policy and forwards the
+// view's tool calls to assent through hostMCP.
+type appsHost struct {
+	ctx     context.Context
+	srv     *httptest.Server
+	mu      sync.Mutex
+	calls   []mcp.CallToolParams
+	blocked []string // policy violations in the view
+}
+
+func (h *appsHost) reached() []mcp.CallToolParams {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.calls)
+}
+
+func startAppsHost(t *testing.T, hostMCP *mcp.ClientSession, viewHTML string, bridgeJS []byte) *appsHost {
+	t.Helper()
+	h := &appsHost{}
+	hostPage, err := os.ReadFile(filepath.Join("apphost", "host.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(hostPage)
+		case "/bridge.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			w.Write(bridgeJS)
+		case "/view":
+			// Exactly the policy hosts apply by default; the same policy,
+			// report-only, tells the test of anything it blocked.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Content-Security-Policy", defaultCSP)
+			w.Header().Set("Content-Security-Policy-Report-Only", defaultCSP+"; report-uri /csp-report")
+			w.Write([]byte(viewHTML))
+		case "/csp-report":
+			b, _ := io.ReadAll(io.LimitReader(r.Body, 8<<10))
+			h.mu.Lock()
+			h.blocked = append(h.blocked, string(b))
+			h.mu.Unlock()
+		case "/call":
+			var p mcp.CallToolParams
+			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			h.mu.Lock()
+			h.calls = append(h.calls, p)
+			h.mu.Unlock()
+			out, err := hostMCP.CallTool(r.Context(), &p)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			json.NewEncoder(w).Encode(out)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(h.srv.Close)
+	t.Cleanup(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.blocked) > 0 {
+			t.Errorf("the view broke the default policy: %v", h.blocked)
+		}
+	})
+	h.ctx = browsertest.New(t, 120*time.Second,
+		// Reach into the sandboxed frame from the test: keep it in the
+		// page's process.
+		chromedp.Flag("disable-features", "IsolateSandboxedIframes,site-per-process,IsolateOrigins"),
+		chromedp.Flag("disable-site-isolation-trials", true))
+	if err := chromedp.Do(h.ctx, chromedp.Navigate(h.srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, h.ctx, "the view's handshake", `window.host.initialized === true`)
+	return h
+}
+
 const noteStream = `root = Card([title, amount, note, actions])
 title = Heading("Table note")
 $amount = 1250
@@ -149,55 +238,8 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	viewHTML := res.Contents[0].Text
 	t.Logf("the view is %d bytes", len(viewHTML))
 
-	var callsMu sync.Mutex
-	var reached []mcp.CallToolParams
-	hostPage, err := os.ReadFile(filepath.Join("apphost", "host.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/":
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Write(hostPage)
-		case "/bridge.js":
-			w.Header().Set("Content-Type", "text/javascript")
-			w.Write(bridgeJS)
-		case "/view":
-			// The policy hosts apply by default: no network at all.
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'")
-			w.Write([]byte(viewHTML))
-		case "/call":
-			var p mcp.CallToolParams
-			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			callsMu.Lock()
-			reached = append(reached, p)
-			callsMu.Unlock()
-			out, err := hostMCP.CallTool(r.Context(), &p)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			json.NewEncoder(w).Encode(out)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer host.Close()
-
-	ctx := browsertest.New(t, 120*time.Second,
-		// Reach into the sandboxed frame from the test: keep it in the
-		// page's process.
-		chromedp.Flag("disable-features", "IsolateSandboxedIframes,site-per-process,IsolateOrigins"),
-		chromedp.Flag("disable-site-isolation-trials", true))
-	if err := chromedp.Do(ctx, chromedp.Navigate(host.URL)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, ctx, "the view's handshake", `window.host.initialized === true`)
+	h := startAppsHost(t, hostMCP, viewHTML, bridgeJS)
+	ctx := h.ctx
 
 	// The model's argument arrives in pieces, cut anywhere.
 	start := time.Now()
@@ -245,13 +287,11 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	inView[any](t, ctx, `(function(){ const f = document.getElementById("f-note"); f.value = "no onions"; f.dispatchEvent(new Event("input", {bubbles: true})); f.dispatchEvent(new Event("change", {bubbles: true})); return null; })()`)
 	inView[any](t, ctx, `document.getElementById("b-save").click(), null`)
 	waitInView(t, ctx, "the update", `document.querySelector("#n-title").textContent === "Note saved"`)
-	callsMu.Lock()
+	reached := h.reached()
 	if len(reached) != 1 {
-		callsMu.Unlock()
 		t.Fatalf("%d calls reached assent; want 1", len(reached))
 	}
 	got := reached[0]
-	callsMu.Unlock()
 	key, _ := got.Meta["io.omni-ir/idempotency-key"].(string)
 	args, _ := got.Arguments.(map[string]any)
 	if got.Name != "orders.note" || args["note"] != "no onions" || key == "" || got.Meta["io.omni-ir/button"] != "save" {
@@ -320,5 +360,152 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	sc, _ := bare.StructuredContent.(map[string]any)
 	if !bare.IsError || sc["code"] != "confirmation_required" {
 		t.Fatalf("a bare call of a confirmed tool: %+v", bare)
+	}
+}
+
+// TestViewPressReachesTheInbox: in a host on the official bridge that
+// applies exactly the default policy, the payment screen streamed in
+// pieces draws; Pay files a press that the person finds in the inbox with
+// the app's sentence, the screen and the agent, and confirms there, which
+// runs the tool once; the agent waits for the outcome with inbox_wait.
+// When the host refuses to open assent's page, the view shows the link to
+// copy.
+func TestViewPressReachesTheInbox(t *testing.T) {
+	bridgeJS := appBridge(t)
+	a := newApp(t, false)
+	pays := a.payTool()
+	hostMCP := a.appsAgent()
+	res, err := hostMCP.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: view.URI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startAppsHost(t, hostMCP, res.Contents[0].Text, bridgeJS)
+	ctx := h.ctx
+
+	for n := 7; n < len(payStream); n += 23 {
+		arg, _ := json.Marshal(map[string]any{"arguments": map[string]any{"screen": payStream[:n]}})
+		js[any](t, ctx, `window.bridge.sendToolInputPartial(`+string(arg)+`), null`)
+	}
+	whole, _ := json.Marshal(map[string]any{"arguments": map[string]any{"screen": payStream}})
+	js[any](t, ctx, `window.bridge.sendToolInput(`+string(whole)+`), null`)
+	waitInView(t, ctx, "the payment screen", `!!document.querySelector("#b-pay") && document.querySelector("#n-amount").textContent === "$42.50"`)
+
+	shown, err := hostMCP.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": payStream}})
+	if err != nil || shown.IsError {
+		t.Fatalf("show_screen: %v %+v", err, shown)
+	}
+	screenID, _ := shown.StructuredContent.(map[string]any)["screen"].(string)
+	if screenID == "" {
+		t.Fatalf("show_screen named no screen: %+v", shown.StructuredContent)
+	}
+	resJSON, _ := json.Marshal(shown)
+	js[any](t, ctx, `window.bridge.sendToolResult(`+string(resJSON)+`), null`)
+
+	inView[any](t, ctx, `(function(){ const f = document.getElementById("f-note"); f.value = "table 4"; f.dispatchEvent(new Event("input", {bubbles: true})); f.dispatchEvent(new Event("change", {bubbles: true})); return null; })()`)
+	inView[any](t, ctx, `document.getElementById("b-pay").click(), null`)
+	waitInView(t, ctx, "the confirmation dialog", `document.getElementById("confirm-dialog").open === true`)
+	if s := inView[string](t, ctx, `document.getElementById("confirm-sentence").textContent`); !strings.HasPrefix(s, "Pay $42.50?") {
+		t.Fatalf("the view's dialog reads %q", s)
+	}
+	if n := len(pays.list()); n != 0 {
+		t.Fatalf("the tool ran %d times from the view", n)
+	}
+	// The model is told what the person did, through the host.
+	waitFor(t, ctx, "the model's context", `window.host.context.some(function (c) { return (c.structuredContent || {}).outcome.indexOf("inbox_wait") >= 0; })`)
+	told := js[string](t, ctx, `window.host.context[window.host.context.length - 1].content[0].text`)
+	for _, want := range []string{"Note for merchant = \"table 4\"", "Pay $42.50?", "The person pressed Pay", screenID} {
+		if !strings.Contains(told, want) {
+			t.Fatalf("the model was told %q; it lacks %q", told, want)
+		}
+	}
+	// The frame is as tall as the screen, and follows the host's theme.
+	if h := js[float64](t, ctx, `window.host.sizes.length ? window.host.sizes[window.host.sizes.length - 1].height : 0`); h < 100 || h > 700 {
+		t.Fatalf("the view asked for a height of %v", h)
+	}
+	bg := func() string {
+		return inView[string](t, ctx, `getComputedStyle(document.documentElement).getPropertyValue("--o-surface").trim()`)
+	}
+	light := bg()
+	js[any](t, ctx, `window.bridge.setHostContext({theme: "dark", displayMode: "inline"}), null`)
+	waitInView(t, ctx, "the dark theme", `document.documentElement.dataset.theme === "dark"`)
+	if dark := bg(); dark == light || dark == "" {
+		t.Fatalf("the surface is %q in the light theme and %q in the dark one", light, dark)
+	}
+
+	// A host that opens no links: the view shows the address to copy.
+	js[any](t, ctx, `window.host.refuseLinks = true, null`)
+	inView[any](t, ctx, `document.getElementById("confirm-open").click(), null`)
+	waitFor(t, ctx, "the open-link request", `window.host.opened.length === 1`)
+	waitInView(t, ctx, "the link to copy", `!document.getElementById("confirm-link").hidden`)
+	link := inView[string](t, ctx, `document.getElementById("confirm-link-text").value`)
+	if opened := js[string](t, ctx, `window.host.opened[0]`); link != opened || !strings.Contains(link, "/screens/"+screenID+"?press=") {
+		t.Fatalf("the view shows %q; the host was asked to open %q", link, opened)
+	}
+
+	// The agent waits; the press is the person's to decide.
+	agent := a.agent()
+	wait := func(timeout int) map[string]any {
+		t.Helper()
+		r, err := agent.CallTool(context.Background(), &mcp.CallToolParams{Name: "inbox_wait", Arguments: map[string]any{"items": []any{map[string]any{"screen": screenID}}, "timeout_ms": timeout}})
+		if err != nil || r.IsError {
+			t.Fatalf("inbox_wait: %v %+v", err, r)
+		}
+		items, _ := r.StructuredContent.(map[string]any)["items"].([]any)
+		if len(items) != 1 {
+			t.Fatalf("inbox_wait: %+v", r.StructuredContent)
+		}
+		return items[0].(map[string]any)
+	}
+	if o := wait(0); o["status"] != "pending" {
+		t.Fatalf("before the person decided, inbox_wait says %v", o)
+	}
+	waited := make(chan map[string]any, 1)
+	go func() {
+		r, err := a.agent().CallTool(context.Background(), &mcp.CallToolParams{Name: "inbox_wait", Arguments: map[string]any{"items": []any{map[string]any{"screen": screenID}}, "timeout_ms": 20000}})
+		if err != nil || r.IsError {
+			waited <- nil
+			return
+		}
+		items, _ := r.StructuredContent.(map[string]any)["items"].([]any)
+		if len(items) != 1 {
+			waited <- nil
+			return
+		}
+		waited <- items[0].(map[string]any)
+	}()
+
+	// The person finds it in the inbox, with the app's sentence, the
+	// screen and the agent, and confirms it there.
+	a.signIn(ctx)
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the press in the inbox", `!!document.getElementById("section-screen-presses")`)
+	card := js[string](t, ctx, `document.getElementById("section-screen-presses").textContent`)
+	for _, want := range []string{"Pay $42.50?", "Confirm payment", a.Boot.Agent.Name} {
+		if !strings.Contains(card, want) {
+			t.Fatalf("the inbox card does not say %q:\n%s", want, card)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#section-screen-presses form[action$="/confirm"] button`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the inbox again", `!!document.getElementById("notice") && !document.getElementById("section-screen-presses")`)
+	if got := pays.list(); len(got) != 1 || got[0]["note"] != "table 4" || got[0]["amount"] != 42.5 {
+		t.Fatalf("after the person confirmed, the tool ran with %v", got)
+	}
+	select {
+	case o := <-waited:
+		if o == nil || o["status"] != "approved" {
+			t.Fatalf("inbox_wait reported %v", o)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("inbox_wait did not return after the person confirmed")
+	}
+	if o := wait(0); o["status"] != "approved" || o["decided_by"] != a.Boot.Owner.ID {
+		t.Fatalf("after the person confirmed, inbox_wait says %v", o)
+	}
+	if n := len(pays.list()); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -48,6 +49,9 @@ type waitItem struct {
 	Revision        int64             `json:"revision,omitempty"`
 	Approval        string            `json:"approval,omitempty"`
 	CommandProposal string            `json:"command_proposal,omitempty"`
+	// Screen names a screen whose press, filed from a screen view, a
+	// person confirms or declines.
+	Screen string `json:"screen,omitempty"`
 }
 
 // waitOutcome is what became of one item.
@@ -80,7 +84,7 @@ func (s *Server) inboxWaitTool() tool.Tool {
 		Description: "Wait until a person has decided every item, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
 			"pending, applied, discarded, approved, declined (with the person's reason), stale or not_found. Items: " +
 			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
-			`{"command_proposal":"<id>"} for a command or tool proposal. Only your own items are reported; anything else is not_found.`,
+			`{"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined). Only your own items are reported; anything else is not_found.`,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{
   "items":{"type":"array","minItems":1,"maxItems":50,"items":{"type":"object","properties":{
     "proposal":{"type":"object","properties":{
@@ -89,7 +93,8 @@ func (s *Server) inboxWaitTool() tool.Tool {
       "required":["formId","controlId"]},
     "revision":{"type":"integer","minimum":1,"description":"The proposal's revision, from the stage result; default: your newest proposal for the control."},
     "approval":{"type":"string","maxLength":80},
-    "command_proposal":{"type":"string","maxLength":128}},
+    "command_proposal":{"type":"string","maxLength":128},
+    "screen":{"type":"string","maxLength":128}},
     "additionalProperties":false}},
   "timeout_ms":{"type":"integer","minimum":0,"maximum":300000}},
   "required":["items"],"additionalProperties":false}`),
@@ -225,7 +230,7 @@ func (s *Server) waitEvent(ctx context.Context, p store.Principal, sub *event.Su
 			continue
 		}
 		hist.observe(p, e)
-		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") {
+		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") || strings.HasPrefix(e.Type, "screen.") {
 			return nil
 		}
 	}
@@ -242,6 +247,8 @@ func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []wa
 			o = s.proposalOutcome(ctx, p, *it.Proposal, it.Revision, hist)
 		case it.Approval != "":
 			o, err = s.approvalOutcome(ctx, p, it.Approval)
+		case it.Screen != "":
+			o = s.screenPressOutcome(p, it.Screen)
 		default:
 			o, err = s.commandProposalOutcome(ctx, p, it.CommandProposal)
 		}
@@ -304,6 +311,26 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 		o.Reason = "a person discarded the proposal"
 	case outcomeStale:
 		o.Reason = "a newer proposal replaced it"
+	}
+	return o
+}
+
+// screenPressOutcome reports what became of the last press filed from a
+// screen view on the screen id.
+func (s *Server) screenPressOutcome(p store.Principal, id string) waitOutcome {
+	status, _, by := s.screens.PressOutcome(p, id)
+	o := waitOutcome{Kind: "screen", ID: id, Status: status, DecidedBy: by}
+	switch status {
+	case screens.PressPending:
+		o.Next = "a person confirms or declines the press in the web inbox"
+	case screens.PressConfirmed:
+		o.Next = "a person confirmed and the tool ran once"
+	case screens.PressFailed:
+		o.Reason, o.Next = "a person confirmed but the tool failed", "show the screen again if the action is still needed"
+	case screens.PressDeclined:
+		o.Reason = "a person declined the press; nothing ran"
+	default:
+		o.Next = "pass the id of a screen you showed with show_screen"
 	}
 	return o
 }

@@ -3,9 +3,9 @@
 //
 // The model ([Node]) holds only plain text: every value a stream wrote is a
 // string that the template escapes, and a $key marked secret is never in it.
-// The same model and template draw a screen in the web UI (by the server)
-// and inside an agent's host (by the view, in WebAssembly), so both show a
-// screen alike.
+// The web UI draws screens with this model and template; the screen view
+// (package screen/view) draws the same markup with its own script, so a
+// screen looks alike in both.
 package render
 
 import (

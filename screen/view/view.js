@@ -1,11 +1,10 @@
 // assent screen view: the half that runs in the agent's host.
 //
-// The engine (the screen package, compiled to WebAssembly) parses the
-// stream, checks fields and draws the HTML, with the same rules and
-// template as the web UI. This script only talks to the host (JSON-RPC over
-// postMessage, as MCP Apps defines it), feeds the engine the tool's
-// argument as it streams in, and sends a pressed button's tool call back
-// through the host.
+// The engine (engine.js) parses the stream, checks fields and draws the
+// HTML, with the same rules and markup as the web UI. This script only talks
+// to the host (JSON-RPC over postMessage, as MCP Apps defines it), feeds the
+// engine the tool's argument as it streams in, and sends a pressed button's
+// tool call back through the host.
 (function () {
   "use strict";
   const cfg = JSON.parse(document.getElementById("view-config").textContent);
@@ -54,8 +53,11 @@
     }
   });
 
+  // context follows the host's theme and display mode.
   function context(c) {
-    if (c && (c.theme === "dark" || c.theme === "light")) document.documentElement.dataset.theme = c.theme;
+    if (!c) return;
+    if (c.theme === "dark" || c.theme === "light") document.documentElement.dataset.theme = c.theme;
+    if (typeof c.displayMode === "string" && /^[a-z]+$/.test(c.displayMode)) document.documentElement.dataset.displayMode = c.displayMode;
   }
 
   // --- the stream (SPEC 10.26) ---------------------------------------------
@@ -94,7 +96,8 @@
       session.write(lines);
       written += lines;
     }
-    soon();
+    // The first lines are drawn at once; later ones once a frame.
+    if (timings.firstPaint) soon(); else redraw();
   }
 
   function result(r) {
@@ -117,7 +120,7 @@
 
   function redraw() {
     if (!session) return;
-    const d = JSON.parse(session.draw());
+    const d = session.draw();
     if (!timings.firstPaint && d.html.indexOf("o-slot") !== 0) timings.firstPaint = performance.now();
     const active = document.activeElement;
     const keep = active && region.contains(active) && active.id ? active.id : null;
@@ -129,12 +132,57 @@
     notice.hidden = !(d.ended && d.rejected > 0) && !d.newer;
     notice.textContent = d.newer || WORD_REJECTED;
     for (const t of region.querySelectorAll("[data-tabs]")) tabs(t);
-    size();
+    // The ResizeObserver below reports the height once the frame is laid
+    // out; measuring here would force a layout before the first paint.
+    if (!window.ResizeObserver) size();
   }
 
+  // size tells the host the height of the content, whenever it changes,
+  // so the frame is as tall as the screen.
+  let lastSize = "";
   function size() {
-    const h = document.documentElement.scrollHeight;
-    notify("ui/notifications/size-changed", { width: document.documentElement.scrollWidth, height: h });
+    const main = document.querySelector("main");
+    const r = main.getBoundingClientRect();
+    const w = Math.ceil(Math.max(r.width, document.documentElement.scrollWidth)), h = Math.ceil(r.height);
+    const key = w + "x" + h;
+    if (key === lastSize) return;
+    lastSize = key;
+    notify("ui/notifications/size-changed", { width: w, height: h });
+  }
+  if (window.ResizeObserver) new ResizeObserver(size).observe(document.querySelector("main"));
+
+  // --- the model: what the person did -----------------------------------------
+
+  // secretKeys are the $keys whose values feed a secret param of a
+  // button's tool: the model is never told them.
+  function secretKeys() {
+    const keys = new Set();
+    const doc = session.doc;
+    for (const n of doc.nodes()) {
+      const m = doc.mutation(n.id);
+      const secret = m && cfg.secret && cfg.secret[m.tool];
+      if (!secret) continue;
+      for (const [k, v] of m.params.m) if (secret.indexOf(k) >= 0 && v && v.key) keys.add(v.key);
+    }
+    return keys;
+  }
+
+  // tellModel tells the model, through the host, the screen as the person
+  // sees it now and what just happened.
+  let modelTimer = 0;
+  function tellModel(outcome) {
+    if (!session) return;
+    clearTimeout(modelTimer);
+    const send = function () {
+      const outline = session.outline(secretKeys());
+      const text = "The person's screen" + (screenID ? " " + screenID : "") + " now reads:\n" + outline + (outcome ? "\n\n" + outcome : "");
+      request("ui/update-model-context", {
+        content: [{ type: "text", text: text }],
+        structuredContent: { screen: screenID, outline: outline, outcome: outcome || "" },
+      }).catch(function () { /* the host keeps no model context */ });
+    };
+    // A field's changes are told once the person pauses; a press at once.
+    if (outcome) send(); else modelTimer = setTimeout(send, 400);
   }
 
   function announce(text) {
@@ -178,10 +226,10 @@
   }
   function record(el, touched) {
     if (!session || !el.dataset.field) return;
-    showMessage(el, session.input(el.dataset.field, JSON.stringify(valueOf(el)), touched));
+    showMessage(el, session.input(el.dataset.field, valueOf(el), touched));
   }
   region.addEventListener("input", function (ev) { record(ev.target, false); });
-  region.addEventListener("change", function (ev) { record(ev.target, true); });
+  region.addEventListener("change", function (ev) { record(ev.target, true); tellModel(""); });
   region.addEventListener("focusout", function (ev) { record(ev.target, true); });
 
   // --- buttons (SPEC 10.28, 10.35) -------------------------------------------
@@ -202,11 +250,13 @@
   function press(btn) {
     showAlert("");
     const id = btn.dataset.press;
-    const r = JSON.parse(session.press(id));
+    const r = session.press(id);
+    const label = btn.textContent;
     if (r.blocked) {
       redraw();
       const f = document.getElementById("f-" + r.blocked);
       if (f) f.focus();
+      tellModel("The person pressed " + label + "; nothing was sent, since a field it reads needs fixing first.");
       return;
     }
     if (r.refused) { showAlert(WORD_BLOCKED); return; }
@@ -225,13 +275,35 @@
     said.textContent = (what ? what + " " : "") + "You confirm it in assent, where the app shows exactly what it will do.";
     confirmURL = sc && typeof sc.url === "string" && /^https?:\/\//.test(sc.url) ? sc.url : screenURL;
     document.getElementById("confirm-open").hidden = !confirmURL;
+    document.getElementById("confirm-link").hidden = true;
     dialog.showModal();
   }
   document.getElementById("confirm-cancel").addEventListener("click", function () { dialog.close(); });
   document.getElementById("confirm-open").addEventListener("click", function () {
-    dialog.close();
-    if (confirmURL) request("ui/open-link", { url: confirmURL }).catch(function () { /* the host may not open links */ });
+    if (!confirmURL) return;
+    openLink(confirmURL).then(function (opened) {
+      if (opened) { dialog.close(); return; }
+      showLink(confirmURL);
+    });
   });
+
+  // openLink asks the host to open url (ui/open-link); it resolves to
+  // whether the host did.
+  function openLink(url) {
+    return request("ui/open-link", { url: url }).then(function (r) {
+      return !(r && r.isError);
+    }, function () { return false; });
+  }
+
+  // showLink shows url as text to copy, for a host that opens no links.
+  function showLink(url) {
+    const box = document.getElementById("confirm-link");
+    const text = document.getElementById("confirm-link-text");
+    text.value = url;
+    box.hidden = false;
+    text.focus();
+    text.select();
+  }
 
   async function call(btn, button, tool, params) {
     btn.disabled = true;
@@ -245,16 +317,21 @@
       const sc = res && res.structuredContent;
       if (res && res.isError && sc && sc.code === "confirmation_required") {
         confirmElsewhere(sc);
+        tellModel("The person pressed " + btn.textContent + ". It runs only once they confirm it in assent" +
+          (typeof sc.sentence === "string" && sc.sentence ? " (\"" + sc.sentence + "\")" : "") +
+          "; wait for their answer with inbox_wait {\"items\": [{\"screen\": \"" + (sc.screen || screenID) + "\"}]}.");
         return;
       }
       if (!res || res.isError) {
         showAlert(WORD_FAILED);
+        tellModel("The person pressed " + btn.textContent + " and " + tool + " failed" + (sc && typeof sc.code === "string" ? " (" + sc.code + ")" : "") + "; nothing changed.");
         return;
       }
       const up = res.structuredContent && res.structuredContent.update;
       if (typeof up === "string") session.update(up);
       redraw();
       announce("Done.");
+      tellModel("The person pressed " + btn.textContent + " and " + tool + " ran.");
     } catch (e) {
       showAlert(WORD_FAILED);
     } finally {
@@ -265,17 +342,16 @@
 
   // --- start -----------------------------------------------------------------
 
-  async function start() {
-    const b64 = document.getElementById("view-engine").textContent.trim();
-    const raw = Uint8Array.from(atob(b64), function (c) { return c.charCodeAt(0); });
-    const wasm = await new Response(new Blob([raw]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-    const go = new Go();
-    const ready = new Promise(function (resolve) { window.omniScreenReady = resolve; });
-    const inst = await WebAssembly.instantiate(wasm, go.importObject);
-    go.run(inst.instance);
-    await ready;
+  // start opens the engine's session; input that came first is fed now.
+  function start() {
+    // Read and draw a small screen once, so that the script engine has
+    // compiled the reader and the drawing before the first line arrives.
+    const warm = omniScreen.open({ tools: ["a.b"] });
+    warm.write("root = Card([h, f, b])\nh = Heading(\"x\")\n$v = \"\"\nf = Input($v, label=\"x\", required=true)\nb = Button(\"x\", action=\"x\")\nm = McpMutation(b, tool=\"a.b\", params={v: $v})\n");
+    warm.end();
+    warm.draw();
+    session = omniScreen.open({ tools: cfg.tools || [], pictures: cfg.pictures || {} });
     timings.engineReady = performance.now();
-    session = window.omniScreen.open(JSON.stringify({ tools: cfg.tools || [], pictures: cfg.pictures || {} }));
     if (queued) {
       const q = queued;
       queued = null;
@@ -284,10 +360,12 @@
     document.documentElement.dataset.ready = "true";
   }
 
-  const booting = start().catch(function () {
+  try {
+    start();
+  } catch (e) {
     notice.textContent = "This screen can't be drawn here. Open it in assent.";
     notice.hidden = false;
-  });
+  }
   request("ui/initialize", {
     protocolVersion: "2026-01-26",
     appInfo: { name: "assent screen", version: cfg.version || "" },
@@ -296,5 +374,5 @@
     if (r && r.hostContext) context(r.hostContext);
     notify("ui/notifications/initialized", {});
   }).catch(function () { /* no host: a test page feeds input directly */ });
-  window.assentView = { input: input, result: result, booting: booting, timings: timings };
+  window.assentView = { input: input, result: result, timings: timings, openLink: openLink };
 })();

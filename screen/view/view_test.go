@@ -1,16 +1,15 @@
 package view
 
 import (
-	"bytes"
-	"compress/gzip"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"encoding/json"
+	"io/fs"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/assent-run/assent/screen/field"
+	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server/host"
 )
 
 // TestPageNeedsNoNetwork: the document refers to nothing outside itself, so
@@ -24,13 +23,13 @@ func TestPageNeedsNoNetwork(t *testing.T) {
 	scripts := regexp.MustCompile(`(?s)<script\b[^>]*>(.*?)</script>`)
 	var code strings.Builder
 	for _, m := range scripts.FindAllStringSubmatch(page, -1) {
-		if !strings.HasPrefix(m[0], `<script type="application/octet-stream"`) {
+		if !strings.HasPrefix(m[0], `<script type="application/json"`) {
 			code.WriteString(m[1])
 		}
 	}
 	markup := scripts.ReplaceAllString(page, "")
 	if n := len(scripts.FindAllString(page, -1)); n != 4 {
-		t.Fatalf("%d script elements; want config, engine, loader and view", n)
+		t.Fatalf("%d script elements; want config, tables, engine and view", n)
 	}
 	check := func(what, text string, refs ...string) {
 		for _, r := range refs {
@@ -74,40 +73,56 @@ func TestNoClose(t *testing.T) {
 	}
 }
 
-// TestEngineIsCurrent: the embedded engine is what go generate builds from
-// today's sources. It builds the engine, so it is skipped in -short runs
-// and when this toolchain is not the one that built the embedded engine.
-func TestEngineIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the WebAssembly engine")
-	}
-	if runtime.Version() != EngineVersion() {
-		t.Skipf("the engine was built by %s; this is %s", EngineVersion(), runtime.Version())
-	}
-	out := filepath.Join(t.TempDir(), "engine.wasm")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./engine")
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the engine: %v\n%s", err, b)
-	}
-	built, err := os.ReadFile(out)
+// TestPageIsSmall: hosts read the resource on every show, so it stays
+// under 150 KB with the web UI's screen theme.
+func TestPageIsSmall(t *testing.T) {
+	css, err := fs.ReadFile(host.StaticFS, "static/screen.css")
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(engineGz))
-	if err != nil {
+	page := Page(Config{Tools: []string{"payments.confirm"}, CSS: string(css)})
+	if n := len(page); n > 150<<10 {
+		t.Fatalf("the view is %d bytes; keep it under %d", n, 150<<10)
+	}
+	t.Logf("the view is %d bytes with the screen theme", len(page))
+}
+
+// TestPageUsesNoForbiddenCode: the default policy of MCP Apps hosts
+// allows neither eval nor WebAssembly.
+func TestPageUsesNoForbiddenCode(t *testing.T) {
+	for _, src := range []string{engineJS, viewJS} {
+		for _, bad := range []string{"eval(", "new Function", "Function(", "WebAssembly", "setTimeout(\"", "importScripts"} {
+			if strings.Contains(src, bad) {
+				t.Errorf("a script uses %s", bad)
+			}
+		}
+	}
+}
+
+// TestTablesComeFromGo: the engine's tables are the Go packages'.
+func TestTablesComeFromGo(t *testing.T) {
+	var tab struct {
+		Components map[string]json.RawMessage `json:"components"`
+		Messages   map[string]string          `json:"messages"`
+		Words      map[string]string          `json:"words"`
+		Limits     map[string]int             `json:"limits"`
+	}
+	if err := json.Unmarshal(Tables(), &tab); err != nil {
 		t.Fatal(err)
 	}
-	embedded, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
+	if len(tab.Components) < 20 || tab.Components["Button"] == nil {
+		t.Errorf("the catalog has %d components", len(tab.Components))
 	}
-	if !bytes.Equal(built, embedded) {
-		t.Fatal("the embedded engine is stale: run go generate ./screen/view and commit the result")
+	if tab.Messages["required"] != field.English()["required"] {
+		t.Errorf("field messages: %v", tab.Messages)
 	}
-	goroot, _ := exec.Command("go", "env", "GOROOT").Output()
-	loader, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
-	if err == nil && string(loader) != wasmExec {
-		t.Fatal("wasm_exec.js differs from the toolchain's: run go generate ./screen/view")
+	if tab.Words["loading"] != render.WordLoading || tab.Words["fieldFallback"] == "" {
+		t.Errorf("words: %v", tab.Words)
+	}
+	if tab.Limits["line"] == 0 || tab.Limits["nesting"] == 0 {
+		t.Errorf("limits: %v", tab.Limits)
+	}
+	if !strings.Contains(string(Page(Config{})), string(Tables())) {
+		t.Error("the page does not carry the tables")
 	}
 }

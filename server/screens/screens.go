@@ -106,6 +106,8 @@ type Part struct {
 	pictures     map[string]picture
 
 	idem *idemCache
+	// viewPresses remembers what became of presses filed from views.
+	viewPresses viewPresses
 
 	// stopFollowing ends following other nodes' changes (see nodes.go).
 	stopFollowing func()
@@ -950,11 +952,11 @@ func (s *Part) showScreenTool() tool.Tool {
 	var desc strings.Builder
 	desc.WriteString("Show the person a screen written in Omni-IR (stream format " + screen.FormatVersion + "): one statement per line, " +
 		"`id = Component(args)` or `$key = value`; the top component is `root`; children are lists of ids, each defined on its own line; " +
-		"strings use double quotes. A Button with action=\"…\" runs only through `McpMutation(button, tool=\"…\", params={key: $state, …})` naming a tool below; " +
-		"the person confirms where the app asks them to. " +
-		"Components: Stack, Card, Heading, Text, Input, Button, Divider, Badge, Skeleton, Image, Rating, DateInput, List, ListItem, " +
-		"Message, Select, Switch, Table, TableRow, Tabs, Tab, Notice, BarChart, LineChart, PieChart, Series, Slice. " +
-		"The result lists rejected lines (fix them and call again with the whole screen) and the screen as text.")
+		"strings use double quotes; positional args come first, in the order shown, then name=value. A Button with action=\"…\" runs only through `McpMutation(button, tool=\"…\", params={key: $state, …})` naming a tool below, " +
+		"with params that match the tool's input schema; the person confirms where the app asks them to. " +
+		"A screen with any error is not shown: the result is an error listing each line's error; fix them all and call again with the whole screen. " +
+		"To replace a screen you showed, pass its id as replaces. Components and their props:\n" + screen.CatalogText() +
+		"Example:\n" + screenExample + "\n")
 	names := s.screenTools.Names()
 	if len(names) > 0 {
 		desc.WriteString(" Tools:")
@@ -971,7 +973,7 @@ func (s *Part) showScreenTool() tool.Tool {
 		Name:        "show_screen",
 		Title:       "Show a screen",
 		Description: desc.String(),
-		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"screen":{"type":"string","minLength":1,"maxLength":%d,"description":"the screen as Omni-IR text"}},"required":["screen"],"additionalProperties":false}`, maxScreenChars)),
+		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"screen":{"type":"string","minLength":1,"maxLength":%d,"description":"the screen as Omni-IR text"},"replaces":{"type":"string","maxLength":128,"description":"the id of a screen of yours that this one replaces; it is removed once this one is shown"}},"required":["screen"],"additionalProperties":false}`, maxScreenChars)),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{
 "screen":{"type":"string","description":"screen id"},
 "url":{"type":"string","description":"web page where a person sees the screen"},
@@ -983,7 +985,8 @@ func (s *Part) showScreenTool() tool.Tool {
 		Meta:        showScreenMeta,
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 			var args struct {
-				Screen string `json:"screen"`
+				Screen   string `json:"screen"`
+				Replaces string `json:"replaces"`
 			}
 			if err := tool.DecodeArgs(c.Args, &args); err != nil {
 				return nil, err
@@ -991,9 +994,22 @@ func (s *Part) showScreenTool() tool.Tool {
 			if n := utf8.RuneCountInString(args.Screen); n < 1 || n > maxScreenChars {
 				return nil, tool.Errorf("invalid_request", "screen must be 1 to %d characters; it has %d", maxScreenChars, n)
 			}
+			if args.Replaces != "" {
+				if old, ok := s.screenFor(c.Principal, args.Replaces); !ok || old.owner.ID != c.Principal.ID {
+					return nil, tool.Errorf("not_found", "you have no screen %q open to replace; pass the screen id a show_screen result gave you, or leave replaces out", args.Replaces)
+				}
+			}
+			if issues := s.checkScreen(ctx, args.Screen); len(issues) > 0 {
+				return refusedScreen(issues), nil
+			}
 			id, err := s.Show(ctx, c.Principal, args.Screen, Options{})
 			if err != nil {
 				return nil, err
+			}
+			if args.Replaces != "" && args.Replaces != id {
+				if err := s.replaceScreen(c.Principal, args.Replaces); err != nil {
+					s.Log.Warn("a replaced screen could not be removed", "screen", args.Replaces, "err", err)
+				}
 			}
 			sc, _ := s.screenFor(c.Principal, id)
 			sum := sc.summary()

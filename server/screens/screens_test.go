@@ -297,13 +297,56 @@ func TestShowScreenOverMCP(t *testing.T) {
 	if view == nil || fmt.Sprint(view.Meta["ui"]) != "map[visibility:[app]]" {
 		t.Fatalf("screen tool over MCP: %+v", view)
 	}
+	for _, want := range []string{"Heading(text) props level: 1 or 2 or 3; text: text or $key; needs text.", "Example:\nroot = Card("} {
+		if !strings.Contains(show.Description, want) {
+			t.Errorf("show_screen's description lacks %q", want)
+		}
+	}
+	listed := func() int {
+		t.Helper()
+		var body struct {
+			Screens []any `json:"screens"`
+		}
+		resp := f.Req("GET", "/v1/screens", f.Token, nil, nil)
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		return len(body.Screens)
+	}
+	// A screen with errors is not shown: the agent gets every line's error.
 	stream := "root = Card([title, pay])\ntitle = Heading(\"Pay\")\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.nope\")\nbad = Heading(\"x\", color=\"red\")\n"
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": stream}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := res.Content[0].(*mcp.TextContent).Text
-	for _, want := range []string{"Shown: 3 components.", "- line 4: unknown_tool:", "- line 5: invalid_props:", "- line 3: ungoverned_mutation", "\n\nThe screen as text:\nCard\n  Heading: Pay\n  Button: Pay"} {
+	for _, want := range []string{"Not shown:", "- line 4: unknown_tool:", "- line 5: invalid_props:", "- line 3: ungoverned_mutation"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("result text lacks %q:\n%s", want, text)
+		}
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || sc["code"] != "screen_rejected" || len(sc["issues"].([]any)) != 3 {
+		t.Fatalf("a screen with errors: %+v", res)
+	}
+	// A button whose params its tool's schema refuses is an error too,
+	// but a param a field gives is the person's to fill in.
+	stream = "root = Card([pay, amt])\n$amount = 0\n$who = \"\"\namt = Input($who, label=\"Who\")\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.now\", params={amount: \"five\", who: $who})\n"
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": stream}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(text, "- line 6: invalid_params:") || !strings.Contains(text, "amount") {
+		t.Fatalf("a button with params its tool refuses: %s", text)
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("refused screens are listed: %d", n)
+	}
+	stream = "root = Card([title, pay])\ntitle = Heading(\"Pay\")\npay = Button(\"Pay\", action=\"pay\")\npayIt = McpMutation(pay, tool=\"pay.now\", params={amount: 5})\n"
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": stream}})
+	if err != nil || res.IsError {
+		t.Fatalf("a right screen: %v %+v", err, res)
+	}
+	text = res.Content[0].(*mcp.TextContent).Text
+	for _, want := range []string{"Shown: 4 components.", "\n\nThe screen as text:\nCard\n  Heading: Pay\n  Button: Pay (action: pay.now)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("result text lacks %q:\n%s", want, text)
 		}
@@ -312,16 +355,24 @@ func TestShowScreenOverMCP(t *testing.T) {
 		Components int    `json:"components"`
 		Outline    string `json:"outline"`
 		Screen     string `json:"screen"`
-		Rejected   []struct {
-			Line *int   `json:"line"`
-			Code string `json:"code"`
-		} `json:"rejected"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &sc)
-	if sc.Components != 3 || len(sc.Rejected) != 3 || !strings.HasPrefix(sc.Outline, "Card") {
+	if sc.Components != 4 || !strings.HasPrefix(sc.Outline, "Card") {
 		t.Fatalf("structured %s", b)
 	}
+	// A screen that replaces it takes its place in the list.
+	again, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "show_screen", Arguments: map[string]any{"screen": stream, "replaces": sc.Screen}})
+	if err != nil || again.IsError {
+		t.Fatalf("a replacing screen: %v %+v", err, again)
+	}
+	if n := listed(); n != 1 {
+		t.Fatalf("after a replacement %d screens are listed; want 1", n)
+	}
+	if resp := f.Req("GET", "/v1/screens/"+sc.Screen, f.Token, nil, nil); resp.StatusCode != 404 {
+		t.Fatalf("the replaced screen: %d", resp.StatusCode)
+	}
+	sc.Screen, _ = again.StructuredContent.(map[string]any)["screen"].(string)
 	// The owner and people see it; another agent gets not_found.
 	if resp := f.Req("GET", "/v1/screens/"+sc.Screen, f.Token, nil, nil); resp.StatusCode != 200 {
 		t.Fatalf("owner: %d", resp.StatusCode)

@@ -56,7 +56,12 @@ func (s *Part) AddView(ms *mcp.Server) {
 // viewPage returns the view with the app's tools and pictures as they are
 // now.
 func (s *Part) viewPage() []byte {
-	cfg := view.Config{Version: assent.Version, Tools: s.screenTools.Names(), Pictures: map[string]string{}}
+	cfg := view.Config{Version: assent.Version, Tools: s.screenTools.Names(), Pictures: map[string]string{}, Secret: map[string][]string{}}
+	for _, name := range cfg.Tools {
+		if t, ok := s.screenTools.Lookup(name); ok && len(t.Secret) > 0 {
+			cfg.Secret[name] = slices.Clone(t.Secret)
+		}
+	}
 	s.scrMu.Lock()
 	for name, p := range s.pictures {
 		cfg.Pictures[name] = "data:" + p.contentType + ";base64," + base64.StdEncoding.EncodeToString(p.data)
@@ -248,13 +253,16 @@ func (s *Part) fileViewPress(ctx context.Context, c tool.Call, name string, args
 		}
 		return viewRefusal(e)
 	}
+	s.noteViewPress(sc.id, id)
 	url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + sc.id + "?press=" + id
-	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent: " + url, Structured: map[string]any{
+	return &tool.Result{IsError: true, Text: "confirmation_required: a person confirms this in assent (in their inbox, or at " + url + ")", Structured: map[string]any{
 		"code":      wire.ConfirmationRequired,
-		"message":   "a person confirms this in assent, where the app says what it will do; open the url",
+		"message":   "a person confirms this in assent, in their inbox or on the screen's page; wait for the outcome with inbox_wait {\"screen\": \"" + sc.id + "\"}",
 		"retryable": false,
 		"sentence":  pend.Sentence(),
 		"url":       url,
+		"screen":    sc.id,
+		"press":     id,
 	}}
 }
 

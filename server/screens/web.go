@@ -33,8 +33,9 @@ func (s *Part) routesScreensWeb(mux *host.Mux) {
 	mux.Handle("GET /screens/{id}", s.WebPage(s.handleScreenPage))
 	mux.Handle("POST /screens/{id}/state", s.WebPage(s.handleScreenState))
 	mux.Handle("POST /screens/{id}/press", s.WebPage(s.handleScreenPress))
-	mux.Handle("POST /screens/{id}/confirm", s.WebPage(s.handleScreenConfirm))
-	mux.Handle("POST /screens/{id}/cancel", s.WebPage(s.handleScreenCancel))
+	mux.Handle("POST /screens/{id}/confirm", s.WebPage(s.recordPress("confirm", s.handleScreenConfirm)))
+	mux.Handle("POST /screens/{id}/cancel", s.WebPage(s.recordPress("cancel", s.handleScreenCancel)))
+	mux.Handle("POST /web/screens/{id}/presses/{press}/{decision}", s.WebPage(s.handleInboxPress))
 	mux.Handle("GET /screen-pictures/{name}", s.WebPage(s.handlePicture))
 }
 

@@ -66,6 +66,8 @@ type Update struct {
 type Issue struct {
 	Line *int   `json:"line"`
 	Code string `json:"code"`
+	// Message is the parser's words; cases do not give it.
+	Message string `json:"message,omitempty"`
 }
 
 func (i Issue) key() string {
@@ -148,6 +150,10 @@ type Outcome struct {
 		Applied bool    `json:"applied"`
 		Issues  []Issue `json:"issues"`
 	} `json:"updates"`
+	// HTML is the screen as a renderer drew it once the stream ended, and
+	// Partial before, when it says.
+	HTML    string `json:"html,omitempty"`
+	Partial string `json:"partial,omitempty"`
 }
 
 // Check reports on t every way got differs from what c expects.

@@ -1,0 +1,262 @@
+package screens
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/assent-run/assent/screen/render"
+	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/store"
+)
+
+// A press filed from a screen view waits for a person where they look for
+// decisions: the inbox lists it with the app's sentence, the screen and the
+// agent, and the person confirms or declines it there, as on the screen's
+// page. The agent that showed the screen learns the outcome through
+// inbox_wait, naming the screen.
+
+// Outcomes of a press filed from a view, as PressOutcome reports them.
+const (
+	PressPending   = "pending"
+	PressConfirmed = "approved"
+	PressDeclined  = "declined"
+	PressFailed    = "failed"
+	PressNotFound  = "not_found"
+)
+
+// viewPresses remembers the last press filed from a view on each screen,
+// and what became of it.
+type viewPresses struct {
+	mu sync.Mutex
+	m  map[string]*viewPressState // by screen id
+}
+
+type viewPressState struct {
+	press  string
+	status string
+	by     string
+	at     time.Time
+}
+
+// maxRememberedPresses bounds the outcomes kept; the oldest go first.
+const maxRememberedPresses = 1000
+
+// outcomes returns the part's record of view presses.
+func (s *Part) outcomes() *viewPresses {
+	v := &s.viewPresses
+	v.mu.Lock()
+	if v.m == nil {
+		v.m = map[string]*viewPressState{}
+	}
+	v.mu.Unlock()
+	return v
+}
+
+// noteViewPress records that press waits on screen.
+func (s *Part) noteViewPress(screen, press string) {
+	v := s.outcomes()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.m) >= maxRememberedPresses {
+		var oldest string
+		for k, st := range v.m {
+			if oldest == "" || st.at.Before(v.m[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(v.m, oldest)
+	}
+	v.m[screen] = &viewPressState{press: press, status: PressPending, at: s.Now()}
+}
+
+// decideViewPress records what became of press on screen, if it is the
+// view press remembered there.
+func (s *Part) decideViewPress(screen, press, status, by string) bool {
+	v := s.outcomes()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	st := v.m[screen]
+	if st == nil || st.press != press || st.status != PressPending {
+		return false
+	}
+	st.status, st.by, st.at = status, by, s.Now()
+	return true
+}
+
+// PressOutcome reports to p what became of the last press filed from a
+// view on the screen id: pending (none filed yet, or one waits for a
+// person), approved (confirmed; the tool ran), failed (confirmed; the tool
+// failed), declined, or not_found (no such screen of p's).
+func (s *Part) PressOutcome(p store.Principal, id string) (status, press, by string) {
+	if _, ok := s.screenFor(p, id); !ok {
+		return PressNotFound, "", ""
+	}
+	v := s.outcomes()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	st := v.m[id]
+	if st == nil {
+		return PressPending, "", ""
+	}
+	return st.status, st.press, st.by
+}
+
+// recordPress wraps the screen page's confirm or cancel of a press so that
+// the outcome of a view's press is remembered for inbox_wait.
+func (s *Part) recordPress(decision string, h func(http.ResponseWriter, *http.Request, host.Page)) func(http.ResponseWriter, *http.Request, host.Page) {
+	return func(w http.ResponseWriter, r *http.Request, pg host.Page) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
+		if err != nil {
+			host.WriteError(w, "too_large", "the request body is over 4096 bytes")
+			return
+		}
+		var req struct {
+			Press string `json:"press"`
+		}
+		_ = json.Unmarshal(body, &req)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		h(rec, r, pg)
+		var out struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		status := ""
+		switch {
+		case decision == "confirm" && out.Status == "done":
+			status = PressConfirmed
+		case decision == "confirm" && out.Status == "failed":
+			status = PressFailed
+		case decision == "cancel" && out.Status == "cancelled":
+			status = PressDeclined
+		}
+		if status != "" && s.decideViewPress(r.PathValue("id"), req.Press, status, pg.Principal.ID) {
+			if sc, ok := s.getScreen(r.Context(), r.PathValue("id")); ok {
+				s.publishScreen(sc, map[string]any{"screen": sc.id, "decided": req.Press})
+			}
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}
+}
+
+// Inbox lists the presses waiting for a person's confirmation on the
+// screens p sees, each with the app's sentence, the screen and the agent
+// that showed it.
+func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSection, error) {
+	if p.Kind != store.KindHuman {
+		return nil, nil
+	}
+	type waiting struct {
+		screen, title, owner, press, sentence, tool, button string
+		at                                                  time.Time
+	}
+	var all []waiting
+	for _, sc := range s.visibleScreens(p) {
+		sc.mu.RLock()
+		if !sc.closed && len(sc.presses) > 0 {
+			title := render.Title(sc.doc)
+			for id, pp := range sc.presses {
+				label := pp.button
+				if n := sc.doc.Node(pp.button); n != nil {
+					if l, ok := n.Props["label"].(string); ok && strings.TrimSpace(l) != "" {
+						label = l
+					}
+				}
+				all = append(all, waiting{screen: sc.id, title: title, owner: sc.owner.ID, press: id, sentence: pp.sentence, tool: pp.tool, button: label, at: pp.created})
+			}
+		}
+		sc.mu.RUnlock()
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(all, func(a, b waiting) int { return a.at.Compare(b.at) })
+	names := s.PrincipalNames(ctx)
+	sec := host.InboxSection{ID: "screen-presses", Title: "Actions to confirm", Empty: "No actions wait for your confirmation."}
+	for _, wt := range all {
+		base := "/web/screens/" + url.PathEscape(wt.screen) + "/presses/" + url.PathEscape(wt.press) + "/"
+		sentence := wt.sentence
+		if sentence == "" {
+			sentence = "Run " + wt.tool + "?"
+		}
+		sec.Items = append(sec.Items, host.InboxItem{
+			Summary: sentence,
+			Title:   "Pressed " + wt.button + " on a screen",
+			Fields: []host.InboxField{
+				{Label: "Screen", Value: wt.title},
+				{Label: "Agent", Value: host.NameOr(names, wt.owner)},
+				host.InboxTime("When", wt.at),
+			},
+			Details: []host.InboxField{{Label: "Tool", Value: wt.tool}, {Label: "Screen id", Value: wt.screen}},
+			Link:    "/screens/" + url.PathEscape(wt.screen) + "?press=" + url.QueryEscape(wt.press), LinkLabel: "Open the screen",
+			Actions: []host.InboxAction{
+				{Label: "Confirm", URL: base + "confirm", Primary: true},
+				{Label: "Decline", URL: base + "decline"},
+			},
+		})
+	}
+	return []host.InboxSection{sec}, nil
+}
+
+// handleInboxPress is a person's Confirm or Decline of a press in the
+// inbox: the same answer as on the screen's page, then back to the inbox.
+func (s *Part) handleInboxPress(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	var h func(http.ResponseWriter, *http.Request, host.Page)
+	decision := r.PathValue("decision")
+	switch decision {
+	case "confirm":
+		h = s.recordPress("confirm", s.handleScreenConfirm)
+	case "decline":
+		h = s.recordPress("cancel", s.handleScreenCancel)
+	default:
+		host.WriteError(w, "not_found", "a press can be confirmed or declined")
+		return
+	}
+	body, _ := json.Marshal(map[string]string{"press": r.PathValue("press")})
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	r2.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h(rec, r2, pg)
+	var out struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Error   *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &out)
+	var notice string
+	switch {
+	case out.Status == "done":
+		notice = "Confirmed: the action ran."
+	case out.Status == "cancelled":
+		notice = "Declined: nothing was run."
+	case out.Message != "":
+		notice = out.Message
+	case out.Error != nil:
+		notice = out.Error.Message
+	default:
+		notice = "That press could not be answered; open the screen and try again."
+	}
+	if r.Header.Get("Accept") == "application/json" {
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": out.Status, "message": notice})
+		return
+	}
+	s.SetNotice(w, r, notice)
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}
