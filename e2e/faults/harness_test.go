@@ -70,13 +70,14 @@ type server struct {
 	link  string
 }
 
-// serve starts `assent serve --demo` on dir with extra arguments and waits
-// for its welcome text.
-func serve(t *testing.T, exe, dir string, extra ...string) *server {
+// serve starts `assent serve --demo` on dir, with env added to its
+// environment (ASSENT_STORE, ASSENT_NODE), and waits for its welcome
+// text.
+func serve(t *testing.T, exe, dir string, env ...string) *server {
 	t.Helper()
-	args := append([]string{"serve", "--demo", "--data", dir, "--addr", "127.0.0.1:0"}, extra...)
+	args := []string{"serve", "--demo", "--data", dir, "--addr", "127.0.0.1:0"}
 	s := &server{cmd: exec.Command(exe, args...)}
-	s.cmd.Env = append(os.Environ(), "ASSENT_STORE=")
+	s.cmd.Env = append(append(os.Environ(), "ASSENT_STORE="), env...)
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
