@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -54,6 +55,13 @@ func TestFullDisk(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	s := serve(t, exe, data)
 	token := s.token
+	// An application's service shows a screen that it updates live.
+	app := tokens(t, exe, data, "", "service", 1)[0]
+	code, shown, err := s.call("POST", "/v1/screens", app, nil, "root = Text($s)\n$s = \"start\"\n")
+	screenID, _ := shown["id"].(string)
+	if err != nil || code != http.StatusCreated || screenID == "" {
+		t.Fatalf("show: %d %v %v", code, shown, err)
+	}
 	filler := fill(t, dir)
 
 	l := newLedger()
@@ -82,6 +90,33 @@ func TestFullDisk(t *testing.T) {
 	}
 	ready, _, _ := s.call("GET", "/v1/ready", "", nil, nil)
 
+	// Live updates on the full disk: each is answered 200 (saved) or 503
+	// store_unavailable, never 500.
+	updates := map[string]int{}
+	lastAcked := "start"
+	for i := range 50 {
+		v := fmt.Sprintf("update-%d", i)
+		code, body, err := s.call("POST", "/v1/screens/"+screenID+"/updates", app, nil, `$s = "`+v+`"`)
+		if err != nil {
+			t.Fatalf("update %d got no answer: %v", i, err)
+		}
+		updates[fmt.Sprintf("%d %s", code, errCode(body))]++
+		switch {
+		case code == http.StatusOK:
+			lastAcked = v
+		case code == http.StatusServiceUnavailable && errCode(body) == "store_unavailable":
+			if c, ok := dig(body, "error", "data", "committed").(bool); !ok {
+				t.Fatalf("a refused update does not say whether it committed: %v", body)
+			} else if c {
+				lastAcked = v
+			}
+		case code == http.StatusTooManyRequests:
+			time.Sleep(100 * time.Millisecond)
+		default:
+			t.Fatalf("update %d on a full disk: %d %v; want 200 or 503 store_unavailable", i, code, body)
+		}
+	}
+
 	// Space again: writes are saved again.
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -102,6 +137,9 @@ func TestFullDisk(t *testing.T) {
 	}
 	s.kill()
 	s = serve(t, exe, data)
+	if _, got, err := s.call("GET", "/v1/screens/"+screenID, app, nil, nil); err != nil || !strings.Contains(fmt.Sprint(got["outline"]), lastAcked) {
+		t.Errorf("after the kill the screen shows %v, want the last acknowledged update %q (%v)", got["outline"], lastAcked, err)
+	}
 	owner := map[string]string{}
 	for _, id := range l.acked {
 		owner[id] = token
@@ -109,6 +147,6 @@ func TestFullDisk(t *testing.T) {
 	if lost := missing(t, s, owner, l.acked); len(lost) > 0 {
 		t.Errorf("%d of %d acknowledged writes are missing after the kill, e.g. %v", len(lost), len(l.acked), lost[:min(3, len(lost))])
 	}
-	t.Logf("full disk: %d writes; %d acknowledged (all present after kill -9 and restart), refused %v; /v1/ready answered %d while full",
-		writes, len(l.acked), l.refused, ready)
+	t.Logf("full disk: %d writes; %d acknowledged (all present after kill -9 and restart), refused %v; screen updates %v; /v1/ready answered %d while full",
+		writes, len(l.acked), l.refused, updates, ready)
 }

@@ -186,6 +186,8 @@ func (s *server) call(method, path, token string, who *session, body any) (int, 
 	contentType := "application/json"
 	switch b := body.(type) {
 	case nil:
+	case string:
+		rd, contentType = strings.NewReader(b), "text/plain"
 	case url.Values:
 		rd, contentType = strings.NewReader(b.Encode()), "application/x-www-form-urlencoded"
 	default:
@@ -230,10 +232,15 @@ func errCode(m map[string]any) string {
 // agentTokens makes n agent tokens on dir (or the store storeURL) with
 // the CLI, so that a load is not held to one principal's request rate.
 func agentTokens(t *testing.T, exe, dir, storeURL string, n int) []string {
+	return tokens(t, exe, dir, storeURL, "agent", n)
+}
+
+// tokens makes n tokens of kind on dir (or the store storeURL).
+func tokens(t *testing.T, exe, dir, storeURL, kind string, n int) []string {
 	t.Helper()
 	var out []string
 	for i := range n {
-		args := []string{"token", "create", "--data", dir, "--kind", "agent", "--name", fmt.Sprintf("load-%d", i), "--grant", "state.write", "--json"}
+		args := []string{"token", "create", "--data", dir, "--kind", kind, "--name", fmt.Sprintf("load-%s-%d", kind, i), "--grant", "state.write", "--json"}
 		if storeURL != "" {
 			args = append(args, "--store", storeURL)
 		}
