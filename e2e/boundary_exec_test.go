@@ -190,8 +190,10 @@ func TestBoundaryAgentInlineSpawnRunsNothing(t *testing.T) {
 	if id == "" || !strings.Contains(v["url"].(string), "/runs/proposals/"+id) || !strings.Contains(v["message"].(string), "A person must approve this command in the web inbox") {
 		t.Fatalf("spawn answer: %v", v)
 	}
-	dataDir := filepath.Dir(filepath.Dir(v["work_dir"].(string)))
-	pwned := filepath.Join(dataDir, "pwned")
+	if v["work_dir"] != "runs/pwn" {
+		t.Fatalf("the proposal names the working directory %v, want runs/pwn (relative to the Run root)", v["work_dir"])
+	}
+	pwned := filepath.Join(a.Dir, "pwned")
 	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the command ran: %v", err)
 	}

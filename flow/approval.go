@@ -23,6 +23,12 @@ const (
 	ApprovalDeclined ApprovalStatus = "declined"
 	// ApprovalStale: the instance moved on before a person decided.
 	ApprovalStale ApprovalStatus = "stale"
+	// ApprovalApproving: a person approved and the transition is being
+	// applied. It was claimed in the transaction that marked the instance
+	// as applying, so no one else can decide it meanwhile; it becomes
+	// approved in the transaction that commits the transition, or pending
+	// again when the transition is not applied.
+	ApprovalApproving ApprovalStatus = "approving"
 )
 
 // Approval is a request for a person to assent to a transition that an
@@ -541,14 +547,87 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 		}
 		return Receipt{}, errorf(code, "approval %s cannot be admitted for %s: %s", id, person.ID, d.Message)
 	}
-	receipt, err := k.apply(ctx, d.Prescription.ID, admitted, a.Bindings)
+	receipt, err := k.apply(ctx, d.Prescription.ID, admitted, a.Bindings, &approvalClaim{id: id, person: person.ID})
 	if err != nil {
 		return Receipt{}, err
 	}
-	err = k.decide(ctx, id, func(a *Approval) {
-		a.Status, a.Decider, a.Receipt = ApprovalApproved, person.ID, receipt.ID
-	})
-	return receipt, err
+	k.vault.forget(id)
+	return receipt, nil
+}
+
+// approvalClaim names the approval an apply carries out and the person who
+// approved it. The apply claims the approval (pending → approving) in the
+// transaction that marks the instance as applying, records it approved in
+// the transaction that commits, and hands it back (approving → pending)
+// when the transition is not applied. A decline races the claim in the
+// store: exactly one of them finds the approval pending.
+type approvalClaim struct {
+	id, person string
+}
+
+// claim moves the approval from pending to approving for c.person in tx.
+// An approval that is no longer pending is APPROVAL_CLOSED, naming who
+// decided it.
+func (c *approvalClaim) claim(tx Tx, now time.Time) error {
+	rec, err := tx.Approval(c.id)
+	if err != nil {
+		return notFound(err, "approval", c.id)
+	}
+	if rec.Approval.Status != ApprovalPending {
+		return closedError(&rec.Approval)
+	}
+	rec.Approval.Status, rec.Approval.Decider, rec.Approval.DecidedAt = ApprovalApproving, c.person, now
+	return tx.PutApproval(rec)
+}
+
+// approve records the claimed approval approved with its receipt in tx,
+// the transaction that commits the transition.
+func (c *approvalClaim) approve(tx Tx, receipt string, now time.Time) error {
+	rec, err := tx.Approval(c.id)
+	if err != nil {
+		return err
+	}
+	if rec.Approval.Status != ApprovalApproving || rec.Approval.Decider != c.person {
+		return closedError(&rec.Approval)
+	}
+	rec.Approval.Status, rec.Approval.Receipt, rec.Approval.DecidedAt = ApprovalApproved, receipt, now
+	rec.Parameters = nil
+	return tx.PutApproval(rec)
+}
+
+// releaseClaims hands every approval of instance that an apply claimed
+// back to pending, in tx: the transition was not applied, so the person's
+// approval did not take effect and the request can be decided again.
+func releaseClaims(tx Tx, instance string) error {
+	recs, err := tx.InstanceApprovals(instance)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if rec.Approval.Status != ApprovalApproving {
+			continue
+		}
+		rec.Approval.Status, rec.Approval.Decider, rec.Approval.DecidedAt = ApprovalPending, "", time.Time{}
+		if err := tx.PutApproval(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closedError is the APPROVAL_CLOSED error for an approval that is no
+// longer pending; it says who decided it and how.
+func closedError(a *Approval) error {
+	switch a.Status {
+	case ApprovalApproving:
+		return errorf(CodeApprovalClosed, "approval %s is already being approved by %s", a.ID, a.Decider)
+	case ApprovalStale:
+		return errorf(CodeApprovalClosed, "approval %s is already stale", a.ID)
+	}
+	if a.Decider != "" {
+		return errorf(CodeApprovalClosed, "approval %s is already %s by %s", a.ID, a.Status, a.Decider)
+	}
+	return errorf(CodeApprovalClosed, "approval %s is already %s", a.ID, a.Status)
 }
 
 // rebind takes the bindings of a's transition again and says what moved.
@@ -614,7 +693,7 @@ func (k *Kernel) openApproval(ctx context.Context, id string, person Principal) 
 			return notFound(err, "approval", id)
 		}
 		if rec.Approval.Status != ApprovalPending {
-			return errorf(CodeApprovalClosed, "approval %s is already %s", id, rec.Approval.Status)
+			return closedError(&rec.Approval)
 		}
 		inst, err := tx.Instance(rec.Approval.Instance)
 		if err != nil {
@@ -646,7 +725,7 @@ func (k *Kernel) decide(ctx context.Context, id string, fn func(*Approval)) erro
 			return err
 		}
 		if rec.Approval.Status != ApprovalPending {
-			return errorf(CodeApprovalClosed, "approval %s is already %s", id, rec.Approval.Status)
+			return closedError(&rec.Approval)
 		}
 		fn(&rec.Approval)
 		rec.Approval.DecidedAt = k.now().UTC()

@@ -389,12 +389,14 @@ func cloneMap(m map[string]string) map[string]string {
 // verification is journalled recovery_required and puts the instance in
 // recovery mode (RECOVERY_REQUIRED).
 func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (Receipt, error) {
-	return k.apply(ctx, prescription, pr, nil)
+	return k.apply(ctx, prescription, pr, nil, nil)
 }
 
 // apply is Apply; bound, when not nil, is what a person approved, handed to
-// the effect so that it acts on exactly that.
-func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, bound []Binding) (Receipt, error) {
+// the effect so that it acts on exactly that; claim, when not nil, is the
+// approval this apply carries out, claimed and recorded in the same
+// transactions as the instance.
+func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, bound []Binding, claim *approvalClaim) (Receipt, error) {
 	var rec PrescriptionRecord
 	var receipt Receipt
 	replay := false
@@ -454,9 +456,12 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	}
 	defer unlock()
 
-	// Begin: re-resolve under the locks.
+	// Begin: re-resolve under the locks. The locks hold within this
+	// process only; another node applying the same prescription shows as
+	// the instance marked with it, and this apply waits for that one to
+	// settle and answers its receipt.
 	var before Instance
-	err = k.store.Update(ctx, func(tx Tx) error {
+	begin := func(tx Tx) error {
 		if r, err := tx.Receipt(rx.ID); err == nil {
 			receipt, replay = r, true
 			return nil
@@ -464,6 +469,9 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		inst, err := tx.Instance(rx.Instance)
 		if err != nil {
 			return notFound(err, "instance", rx.Instance)
+		}
+		if inst.Pending == rx.ID {
+			return errApplyingElsewhere
 		}
 		if inst.Pending != "" {
 			return errorf(CodeRevisionConflict, "prescription %s is being applied to instance %s; try again when it settles", inst.Pending, inst.ID)
@@ -486,6 +494,11 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		if !k.now().Before(rx.ExpiresAt) {
 			return errorf(CodePrescriptionExpired, "prescription %s expired at %s; resolve again", rx.ID, rx.ExpiresAt.Format(time.RFC3339))
 		}
+		if claim != nil {
+			if err := claim.claim(tx, k.now().UTC()); err != nil {
+				return err
+			}
+		}
 		before = inst
 		next := inst.Clone()
 		next.Pending = rx.ID
@@ -493,7 +506,23 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 			return err
 		}
 		return tx.AppendJournal(k.entry(&rx, inst.Revision, JournalBegun, ""))
-	})
+	}
+	err = k.store.Update(ctx, begin)
+	waited := time.Duration(0)
+	for wait := 10 * time.Millisecond; errors.Is(err, errApplyingElsewhere); wait = min(2*wait, 200*time.Millisecond) {
+		if waited >= maxApplyWait {
+			return Receipt{}, errorf(CodeRevisionConflict, "prescription %s is being applied elsewhere and did not settle within %s; apply it again to get its receipt", rx.ID, maxApplyWait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Receipt{}, errorf(CodeRevisionConflict, "prescription %s is being applied elsewhere and did not settle before the request ended; apply it again to get its receipt", rx.ID)
+		case <-t.C:
+		}
+		waited += wait
+		err = k.store.Update(ctx, begin)
+	}
 	if err != nil || replay {
 		return receipt, err
 	}
@@ -579,6 +608,11 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		if err := tx.PutReceipt(receipt); err != nil {
 			return err
 		}
+		if claim != nil {
+			if err := claim.approve(tx, receipt.ID, receipt.CommittedAt); err != nil {
+				return err
+			}
+		}
 		if err := dropSecrets(tx, rx.ID); err != nil {
 			return err
 		}
@@ -589,6 +623,14 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	}
 	return receipt, nil
 }
+
+// errApplyingElsewhere is begin's answer when the instance is marked with
+// the very prescription being applied: another applier holds it.
+var errApplyingElsewhere = errors.New("flow: the prescription is being applied by another applier")
+
+// maxApplyWait bounds how long an apply waits for another applier of the
+// same prescription to settle.
+const maxApplyWait = 30 * time.Second
 
 // RecoverInterrupted settles applies that were cut short, for example by a
 // crash: every instance still marked with a pending prescription that no
@@ -699,6 +741,9 @@ func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, 
 			next.Recovery = &RecoveryMark{Transition: rx.Transition, Prescription: rx.ID, Cause: truncate(cause.Error(), 1024)}
 		}
 		if err := tx.UpdateInstance(next, before.Revision, rx.ID); err != nil {
+			return err
+		}
+		if err := releaseClaims(tx, before.ID); err != nil {
 			return err
 		}
 		if err := dropSecrets(tx, rx.ID); err != nil {

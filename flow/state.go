@@ -72,7 +72,7 @@ func DecodeApprovalRecord(data []byte) (ApprovalRecord, error) {
 		return bad("approval.id", "an approval id is apr- and a digest")
 	}
 	switch a.Status {
-	case ApprovalPending, ApprovalApproved, ApprovalDeclined, ApprovalStale:
+	case ApprovalPending, ApprovalApproved, ApprovalDeclined, ApprovalStale, ApprovalApproving:
 	default:
 		return bad("approval.status", fmt.Sprintf("%q is not an approval status", a.Status))
 	}

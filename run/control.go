@@ -160,6 +160,38 @@ func (m *Manager) deliverLocked(ctx context.Context, ownerID, senderID, id, acti
 		NextActions: []string{"inspect target=run:" + id + " view=control"}, Run: id, InstanceID: r.InstanceID}, nil, nil
 }
 
+// terminalControlReason is the error recorded on a Control whose Run
+// generation ended before the Control was handled; it starts with the
+// code terminal_state.
+const terminalControlReason = "terminal_state: the Run generation ended before the Control was handled"
+
+// failStranded records failed, with terminal_state, every pending Control
+// (queued, delivered or claimed) of Run r that can no longer be handled:
+// all of them when r has ended, else those of generations before the
+// current one. Such Controls would otherwise wait forever and count
+// against the Run's bound of pending Controls.
+func (m *Manager) failStranded(ctx context.Context, r store.RunRecord) error {
+	ended := !r.EndedAt.IsZero()
+	cs, err := m.st.Controls(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	failed := false
+	for _, c := range cs {
+		if !store.ControlPending(c.Status) || (!ended && c.InstanceID == r.InstanceID) {
+			continue
+		}
+		if _, err := m.st.TransitionControl(ctx, r.ID, c.ID, store.ControlFailed, nil, terminalControlReason, m.now()); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		failed = true
+	}
+	if failed {
+		m.notify(r.OwnerID, r.ID, "run.control")
+	}
+	return nil
+}
+
 func (m *Manager) admissionError(id string, err error) error {
 	var ce *store.ControlError
 	if !errors.As(err, &ce) {

@@ -164,11 +164,10 @@ func (m *Manager) awaitDelivery(ctx context.Context, r store.RunRecord, node str
 
 // deliverQueued writes the queued Controls of Run id's current
 // generation, in journal order, to its FIFO when this node supervises it,
-// recording each delivered or failed as the local path does.
+// recording each delivered or failed as the local path does. It serves
+// Controls other nodes admitted, and, at start, those a stop of this node
+// left queued between their admission and their delivery.
 func (m *Manager) deliverQueued(ctx context.Context, id string) error {
-	if !m.forwarding() {
-		return nil
-	}
 	unlock := m.lock(id)
 	defer unlock()
 	r, err := m.st.Run(ctx, id)

@@ -301,7 +301,15 @@ func (m *Manager) markLost(ctx context.Context, id string, lost Lost, now time.T
 	if err := m.saveRun(ctx, r); err != nil {
 		return nil, false, fmt.Errorf("run: mark Run %s lost: %w", id, err)
 	}
-	return m.view(r), wantsRestart(d.Definition), nil
+	restart = wantsRestart(d.Definition)
+	if !restart {
+		// No generation follows to handle them: its pending Controls end
+		// (a restart fails them with its own reason).
+		if err := m.failStranded(ctx, r); err != nil {
+			m.log.Warn("fail the pending controls of a lost run", "run", id, "err", err)
+		}
+	}
+	return m.view(r), restart, nil
 }
 
 // lostRestartReason is the error of the pending Controls of a lost

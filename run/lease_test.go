@@ -298,3 +298,28 @@ func TestRestartFailsPendingControls(t *testing.T) {
 		t.Errorf("admission to the restarted generation: %v", err)
 	}
 }
+
+// A Run found lost that does not restart fails its pending Controls with
+// terminal_state: no generation is left to handle them.
+func TestLostFailsPendingControls(t *testing.T) {
+	f := newFixture(t)
+	c := &clock{t0}
+	b := newKeeper(t, f, "node-b", c)
+	r := claimLive(t, f, "svc", `{"template":"sleep 100","control":["pause"]}`)
+	q := t0
+	if _, err := f.db.AdmitControl(t.Context(), "svc", store.Control{ID: "c1", InstanceID: r.InstanceID, Action: "pause", QueuedAt: &q}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.AcquireLease(t.Context(), "svc", "node-a", t0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.t = t0.Add(time.Minute)
+	rep, err := b.Tick(t.Context())
+	if err != nil || len(rep.Lost) != 1 || rep.Lost[0].Restarted != nil {
+		t.Fatalf("Tick = %+v, %v; want svc lost, not restarted", rep, err)
+	}
+	cs, err := f.db.Controls(t.Context(), "svc")
+	if err != nil || len(cs) != 1 || cs[0].Status != store.ControlFailed || cs[0].Error != terminalControlReason {
+		t.Fatalf("journal = %+v, %v; want c1 failed with terminal_state", cs, err)
+	}
+}

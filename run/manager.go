@@ -779,6 +779,9 @@ func (m *Manager) finish(id, instance string) {
 		m.log.Error("record run exit", "run", id, "err", err)
 		return
 	}
+	if err := m.failStranded(ctx, r); err != nil {
+		m.log.Warn("fail the pending controls of an ended run", "run", id, "err", err)
+	}
 	m.releaseLease(id)
 }
 
@@ -815,7 +818,17 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		return fmt.Errorf("run: reconcile: %w", err)
 	}
 	for _, r := range runs {
-		if !r.EndedAt.IsZero() || r.Archived {
+		if r.Archived {
+			continue
+		}
+		if !r.EndedAt.IsZero() {
+			// Controls a stop of this node left pending on a Run that
+			// ended meanwhile end now, instead of waiting forever.
+			if !m.otherNode(r) {
+				if err := m.failStranded(ctx, r); err != nil {
+					m.log.Warn("fail the pending controls of an ended run", "run", r.ID, "err", err)
+				}
+			}
 			continue
 		}
 		if m.keeper != nil {
@@ -844,7 +857,11 @@ func (m *Manager) reconcile(ctx context.Context) error {
 				who = &identity{uid: uid, gid: uid, pooled: true}
 			}
 			m.adopt(r.ID, r.InstanceID, r.PID, r.StartTime, who)
-			// Controls other nodes queued while this node was away.
+			if err := m.failStranded(ctx, r); err != nil {
+				m.log.Warn("fail the controls of earlier generations", "run", r.ID, "err", err)
+			}
+			// Controls other nodes queued while this node was away, and
+			// those a stop of this node left queued before delivery.
 			if err := m.deliverQueued(ctx, r.ID); err != nil {
 				m.log.Warn("deliver queued controls", "run", r.ID, "err", err)
 			}

@@ -761,3 +761,87 @@ func TestControlDiagnostics(t *testing.T) {
 		t.Fatalf("triage %v", tri)
 	}
 }
+
+// Controls a stop of the server left pending never wait forever: at the
+// next start a Control admitted but not yet written to a live Run's FIFO
+// is delivered, and the pending Controls of a Run that ended meanwhile
+// fail with terminal_state.
+func TestPendingControlsAfterRestart(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	live := f.spawn("alice", "live", "sleep 300", "pause")
+	f.spawn("alice", "gone", "sleep 300", "pause")
+	f.m.Close()
+	// A reader on the live Run's FIFO, as the Run's own loop would be.
+	fifo := decodeDoc(mustRun(t, f.db, "live")).FIFO
+	fd, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := os.NewFile(uintptr(fd), fifo)
+	defer rd.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	admit := func(run, instance, id string) {
+		t.Helper()
+		c := store.Control{ID: id, InstanceID: instance, Action: "pause", Status: store.ControlQueued, QueuedAt: &now}
+		if _, err := f.db.AdmitControl(ctx, run, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Admitted, then the server was killed before writing it.
+	admit("live", live.InstanceID, "11111111-1111-4111-8111-111111111111")
+	// Queued on a Run whose process died while no server watched.
+	g := mustRun(t, f.db, "gone")
+	admit("gone", g.InstanceID, "33333333-3333-4333-8333-333333333333")
+	realPID := g.PID
+	g.PID = 1 << 22
+	if err := f.db.SaveRun(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(-realPID, syscall.SIGKILL)
+
+	f.m = f.open()
+	defer func() {
+		f.m.Kill(ctx, "alice", "live")
+		f.waitEnded("live")
+	}()
+	f.waitEnded("gone")
+	want := map[string]string{
+		"11111111-1111-4111-8111-111111111111": store.ControlDelivered,
+		"33333333-3333-4333-8333-333333333333": store.ControlFailed,
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]store.Control{}
+		for _, run := range []string{"live", "gone"} {
+			cs, err := f.db.Controls(ctx, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				got[c.ID] = c
+			}
+		}
+		ok := true
+		for id, status := range want {
+			c := got[id]
+			if c.Status != status || (status == store.ControlFailed && !strings.HasPrefix(c.Error, "terminal_state")) {
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("controls after restart: %+v; want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	line, err := bufio.NewReader(rd).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _, _, err := DecodeWireRecord(line[:len(line)-1]); err != nil || id != "11111111-1111-4111-8111-111111111111" {
+		t.Fatalf("the FIFO received %q (%v)", line, err)
+	}
+}

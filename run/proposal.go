@@ -97,6 +97,12 @@ type proposalPlan struct {
 	update bool
 }
 
+// proposalWorkDir is the working directory a proposal records for Run id:
+// relative to the Run root (runs/ in the data directory of whichever node
+// runs it), so that the proposal names the same directory on every node
+// and any node can carry it out.
+func proposalWorkDir(id string) string { return "runs/" + id }
+
 // DecodeProposal parses a proposal record in its JSON form and checks that
 // it is one approval can carry out as recorded: a known kind, a valid
 // Recipe and target, and a script that is exactly what the Recipe and
@@ -312,7 +318,7 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 	if err != nil {
 		return nil, toolError(err)
 	}
-	dir := ts.m.stateDir(id)
+	dir := proposalWorkDir(id)
 	vals["run_id"], vals["state_dir"] = id, dir
 	script, err := rec.Script(vals)
 	if err != nil {
@@ -352,7 +358,7 @@ func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name stri
 	request, _ := json.Marshal(toolRequestDoc{Expose: expose, Update: update})
 	dir := "a new temporary directory, removed when the call ends"
 	if r.Async {
-		dir = ts.m.stateDir("<run id>")
+		dir = proposalWorkDir("<run id>")
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalTool, Target: name, Recipe: doc, Script: script, WorkDir: dir,
 		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request})
@@ -530,8 +536,12 @@ func (ts *ToolSet) Approve(ctx context.Context, decider store.Principal, id stri
 			return p, errorf(CodeStaleProposal, "Proposal %s was filed by a principal that no longer exists or was revoked; decline it.", id)
 		}
 	}
-	if p.Kind == store.ProposalSpawn && p.WorkDir != ts.m.stateDir(p.Target) {
-		return p, errorf(CodeStaleProposal, "Proposal %s names a working directory outside this server's Runs; decline it.", id)
+	// The working directory is recorded relative to the Run root, which
+	// every node keeps under its own data directory, so any node carries
+	// the proposal out. A record written with this node's absolute path
+	// is accepted too.
+	if p.Kind == store.ProposalSpawn && p.WorkDir != proposalWorkDir(p.Target) && p.WorkDir != ts.m.stateDir(p.Target) {
+		return p, errorf(CodeStaleProposal, "Proposal %s names a working directory outside the Runs; decline it.", id)
 	}
 	now := ts.m.now().UTC()
 	if err := ts.props.DecideProposal(ctx, store.ProposalDecision{ID: id, From: store.ProposalPending, To: store.ProposalApproved, DecidedBy: decider.ID, DecidedAt: now}); err != nil {

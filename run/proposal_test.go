@@ -465,3 +465,42 @@ func TestMayExecute(t *testing.T) {
 		}
 	}
 }
+
+// A proposal names its working directory relative to the Run root, so a
+// node other than the one that filed it approves it: filed on node A, A
+// stopped, approved on node B, whose data directory is elsewhere; the Run
+// starts on B, in B's Run directory.
+func TestProposalApprovedOnAnotherNode(t *testing.T) {
+	a := newFixture(t)
+	_, regA := newToolSet(t, a)
+	res, err := callAs(t, regA, ToolSpawn, mallory, `{"template":"pwd","as":"run:elsewhere"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := structured(t, res)
+	id, _ := v["proposal"].(string)
+	if v["status"] != StatusPendingApproval || id == "" {
+		t.Fatalf("spawn answered %v", v)
+	}
+	if v["work_dir"] != "runs/elsewhere" {
+		t.Fatalf("the proposal names the working directory %v, want runs/elsewhere", v["work_dir"])
+	}
+	a.m.Close()
+
+	dirB := t.TempDir()
+	b := &fixture{t: t, db: a.db, dir: dirB}
+	b.m, err = New(context.Background(), Config{Store: a.db, DataDir: dirB, Node: "node-b", PollInterval: 20 * time.Millisecond, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.m.Close() })
+	tsB := NewToolSet(b.m, tool.NewRegistry())
+	pr, err := tsB.Approve(context.Background(), person, id)
+	if err != nil || pr.Status != store.ProposalApproved {
+		t.Fatalf("approve on node B = %+v, %v", pr, err)
+	}
+	b.waitEnded("elsewhere")
+	if _, err := os.Stat(filepath.Join(dirB, "runs", "elsewhere")); err != nil {
+		t.Fatalf("the Run did not run in node B's Run directory: %v", err)
+	}
+}

@@ -351,7 +351,7 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 	}
 	o.DecidedBy, o.Receipt, o.Next = a.Decider, a.Receipt, ""
 	switch a.Status {
-	case flow.ApprovalPending:
+	case flow.ApprovalPending, flow.ApprovalApproving:
 		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
 		if inst, err := s.flows.Kernel().Instance(ctx, a.Instance); err == nil && inst.Revision != a.Revision {
 			o.Status = outcomeStale

@@ -316,6 +316,10 @@ func mcpHandler(reg *tool.Registry, name string, who PrincipalFunc, log interfac
 			if errors.As(err, &te) {
 				return toolErrorResult(te), nil
 			}
+			if store.Unavailable(err) {
+				log.Error("tool refused: the store is unavailable", "tool", name, "err", err)
+				return toolErrorResult(host.StoreUnavailableError()), nil
+			}
 			log.Error("tool failed", "tool", name, "err", err)
 			return toolErrorResult(tool.Errorf("tool_failed", "the tool failed inside the server; try again, and report it if it persists")), nil
 		}

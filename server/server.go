@@ -25,6 +25,7 @@ import (
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -84,6 +85,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() http.Handler {
 	mux := host.NewMux()
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.HandleFunc("GET /v1/ready", s.handleReady)
 	mux.Handle("GET /v1/whoami", s.Authed(http.HandlerFunc(s.handleWhoami)))
 	mux.Handle("GET /v1/events", s.Authed(http.HandlerFunc(s.handleEvents)))
 	mux.Handle("/mcp", s.BearerOnly(s.mcp))
@@ -156,6 +158,41 @@ func (s *Server) Close() {
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	host.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": assent.Version, "store": s.Store.Backend.Kind()})
 }
+
+// readyTimeout bounds the store check of GET /v1/ready, so that a load
+// balancer's probe answers promptly when the store hangs.
+const readyTimeout = time.Second
+
+// handleReady answers whether this node should receive requests: 200 when
+// it reached its store within readyTimeout and its Run leases are current,
+// 503 otherwise. It needs no token, like /v1/health, and says no more than
+// which check failed.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	storeOK := true
+	if _, err := s.Store.Backend.Settings().Setting(ctx, readyProbeSetting); err != nil && !errors.Is(err, store.ErrNotFound) {
+		storeOK = false
+	}
+	leasesOK := s.runs == nil || s.runs.LeasesCurrent(time.Now())
+	body := map[string]any{"status": "ready", "store": "ok", "leases": "ok", "version": assent.Version, "node": s.Config.Node}
+	status := http.StatusOK
+	if !storeOK {
+		body["store"], body["status"], status = "unreachable", "not_ready", http.StatusServiceUnavailable
+	}
+	if !leasesOK {
+		body["leases"], body["status"], status = "behind", "not_ready", http.StatusServiceUnavailable
+	}
+	if status != http.StatusOK {
+		body["error"] = wire.New(wire.Unavailable, "this node cannot serve now: its store is unreachable or its Run leases are not current; send requests to another node")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	host.WriteJSON(w, status, body)
+}
+
+// readyProbeSetting is the setting GET /v1/ready reads to reach the store;
+// it need not exist.
+const readyProbeSetting = "ready_probe"
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	p := host.PrincipalOf(r)

@@ -116,8 +116,8 @@ func TestFlowDecline(t *testing.T) {
 	if code != 200 || assenttest.Dig(v, "instance", "phase") != "submitted" || len(v["receipts"].([]any)) != 0 {
 		t.Fatalf("instance after decline: %v", v)
 	}
-	// Deciding again is refused with the kernel's code.
-	if loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); loc != "/inbox" || !strings.Contains(page, "APPROVAL_CLOSED") {
+	// Deciding again is refused, saying who decided first and how.
+	if loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); loc != "/inbox" || !strings.Contains(page, "already_decided") || !strings.Contains(page, "already declined by approver") {
 		t.Fatalf("second decision: %s\n%s", loc, page)
 	}
 }
@@ -605,8 +605,11 @@ func TestFlowApproveFromWebScript(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(m["id"].(string), "rcp-") || m["principal"] != person.ID {
 		t.Fatalf("approve: %d %v", code, m)
 	}
-	if code, m := post(map[string]string{"Origin": f.HTTP.URL, "X-CSRF-Token": csrf}); code != 409 || assenttest.ErrCode(m) != "APPROVAL_CLOSED" {
-		t.Fatalf("approve again: %d %v", code, m)
+	// Approving again is refused with who approved and the receipt.
+	again, m2 := post(map[string]string{"Origin": f.HTTP.URL, "X-CSRF-Token": csrf})
+	data, _ := assenttest.Dig(m2, "error", "data").(map[string]any)
+	if again != 409 || assenttest.ErrCode(m2) != "already_decided" || data["status"] != "approved" || data["decided_by"] != person.ID || data["receipt"] != m["id"] {
+		t.Fatalf("approve again: %d %v", again, m2)
 	}
 }
 

@@ -323,27 +323,73 @@ func (s *Part) Decide(ctx context.Context, person store.Principal, id, decision,
 	}
 	inst, _ := s.flows.Instance(ctx, a.Instance)
 	defer s.publishFlow("flow.approval", inst.Owner, map[string]any{"approval": id, "instance": a.Instance})
+	out, err := s.decide(ctx, person, id, decision, reason)
+	if flow.ErrorCode(err) == flow.CodeApprovalClosed || flowCode(err) == flow.CodeApprovalClosed {
+		if now, rerr := s.flows.Approval(ctx, id); rerr == nil {
+			err = s.alreadyDecided(ctx, now, err)
+		}
+	}
+	return out, a, err
+}
+
+// flowCode is the code of a tool error made from a kernel error.
+func flowCode(err error) string {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return ""
+}
+
+// alreadyDecided turns the refusal of a decision on an approval someone
+// else decided first into already_decided, saying who decided, how and
+// when, with the receipt of an approval or the reason of a decline. A
+// stale approval keeps closed, the kernel's answer.
+func (s *Part) alreadyDecided(ctx context.Context, a flow.Approval, closed error) error {
+	if a.Decider == "" || a.Status == flow.ApprovalStale || a.Status == flow.ApprovalPending {
+		return closed
+	}
+	by := host.NameOr(s.PrincipalNames(ctx), a.Decider)
+	data := map[string]any{"approval": a.ID, "status": string(a.Status), "decided_by": a.Decider, "decided_by_name": by}
+	if !a.DecidedAt.IsZero() {
+		data["decided_at"] = a.DecidedAt
+	}
+	if a.Receipt != "" {
+		data["receipt"] = a.Receipt
+	}
+	if a.Reason != "" {
+		data["reason"] = a.Reason
+	}
+	msg := fmt.Sprintf("approval %s was already %s by %s; nothing more was done. Reload the inbox to see it", a.ID, a.Status, by)
+	if a.Status == flow.ApprovalApproving {
+		msg = fmt.Sprintf("approval %s is being approved by %s; nothing more was done. Reload the inbox to see the outcome", a.ID, by)
+	}
+	return &tool.Error{Code: "already_decided", Message: msg, Data: data}
+}
+
+// decide carries out one decision on an approval.
+func (s *Part) decide(ctx context.Context, person store.Principal, id, decision, reason string) (any, error) {
 	switch decision {
 	case "approve":
 		r, err := s.flows.Approve(ctx, id, flowPrincipal(person))
 		if flow.ErrorCode(err) == flow.CodeCapabilityDenied {
-			return nil, a, tool.Errorf(flow.CodeCapabilityDenied, "%s; approving adds only human.approve, so the approver's own token must grant the rest (assent token create --kind human --grant …); the request stays open", flowError(err).(*tool.Error).Message)
+			return nil, tool.Errorf(flow.CodeCapabilityDenied, "%s; approving adds only human.approve, so the approver's own token must grant the rest (assent token create --kind human --grant …); the request stays open", flowError(err).(*tool.Error).Message)
 		}
 		if err != nil {
-			return nil, a, flowError(err)
+			return nil, flowError(err)
 		}
-		return r, a, nil
+		return r, nil
 	case "decline":
 		if reason == "" {
 			reason = "declined by " + person.Name
 		}
 		out, err := s.flows.Decline(ctx, id, flowPrincipal(person), reason)
 		if err != nil {
-			return nil, a, flowError(err)
+			return nil, flowError(err)
 		}
-		return out, a, nil
+		return out, nil
 	}
-	return nil, a, tool.Errorf("not_found", "an approval can be approved or declined")
+	return nil, tool.Errorf("not_found", "an approval can be approved or declined")
 }
 
 func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {

@@ -56,7 +56,20 @@ func WriteToolError(w http.ResponseWriter, err error) {
 		WriteAPIError(w, FromToolError(te))
 		return
 	}
+	if store.Unavailable(err) {
+		WriteAPIError(w, FromToolError(StoreUnavailableError()))
+		return
+	}
 	WriteError(w, wire.Internal, InternalMessage)
+}
+
+// StoreUnavailableError is the answer to a request that failed because the
+// store could not be reached or could not write (see store.Unavailable):
+// 503 store_unavailable, retryable. The failed transaction was rolled
+// back; only when a connection is lost during the commit itself can the
+// server not know, so the answer does not claim either way.
+func StoreUnavailableError() *tool.Error {
+	return tool.Errorf(string(wire.StoreUnavailable), "the store could not be reached or could not save; try again when it is reachable (GET /v1/ready tells when this node can reach it)")
 }
 
 // MaxBody is the default request body limit.

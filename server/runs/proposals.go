@@ -312,6 +312,10 @@ type toolRow struct {
 
 func (s *Part) handleToolsPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	infos, err := s.runTools.RegisteredTools(r.Context(), *pg.Principal)
+	if store.Unavailable(err) {
+		host.WriteToolError(w, err)
+		return
+	}
 	if err != nil {
 		host.WriteError(w, wire.Internal, "the tools could not be listed; reload the page, and report it if it persists")
 		return

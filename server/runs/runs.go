@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
@@ -33,6 +35,11 @@ type Part struct {
 	// has.
 	stopLeases context.CancelFunc
 	leasesDone chan struct{}
+	// leasesKept is when the lease keeper last finished a round with the
+	// store (Unix nanoseconds; 0 before the first).
+	leasesKept atomic.Int64
+	// leaseTTL is the lease keeper's time to live; 0 without a keeper.
+	leaseTTL time.Duration
 	// stopSignals ends the follower of other nodes' Signals.
 	stopSignals func()
 }
@@ -107,12 +114,16 @@ func (s *Part) keepLeases() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopLeases, s.leasesDone = cancel, make(chan struct{})
+	s.leaseTTL = 3 * k.Interval()
 	log := s.Log.With("part", "runs", "node", s.Config.Node)
 	go func() {
 		defer close(s.leasesDone)
 		k.Keep(ctx, func(rep run.LeaseReport, err error) {
 			if err != nil && ctx.Err() == nil {
 				log.Warn("run leases not kept this round; retrying", "err", err)
+			}
+			if err == nil {
+				s.leasesKept.Store(time.Now().UnixNano())
 			}
 			for _, id := range rep.Taken {
 				log.Warn("another node took over a Run this node supervised", "run", id)
@@ -144,6 +155,18 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
 		return "runs", 0
 	}
 	return "runs", len(runs)
+}
+
+// LeasesCurrent reports whether this node's Run leases are current: the
+// lease keeper finished a round with the store within the last lease time
+// to live, so no other node takes this node's Runs for lost. Without a
+// lease keeper there is nothing to keep current.
+func (s *Part) LeasesCurrent(now time.Time) bool {
+	if s.leaseTTL == 0 {
+		return true
+	}
+	kept := s.leasesKept.Load()
+	return kept != 0 && now.Sub(time.Unix(0, kept)) < s.leaseTTL
 }
 
 // Manager returns the Run supervisor.

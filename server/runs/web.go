@@ -171,6 +171,10 @@ func (s *Part) handleRunsPage(w http.ResponseWriter, r *http.Request, pg host.Pa
 func (s *Part) renderRunsPage(w http.ResponseWriter, r *http.Request, pg host.Page, status int, d runsPage) {
 	ctx := r.Context()
 	runs, err := s.listRuns(ctx, *pg.Principal, "all")
+	if store.Unavailable(err) {
+		host.WriteToolError(w, err)
+		return
+	}
 	if err != nil {
 		host.WriteError(w, wire.Internal, "the Runs could not be listed; reload the page, and report it if it persists")
 		return

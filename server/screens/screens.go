@@ -476,6 +476,20 @@ func (s *Part) newScreen(ctx context.Context, p store.Principal, opts Options) (
 }
 
 // storeUnavailable is the refusal of a change the store could not save.
+// updateUnsaved is the answer to a live update the store refused: 503
+// store_unavailable with data.committed saying whether the screen kept it
+// (true: saved with the screen, but not in the live feed other nodes read;
+// false: not saved, so send it again).
+func updateUnsaved(committed bool) *tool.Error {
+	msg := "the update could not be saved, so it is not applied for good; send it again when the store is reachable"
+	if committed {
+		msg = "the update was saved with the screen, but followers on other nodes may not see it until they reload; do not send it again"
+	}
+	e := tool.Errorf(string(wire.StoreUnavailable), "%s", msg)
+	e.Data = map[string]any{"committed": committed}
+	return e
+}
+
 func storeUnavailable(what string) *tool.Error {
 	return tool.Errorf(string(wire.StoreUnavailable), "%s could not be saved, so nothing changed; try again when the store is reachable", what)
 }
@@ -671,11 +685,11 @@ func (s *Part) Update(ctx context.Context, id, text string) (screen.UpdateResult
 // records it in the live feed, numbered by the store. A rejected update is
 // logged by issue code only. When another node saved the screen meanwhile,
 // the update is applied to the screen as the store holds it.
-func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (screen.UpdateResult, error) {
+func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (_ screen.UpdateResult, err error) {
 	sc.feedMu.Lock()
 	defer sc.feedMu.Unlock()
 	var res screen.UpdateResult
-	err := s.change(ctx, sc, func() error {
+	err = s.change(ctx, sc, func() error {
 		var perr error
 		res, perr = sc.parser.Update(text)
 		if perr != nil {
@@ -699,11 +713,18 @@ func (s *Part) applyUpdate(ctx context.Context, sc *liveScreen, text string) (sc
 	case errors.As(err, &te) && te.Code != string(wire.StoreUnavailable):
 		return res, err
 	case err != nil:
-		s.Log.Error("a screen update could not be saved; a restart loses it", "screen", sc.id, "err", err)
+		// Not saved: the update is not acknowledged, and followers are
+		// not told of it.
+		s.Log.Error("a screen update could not be saved", "screen", sc.id, "err", err)
+		return res, updateUnsaved(false)
 	}
 	seq, serr := s.Store.Screens.AppendScreenUpdate(context.WithoutCancel(ctx), sc.id, text)
 	if serr != nil {
-		s.Log.Error("a screen update could not be saved; a restart loses it", "screen", sc.id, "err", serr)
+		// The screen saved with the update keeps it over a restart, but
+		// the live feed that other nodes' followers read does not have
+		// it: say so rather than acknowledge it.
+		s.Log.Error("a screen update was saved but not added to the live feed", "screen", sc.id, "err", serr)
+		defer func() { err = updateUnsaved(true) }()
 	}
 	// Updates other nodes numbered between this copy's last and this one
 	// join the feed first, so its followers never skip one. The store is

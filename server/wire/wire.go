@@ -55,6 +55,9 @@ const (
 	IdempotencyConflict   Code = "idempotency_conflict"
 	IdempotencyInProgress Code = "idempotency_in_progress"
 	ToolChanged           Code = "tool_changed"
+	// AlreadyDecided: someone else decided first; data says who and how
+	// (status, decided_by, decided_at, and the receipt or reason).
+	AlreadyDecided Code = "already_decided"
 )
 
 // Codes of load and of failures inside the server.
@@ -160,6 +163,7 @@ var table = map[Code]entry{
 	IdempotencyConflict:   {http.StatusConflict, false},
 	IdempotencyInProgress: {http.StatusConflict, true},
 	ToolChanged:           {http.StatusConflict, false},
+	AlreadyDecided:        {http.StatusConflict, false},
 
 	RateLimited:      {http.StatusTooManyRequests, true},
 	TooManySessions:  {http.StatusTooManyRequests, true},

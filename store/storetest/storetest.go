@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"Proposals", testProposals},
 		{"Flows", testFlows},
+		{"FlowDecisions", FlowDecisions},
 		{"Runs", Runs},
 		{"RunRequests", RunRequests},
 		{"Controls", testControls},
