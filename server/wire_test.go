@@ -172,7 +172,13 @@ func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
 			if resp.StatusCode >= 400 {
 				raw, _ = io.ReadAll(resp.Body)
 				errorsSeen++
-				checkErrorAnswer(t, what, resp, raw, forPeople(path))
+				if strings.HasPrefix(path, "/oauth/") && method == "POST" && path != "/oauth/authorize" {
+					// OAuth endpoints answer in the shape OAuth clients
+					// read (RFC 6749 section 5.2).
+					checkOAuthError(t, what, raw)
+				} else {
+					checkErrorAnswer(t, what, resp, raw, forPeople(path))
+				}
 			}
 			// A success may be a stream (events, MCP): stop it unread.
 			cancel()
@@ -182,6 +188,19 @@ func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
 	t.Logf("%d routes, %d error answers checked", len(patterns), errorsSeen)
 	if errorsSeen < 4*len(patterns) {
 		t.Errorf("only %d error answers over %d routes; the bad requests no longer reach the routes", errorsSeen, len(patterns))
+	}
+}
+
+// checkOAuthError fails t unless body is an OAuth error answer: an error
+// code and a description.
+func checkOAuthError(t *testing.T, what string, body []byte) {
+	t.Helper()
+	var e struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || e.Description == "" {
+		t.Errorf("%s: not an OAuth error answer: %.300s", what, body)
 	}
 }
 
