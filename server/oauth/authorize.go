@@ -15,7 +15,6 @@ import (
 	"github.com/assent-run/assent/store"
 )
 
-
 // authRequest is an authorization request's parameters.
 type authRequest struct {
 	ResponseType, ClientID, RedirectURI, State, Challenge, Method, Resource, Scope string
