@@ -288,6 +288,9 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 				t.Errorf("%s: structuredContent: %v: %s", what, err, b)
 				continue
 			}
+			if msg := string(b); strings.Contains(msg, "Go value") || strings.Contains(msg, "Go struct") || strings.Contains(msg, "cannot unmarshal") {
+				t.Errorf("%s: the refusal speaks of Go types: %s", what, b)
+			}
 			text := res.Content[0].(*mcp.TextContent).Text
 			if tl.Name != "controls_execute" && text != string(b) {
 				t.Errorf("%s: text %s differs from structuredContent %s", what, text, b)
