@@ -55,6 +55,11 @@ type Result struct {
 	// IsError marks a result that reports a refusal in its own shape (for
 	// example a registry result with ok false).
 	IsError bool
+	// Decision, when set, is the web page where a person decides what
+	// the call filed for them (an approval, a staged value, a proposal).
+	// An MCP client that declared URL-mode elicitation is asked to open
+	// it for the person.
+	Decision string
 }
 
 // Handler runs a tool. A refusal is returned as an *Error; any other error

@@ -121,7 +121,7 @@ func (s *Part) flowTools() []tool.Tool {
 					// A person decides the approval on the instance's page.
 					out.URL = strings.TrimRight(s.Config.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
 				}
-				return &tool.Result{Structured: out}, nil
+				return &tool.Result{Structured: out, Decision: out.URL}, nil
 			},
 		},
 		{
