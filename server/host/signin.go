@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server/wire"
@@ -93,4 +94,15 @@ func (s *Host) handleSignOut(w http.ResponseWriter, r *http.Request, pg Page) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// AnonymousDelay applies the per-address limit of sign-in attempts
+// (Config.SignInRate) to another unauthenticated request that writes to
+// the store, such as an OAuth client registration. It returns how long r
+// must wait; zero when it may proceed.
+func (s *Host) AnonymousDelay(r *http.Request) time.Duration {
+	if s.signInLimits == nil {
+		return 0
+	}
+	return s.signInLimits.reserve(ClientIP(r), s.Now())
 }

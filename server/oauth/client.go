@@ -136,6 +136,11 @@ func checkMetadata(id string, m *oauthex.ClientRegistrationMetadata) (client, er
 // handleRegister is dynamic client registration (RFC 7591).
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	cors(w)
+	if d := s.h.AnonymousDelay(r); d > 0 {
+		host.RetryAfter(w, d)
+		writeOAuthError(w, http.StatusTooManyRequests, "temporarily_unavailable", "too many registrations from this address; retry after "+d.Round(time.Second).String())
+		return
+	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		writeOAuthError(w, http.StatusBadRequest, "invalid_client_metadata", "send the client metadata as application/json")
 		return

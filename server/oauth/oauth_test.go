@@ -12,12 +12,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/goleak"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -509,5 +511,69 @@ func TestConsentChoices(t *testing.T) {
 	agent := oauthAgent(t, k)
 	if !slices.Equal(agent.Supervisors, []string{other.ID}) || !slices.Equal(agent.Grants, []string{"command.execute"}) {
 		t.Errorf("agent %+v: want exactly the person's choices", agent)
+	}
+}
+
+// TestSignInComesBack: a person who is not signed in is asked to, and
+// signing in brings them back to the same consent page; one arriving from
+// another site, whose strict session cookie was not sent, gets one link
+// that reopens the page from assent itself.
+func TestSignInComesBack(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	f := newFlow(t, k)
+	u, _ := url.Parse(f.authURL(nil))
+
+	r, _ := http.NewRequest("GET", u.String(), nil)
+	r.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := k.NoRedirect().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := assenttest.ReadAll(resp)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="consent-continue"`) || !strings.Contains(body, "continue=1") {
+		t.Errorf("cross-site arrival: %d, want the continue link", resp.StatusCode)
+	}
+
+	resp = k.Get(u.RequestURI(), nil)
+	var next *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "assent_next" {
+			next = c
+		}
+	}
+	if next == nil {
+		t.Fatal("the page to come back to is not remembered")
+	}
+	link, err := auth.NewSignInLink(t.Context(), k.DB, k.Boot.Owner.ID, k.URL(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}
+	sr, _ := http.NewRequest("POST", k.URL()+"/signin", strings.NewReader(form.Encode()))
+	sr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	sr.Header.Set("Origin", k.URL())
+	sr.AddCookie(next)
+	resp, err = k.NoRedirect().Do(sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != u.RequestURI() {
+		t.Errorf("after signing in: %d to %q, want back to %q", resp.StatusCode, resp.Header.Get("Location"), u.RequestURI())
+	}
+}
+
+// TestRegistrationLimit: registrations from one address are limited like
+// sign-in attempts, so nobody fills the store with clients.
+func TestRegistrationLimit(t *testing.T) {
+	k := assenttest.Start(t, func(c *server.Config) { c.SignInRate = 3 })
+	codes := map[int]int{}
+	for range 6 {
+		var out map[string]any
+		codes[k.Do("POST", "/oauth/register", "", map[string]any{"redirect_uris": []string{callback}}, &out)]++
+	}
+	if codes[201] != 3 || codes[429] != 3 {
+		t.Errorf("statuses %v, want 3 registrations and 3 refusals", codes)
 	}
 }
