@@ -422,5 +422,14 @@ func toolResult(res *tool.Result) *mcp.CallToolResult {
 func toolErrorResult(te *tool.Error) *mcp.CallToolResult {
 	body := wire.Body{Error: host.FromToolError(te)}
 	b, _ := json.Marshal(body)
+	// The SDK sends the structured content with its object keys sorted;
+	// the text is written the same way, so the two stay equal when the
+	// error carries data.
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		if sorted, err := json.Marshal(v); err == nil {
+			b = sorted
+		}
+	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
