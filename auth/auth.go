@@ -23,6 +23,10 @@ const (
 	TokenPrefix   = "asnt_" // bearer tokens for agents, services and people
 	SignInPrefix  = "asgn_" // one-time sign-in links
 	SessionPrefix = "ases_" // web session cookies
+
+	AccessTokenPrefix  = "asat_" // OAuth access tokens
+	RefreshTokenPrefix = "asrt_" // OAuth refresh tokens
+	AuthCodePrefix     = "asac_" // OAuth authorization codes
 )
 
 // NewSecret returns prefix followed by 256 random bits in URL-safe base64.

@@ -293,7 +293,7 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	} else {
 		v.Tool = prop.Target
 	}
-	return &tool.Result{Text: msg + " (proposal=" + prop.ID + "; next=actors_inspect target=proposal:" + prop.ID + " view=status)", Structured: v}, nil
+	return &tool.Result{Text: msg + " (proposal=" + prop.ID + "; next=actors_inspect target=proposal:" + prop.ID + " view=status)", Structured: v, Decision: url}, nil
 }
 
 // proposeSpawn files an inline-template spawn for a person's approval. The

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
+	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,7 +48,7 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		if !ok {
 			return nil, mcpauth.ErrInvalidToken
 		}
-		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.Now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p}}, nil
+		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.Now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p, "base": s.BaseURLOf(r)}}, nil
 	}
 	requireToken := mcpauth.RequireBearerToken(verify, nil)
 	getServer := func(*http.Request) *mcp.Server { return srv }
@@ -323,8 +325,74 @@ func mcpHandler(reg *tool.Registry, name string, who PrincipalFunc, log interfac
 			log.Error("tool failed", "tool", name, "err", err)
 			return toolErrorResult(tool.Errorf("tool_failed", "the tool failed inside the server; try again, and report it if it persists")), nil
 		}
-		return toolResult(res), nil
+		out := toolResult(res)
+		if res != nil && res.Decision != "" {
+			if action := elicitDecision(ctx, req, res.Decision); action != "" {
+				out.Meta = mcp.Meta{ElicitationMeta: action}
+			}
+		}
+		return out, nil
 	}
+}
+
+// ElicitTimeout bounds how long a tool call waits for the client to answer
+// the URL elicitation that brings a decision to the person.
+const ElicitTimeout = 2 * time.Minute
+
+// ElicitationMeta is the key, in a tool result's _meta, of the client's
+// answer to the URL elicitation sent for the decision the call filed:
+// accept, decline or cancel (the person's answer to opening the page, not
+// to the decision), or error when the client did not answer.
+const ElicitationMeta = "io.assent/elicitation"
+
+// DeclaresURLElicitation reports whether the client that sent req declared
+// URL-mode elicitation (MCP 2025-11-25) when it initialized, on a protocol
+// revision where the server may send it a request during a tool call
+// (before StatelessRevision). A session without initialize parameters
+// declares nothing.
+func DeclaresURLElicitation(req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion < StatelessRevision && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
+}
+
+// elicitDecision asks a client that declared URL-mode elicitation to open
+// link, the page where a person decides what the call filed, and returns
+// the client's answer; "" when the client cannot be asked. The page asks
+// the person to sign in as usual: opening it grants nothing, and only the
+// click on the card decides.
+func elicitDecision(ctx context.Context, req *mcp.CallToolRequest, link string) string {
+	if !DeclaresURLElicitation(req) {
+		return ""
+	}
+	if strings.HasPrefix(link, "/") {
+		base := ""
+		if req.Extra != nil && req.Extra.TokenInfo != nil {
+			base, _ = req.Extra.TokenInfo.Extra["base"].(string)
+		}
+		if base == "" {
+			return ""
+		}
+		link = strings.TrimRight(base, "/") + link
+	}
+	if !strings.HasPrefix(link, "https://") && !strings.HasPrefix(link, "http://") {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, ElicitTimeout)
+	defer cancel()
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+		Mode:          "url",
+		Message:       "A person must decide what the agent just filed in assent. Open the page to see it and approve or decline.",
+		URL:           link,
+		ElicitationID: auth.NewID("eli_"),
+	})
+	if err != nil || res == nil {
+		return "error"
+	}
+	return res.Action
 }
 
 func toolResult(res *tool.Result) *mcp.CallToolResult {
@@ -358,5 +426,14 @@ func toolResult(res *tool.Result) *mcp.CallToolResult {
 func toolErrorResult(te *tool.Error) *mcp.CallToolResult {
 	body := wire.Body{Error: host.FromToolError(te)}
 	b, _ := json.Marshal(body)
+	// The SDK sends the structured content with its object keys sorted;
+	// the text is written the same way, so the two stay equal when the
+	// error carries data.
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		if sorted, err := json.Marshal(v); err == nil {
+			b = sorted
+		}
+	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }

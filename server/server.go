@@ -23,6 +23,7 @@ import (
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/oauth"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/server/wire"
@@ -43,6 +44,7 @@ type Server struct {
 	screens  *screens.Part
 	runs     *runs.Part
 	flows    *flows.Part
+	oauth    *oauth.Server
 	// parts lists every part once, in the order of the inbox's sections.
 	parts []host.Part
 }
@@ -71,6 +73,7 @@ func New(ctx context.Context, cfg host.Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.oauth = oauth.New(s.Host, oauth.Options{InsecureClientIDs: cfg.OAuthInsecureClientIDs})
 	s.mcp = newMCPEndpoint(s)
 	s.handler = s.routes()
 	return s, nil
@@ -89,12 +92,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/whoami", s.Authed(http.HandlerFunc(s.handleWhoami)))
 	mux.Handle("GET /v1/events", s.Authed(http.HandlerFunc(s.handleEvents)))
 	mux.Handle("/mcp", s.BearerOnly(s.mcp))
+	s.oauth.Routes(mux)
 	s.routesWeb(mux)
 	for _, p := range s.parts {
 		p.Routes(mux)
 	}
 	s.patterns = mux.Patterns()
-	return s.Recoverer(host.SecurityHeaders(s.BodyDeadline(s.ScopeGate(mux.ServeMux))))
+	return s.Recoverer(host.SecurityHeaders(s.BodyDeadline(s.oauth.WithResource(s.ScopeGate(mux.ServeMux)))))
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: it stops

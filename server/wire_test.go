@@ -172,7 +172,13 @@ func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
 			if resp.StatusCode >= 400 {
 				raw, _ = io.ReadAll(resp.Body)
 				errorsSeen++
-				checkErrorAnswer(t, what, resp, raw, forPeople(path))
+				if strings.HasPrefix(path, "/oauth/") && method == "POST" && path != "/oauth/authorize" {
+					// OAuth endpoints answer in the shape OAuth clients
+					// read (RFC 6749 section 5.2).
+					checkOAuthError(t, what, raw)
+				} else {
+					checkErrorAnswer(t, what, resp, raw, forPeople(path))
+				}
 			}
 			// A success may be a stream (events, MCP): stop it unread.
 			cancel()
@@ -182,6 +188,19 @@ func TestEveryRouteErrorHasTheWireShape(t *testing.T) {
 	t.Logf("%d routes, %d error answers checked", len(patterns), errorsSeen)
 	if errorsSeen < 4*len(patterns) {
 		t.Errorf("only %d error answers over %d routes; the bad requests no longer reach the routes", errorsSeen, len(patterns))
+	}
+}
+
+// checkOAuthError fails t unless body is an OAuth error answer: an error
+// code and a description.
+func checkOAuthError(t *testing.T, what string, body []byte) {
+	t.Helper()
+	var e struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || e.Description == "" {
+		t.Errorf("%s: not an OAuth error answer: %.300s", what, body)
 	}
 }
 
@@ -268,6 +287,9 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 			if err := wire.Check(b); err != nil {
 				t.Errorf("%s: structuredContent: %v: %s", what, err, b)
 				continue
+			}
+			if msg := string(b); strings.Contains(msg, "Go value") || strings.Contains(msg, "Go struct") || strings.Contains(msg, "cannot unmarshal") {
+				t.Errorf("%s: the refusal speaks of Go types: %s", what, b)
 			}
 			text := res.Content[0].(*mcp.TextContent).Text
 			if tl.Name != "controls_execute" && text != string(b) {

@@ -213,6 +213,8 @@ type Store interface {
 	Screens() Screens
 	// Cluster returns what nodes sharing the store coordinate through.
 	Cluster() Cluster
+	// OAuth returns the store of the OAuth authorization server.
+	OAuth() OAuth
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Close releases the backend; the parts must not be used after it.

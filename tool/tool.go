@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -53,6 +55,11 @@ type Result struct {
 	// IsError marks a result that reports a refusal in its own shape (for
 	// example a registry result with ok false).
 	IsError bool
+	// Decision, when set, is the web page where a person decides what
+	// the call filed for them (an approval, a staged value, a proposal).
+	// An MCP client that declared URL-mode elicitation is asked to open
+	// it for the person.
+	Decision string
 }
 
 // Handler runs a tool. A refusal is returned as an *Error; any other error
@@ -318,12 +325,15 @@ func (r *Registry) Call(ctx context.Context, name string, call Call) (*Result, e
 }
 
 // DecodeArgs decodes args into v, refusing unknown fields, and returns an
-// *Error with code "invalid_request" on failure.
+// *Error with code "invalid_request" on failure. Its message and data name
+// the argument at fault and the JSON type it takes, in JSON's terms, never
+// Go's: data is {"field", "expected", "got"} for a value of the wrong type
+// and {"field", "accepted"} for an unknown argument.
 func DecodeArgs(args json.RawMessage, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(args)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Errorf("invalid_request", "invalid arguments: %v", err)
+		return argsError(err, args, v)
 	}
 	// More stops at a closing bracket, so ask for the next token: only
 	// the end of the input may follow the value.
@@ -331,4 +341,136 @@ func DecodeArgs(args json.RawMessage, v any) error {
 		return Errorf("invalid_request", "invalid arguments: trailing data after the JSON value")
 	}
 	return nil
+}
+
+// argsError describes a decoding error of DecodeArgs.
+func argsError(err error, args json.RawMessage, v any) *Error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		got, _, _ := strings.Cut(te.Value, " ")
+		if got == "bool" {
+			got = "boolean"
+		}
+		want := jsonKind(te.Type)
+		if te.Field == "" {
+			e := Errorf("invalid_request", "invalid arguments: the arguments must be a JSON object, not %s", article(got))
+			e.Data = map[string]any{"field": "", "expected": "object", "got": got}
+			return e
+		}
+		if got == "number" && (want == "integer" || want == "number") {
+			what := "a number within range"
+			if want == "integer" {
+				what = "an integer (a whole number within range)"
+			}
+			e := Errorf("invalid_request", "invalid arguments: %q must be %s", te.Field, what)
+			e.Data = map[string]any{"field": te.Field, "expected": want, "got": "number out of range"}
+			return e
+		}
+		e := Errorf("invalid_request", "invalid arguments: %q must be %s, not %s", te.Field, article(want), article(got))
+		e.Data = map[string]any{"field": te.Field, "expected": want, "got": got}
+		return e
+	case errors.As(err, &se):
+		return Errorf("invalid_request", "invalid arguments: not valid JSON (at byte %d); send one JSON object", se.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return Errorf("invalid_request", "invalid arguments: the JSON ends too early; send one JSON object")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		var top map[string]json.RawMessage
+		if json.Unmarshal(args, &top) != nil || top[name] == nil {
+			// Not a top-level key: inside an argument's object.
+			e := Errorf("invalid_request", "invalid arguments: unknown field %q inside an argument's object; see the tool's input schema", name)
+			e.Data = map[string]any{"field": name}
+			return e
+		}
+		accepted := jsonFields(reflect.TypeOf(v))
+		e := Errorf("invalid_request", "invalid arguments: unknown argument %q; the tool takes %s", name, strings.Join(quoteAll(accepted), ", "))
+		if len(accepted) == 0 {
+			e.Message = fmt.Sprintf("invalid arguments: unknown argument %q; the tool takes no arguments", name)
+		}
+		e.Data = map[string]any{"field": name, "accepted": accepted}
+		return e
+	}
+	return Errorf("invalid_request", "invalid arguments: the arguments could not be read; check them against the tool's input schema")
+}
+
+// jsonKind names the JSON type a value of Go type t is decoded from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "string"
+		}
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	}
+	return "value"
+}
+
+func article(kind string) string {
+	switch kind {
+	case "":
+		return "a value"
+	case "array", "object", "integer":
+		return "an " + kind
+	case "null", "true", "false":
+		return kind
+	}
+	return "a " + kind
+}
+
+// jsonFields lists the JSON names of the fields of the struct t points to.
+func jsonFields(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }

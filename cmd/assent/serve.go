@@ -81,7 +81,7 @@ func newServeCmd(c *cli) *cobra.Command {
 	var (
 		data, addr, baseURL, logFormat, runUser, storeFlag, node string
 		runUIDs                                                  string
-		demo                                                     bool
+		demo, oauthInsecure                                      bool
 		leaseTTL                                                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -168,7 +168,7 @@ down gracefully.`,
 				return refused("bad_lease_ttl: --lease-ttl must be between 0 (the default, %s) and %s, not %s", run.DefaultLeaseTTL, store.LeaseMaxTTL, leaseTTL)
 			}
 			srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base, RunUser: runUser,
-				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL})
+				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure})
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
@@ -207,6 +207,7 @@ down gracefully.`,
 	f.StringVar(&node, "node", "", "name of this node among the nodes sharing the store; unique, and the same across restarts (default $ASSENT_NODE, else the host name and a digest of the data directory)")
 	f.DurationVar(&leaseTTL, "lease-ttl", 0, "time to live of this node's Run leases: a Run whose node dies is found lost within about this time and a third (default $ASSENT_LEASE_TTL, else 15s)")
 	f.StringVar(&runUIDs, "run-uids", "", "when serving as root, the uids Run and tool processes run as, each its own: FIRST-LAST (default "+run.DefaultRunUIDs+")")
+	f.BoolVar(&oauthInsecure, "oauth-insecure-client-ids", false, "development only: let OAuth client ID metadata documents be fetched over http and from loopback and private addresses")
 	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd
 }

@@ -86,7 +86,8 @@ func (s *Part) controlTools() []tool.Tool {
 				res := s.Exec(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
 				if res.OK && res.Action == control.Stage {
 					// A staged value waits for a person in the inbox.
-					return &tool.Result{Structured: stagedResult{Result: res, URL: strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"}}, nil
+					inbox := strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"
+					return &tool.Result{Structured: stagedResult{Result: res, URL: inbox}, Decision: inbox}, nil
 				}
 				return &tool.Result{Structured: answerOf(res), IsError: !res.OK}, nil
 			},

@@ -1,8 +1,11 @@
 package flows_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
@@ -83,6 +86,55 @@ func TestFlowStartRules(t *testing.T) {
 		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
 		if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", agent, nil); prx == "" || code != 200 {
 			t.Fatalf("%s: %d %s", step, code, raw)
+		}
+	}
+}
+
+// An agent starts a Flow over MCP with flows_start, by the same rules as
+// the HTTP API: an entry phase starts, a later one is forbidden, and
+// arguments of the wrong type name the field.
+func TestFlowsStartTool(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	agent, _ := f.Issue(store.KindAgent, "submitter", "state.write", "tool.invoke")
+	cs, err := f.MCPSession(agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(args map[string]any) (*mcp.CallToolResult, map[string]any) {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "flows_start", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		return res, out
+	}
+	res, out := call(map[string]any{"program": "expense-approval", "phase": "draft", "id": "mcp-1",
+		"facts": map[string]any{"expense.amount": known("86.50 EUR")}, "objective": "expense-paid"})
+	if res.IsError || out["instance_id"] != "mcp-1" || out["phase"] != "draft" || assenttest.Dig(out, "facts", "expense.amount_band", "value") != "within_limit" {
+		t.Fatalf("flows_start = %v %v", res.IsError, out)
+	}
+	if code, _, raw := f.API("GET", "/v1/flows/instances/mcp-1", agent, nil); code != 200 {
+		t.Errorf("the started instance is not the agent's: %d %s", code, raw)
+	}
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		code string
+	}{
+		{"past the approval", map[string]any{"program": "expense-approval", "phase": "approved"}, "forbidden"},
+		{"same id", map[string]any{"program": "expense-approval", "phase": "draft", "id": "mcp-1"}, "already_exists"},
+		{"facts of the wrong type", map[string]any{"program": "expense-approval", "phase": "draft", "facts": []string{"x"}}, "invalid_request"},
+	} {
+		res, out := call(tc.args)
+		if !res.IsError || assenttest.Dig(out, "error", "code") != tc.code {
+			t.Errorf("%s: %v, want %s", tc.name, out, tc.code)
+		}
+		if tc.code == "invalid_request" && assenttest.Dig(out, "error", "data", "field") != "facts" {
+			t.Errorf("%s: %v does not name the field", tc.name, out)
 		}
 	}
 }

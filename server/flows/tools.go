@@ -121,7 +121,7 @@ func (s *Part) flowTools() []tool.Tool {
 					// A person decides the approval on the instance's page.
 					out.URL = strings.TrimRight(s.Config.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
 				}
-				return &tool.Result{Structured: out}, nil
+				return &tool.Result{Structured: out, Decision: out.URL}, nil
 			},
 		},
 		{
@@ -149,6 +149,43 @@ func (s *Part) flowTools() []tool.Tool {
 				}
 				return &tool.Result{Structured: r}, nil
 			},
+		},
+		s.flowsStartTool(),
+	}
+}
+
+// flowsStartTool starts a Flow instance, by the path and the checks of
+// POST /v1/flows/instances. It writes a new instance and nothing outside
+// assent; calling it twice starts two instances (or, with the same id, is
+// refused as already_exists), so it is not idempotent.
+func (s *Part) flowsStartTool() tool.Tool {
+	return tool.Tool{
+		Name:  "flows_start",
+		Title: "Start a Flow instance",
+		Description: "Start an instance of a loaded Control Program (see flows_list for programs and their phases), owned by you. Use it to begin a process the program governs, such as an expense to be approved and paid; then ask flows_prescribe for the next step. " +
+			"An agent starts in one of the program's entry phases and gives only the facts a starter knows, never ones the program's transitions establish (an approval, a payment); the program's own start check may refuse or complete the facts. " +
+			`id is optional (letters, digits, '.', '_', '-'; one is made up when left out). facts maps a facet to {"status", "value"?}, status being known, unknown or absent (or stale, ambiguous, conflicting). ` +
+			`Example: {"program": "expense-approval", "phase": "draft", "id": "exp-lunch-42", "facts": {"expense.amount": {"status": "known", "value": "86.50 EUR"}, "expense.description": {"status": "known", "value": "Team lunch"}}, "objective": "expense-paid"}`,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{
+  "program":{"type":"string","minLength":1,"maxLength":200,"description":"The program id (its active version) or a fingerprint (sha256:…)."},
+  "phase":{"type":"string","minLength":1,"maxLength":128,"description":"The phase to start in; for an agent, one of the program's entry phases."},
+  "id":{"type":"string","maxLength":128,"pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$","description":"The instance id to use; one is made up when left out."},
+  "facts":{"type":"object","additionalProperties":{"type":"object","properties":{"status":{"type":"string","enum":["known","unknown","absent","stale","ambiguous","conflicting"]},"value":{"type":"string"}},"required":["status"],"additionalProperties":false},"description":"What the starter knows, by facet."},
+  "objective":{"type":"string","maxLength":128,"description":"The objective the instance pursues."}},
+  "required":["program","phase"],"additionalProperties":false}`),
+		OutputSchema: json.RawMessage(`{"$ref":"#/$defs/instance","type":"object","$defs":{` + flowSchemaInstance + `}}`),
+		Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+			var req startRequest
+			if err := tool.DecodeArgs(c.Args, &req); err != nil {
+				return nil, err
+			}
+			inst, err := s.flowStart(ctx, c.Principal, req)
+			if err != nil {
+				return nil, err
+			}
+			inst.Pending = ""
+			return &tool.Result{Structured: inst}, nil
 		},
 	}
 }

@@ -117,13 +117,13 @@ func (s *Host) BearerOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := Bearer(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="assent"`)
-			WriteError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>'; assent serve prints an agent token, and assent token create makes more")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="assent", resource_metadata="`+s.ResourceMetadataURL(r)+`"`)
+			WriteError(w, wire.SignInRequired, "send 'Authorization: Bearer <token>'; assent serve prints an agent token, assent token create makes more, and an MCP client may obtain one by OAuth (see the resource_metadata of this answer's WWW-Authenticate)")
 			return
 		}
 		p, err := s.PrincipalByBearer(r.Context(), tok)
 		if err != nil {
-			s.Unauthorized(w, err)
+			s.unauthorized(w, err, s.ResourceMetadataURL(r))
 			return
 		}
 		if !s.Allow(w, p) {
@@ -136,13 +136,22 @@ func (s *Host) BearerOnly(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Host) Unauthorized(w http.ResponseWriter, err error) {
+func (s *Host) Unauthorized(w http.ResponseWriter, err error) { s.unauthorized(w, err, "") }
+
+// unauthorized is Unauthorized naming, when metadata is not empty, the
+// protected resource metadata from which an OAuth client learns how to get
+// a token.
+func (s *Host) unauthorized(w http.ResponseWriter, err error, metadata string) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.Log.Error("authentication lookup failed", "err", err)
 		WriteError(w, wire.Unavailable, "the server could not check credentials; try again")
 		return
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="assent", error="invalid_token"`)
+	challenge := `Bearer realm="assent", error="invalid_token"`
+	if metadata != "" {
+		challenge += `, resource_metadata="` + metadata + `"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
 	WriteError(w, wire.SignInRequired, "the token or session is unknown, expired or revoked; sign in again or use a valid token")
 }
 
@@ -182,6 +191,26 @@ func (s *Host) CheckWebChange(r *http.Request, sess store.Session) *wire.Error {
 		return wire.New(wire.BadOrigin, "the request lacks this session's CSRF token; reload the page and try again")
 	}
 	return nil
+}
+
+// BaseURLOf returns the externally visible URL of this server as r
+// reached it: Config.BaseURL when set, otherwise the scheme and Host of r.
+// It never ends in a slash.
+func (s *Host) BaseURLOf(r *http.Request) string {
+	if s.Config.BaseURL != "" {
+		return strings.TrimRight(s.Config.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// ResourceMetadataURL returns the URL of the protected resource metadata
+// (RFC 9728) of the endpoint r asked for.
+func (s *Host) ResourceMetadataURL(r *http.Request) string {
+	return s.BaseURLOf(r) + "/.well-known/oauth-protected-resource" + r.URL.Path
 }
 
 // SameOrigin reports whether r's Origin header names this server.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -88,6 +89,11 @@ type resolvedBearerKey struct{}
 func (s *Host) PrincipalByBearer(ctx context.Context, tok string) (store.Principal, error) {
 	if rb, ok := ctx.Value(resolvedBearerKey{}).(resolvedBearer); ok && rb.token == tok {
 		return rb.principal, nil
+	}
+	if s.AccessTokens != nil && strings.HasPrefix(tok, auth.AccessTokenPrefix) {
+		// Short-lived OAuth access tokens are checked every time, for
+		// their expiry and audience; they are not cached.
+		return s.AccessTokens(ctx, tok)
 	}
 	h := sha256.Sum256([]byte(tok)) // auth.Hash, without the copy to the heap
 	if s.principals == nil {

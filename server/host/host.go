@@ -70,6 +70,10 @@ type Config struct {
 	// unique among them and stay the same across restarts (default:
 	// DefaultNode of the data directory).
 	Node string
+	// OAuthInsecureClientIDs lets the OAuth authorization server fetch
+	// client ID metadata documents over plain http and from loopback and
+	// private addresses. For tests and local development only.
+	OAuthInsecureClientIDs bool
 	// LeaseTTL is the time to live of the lease a node holds on each Run
 	// it supervises (default 15 seconds): a Run whose node dies is found
 	// lost within about this time and a third.
@@ -132,6 +136,11 @@ type Host struct {
 	// responses (event Streams) so shutdown is not held up by them.
 	Streams      context.Context
 	cancelStream context.CancelFunc
+
+	// AccessTokens, when set, looks up the principal of an OAuth access
+	// token (one with auth.AccessTokenPrefix): ErrNotFound when it is
+	// unknown, expired, revoked or meant for another server.
+	AccessTokens func(ctx context.Context, token string) (store.Principal, error)
 
 	// OpenItems counts what a principal has waiting, by kind; the server
 	// sets it to sum its parts' counters.

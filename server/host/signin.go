@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server/wire"
@@ -74,8 +75,18 @@ func (s *Host) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || strings.HasPrefix(s.Config.BaseURL, "https:"),
 		Expires: sess.ExpiresAt,
 	})
-	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+	next := "/inbox"
+	if c, err := r.Cookie(NextCookie); err == nil && strings.HasPrefix(c.Value, "/oauth/authorize?") {
+		// The person was asked to sign in on an agent's consent page.
+		next = c.Value
+		http.SetCookie(w, &http.Cookie{Name: NextCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
+
+// NextCookie names the page a person returns to after signing in, set by
+// a page that asked them to sign in first (an agent's consent page).
+const NextCookie = "assent_next"
 
 func (s *Host) handleSignOut(w http.ResponseWriter, r *http.Request, pg Page) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
@@ -83,4 +94,15 @@ func (s *Host) handleSignOut(w http.ResponseWriter, r *http.Request, pg Page) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// AnonymousDelay applies the per-address limit of sign-in attempts
+// (Config.SignInRate) to another unauthenticated request that writes to
+// the store, such as an OAuth client registration. It returns how long r
+// must wait; zero when it may proceed.
+func (s *Host) AnonymousDelay(r *http.Request) time.Duration {
+	if s.signInLimits == nil {
+		return 0
+	}
+	return s.signInLimits.reserve(ClientIP(r), s.Now())
 }

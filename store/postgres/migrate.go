@@ -31,6 +31,7 @@ func components() []component {
 		{"controls", controlMigrations},
 		{"screens", screenMigrations},
 		{"cluster", clusterMigrations},
+		{"oauth", oauthMigrations},
 	}
 }
 

@@ -28,6 +28,7 @@ func components() []struct {
 		{"controls", controlMigrations},
 		{"screens", screenMigrations},
 		{"cluster", clusterMigrations},
+		{"oauth", oauthMigrations},
 	}
 }
 

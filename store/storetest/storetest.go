@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Controls", testControls},
 		{"Screens", testScreens},
 		{"Cluster", Cluster},
+		{"OAuth", testOAuth},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })

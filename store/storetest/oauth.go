@@ -1,0 +1,91 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/store"
+)
+
+func testOAuth(t *testing.T, open func(*testing.T) store.Store) {
+	st := open(t)
+	o := st.OAuth()
+	agent := store.Principal{ID: "p_oauth", Kind: store.KindAgent, Name: "client", CreatedAt: epoch}
+	if err := st.Principals().CreatePrincipal(ctx(t), agent, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("clients", func(t *testing.T) {
+		c := store.OAuthClient{ID: "c_1", Metadata: []byte(`{"redirect_uris":["https://a.example/cb"]}`), CreatedAt: at(time.Second)}
+		if err := o.CreateOAuthClient(ctx(t), c); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.CreateOAuthClient(ctx(t), c); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("second CreateOAuthClient = %v, want ErrConflict", err)
+		}
+		got, err := o.OAuthClient(ctx(t), "c_1")
+		if err != nil || string(got.Metadata) != string(c.Metadata) || !got.CreatedAt.Equal(c.CreatedAt) {
+			t.Errorf("OAuthClient = %+v, %v; want %+v", got, err, c)
+		}
+		if _, err := o.OAuthClient(ctx(t), "c_none"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown client: %v, want ErrNotFound", err)
+		}
+	})
+
+	g := store.OAuthGrant{Kind: store.OAuthRefresh, ClientID: "c_1", PrincipalID: agent.ID, Data: []byte(`{"resource":"https://x/mcp"}`), ExpiresAt: at(time.Hour)}
+	for _, name := range []string{"r1", "r2", "race"} {
+		if err := o.CreateOAuthGrant(ctx(t), hash(name), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("read and use", func(t *testing.T) {
+		got, err := o.OAuthGrant(ctx(t), hash("r1"), store.OAuthRefresh, at(time.Minute))
+		if err != nil || got.PrincipalID != agent.ID || got.ClientID != "c_1" || string(got.Data) != string(g.Data) || !got.ExpiresAt.Equal(g.ExpiresAt) {
+			t.Fatalf("OAuthGrant = %+v, %v", got, err)
+		}
+		if _, err := o.OAuthGrant(ctx(t), hash("r1"), store.OAuthAccess, at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("grant read as another kind: %v, want ErrNotFound", err)
+		}
+		if _, err := o.OAuthGrant(ctx(t), hash("r1"), store.OAuthRefresh, at(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("grant read at its expiry: %v, want ErrNotFound", err)
+		}
+		if _, err := o.UseOAuthGrant(ctx(t), hash("r1"), store.OAuthRefresh, at(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("grant used at its expiry: %v, want ErrNotFound", err)
+		}
+		if _, err := o.UseOAuthGrant(ctx(t), hash("r1"), store.OAuthRefresh, at(time.Minute)); err != nil {
+			t.Fatalf("UseOAuthGrant = %v", err)
+		}
+		again, err := o.UseOAuthGrant(ctx(t), hash("r1"), store.OAuthRefresh, at(2*time.Minute))
+		if !errors.Is(err, store.ErrConflict) || again.PrincipalID != agent.ID {
+			t.Errorf("second use = %+v, %v; want the grant and ErrConflict", again, err)
+		}
+		if _, err := o.OAuthGrant(ctx(t), hash("r1"), store.OAuthRefresh, at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("used grant still reads: %v", err)
+		}
+		if _, err := o.UseOAuthGrant(ctx(t), hash("none"), store.OAuthRefresh, at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown grant: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("concurrent use", func(t *testing.T) {
+		errs := race(8, func(int) error {
+			_, err := o.UseOAuthGrant(ctx(t), hash("race"), store.OAuthRefresh, at(time.Minute))
+			return err
+		})
+		exactlyOne(t, "UseOAuthGrant", errs, store.ErrConflict)
+	})
+
+	t.Run("revoked principal", func(t *testing.T) {
+		if err := st.Principals().RevokePrincipal(ctx(t), agent.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.OAuthGrant(ctx(t), hash("r2"), store.OAuthRefresh, at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("grant of a revoked principal reads: %v", err)
+		}
+		if _, err := o.UseOAuthGrant(ctx(t), hash("r2"), store.OAuthRefresh, at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("grant of a revoked principal used: %v", err)
+		}
+	})
+}
