@@ -24,9 +24,10 @@ import (
 
 func newMCPCmd(c *cli) *cobra.Command {
 	var (
-		o               clientOpts
-		data, storeFlag string
-		demo            bool
+		o         clientOpts
+		data      string
+		storeFlag storeFlags
+		demo      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -69,7 +70,7 @@ process report to this process's own loopback HTTP API, so a service Run
 	addClientFlags(cmd, &o)
 	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
 	cmd.Flags().BoolVar(&demo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
-	cmd.Flags().StringVar(&storeFlag, "store", "", "with --data: "+storeFlagUsage)
+	storeFlag.add(cmd.Flags(), "with --data: "+storeFlagUsage)
 	return cmd
 }
 
@@ -79,7 +80,7 @@ func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPInProcess runs the full runtime on the data directory and serves
 // its tools over t.
-func serveMCPInProcess(ctx context.Context, c *cli, dir, storeFlag, token string, demo bool, t mcp.Transport) error {
+func serveMCPInProcess(ctx context.Context, c *cli, dir string, storeFlag storeFlags, token string, demo bool, t mcp.Transport) error {
 	rt, err := startInProcess(ctx, c, dir, storeFlag, token, demo)
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
 // HTTP API on a loopback port (so Runs can reach it) and builds an MCP
 // server over its tools that acts as the agent created at first start, or
 // as token's principal.
-func startInProcess(ctx context.Context, c *cli, data, storeFlag, token string, demo bool) (*inProcess, error) {
+func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFlags, token string, demo bool) (*inProcess, error) {
 	dir, err := absDataDir(data)
 	if err != nil {
 		return nil, err
