@@ -112,7 +112,11 @@ type Manager struct {
 	cfg   Config
 	runAs *runAs
 	// uids hands out the uids of a ranged runAs.
-	uids   *uidPool
+	uids *uidPool
+	// iso starts processes in namespaces of their own; nil when they
+	// cannot (isoWhy says why).
+	iso    *isolation
+	isoWhy string
 	st     store.Runs
 	now    func() time.Time
 	log    *slog.Logger
@@ -202,6 +206,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err := m.prepareDirs(); err != nil {
 		return nil, err
 	}
+	m.setupIsolation()
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.Leases != nil {
 		if m.keeper, err = NewLeaseKeeper(LeaseConfig{Node: cfg.Node, Leases: cfg.Leases, Manager: m, TTL: cfg.LeaseTTL}); err != nil {
@@ -703,7 +708,7 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 	}
 	env := append(recipeEnv, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
 		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
-	cmd := sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
+	cmd := m.sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {

@@ -512,6 +512,7 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv("ASSENT_TEST_ADMIT_DB"); db != "" {
 		os.Exit(admitWorker(db, os.Getenv("ASSENT_TEST_ADMIT_RUN"), os.Getenv("ASSENT_TEST_ADMIT_INSTANCE")))
 	}
+	Init()
 	goleak.VerifyTestMain(m)
 }
 
