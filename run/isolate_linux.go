@@ -3,11 +3,14 @@ package run
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -124,14 +127,39 @@ func runInit(args []string) int {
 		return 125
 	}
 	cmd := exec.Command(args[4], args[5:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Dir = args[3]
-	cmd.Env = os.Environ()
+	// The values to mask come in the environment; the process does not
+	// get that variable.
+	secrets := decodeMask(os.Getenv(maskEnv))
+	if tok := os.Getenv("ASSENT_RUN_TOKEN"); tok != "" {
+		secrets = append(secrets, tok)
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, maskEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	// What the process writes reaches the logs through a Masker.
+	var copies sync.WaitGroup
+	stdout, err := maskedPipe(&copies, os.Stdout, secrets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	stderr, err := maskedPipe(&copies, os.Stderr, secrets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	// Signals sent to the init (a Run's process signalling PID 1) are
 	// passed on rather than ending the init.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdout.Close()
+	stderr.Close()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
 		return 127
 	}
@@ -141,6 +169,38 @@ func runInit(args []string) int {
 			_ = syscall.Kill(child, s.(syscall.Signal))
 		}
 	}()
+	code := reap(child)
+	// The process ended: so does everything it left in the namespace, and
+	// then the output is complete.
+	_ = syscall.Kill(-1, syscall.SIGKILL)
+	for {
+		if _, err := syscall.Wait4(-1, nil, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	copies.Wait()
+	return code
+}
+
+// maskedPipe returns the write end of a pipe whose output reaches w
+// through a Masker of secrets; copies is done once the pipe closed.
+func maskedPipe(copies *sync.WaitGroup, w io.Writer, secrets []string) (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	copies.Go(func() {
+		m := NewMasker(w, secrets)
+		_, _ = io.Copy(m, pr)
+		_ = m.Close()
+		pr.Close()
+	})
+	return pw, nil
+}
+
+// reap reaps the processes of the namespace until child ends, and returns
+// its exit status.
+func reap(child int) int {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, 0, nil)

@@ -4,6 +4,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,5 +116,56 @@ func TestIsolatedRunKilledAfterRestart(t *testing.T) {
 		if err == nil && strings.Contains(string(b), "escaped.pid") {
 			t.Errorf("process %s outlived the Run: %q", e.Name(), b)
 		}
+	}
+}
+
+// What a Run writes reaches its logs, and every view built on them, with
+// the values of its secret arguments, its run token and bearer tokens
+// masked, also when a secret is written in pieces, across writes and
+// lines.
+func TestRunOutputMasksSecrets(t *testing.T) {
+	f := newFixture(t)
+	f.m.Close()
+	f.m = f.openWith(Config{Tokens: &fakeTokens{}})
+	needIsolation(t, f.m)
+	const pin = "pin-4711-0815"
+	def := []byte(`{"args":["pin:string!secret","who:string"],"template":[` +
+		`"echo pin={pin} who={who}",` +
+		`"printf '%s' {pin} | head -c 6; sleep 0.2; printf '%s\\n' {pin} | tail -c +7",` +
+		`"printf 'token %s\\n' \"$ASSENT_RUN_TOKEN\"",` +
+		`"echo 'Authorization: Bearer abc.DEF-123' >&2",` +
+		`"set -x; : {pin}"]}`)
+	r, err := DecodeRecipe(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]json.RawMessage{"pin": json.RawMessage(strconv.Quote(pin)), "who": json.RawMessage(`"ann"`)}
+	if _, err := f.m.Spawn(context.Background(), "alice", SpawnRequest{Definition: r, RunID: "masked", Values: vals}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEnded("masked")
+	out, _ := f.m.Logs(context.Background(), "alice", "masked", "stdout", 0)
+	errOut, _ := f.m.Logs(context.Background(), "alice", "masked", "stderr", 0)
+	all := out + errOut
+	for _, leak := range []string{pin, "secret-masked", "abc.DEF-123"} {
+		if strings.Contains(all, leak) {
+			t.Errorf("the logs show %q:\n%s", leak, all)
+		}
+	}
+	if !strings.Contains(out, "who=ann") || !strings.Contains(out, "pin=[REDACTED]") {
+		t.Errorf("stdout = %q; want the plain value and the secret masked", out)
+	}
+	// The split value was written in two pieces 200ms apart; the pieces
+	// alone are not the secret, so only the whole is masked.
+	if !strings.Contains(out, "[REDACTED]\n") {
+		t.Errorf("the value written in two pieces is not masked: %q", out)
+	}
+	v, err := f.m.Inspect(context.Background(), "alice", InspectRequest{Target: "run:masked", View: "trace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	if strings.Contains(string(b), pin) {
+		t.Error("the Trace view shows the secret")
 	}
 }
