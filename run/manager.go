@@ -504,7 +504,7 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 
 // spawnPlan is what Spawn resolved before claiming the id.
 type spawnPlan struct {
-	vals                map[string]string // as stored: secrets masked
+	vals map[string]string // as stored: secrets masked
 	// secrets are the values masked in the process's output.
 	secrets             []string
 	script, shownScript string
