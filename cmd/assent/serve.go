@@ -99,6 +99,14 @@ configuration whose stdio command exists on this machine (the binary's
 absolute path, or "go -C REPO run ./cmd/assent" when started by go run).
 The data directory is made absolute at start.
 
+Run and tool processes start in new PID and mount namespaces (and a user
+namespace when serving as a non-root user): each sees only its own
+processes in /proc and only its own Run directory of the data directory.
+Where the kernel refuses the namespaces, serve logs a warning at start and
+Runs see every process on the machine, command lines included; a server
+that is not root also warns that Runs share its user (see
+docs/security.md).
+
 Several nodes may share one PostgreSQL store (see docs/deploy.md). Each
 needs a name of its own, the same across its restarts: --node (or
 ASSENT_NODE; default the host name and a digest of the data directory). A
