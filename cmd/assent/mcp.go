@@ -352,7 +352,7 @@ func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
 		ResourceListChangedHandler: func(ctx context.Context, _ *mcp.ResourceListChangedRequest) { _ = syncResources(ctx) },
 	})
 	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   client.base + "/mcp",
+		Endpoint: client.base + "/mcp",
 		HTTPClient: &http.Client{Transport: bearerTransport{token: client.token, base: http.DefaultTransport, origin: originOf(client.base)},
 			CheckRedirect: sameOriginRedirects(originOf(client.base))},
 	}, nil)
