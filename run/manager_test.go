@@ -193,6 +193,24 @@ func readPID(t *testing.T, path string) int {
 	return 0
 }
 
+// pidByCmdline returns the pid of the one process whose command line
+// holds marker.
+func pidByCmdline(t *testing.T, marker string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.Contains(string(b), marker) {
+			return pid
+		}
+	}
+	t.Fatalf("no process runs with %q", marker)
+	return 0
+}
+
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -208,8 +226,11 @@ func waitGone(t *testing.T, pid int) {
 func TestKillReachesGrandchildren(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.spawn("alice", "tree", `sh -c 'sleep 300 & echo $! > grandchild.pid; wait' & wait`)
-	gc := readPID(t, filepath.Join(f.dir, "runs", "tree", "grandchild.pid"))
+	// The grandchild is found by its command line: in a Run's own PID
+	// namespace the pid it sees of itself is not the server's.
+	f.spawn("alice", "tree", `sh -c 'sleep 313.25 & echo $! > grandchild.pid; wait' & wait`)
+	readPID(t, filepath.Join(f.dir, "runs", "tree", "grandchild.pid"))
+	gc := pidByCmdline(t, "sleep\x00313.25")
 	if f.status("alice", "tree") != StatusRunning {
 		t.Fatal("not running")
 	}
