@@ -169,3 +169,26 @@ func TestRunOutputMasksSecrets(t *testing.T) {
 		t.Error("the Trace view shows the secret")
 	}
 }
+
+// A program under /tmp or the data directory is hidden from an isolated
+// Run, so it is not one a Run can execute; <data>/bin is bound in.
+func TestHiddenPathsNotExecutable(t *testing.T) {
+	f := newFixture(t)
+	needIsolation(t, f.m)
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{
+		{"/tmp/go-build1/exe/assent", false},
+		{filepath.Join(f.dir, "assent"), false},
+		{filepath.Join(f.dir, "bin", "assent"), true},
+		{"/bin/sh", true},
+	} {
+		if got := !f.m.hiddenFromRuns(tt.path); got != tt.want {
+			t.Errorf("visible(%s) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+	if f.m.RunUserCanExecute("/tmp/x/assent") {
+		t.Error("a binary under /tmp counts as executable by an isolated Run")
+	}
+}

@@ -139,7 +139,13 @@ func (m *Manager) RunUIDs() (first, last int, ok bool) {
 // directory on the way and the file's mode lets them execute it. A Run
 // with its own uid owns nothing outside its directory, so only the
 // "other" permission bits count for it.
+//
+// A path the Run's own mounts hide (under /tmp, /var/tmp, /dev/shm or the
+// data directory, but for its bin/) is never executable by a Run.
 func (m *Manager) RunUserCanExecute(path string) bool {
+	if m.iso != nil && m.hiddenFromRuns(path) {
+		return false
+	}
 	if m.runAs == nil {
 		return true
 	}
@@ -294,3 +300,15 @@ func (m *Manager) prepareDirs() error {
 
 // canSearch reports whether Run processes may traverse the directory fi.
 func (m *Manager) canSearch(fi os.FileInfo) bool { return m.runUserMay(fi, 0o1) }
+
+// hiddenFromRuns reports whether the mounts of an isolated Run hide path.
+func (m *Manager) hiddenFromRuns(path string) bool {
+	within := func(dir string) bool {
+		rel, err := filepath.Rel(dir, path)
+		return err == nil && filepath.IsLocal(rel)
+	}
+	if within(filepath.Join(m.cfg.DataDir, "bin")) {
+		return false
+	}
+	return within("/tmp") || within("/var/tmp") || within("/dev/shm") || within(m.cfg.DataDir)
+}
