@@ -61,13 +61,39 @@ func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
 		t.Fatalf("spawn: %d %s", code, raw)
 	}
 	dir := filepath.Join(a.Dir, "runs", "greet1")
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "hello.txt")); err == nil {
+	// The Run's own output must appear; without it the check below
+	// would pass for a Run that never ran.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(dir, "hello.txt")); err == nil && len(b) > 0 {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hello.txt never appeared: the Run did not run, so this test proves nothing")
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
 	if b, err := os.ReadFile(filepath.Join(dir, "pwned.txt")); err == nil {
 		t.Fatalf("the agent's value ran a command of its own (pwned.txt = %q)", b)
+	}
+}
+
+// TestBoundaryRecipeValueBecomesOption: an agent without command.execute
+// starts an operator's Recipe whose value is handed to git; a value that
+// begins with "-" would be read by git as an option (--upload-pack runs a
+// command), so it is refused invalid_value and nothing runs.
+func TestBoundaryRecipeValueBecomesOption(t *testing.T) {
+	a := newAppIn(t, t.TempDir(), nil)
+	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke")
+	recipe := `{"description":"remote head","args":["repo:string"],"template":"git ls-remote {repo} HEAD"}`
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "head.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, raw := a.API("POST", "/v1/runs", agent, map[string]any{"recipe": "head", "run_id": "head1",
+		"values": map[string]any{"repo": "--upload-pack=touch /tmp/x;"}})
+	if code < 400 || !strings.Contains(string(raw), "invalid_value") {
+		t.Fatalf("spawn with an option as the value: %d %s; want a refusal with invalid_value", code, raw)
+	}
+	if _, err := os.Stat(filepath.Join(a.Dir, "runs", "head1")); err == nil {
+		t.Error("the refused Run left a directory")
 	}
 }

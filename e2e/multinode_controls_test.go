@@ -101,8 +101,8 @@ func multiNodeRacingApplies(t *testing.T, a, b, c *serveProc, tok string) {
 // CLI and returns its token.
 func serviceToken(t *testing.T, exe, storeURL string) string {
 	t.Helper()
-	cmd := exec.Command(exe, "token", "create", "--data", t.TempDir(), "--store", storeURL, "--kind", "service", "--name", "forms-app", "--json")
-	cmd.Env = append(os.Environ(), "ASSENT_STORE=")
+	cmd := exec.Command(exe, "token", "create", "--data", t.TempDir(), "--kind", "service", "--name", "forms-app", "--json")
+	cmd.Env = append(os.Environ(), "ASSENT_STORE="+storeURL)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("token create: %v %s", err, out)

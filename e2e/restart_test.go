@@ -37,11 +37,10 @@ type serveProc struct {
 func startServe(t *testing.T, exe, dir, storeURL string) *serveProc {
 	t.Helper()
 	args := []string{"serve", "--demo", "--data", dir, "--addr", "127.0.0.1:0"}
-	if storeURL != "" {
-		args = append(args, "--store", storeURL)
-	}
+	// The store URL, password included, goes through the environment:
+	// serve refuses a password on its command line.
 	p := &serveProc{cmd: exec.Command(exe, args...)}
-	p.cmd.Env = append(os.Environ(), "ASSENT_STORE=")
+	p.cmd.Env = append(os.Environ(), "ASSENT_STORE="+storeURL)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +70,17 @@ func startServe(t *testing.T, exe, dir, storeURL string) *serveProc {
 				p.token = m[1]
 			}
 			p.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
+			if p.link == "" && strings.Contains(text, "token link owner --data") {
+				// Only the first start prints a live link; later ones
+				// print the command that makes one.
+				link := exec.Command(exe, "token", "link", "owner", "--data", dir)
+				link.Env = p.cmd.Env
+				out, err := link.Output()
+				if err != nil {
+					t.Fatalf("token link: %v", err)
+				}
+				p.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(string(out))
+			}
 			if p.base == "" || p.link == "" {
 				t.Fatalf("the welcome text lacks the address or the sign-in link:\n%s", text)
 			}

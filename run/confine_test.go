@@ -198,7 +198,7 @@ func TestToolProcessGetsItsOwnUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	res, err := ts.runInline(context.Background(), "id -u; id -G", dir, nil)
+	res, err := ts.runInline(context.Background(), "id -u; id -G", dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -107,7 +108,8 @@ func (n *twoNodes) control(t *testing.T, id string) store.Control {
 func TestForwardedControlDelivered(t *testing.T) {
 	n := newTwoNodes(t, true)
 	// The service holds its FIFO open: a written Control is delivered.
-	n.spawnA(t, "held", `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`)
+	v := n.spawnA(t, "held", `exec 3<>"$ASSENT_CONTROL_FIFO"; echo > "$ASSENT_STATE_DIR/ready"; exec sleep 300`)
+	waitFile(t, filepath.Join(v.StateDir, "ready"))
 	res, err := n.b.Apply(t.Context(), "alice", "held", "poke", json.RawMessage(`{"n":1}`))
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +167,8 @@ func TestForwardedControlOutcomes(t *testing.T) {
 
 func TestQueuedControlDeliveredBySweep(t *testing.T) {
 	n := newTwoNodes(t, false)
-	n.spawnA(t, "late", `exec 3<>"$ASSENT_CONTROL_FIFO"; exec sleep 300`)
+	v := n.spawnA(t, "late", `exec 3<>"$ASSENT_CONTROL_FIFO"; echo > "$ASSENT_STATE_DIR/ready"; exec sleep 300`)
+	waitFile(t, filepath.Join(v.StateDir, "ready"))
 	res, err := n.b.Apply(t.Context(), "alice", "late", "poke", nil)
 	if err != nil || res.Delivery.Delivery != "queued" {
 		t.Fatalf("Apply = %+v, %v; want queued", res.Delivery, err)

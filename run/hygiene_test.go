@@ -56,10 +56,11 @@ func TestCloseWhileRunsExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := filepath.Join(t.TempDir(), "go")
+	// Each Run waits for a file in its own directory, the one place of
+	// the data directory it sees.
 	const n = 4
 	for i := range n {
-		b, _ := json.Marshal(map[string]string{"template": "while [ ! -e " + ShellQuote(gate) + " ]; do sleep 0.01; done"})
+		b, _ := json.Marshal(map[string]string{"template": `while [ ! -e "$ASSENT_STATE_DIR/go" ]; do sleep 0.01; done`})
 		r, err := DecodeRecipe(b)
 		if err != nil {
 			t.Fatal(err)
@@ -70,8 +71,10 @@ func TestCloseWhileRunsExit(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := os.WriteFile(gate, nil, 0o600); err != nil {
-			t.Error(err)
+		for i := range n {
+			if err := os.WriteFile(filepath.Join(f.dir, "runs", "exit"+strconv.Itoa(i), "go"), nil, 0o600); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	m.Close()

@@ -360,7 +360,7 @@ func (m *Manager) restartLost(ctx context.Context, id, node string, leases Lease
 	}
 	req := SpawnRequest{Recipe: d.Recipe, Tool: d.Tool, LaunchKind: d.LaunchKind}
 	v, _, err := m.spawnLocked(ctx, r.OwnerID, id, req, rec, d.Definition, spawnPlan{vals: vals, script: script, shownScript: script,
-		env: rec.Environment(vals), artifacts: artifacts, dir: dir, node: node, restart: leases.RestartRun})
+		env: rec.Environment(vals), artifacts: artifacts, dir: dir, node: node, restart: leases.RestartRun, secrets: secretValues(vals, maskSecrets(vals, rec.SecretArgs(), nil))})
 	return v, err
 }
 

@@ -112,7 +112,11 @@ type Manager struct {
 	cfg   Config
 	runAs *runAs
 	// uids hands out the uids of a ranged runAs.
-	uids   *uidPool
+	uids *uidPool
+	// iso starts processes in namespaces of their own; nil when they
+	// cannot (isoWhy says why).
+	iso    *isolation
+	isoWhy string
 	st     store.Runs
 	now    func() time.Time
 	log    *slog.Logger
@@ -202,6 +206,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err := m.prepareDirs(); err != nil {
 		return nil, err
 	}
+	m.setupIsolation()
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.Leases != nil {
 		if m.keeper, err = NewLeaseKeeper(LeaseConfig{Node: cfg.Node, Leases: cfg.Leases, Manager: m, TTL: cfg.LeaseTTL}); err != nil {
@@ -475,7 +480,8 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 		shownScript = ""
 	}
 	env := rec.Environment(vals)
-	v, done, err := m.spawnLocked(ctx, ownerID, id, req, rec, def, spawnPlan{vals: shown, script: script, shownScript: shownScript, env: env, artifacts: artifacts, dir: dir, node: m.cfg.Node})
+	v, done, err := m.spawnLocked(ctx, ownerID, id, req, rec, def, spawnPlan{vals: shown, script: script, shownScript: shownScript, env: env, artifacts: artifacts, dir: dir, node: m.cfg.Node,
+		secrets: secretValues(vals, shown)})
 	if err != nil || done == nil {
 		return v, err
 	}
@@ -498,7 +504,9 @@ func (m *Manager) Spawn(ctx context.Context, ownerID string, req SpawnRequest) (
 
 // spawnPlan is what Spawn resolved before claiming the id.
 type spawnPlan struct {
-	vals                map[string]string // as stored: secrets masked
+	vals map[string]string // as stored: secrets masked
+	// secrets are the values masked in the process's output.
+	secrets             []string
 	script, shownScript string
 	env                 []string
 	artifacts           map[string]Artifact
@@ -510,6 +518,17 @@ type spawnPlan struct {
 	// ended one keeping the Run's Control journal and Trace
 	// (store.Cluster.RestartRun).
 	restart func(ctx context.Context, rec store.RunRecord, lostInstance string) error
+}
+
+// secretValues returns the values of vals that shown masks.
+func secretValues(vals, shown map[string]string) []string {
+	var out []string
+	for k, v := range vals {
+		if shown[k] == redactedMarker && v != redactedMarker {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // maskSecrets returns vals with the secret ones masked: declared secret
@@ -650,7 +669,7 @@ func (m *Manager) startGeneration(ctx context.Context, ownerID, id string, req S
 		}
 		return nil, nil, err
 	}
-	done, err := m.start(ctx, &r, doc, p.script, p.env, dir, who)
+	done, err := m.start(ctx, &r, doc, p.script, p.env, p.secrets, dir, who)
 	started = err == nil
 	if err != nil {
 		code := 127
@@ -681,7 +700,7 @@ const wrapper = `/bin/sh -c "$1"; c=$?; printf '%s\n' "$c" > "$2.tmp" && mv -f "
 // sandboxCommand) as who, with the Recipe's env and the ASSENT_*
 // variables. The returned channel is closed once the process's end is
 // recorded and who is given back.
-func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, script string, recipeEnv []string, dir string, who *identity) (<-chan struct{}, error) {
+func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, script string, recipeEnv, secrets []string, dir string, who *identity) (<-chan struct{}, error) {
 	// New files only: whatever stood at these names was removed.
 	const logFlags = os.O_CREATE | os.O_EXCL | os.O_WRONLY | os.O_APPEND | syscall.O_NOFOLLOW
 	stdout, err := os.OpenFile(filepath.Join(dir, "stdout.log"), logFlags, 0o600)
@@ -703,7 +722,12 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 	}
 	env := append(recipeEnv, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
 		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
-	cmd := sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
+	if m.iso != nil {
+		// The init masks these, the run token and bearer tokens in what
+		// the process writes to its logs.
+		env = append(env, maskEnv+"="+encodeMask(append(secrets, token)))
+	}
+	cmd := m.sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -1316,7 +1340,7 @@ func headFile(dir, path string, n, limit int) string {
 	for len(b) > 0 && !utf8.Valid(b) {
 		b = b[:len(b)-1]
 	}
-	lines := strings.SplitAfter(string(b), "\n")
+	lines := strings.SplitAfter(MaskString(string(b), nil), "\n")
 	if len(lines) > n {
 		lines = lines[:n]
 	}
@@ -1381,7 +1405,9 @@ func tailOf(f *os.File, size int64, n int, limit int64) (string, error) {
 		}
 		s = strings.Join(lines, "")
 	}
-	return boundLines(s, logLineMaxBytes), nil
+	// Bearer tokens are masked here too, for a process that wrote its
+	// log without a Run's init to mask it.
+	return boundLines(MaskString(s, nil), logLineMaxBytes), nil
 }
 
 // List returns the derived status views of ownerID's Runs, oldest first,

@@ -394,7 +394,7 @@ func TestProposalViewsMaskSecretValues(t *testing.T) {
 	ts, reg := newToolSet(t, f)
 	ctx := context.Background()
 	const secret = "s3cr3t-value"
-	res, err := callAs(t, reg, ToolSpawn, mallory, `{"template":"echo use {api_token}","values":{"api_token":"`+secret+`"},"as":"run:sec"}`)
+	res, err := callAs(t, reg, ToolSpawn, mallory, `{"template":"echo use {api_token}; echo use {api_token} > got.txt","values":{"api_token":"`+secret+`"},"as":"run:sec"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,9 +419,14 @@ func TestProposalViewsMaskSecretValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitEnded("sec")
+	// The process gets the value; its output shows it masked.
+	got, err := os.ReadFile(filepath.Join(f.dir, "runs", "sec", "got.txt"))
+	if err != nil || strings.TrimSpace(string(got)) != "use "+secret {
+		t.Fatalf("the approved Run did not get the value: %q %v", got, err)
+	}
 	out, err := f.m.Logs(ctx, "mallory", "sec", "stdout", 10)
-	if err != nil || strings.TrimSpace(out) != "use "+secret {
-		t.Fatalf("the approved Run did not get the value: %q %v", out, err)
+	if ok, _ := f.m.Isolated(); ok && (err != nil || strings.TrimSpace(out) != "use "+redactedMarker) {
+		t.Fatalf("the Run's log = %q, %v; want the value masked", out, err)
 	}
 }
 

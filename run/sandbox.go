@@ -139,7 +139,13 @@ func (m *Manager) RunUIDs() (first, last int, ok bool) {
 // directory on the way and the file's mode lets them execute it. A Run
 // with its own uid owns nothing outside its directory, so only the
 // "other" permission bits count for it.
+//
+// A path the Run's own mounts hide (under /tmp, /var/tmp, /dev/shm or the
+// data directory, but for its bin/) is never executable by a Run.
 func (m *Manager) RunUserCanExecute(path string) bool {
+	if m.iso != nil && m.hiddenFromRuns(path) {
+		return false
+	}
 	if m.runAs == nil {
 		return true
 	}
@@ -194,15 +200,59 @@ func sandboxEnv(dir string) []string {
 // caller has given dir (handOverTree). Cancelling ctx kills the process
 // (as exec.CommandContext does); callers set cmd.Cancel to kill the whole
 // group.
-func sandboxCommand(ctx context.Context, id *identity, dir string, env []string, name string, args ...string) *exec.Cmd {
+//
+// When the Manager isolates processes (see Init), the process starts
+// through a Run's init in new PID and mount namespaces: it sees only its
+// own processes, its directory is the only part of the data directory
+// there, and the init drops to id.
+func (m *Manager) sandboxCommand(ctx context.Context, id *identity, dir string, env []string, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(sandboxEnv(dir), env...)
+	if m.iso != nil {
+		m.iso.isolate(cmd, id, m.cfg.DataDir, dir, name, args)
+		return cmd
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if id != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: []uint32{}}
 	}
 	return cmd
+}
+
+// Isolated reports whether Run and tool processes start in namespaces of
+// their own, and why not when they do not.
+func (m *Manager) Isolated() (bool, string) {
+	return m.iso != nil, m.isoWhy
+}
+
+// setupIsolation finds whether Runs can start in namespaces of their own
+// and says so in the log.
+func (m *Manager) setupIsolation() {
+	dir, err := os.MkdirTemp(m.runsDir(), ".probe-")
+	if err != nil {
+		m.isoWhy = err.Error()
+	} else {
+		m.iso, err = probeIsolation(m.cfg.DataDir, dir)
+		os.RemoveAll(dir)
+		if err != nil {
+			m.isoWhy = err.Error()
+		}
+	}
+	switch {
+	case m.iso != nil && m.iso.userNS:
+		m.log.Info("Run and tool processes start in new user, PID and mount namespaces: each sees only its own processes and its own Run directory of the data directory")
+	case m.iso != nil:
+		m.log.Info("Run and tool processes start in new PID and mount namespaces: each sees only its own processes and its own Run directory of the data directory")
+	default:
+		m.log.Warn("Run and tool processes are not isolated in namespaces of their own: they see every process on the machine in /proc (command lines included, where their uid may read them) and the paths of the data directory; see docs/security.md",
+			"reason", m.isoWhy)
+	}
+	if os.Geteuid() != 0 && (m.iso == nil || !m.iso.userNS) {
+		m.log.Warn("the server is not root: Run and tool processes run as the server's own user and can read and signal what it can; serve as root to give each its own uid")
+	} else if os.Geteuid() != 0 {
+		m.log.Warn("the server is not root: Run and tool processes keep the server's user (in a user namespace of their own); outside their mounts they can read what the server's user can; serve as root to give each its own uid")
+	}
 }
 
 // prepareDirs creates the data directory layout with its permissions: the
@@ -250,3 +300,15 @@ func (m *Manager) prepareDirs() error {
 
 // canSearch reports whether Run processes may traverse the directory fi.
 func (m *Manager) canSearch(fi os.FileInfo) bool { return m.runUserMay(fi, 0o1) }
+
+// hiddenFromRuns reports whether the mounts of an isolated Run hide path.
+func (m *Manager) hiddenFromRuns(path string) bool {
+	within := func(dir string) bool {
+		rel, err := filepath.Rel(dir, path)
+		return err == nil && filepath.IsLocal(rel)
+	}
+	if within(filepath.Join(m.cfg.DataDir, "bin")) {
+		return false
+	}
+	return within("/tmp") || within("/var/tmp") || within("/dev/shm") || within(m.cfg.DataDir)
+}

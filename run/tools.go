@@ -799,7 +799,7 @@ func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Ca
 	if err != nil {
 		return nil, toolError(err)
 	}
-	return ts.runInline(ctx, script, dir, r.Environment(vals))
+	return ts.runInline(ctx, script, dir, r.Environment(vals), secretValues(vals, maskSecrets(vals, r.SecretArgs(), nil)))
 }
 
 const toolOutputMax = 50 << 10
@@ -809,7 +809,9 @@ const toolOutputMax = 50 << 10
 // as working directory and, when the server is root, a uid of its own or
 // the shared run user) and returns its output, bounded; cancelling ctx
 // kills the group.
-func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env []string) (*tool.Result, error) {
+//
+// Secret values and bearer tokens are masked in the output.
+func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env, secrets []string) (*tool.Result, error) {
 	who, err := ts.m.takeIdentity()
 	if err != nil {
 		return nil, toolError(err)
@@ -820,7 +822,7 @@ func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env []stri
 	if err := ts.m.handOverTree(dir, who); err != nil {
 		return nil, toolError(errorf(CodeSandbox, "the tool's directory cannot be given to its run user: %v", err))
 	}
-	cmd := sandboxCommand(ctx, who, dir, env, "/bin/sh", "-c", script)
+	cmd := ts.m.sandboxCommand(ctx, who, dir, env, "/bin/sh", "-c", script)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -833,13 +835,14 @@ func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env []stri
 	} else if err != nil {
 		return nil, err
 	}
-	out := stdout.String()
+	out := MaskString(stdout.String(), secrets)
+	errText := MaskString(stderr.String(), secrets)
 	if len(out) > toolOutputMax {
 		out = out[len(out)-toolOutputMax:]
 	}
-	v := map[string]any{"exit_code": code, "stdout": out, "stderr": cut(stderr.String(), 4000)}
+	v := map[string]any{"exit_code": code, "stdout": out, "stderr": cut(errText, 4000)}
 	if code != 0 {
-		return nil, &tool.Error{Code: "tool_failed", Message: fmt.Sprintf("exit_code=%d\n%s", code, cut(stderr.String(), 4000)), Data: v}
+		return nil, &tool.Error{Code: "tool_failed", Message: fmt.Sprintf("exit_code=%d\n%s", code, cut(errText, 4000)), Data: v}
 	}
 	if strings.TrimSpace(out) == "" {
 		b, _ := json.Marshal(v)

@@ -71,7 +71,9 @@ type benchOpts struct {
 	only         string
 	asJSON       bool
 	cpuProfile   string
-	storeURL     string
+	store        storeFlags
+	// storeURL is what store resolves to.
+	storeURL string
 	// dropControlWrites runs assent with its control registry's writes
 	// dropped: a measurement of what the durable write costs.
 	dropControlWrites bool
@@ -164,7 +166,7 @@ measurement, not assent's.`,
   assent bench --calls 2000 --rounds 6 --subscribers 100,1000 --json
   assent bench --only runtime_status
   assent bench --only controls_execute --drop-control-writes
-  assent bench --store postgres://USER:PASSWORD@HOST:5432/DATABASE`,
+  ASSENT_STORE=postgres://USER:PASSWORD@HOST:5432/DATABASE assent bench`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.calls < 1 || o.rounds < 1 || o.rate < 1 || o.duration <= 0 || o.batchTimeout <= 0 {
@@ -174,6 +176,10 @@ measurement, not assent's.`,
 				if n < 1 || n > 10000 {
 					return usageErr("bench: each --subscribers value must be between 1 and 10000")
 				}
+			}
+			var err error
+			if o.storeURL, err = o.store.resolve(); err != nil {
+				return err
 			}
 			if o.cpuProfile != "" {
 				f, err := os.Create(o.cpuProfile)
@@ -220,7 +226,7 @@ measurement, not assent's.`,
 	f.DurationVar(&o.batchTimeout, "batch-timeout", 20*time.Second, "the longest one batch of calls may run")
 	f.StringVar(&o.only, "only", "", "run only the rows whose name contains this text")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON")
-	f.StringVar(&o.storeURL, "store", "", "also run the store rows, and the MCP and admission rows, on the PostgreSQL database at this URL, beside SQLite (default $ASSENT_STORE)")
+	o.store.add(f, "also run the store rows, and the MCP and admission rows, on the PostgreSQL database at this URL (without a password), beside SQLite (default $ASSENT_STORE)")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (assent, the floor and the clients) to this file")
 	f.BoolVar(&o.dropControlWrites, "drop-control-writes", false, "measurement only: run assent with its control registry's writes dropped (nothing staged is saved), to show what a stage's durable write costs; every row's note says so")
 	return cmd
@@ -357,7 +363,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 		fmt.Fprintf(progress, "bench:   p50 %.3f ms (floor %.3f), %.0f/s (floor %.0f), ratio %.2f\n", r.P50ms, r.FloorP50ms, r.PerSec, r.FloorPerSec, r.Ratio)
 		rows = append(rows, r)
 	}
-	more, err := backendRows(ctx, o, progress, dir, storeURL(o.storeURL))
+	more, err := backendRows(ctx, o, progress, dir, o.storeURL)
 	if err != nil {
 		return nil, err
 	}

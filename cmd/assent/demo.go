@@ -87,7 +87,7 @@ earlier, it stops the tour (exit 1).`,
 			}
 			var cs *mcp.ClientSession
 			if data != "" {
-				rt, err := startInProcess(ctx, c, data, "", firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), true)
+				rt, err := startInProcess(ctx, c, data, storeFlags{}, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), true)
 				if err != nil {
 					return err
 				}

@@ -96,6 +96,15 @@ func serveInProcess(t *testing.T, args ...string) *served {
 		s.token = m[1]
 	}
 	s.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
+	if s.link == "" && strings.Contains(text, "token link owner --data") {
+		// Only the first start prints a live link; later ones print the
+		// command that makes one.
+		var lout, lerr bytes.Buffer
+		if code := execute([]string{"token", "link", "owner", "--data", s.dir}, strings.NewReader(""), &lout, &lerr); code != 0 {
+			t.Fatalf("token link: exit %d %s", code, lerr.String())
+		}
+		s.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(lout.String())
+	}
 	if s.base == "" || s.link == "" {
 		t.Fatalf("welcome text lacks the URL or the sign-in link:\n%s", text)
 	}
@@ -297,7 +306,8 @@ func TestServeDemoTour(t *testing.T) {
 	}
 	again := serveInProcess(t, "--demo", "--data", "data")
 	text = again.out.String()
-	if again.token != "" || strings.Contains(text, "<agent token>") || !strings.Contains(text, "token create --kind agent") {
+	if again.token != "" || strings.Contains(text, "<agent token>") || !strings.Contains(text, "token create --kind agent") ||
+		strings.Contains(text, "/signin/") || !strings.Contains(text, "token link owner --data") {
 		t.Errorf("second start:\n%s", text)
 	}
 	cfg = mcpConfig(t, text)

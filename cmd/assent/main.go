@@ -7,8 +7,12 @@ package main
 
 import (
 	"os"
+
+	"github.com/assent-run/assent/run"
 )
 
 func main() {
+	// A Run's init is this binary started again; it never returns.
+	run.Init()
 	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -24,9 +29,10 @@ import (
 
 func newMCPCmd(c *cli) *cobra.Command {
 	var (
-		o               clientOpts
-		data, storeFlag string
-		demo            bool
+		o         clientOpts
+		data      string
+		storeFlag storeFlags
+		demo      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -52,7 +58,8 @@ process report to this process's own loopback HTTP API, so a service Run
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t := &mcp.IOTransport{Reader: io.NopCloser(c.in), Writer: nopWriteCloser{c.out}}
+			out := &lockedWriter{w: c.out}
+			t := &mcp.IOTransport{Reader: io.NopCloser(jsonLines(c.in, out)), Writer: nopWriteCloser{out}}
 			if data != "" {
 				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), demo, t)
 			}
@@ -69,7 +76,7 @@ process report to this process's own loopback HTTP API, so a service Run
 	addClientFlags(cmd, &o)
 	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
 	cmd.Flags().BoolVar(&demo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
-	cmd.Flags().StringVar(&storeFlag, "store", "", "with --data: "+storeFlagUsage)
+	storeFlag.add(cmd.Flags(), "with --data: "+storeFlagUsage)
 	return cmd
 }
 
@@ -79,7 +86,7 @@ func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPInProcess runs the full runtime on the data directory and serves
 // its tools over t.
-func serveMCPInProcess(ctx context.Context, c *cli, dir, storeFlag, token string, demo bool, t mcp.Transport) error {
+func serveMCPInProcess(ctx context.Context, c *cli, dir string, storeFlag storeFlags, token string, demo bool, t mcp.Transport) error {
 	rt, err := startInProcess(ctx, c, dir, storeFlag, token, demo)
 	if err != nil {
 		return err
@@ -113,7 +120,7 @@ func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
 // HTTP API on a loopback port (so Runs can reach it) and builds an MCP
 // server over its tools that acts as the agent created at first start, or
 // as token's principal.
-func startInProcess(ctx context.Context, c *cli, data, storeFlag, token string, demo bool) (*inProcess, error) {
+func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFlags, token string, demo bool) (*inProcess, error) {
 	dir, err := absDataDir(data)
 	if err != nil {
 		return nil, err
@@ -171,16 +178,94 @@ func startInProcess(ctx context.Context, c *cli, data, storeFlag, token string, 
 	}}, nil
 }
 
-// bearerTransport adds the bearer token to every request.
+// bearerTransport adds the bearer token to every request to origin (a
+// scheme://host[:port]; any origin when empty), and to no other: a
+// redirect to another origin never carries it.
 type bearerTransport struct {
-	token string
-	base  http.RoundTripper
+	token  string
+	base   http.RoundTripper
+	origin string
 }
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.origin == "" || sameOrigin(r.URL, b.origin) {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	} else {
+		r.Header.Del("Authorization")
+	}
 	return b.base.RoundTrip(r)
+}
+
+// originOf returns the scheme://host[:port] of raw, "" when it does not
+// parse.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+}
+
+// sameOrigin reports whether u is at origin.
+func sameOrigin(u *url.URL, origin string) bool {
+	return strings.ToLower(u.Scheme)+"://"+strings.ToLower(u.Host) == origin
+}
+
+// sameOriginRedirects refuses a redirect to another origin, so that what
+// a request carries never follows it there.
+func sameOriginRedirects(origin string) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if !sameOrigin(req.URL, origin) {
+			return fmt.Errorf("redirect_refused: the server redirected to another origin (%s); pass --url with the address that answers itself", req.URL.Scheme+"://"+req.URL.Host)
+		}
+		return nil
+	}
+}
+
+// parseErrorLine is the JSON-RPC answer to a line that is not JSON.
+const parseErrorLine = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}` + "\n"
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// jsonLines passes on the lines of in that are JSON, and answers each
+// other non-empty line with a JSON-RPC parse error on out, so that one
+// malformed line does not end the session.
+func jsonLines(in io.Reader, out io.Writer) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if t := bytes.TrimSpace(line); len(t) > 0 {
+				if json.Valid(t) {
+					if _, werr := pw.Write(append(t, '\n')); werr != nil {
+						return
+					}
+				} else {
+					_, _ = io.WriteString(out, parseErrorLine)
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
 }
 
 // relayMCP serves over t what the server client points at serves: its
@@ -267,8 +352,9 @@ func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
 		ResourceListChangedHandler: func(ctx context.Context, _ *mcp.ResourceListChangedRequest) { _ = syncResources(ctx) },
 	})
 	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   client.base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearerTransport{token: client.token, base: http.DefaultTransport}},
+		Endpoint: client.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token: client.token, base: http.DefaultTransport, origin: originOf(client.base)},
+			CheckRedirect: sameOriginRedirects(originOf(client.base))},
 	}, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "401") || strings.Contains(strings.ToLower(err.Error()), "unauthorized") {

@@ -245,3 +245,99 @@ func TestMCPStdioInProcessDemo(t *testing.T) {
 		t.Errorf("--demo without --data: exit %d %q", code, errw.String())
 	}
 }
+
+// The relay's bearer token never follows a redirect to another origin:
+// a server at --url that redirects /mcp elsewhere gets the token, the
+// other origin does not, and the relay refuses the redirect.
+func TestMCPRelayTokenStaysWithItsOrigin(t *testing.T) {
+	const token = "asnt_relay-secret"
+	seen := make(chan string, 8)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("Authorization")
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer other.Close()
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer first.Close()
+	// The transport alone: a request to another origin goes without the
+	// token.
+	tr := bearerTransport{token: token, base: http.DefaultTransport, origin: originOf(first.URL)}
+	req, _ := http.NewRequest("GET", other.URL+"/x", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := tr.RoundTrip(req); err == nil {
+		resp.Body.Close()
+	}
+	if got := <-seen; got != "" {
+		t.Errorf("a request to another origin carried %q", got)
+	}
+	// The relay: refused, and the other origin saw no token.
+	var out, errw bytes.Buffer
+	code := execute([]string{"mcp", "--url", first.URL, "--token", token}, strings.NewReader(""), &out, &errw)
+	if code == 0 {
+		t.Errorf("the relay followed a redirect to another origin: exit 0")
+	}
+	close(seen)
+	for got := range seen {
+		if strings.Contains(got, token) {
+			t.Fatalf("the other origin received the token: %q", got)
+		}
+	}
+}
+
+// One malformed line on stdin is answered with a JSON-RPC parse error and
+// the session goes on.
+func TestMCPStdioSurvivesMalformedLine(t *testing.T) {
+	var out bytes.Buffer
+	in := "not json at all\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"
+	r := jsonLines(strings.NewReader(in), &out)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n" {
+		t.Errorf("passed on %q", got)
+	}
+	if !strings.Contains(out.String(), `"code":-32700`) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("answered %q; want one parse error", out.String())
+	}
+	// Through the whole command: a session that sent a broken line still
+	// answers the next request.
+	dir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- execute([]string{"mcp", "--data", dir}, inR, outW, io.Discard)
+		outW.Close()
+	}()
+	go func() {
+		io.WriteString(inW, "{broken\n")
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	}()
+	dec := json.NewDecoder(outR)
+	var gotParseError, gotInit bool
+	for i := 0; i < 2; i++ {
+		var msg map[string]any
+		if err := dec.Decode(&msg); err != nil {
+			t.Fatalf("reading answers: %v", err)
+		}
+		if e, ok := msg["error"].(map[string]any); ok && e["code"] == float64(-32700) {
+			gotParseError = true
+		}
+		if msg["id"] == float64(1) && msg["result"] != nil {
+			gotInit = true
+		}
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("assent mcp did not exit after stdin closed")
+	}
+	if !gotParseError || !gotInit {
+		t.Errorf("parse error %v, initialize answered %v; want both", gotParseError, gotInit)
+	}
+}

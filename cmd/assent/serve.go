@@ -55,12 +55,6 @@ func openStore(ctx context.Context, dir string, create bool) (*sqlite.DB, error)
 	return db, nil
 }
 
-// storeURL resolves --store, then $ASSENT_STORE: the PostgreSQL URL the
-// server keeps its state in, or "" for SQLite in the data directory.
-func storeURL(flag string) string {
-	return firstNonEmpty(flag, os.Getenv("ASSENT_STORE"))
-}
-
 // openServeStore opens the server's store: PostgreSQL when rawURL is set,
 // otherwise SQLite in dir. dir is created either way: Runs keep their
 // files there. Errors carry a stable code and never show the password.
@@ -79,10 +73,11 @@ func openServeStore(ctx context.Context, dir, rawURL string) (store.Store, error
 
 func newServeCmd(c *cli) *cobra.Command {
 	var (
-		data, addr, baseURL, logFormat, runUser, storeFlag, node string
-		runUIDs                                                  string
-		demo, oauthInsecure                                      bool
-		leaseTTL                                                 time.Duration
+		data, addr, baseURL, logFormat, runUser, node string
+		storeOpts                                     storeFlags
+		runUIDs                                       string
+		demo, oauthInsecure                           bool
+		leaseTTL                                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -90,17 +85,27 @@ func newServeCmd(c *cli) *cobra.Command {
 		Long: `Run the assent server.
 
 State is kept in SQLite in the data directory (assent.db) by default. With
---store postgres://USER:PASSWORD@HOST:PORT/DATABASE (or ASSENT_STORE; the
-flag wins) it is kept in PostgreSQL instead: the schema is created or
+ASSENT_STORE=postgres://USER:PASSWORD@HOST:PORT/DATABASE (or --store-file FILE
+holding that URL, or --store with a URL that has no password, the password
+then in a PGPASSFILE) it is kept in PostgreSQL instead: the schema is created or
 brought up to date at start. The data directory is still used for Run
 files.
 
 The first start creates the data directory and the store, a person ("owner")
-and an agent, and prints the agent's token. Every start prints a new one-time
-sign-in link for the owner (valid 15 minutes) and a ready-to-paste MCP client
+and an agent, and prints the agent's token and a one-time sign-in link for
+the owner (valid 15 minutes); later starts print the command that makes a
+new link (assent token link owner). Every start prints a ready-to-paste MCP client
 configuration whose stdio command exists on this machine (the binary's
 absolute path, or "go -C REPO run ./cmd/assent" when started by go run).
 The data directory is made absolute at start.
+
+Run and tool processes start in new PID and mount namespaces (and a user
+namespace when serving as a non-root user): each sees only its own
+processes in /proc and only its own Run directory of the data directory.
+Where the kernel refuses the namespaces, serve logs a warning at start and
+Runs see every process on the machine, command lines included; a server
+that is not root also warns that Runs share its user (see
+docs/security.md).
 
 Several nodes may share one PostgreSQL store (see docs/deploy.md). Each
 needs a name of its own, the same across its restarts: --node (or
@@ -116,7 +121,8 @@ down gracefully.`,
 		Example: `  assent serve --demo
   assent serve --data /var/lib/assent --addr 127.0.0.1:7410
   ASSENT_DATA=./data assent serve
-  assent serve --store postgres://assent:secret@127.0.0.1:5432/assent`,
+  ASSENT_STORE=postgres://assent:secret@127.0.0.1:5432/assent assent serve
+  assent serve --store-file /etc/assent/store-url`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -134,7 +140,11 @@ down gracefully.`,
 				return err
 			}
 			log := newLogger(c.err, logFormat)
-			db, err := openServeStore(ctx, dir, storeURL(storeFlag))
+			storeURL, err := storeOpts.resolve()
+			if err != nil {
+				return err
+			}
+			db, err := openServeStore(ctx, dir, storeURL)
 			if err != nil {
 				return err
 			}
@@ -183,10 +193,15 @@ down gracefully.`,
 					seed = &sd
 				}
 			}
-			link, err := auth.NewSignInLink(ctx, db.Sessions(), boot.Owner.ID, base, time.Now())
-			if err != nil {
-				ln.Close()
-				return refused("%v", err)
+			// A live sign-in link is printed only when the owner was just
+			// made: output kept in a file or a journal would otherwise hold
+			// a fresh owner session on every start.
+			var link string
+			if boot.First {
+				if link, err = auth.NewSignInLink(ctx, db.Sessions(), boot.Owner.ID, base, time.Now()); err != nil {
+					ln.Close()
+					return refused("%v", err)
+				}
 			}
 			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: demo, seed: seed, self: currentInvocation()})
 			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "node", srv.Config.Node, "demo", demo)
@@ -199,7 +214,7 @@ down gracefully.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&data, "data", "", "data directory (default $ASSENT_DATA or ./assent-data)")
-	f.StringVar(&storeFlag, "store", "", "PostgreSQL URL to keep state in, postgres://USER:PASSWORD@HOST:PORT/DATABASE (default $ASSENT_STORE, else SQLite in the data directory)")
+	storeOpts.add(f, "PostgreSQL URL to keep state in, without a password: postgres://USER@HOST:PORT/DATABASE (default $ASSENT_STORE, else SQLite in the data directory); the password goes in ASSENT_STORE, a PGPASSFILE or --store-file")
 	f.StringVar(&addr, "addr", "127.0.0.1:7410", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&baseURL, "base-url", "", "public URL of this server, when behind a proxy (default http://ADDR)")
 	f.BoolVar(&demo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")
@@ -235,7 +250,11 @@ const tokenPlaceholder = "asnt_…"
 
 func printWelcome(w io.Writer, wl welcome) {
 	fmt.Fprintf(w, "assent %s serving on %s (data: %s, store: %s)\n\n", assent.Version, wl.base, wl.dir, wl.storeKind)
-	fmt.Fprintf(w, "Sign in as %s (one use, within 15 minutes):\n  %s\n\n", wl.boot.Owner.Name, wl.link)
+	if wl.link != "" {
+		fmt.Fprintf(w, "Sign in as %s (one use, within 15 minutes):\n  %s\n\n", wl.boot.Owner.Name, wl.link)
+	} else {
+		fmt.Fprintf(w, "Make a one-time sign-in link for %s with:\n  %s\n\n", wl.boot.Owner.Name, wl.self.shell("token", "link", wl.boot.Owner.Name, "--data", wl.dir))
+	}
 	token := wl.boot.AgentToken
 	makeToken := wl.self.shell("token", "create", "--kind", "agent", "--name", "NAME", "--grant", "state.write,tool.invoke", "--data", wl.dir)
 	if token != "" {

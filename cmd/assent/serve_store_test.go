@@ -14,20 +14,72 @@ import (
 )
 
 func TestStoreURLPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "store-url")
+	if err := os.WriteFile(file, []byte("postgres://u:pw@file/db\n# comment\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
-		name, flag, env, want string
+		name, flag, file, env, want string
 	}{
-		{"neither: SQLite", "", "", ""},
-		{"environment", "", "postgres://e/db", "postgres://e/db"},
-		{"flag wins", "postgres://f/db", "postgres://e/db", "postgres://f/db"},
+		{"neither: SQLite", "", "", "", ""},
+		{"environment", "", "", "postgres://e/db", "postgres://e/db"},
+		{"flag wins", "postgres://f/db", "", "postgres://e/db", "postgres://f/db"},
+		{"file wins over the environment", "", file, "postgres://e/db", "postgres://u:pw@file/db"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("ASSENT_STORE", tc.env)
-			if got := storeURL(tc.flag); got != tc.want {
-				t.Errorf("storeURL(%q) with ASSENT_STORE=%q = %q, want %q", tc.flag, tc.env, got, tc.want)
+			got, err := storeFlags{url: tc.flag, file: tc.file}.resolve()
+			if err != nil || got != tc.want {
+				t.Errorf("resolve(--store %q --store-file %q) with ASSENT_STORE=%q = %q, %v; want %q", tc.flag, tc.file, tc.env, got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestStorePasswordOnCommandLineRefused: every command that takes --store
+// refuses a URL carrying a password, since any process on the machine can
+// read a command line, and names the ways that keep it off the line. The
+// password is not echoed.
+func TestStorePasswordOnCommandLineRefused(t *testing.T) {
+	const secret = "hunter2-secret"
+	urls := []string{
+		"postgres://u:" + secret + "@127.0.0.1:5432/db",
+		"postgresql://u:" + secret + "@127.0.0.1/db?sslmode=disable",
+		"postgres://u@127.0.0.1/db?password=" + secret,
+		"postgres://u:" + secret + "@127.0.0.1:port/db",
+	}
+	commands := [][]string{
+		{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"},
+		{"token", "list", "--data", t.TempDir()},
+		{"token", "create", "--data", t.TempDir(), "--kind", "agent", "--name", "a"},
+		{"token", "revoke", "x", "--data", t.TempDir()},
+		{"token", "link", "owner", "--data", t.TempDir()},
+		{"mcp", "--data", t.TempDir()},
+		{"bench", "--only", "nothing"},
+	}
+	t.Setenv("ASSENT_STORE", "")
+	for _, u := range urls {
+		for _, args := range commands {
+			var out, errw strings.Builder
+			code := executeContext(context.Background(), append(append([]string{}, args...), "--store", u), strings.NewReader(""), &out, &errw)
+			msg := errw.String()
+			if code != exitUsage || !strings.Contains(msg, "secret_on_command_line") {
+				t.Errorf("%v --store %s: exit %d, stderr %q; want %d secret_on_command_line", args, u, code, msg, exitUsage)
+			}
+			for _, want := range []string{"ASSENT_STORE", "PGPASSFILE", "--store-file"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%v: the refusal does not name %s: %q", args, want, msg)
+				}
+			}
+			if strings.Contains(msg+out.String(), secret) {
+				t.Errorf("%v: the password was printed", args)
+			}
+		}
+	}
+	// Without a password the URL is taken (a PGPASSFILE supplies it).
+	if got, err := (storeFlags{url: "postgres://u@127.0.0.1/db"}).resolve(); err != nil || got == "" {
+		t.Errorf("a URL without a password: %q, %v", got, err)
 	}
 }
 
@@ -45,9 +97,9 @@ func TestServeStoreRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("ASSENT_STORE", "")
+			t.Setenv("ASSENT_STORE", tc.store)
 			var out, errw strings.Builder
-			code := executeContext(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--store", tc.store},
+			code := executeContext(context.Background(), []string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"},
 				strings.NewReader(""), &out, &errw)
 			if code != exitRefused || !strings.Contains(errw.String(), tc.code+": ") {
 				t.Errorf("exit %d, stderr %q; want %d and %s", code, errw.String(), exitRefused, tc.code)
@@ -65,7 +117,11 @@ func TestServeStoreRefused(t *testing.T) {
 func TestServePostgres(t *testing.T) {
 	u, _ := pgtest.URL(t)
 	t.Setenv("ASSENT_STORE", "")
-	first := serveInProcess(t, "--data", t.TempDir(), "--store", u)
+	file := filepath.Join(t.TempDir(), "store-url")
+	if err := os.WriteFile(file, []byte(u+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := serveInProcess(t, "--data", t.TempDir(), "--store-file", file)
 	if !strings.Contains(first.out.String(), "store: postgres") || first.token == "" {
 		t.Fatalf("first start:\n%s", first.out.String())
 	}
@@ -101,7 +157,11 @@ func TestTokenCommandsOnPostgres(t *testing.T) {
 		return code, out.String(), errw.String()
 	}
 	missing := filepath.Join(t.TempDir(), "never-made")
-	if code, out, errOut := run("token", "create", "--data", missing, "--store", u, "--kind", "human", "--name", "alice"); code != 0 || !strings.Contains(out, "/signin/") {
+	file := filepath.Join(t.TempDir(), "store-url")
+	if err := os.WriteFile(file, []byte(u+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run("token", "create", "--data", missing, "--store-file", file, "--kind", "human", "--name", "alice"); code != 0 || !strings.Contains(out, "/signin/") {
 		t.Fatalf("token create on PostgreSQL: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Setenv("ASSENT_STORE", u)

@@ -31,9 +31,10 @@ func newTokenCmd(c *cli) *cobra.Command {
 
 func newTokenCreateCmd(c *cli) *cobra.Command {
 	var (
-		data, kind, name, base, storeFlag string
-		grants, forNames                  []string
-		asJSON                            bool
+		data, kind, name, base string
+		storeFlag              storeFlags
+		grants, forNames       []string
+		asJSON                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create",
@@ -119,8 +120,9 @@ one-time sign-in link for the web UI is printed too.`,
 
 func newTokenListCmd(c *cli) *cobra.Command {
 	var (
-		data, storeFlag string
-		asJSON          bool
+		data      string
+		storeFlag storeFlags
+		asJSON    bool
 	)
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -162,7 +164,10 @@ func newTokenListCmd(c *cli) *cobra.Command {
 }
 
 func newTokenRevokeCmd(c *cli) *cobra.Command {
-	var data, storeFlag string
+	var (
+		data      string
+		storeFlag storeFlags
+	)
 	cmd := &cobra.Command{
 		Use:     "revoke PRINCIPAL_ID",
 		Short:   "Revoke a principal's tokens and web sessions",

@@ -12,7 +12,10 @@ import (
 // works on the data directory, so a running server accepts the link
 // without a restart.
 func newTokenLinkCmd(c *cli) *cobra.Command {
-	var data, base, storeFlag string
+	var (
+		data, base string
+		storeFlag  storeFlags
+	)
 	cmd := &cobra.Command{
 		Use:     "link NAME",
 		Short:   "Print a fresh one-time sign-in link for the person NAME",

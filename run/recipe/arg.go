@@ -3,6 +3,7 @@ package recipe
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -22,10 +23,19 @@ type Arg struct {
 	// Secret marks a value masked in every view and stored document; only
 	// the process receives it.
 	Secret bool `json:"secret,omitempty"`
+	// Options lets a string or path value begin with "-": the Recipe
+	// hands it to a program that is meant to read it as an option.
+	// Without it such a value is refused, so a value never becomes an
+	// option of the program it is given to.
+	Options bool `json:"options,omitempty"`
 }
 
-// secretMarker, after an argument's type, marks it secret.
-const secretMarker = "!secret"
+// The markers after an argument's type, in any order: "!secret" marks a
+// secret, "!options" an argument whose value may be an option.
+const (
+	secretMarker  = "!secret"
+	optionsMarker = "!options"
+)
 
 var (
 	argNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -44,8 +54,16 @@ func ParseArg(decl string) (Arg, error) {
 		a.Default, a.HasDefault = &d, true
 		rest = rest[:i]
 	}
-	if s, ok := strings.CutSuffix(rest, secretMarker); ok {
-		a.Secret, rest = true, s
+	for {
+		if s, ok := strings.CutSuffix(rest, secretMarker); ok && !a.Secret {
+			a.Secret, rest = true, s
+			continue
+		}
+		if s, ok := strings.CutSuffix(rest, optionsMarker); ok && !a.Options {
+			a.Options, rest = true, s
+			continue
+		}
+		break
 	}
 	a.Name, a.Type = rest, "string"
 	if name, typ, ok := strings.Cut(rest, ":"); ok {
@@ -69,6 +87,9 @@ func ParseArg(decl string) (Arg, error) {
 	default:
 		return a, fmt.Errorf("unsupported Recipe argument type %q in %q; use string, path, int, number, bool, array or enum(a,b)", a.Type, decl)
 	}
+	if a.Options && a.Type != "string" && a.Type != "path" && a.Type != "array" {
+		return a, fmt.Errorf("%s in %q: only a string, path or array argument may take options", optionsMarker, decl)
+	}
 	if a.HasDefault {
 		if _, err := a.coerce(json.RawMessage(strconv.Quote(*a.Default))); err != nil {
 			return a, fmt.Errorf("default of %s: %v", a.Name, err)
@@ -76,6 +97,10 @@ func ParseArg(decl string) (Arg, error) {
 	}
 	return a, nil
 }
+
+// errOption refuses a value that begins with "-" for an argument not
+// declared to take options.
+var errOption = errors.New(`begins with "-", which the program it is handed to would read as an option; pass a value that does not begin with "-" (for a file, write ./-name), or declare the argument with ` + optionsMarker + ` in the Recipe when it is meant to be an option`)
 
 // coerce checks v against the argument's type and returns its shell text
 // (already quoted for arrays).
@@ -87,14 +112,17 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 	}
 	switch a.Type {
 	case "string", "path":
-		if isString {
-			return s, nil
+		if !isString {
+			var n json.Number
+			if json.Unmarshal(v, &n) != nil {
+				return "", fmt.Errorf("expected a string")
+			}
+			s = n.String()
 		}
-		var n json.Number
-		if json.Unmarshal(v, &n) == nil {
-			return n.String(), nil
+		if strings.HasPrefix(s, "-") && !a.Options {
+			return "", errOption
 		}
-		return "", fmt.Errorf("expected a string")
+		return s, nil
 	case "int":
 		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
 			return "", fmt.Errorf("expected an integer")
@@ -126,7 +154,10 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 		}
 		parts := make([]string, len(items))
 		for i, it := range items {
-			t, err := Arg{Type: "string"}.coerce(it)
+			t, err := Arg{Type: "string", Options: a.Options}.coerce(it)
+			if errors.Is(err, errOption) {
+				return "", err
+			}
 			if err != nil {
 				return "", fmt.Errorf("array items must be strings or numbers")
 			}
@@ -153,6 +184,9 @@ func (r *Recipe) Resolve(values map[string]json.RawMessage) (map[string]string, 
 		for _, m := range []map[string]json.RawMessage{r.Defaults, r.Values, values} {
 			for k, v := range m {
 				s, err := Arg{Name: k, Type: "string"}.coerce(v)
+				if errors.Is(err, errOption) {
+					return nil, errorf(CodeInvalidValue, "value %s %v", k, err)
+				}
 				if err != nil {
 					var b bool
 					if json.Unmarshal(v, &b) != nil {
@@ -176,6 +210,9 @@ func (r *Recipe) Resolve(values map[string]json.RawMessage) (map[string]string, 
 			return nil, errorf(CodeInvalidRequest, "missing value for Recipe argument %s", a.Name)
 		}
 		s, err := a.coerce(v)
+		if errors.Is(err, errOption) {
+			return nil, errorf(CodeInvalidValue, "value %s %v", a.Name, err)
+		}
 		if err != nil {
 			return nil, errorf(CodeInvalidRequest, "value %s: %v", a.Name, err)
 		}

@@ -34,6 +34,11 @@ const (
 	CodeInvalidRecipe = "invalid_recipe"
 	// CodeInvalidRequest refuses values or paths given for a Recipe.
 	CodeInvalidRequest = "invalid_request"
+	// CodeInvalidValue refuses a value that could change what the
+	// command does beyond its argument: one that begins with "-" (an
+	// option to the program it is handed to) where the Recipe did not
+	// declare that the argument takes options.
+	CodeInvalidValue = "invalid_value"
 )
 
 // Error is a refusal with a stable snake_case code and a message that says

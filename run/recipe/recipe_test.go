@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -445,5 +446,106 @@ func TestArithmeticTakesWholeNumbers(t *testing.T) {
 				t.Fatalf("value %q: exit %d, out %q", tt.value, code, out)
 			}
 		}
+	}
+}
+
+// A value that is not a whole number is refused wherever bash reads it as
+// arithmetic, not only directly inside $((…)): there "a[$(cmd)]" runs cmd.
+func TestArithmeticEverywhereTakesWholeNumbers(t *testing.T) {
+	const attack = "a[$(touch pwned)]"
+	for _, tmpl := range []string{
+		"echo $(( {n} * 60 ))",
+		"echo $(( $(echo {n}) ))",
+		"echo $(( `echo {n}` + 1 ))",
+		"(( {n} > 1 )) && echo big",
+		"x=$(( 1 + $( printf %s {n} ) ))",
+		"let x={n}+1",
+		"let \"x = {n}\"",
+		"a[{n}]=1",
+		"a[$(echo {n})]=1",
+		"echo $[ {n} + 1 ]",
+		"[[ {n} -eq 1 ]] && echo one",
+		"if [[ $(echo {n}) -gt 2 ]]; then echo big; fi",
+	} {
+		r, err := Parse([]byte(`{"args":["n"],"template":` + strconv.Quote(tmpl) + `}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tmpl, err)
+		}
+		if script, err := r.Script(map[string]string{"n": attack}); err == nil {
+			t.Errorf("template %q took %q into arithmetic:\n%s", tmpl, attack, script)
+		}
+		if _, err := r.Script(map[string]string{"n": "7"}); err != nil {
+			t.Errorf("template %q refused a whole number: %v", tmpl, err)
+		}
+	}
+	// Outside arithmetic, any value stands, quoted.
+	for _, tmpl := range []string{"echo {n}", "let_me={n}; echo \"$let_me\"", "[[ {n} == x ]] && echo", "echo [{n}]", "echo \"a[{n}]\""} {
+		r, err := Parse([]byte(`{"args":["n"],"template":` + strconv.Quote(tmpl) + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Script(map[string]string{"n": attack}); err != nil {
+			t.Errorf("template %q refused a value outside arithmetic: %v", tmpl, err)
+		}
+	}
+}
+
+// A string or path value that begins with "-" is refused invalid_value, so
+// it never becomes an option of the program it is handed to, unless the
+// Recipe declares that the argument takes options (!options).
+func TestValueNeverAnOption(t *testing.T) {
+	tests := []struct {
+		args  []string
+		value string
+		code  string
+	}{
+		{[]string{"repo:string"}, `"--upload-pack=touch /tmp/x;"`, CodeInvalidValue},
+		{[]string{"repo"}, `"-oProxyCommand=x"`, CodeInvalidValue},
+		{[]string{"file:path"}, `"-rf"`, CodeInvalidValue},
+		{[]string{"n:string"}, `-5`, CodeInvalidValue},
+		{[]string{"files:array"}, `["a","--exec=x"]`, CodeInvalidValue},
+		{nil, `"--upload-pack=x"`, CodeInvalidValue},
+		{[]string{"pin:string!secret"}, `"-1234"`, CodeInvalidValue},
+		{[]string{"repo:string"}, `"git@example.com:x-y"`, ""},
+		{[]string{"file:path"}, `"./-rf"`, ""},
+		{[]string{"flags:string!options"}, `"--depth=1"`, ""},
+		{[]string{"flags:string!secret!options"}, `"-p"`, ""},
+		{[]string{"flags:string!options!secret"}, `"-p"`, ""},
+		{[]string{"files:array!options"}, `["-v","x"]`, ""},
+		{[]string{"n:int"}, `-5`, ""},
+	}
+	for _, tt := range tests {
+		def := map[string]any{"template": "echo {v}"}
+		name := "v"
+		if tt.args != nil {
+			name = strings.SplitN(strings.SplitN(tt.args[0], ":", 2)[0], "=", 2)[0]
+			def["args"] = tt.args
+			def["template"] = "echo {" + name + "}"
+		}
+		b, _ := json.Marshal(def)
+		r, err := Parse(b)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		_, err = r.Resolve(map[string]json.RawMessage{name: json.RawMessage(tt.value)})
+		got := ""
+		if e, ok := err.(*Error); ok {
+			got = e.Code
+		} else if err != nil {
+			got = err.Error()
+		}
+		if got != tt.code {
+			t.Errorf("args %v value %s: %v; want code %q", tt.args, tt.value, err, tt.code)
+		}
+	}
+	// !options is for strings, paths and arrays only; a default that
+	// begins with "-" needs it too.
+	for _, decl := range []string{"n:int!options", "x:string=-v"} {
+		if _, err := ParseArg(decl); err == nil {
+			t.Errorf("ParseArg(%q) accepted", decl)
+		}
+	}
+	if a, err := ParseArg("x:string!options=-v"); err != nil || !a.Options || *a.Default != "-v" {
+		t.Errorf("ParseArg with options and a default: %+v, %v", a, err)
 	}
 }

@@ -183,10 +183,29 @@ const (
 
 // What opened a nested quoting context in a template.
 const (
-	openedParen    = iota // $( or ( : closes at )
-	openedBacktick        // ` : closes at `
-	openedArith           // $(( : closes at ))
+	openedParen     = iota // $( or ( : closes at )
+	openedBacktick         // ` : closes at `
+	openedArith            // $(( or (( : closes at ))
+	openedOldArith         // $[ : closes at ]
+	openedSubscript        // name[ outside quotes: closes at ]
+	openedLet              // let : closes where its command ends
+	openedTest             // [[ with an arithmetic comparison: closes at ]]
 )
+
+// arithmeticOpened reports whether a context opened by opened is one bash
+// evaluates as arithmetic.
+func arithmeticOpened(opened int) bool {
+	return opened == openedArith || opened == openedOldArith || opened == openedSubscript || opened == openedLet || opened == openedTest
+}
+
+// arithmeticTest matches the operators by which [[ … ]] compares its
+// operands as arithmetic expressions.
+var arithmeticTest = regexp.MustCompile(`\s-(eq|ne|lt|le|gt|ge)\s`)
+
+// isNameByte reports whether c may end a shell variable name.
+func isNameByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
 
 // expandShell replaces each {placeholder} of s that has a value with a
 // read of the variable holding it (see Script), quoted for where it
@@ -194,6 +213,11 @@ const (
 // substitutions ($(…) and `…`) and subshells start quoting afresh, inside
 // double quotes too, and end it where they close; inside $((…)) a value
 // stands bare.
+//
+// A value read anywhere inside a context bash evaluates as arithmetic
+// ($((…)), ((…)), $[…], let, an array subscript name[…], [[ … -eq … ]]),
+// nested command substitutions included, must be a whole number: bash
+// evaluates an arithmetic operand again, so "a[$(cmd)]" there runs cmd.
 func expandShell(s string, values map[string]string) (string, error) {
 	type frame struct{ state, opened int }
 	var (
@@ -203,6 +227,14 @@ func expandShell(s string, values map[string]string) (string, error) {
 		outer     []frame // the contexts to return to, innermost last
 	)
 	top := func(opened int) bool { return len(outer) > 0 && outer[len(outer)-1].opened == opened }
+	inArithmetic := func() bool {
+		for _, f := range outer {
+			if arithmeticOpened(f.opened) {
+				return true
+			}
+		}
+		return false
+	}
 	enter := func(text string, opened, inner int) {
 		b.WriteString(text)
 		outer = append(outer, frame{state, opened})
@@ -228,8 +260,8 @@ func expandShell(s string, values map[string]string) (string, error) {
 					// Some shells (bash) evaluate an arithmetic
 					// operand again, array subscripts and all: there a
 					// value must be a whole number.
-					if top(openedArith) && !wholeNumber.MatchString(v) {
-						return "", errorf(CodeInvalidRequest, "value of %s is used in arithmetic ($((…))), so it must be a whole number, not %q", m[1], v)
+					if inArithmetic() && !wholeNumber.MatchString(v) {
+						return "", errorf(CodeInvalidRequest, "value of %s is used in shell arithmetic ($((…)), ((…)), let, an array subscript or [[ … -eq … ]]), so it must be a whole number, not %q", m[1], v)
 					}
 					ref := "${" + valueVar(m[1]) + "}"
 					switch state {
@@ -250,6 +282,41 @@ func expandShell(s string, values map[string]string) (string, error) {
 		case live && strings.HasPrefix(s[i:], "$(("):
 			enter("$((", openedArith, inDouble)
 			i += 3
+			continue
+		case state == outsideQuotes && wordStart && strings.HasPrefix(s[i:], "(("):
+			enter("((", openedArith, inDouble)
+			i += 2
+			continue
+		case live && strings.HasPrefix(s[i:], "$["):
+			enter("$[", openedOldArith, inDouble)
+			i += 2
+			continue
+		case (top(openedOldArith) || top(openedSubscript)) && (state == inDouble || state == outsideQuotes) && c == ']':
+			b.WriteByte(c)
+			leave()
+			i, wordStart = i+1, false
+			continue
+		case state == outsideQuotes && c == '[' && i > 0 && isNameByte(s[i-1]) && !wordStart:
+			enter("[", openedSubscript, outsideQuotes)
+			i++
+			continue
+		case state == outsideQuotes && wordStart && strings.HasPrefix(s[i:], "let") && len(s) > i+3 && (s[i+3] == ' ' || s[i+3] == '\t'):
+			enter("let", openedLet, outsideQuotes)
+			i += 3
+			continue
+		case state == outsideQuotes && top(openedLet) && strings.IndexByte(";\n&|)", c) >= 0:
+			leave()
+			continue
+		case state == outsideQuotes && wordStart && strings.HasPrefix(s[i:], "[["):
+			if end := strings.Index(s[i:], "]]"); end >= 0 && arithmeticTest.MatchString(s[i:i+end]) {
+				enter("[[", openedTest, outsideQuotes)
+				i += 2
+				continue
+			}
+		case state == outsideQuotes && top(openedTest) && strings.HasPrefix(s[i:], "]]"):
+			b.WriteString("]]")
+			leave()
+			i, wordStart = i+2, false
 			continue
 		case top(openedArith) && state == inDouble && strings.HasPrefix(s[i:], "))"):
 			b.WriteString("))")

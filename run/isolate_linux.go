@@ -1,0 +1,324 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// A Run or tool process is started through a small init: the assent
+// executable itself, started again under the name initArg0 in new PID and
+// mount namespaces (and a new user namespace when the server is not
+// root). The init is PID 1 of the new PID namespace. Before it starts the
+// process it
+//
+//   - makes every mount private, so nothing it mounts reaches the server;
+//   - mounts fresh tmpfs over /tmp, /var/tmp and /dev/shm, private to the
+//     process;
+//   - mounts a tmpfs over the data directory and binds back only the Run
+//     directory (and, read-only, the data directory's bin/), so the store,
+//     the other Runs and the Recipes are not there to be read;
+//   - mounts a fresh procfs, which lists only the processes of the
+//     namespace: the server's command line and environment are not in it;
+//   - drops to the Run's uid (when the server is root).
+//
+// It then starts the process, reaps every process of the namespace, and
+// exits with the process's status; its end ends every process left in the
+// namespace. The kernel interfaces are used directly rather than an outside
+// sandbox program, so that the one binary has no dependency to install,
+// and the init stays the process the server records, signals (its
+// process group) and re-adopts after a restart.
+
+// initArg0 is argv[0] of a Run's init.
+const initArg0 = "assent-run-init"
+
+// initExe is the executable that serves as a Run's init: set by Init.
+var initExe string
+
+// Init must be called first thing in main by a program whose Managers
+// start Runs in namespaces. When this process was started as a Run's init
+// it sets up the Run's world, runs its process and exits, never
+// returning. Otherwise it records that this executable can be a Run's
+// init, and Managers created afterwards isolate their Runs when the
+// kernel allows it.
+func Init() {
+	if len(os.Args) > 0 && os.Args[0] == initArg0 {
+		os.Exit(runInit(os.Args[1:]))
+	}
+	if exe, err := os.Executable(); err == nil {
+		initExe = exe
+	}
+}
+
+// isolation is how a Manager starts processes in namespaces.
+type isolation struct {
+	exe string
+	// userNS: a new user namespace too, mapping the server's uid and gid
+	// to themselves (the server is not root).
+	userNS bool
+}
+
+// initArgs are the arguments of a Run's init: uid, gid ("-" keeps the
+// user), data directory, Run directory, then the command.
+func initArgs(id *identity, dataDir, dir string, name string, args []string) []string {
+	uid, gid := "-", "-"
+	if id != nil {
+		uid, gid = strconv.FormatUint(uint64(id.uid), 10), strconv.FormatUint(uint64(id.gid), 10)
+	}
+	return append([]string{initArg0, uid, gid, dataDir, dir, name}, args...)
+}
+
+// isolate makes cmd, a command built for name and args, start through
+// the init of iso.
+func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name string, args []string) {
+	cmd.Path = iso.exe
+	cmd.Args = initArgs(id, dataDir, dir, name, args)
+	cmd.Err = nil
+	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
+	if iso.userNS {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		uid, gid := os.Getuid(), os.Getgid()
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	cmd.SysProcAttr = attr
+}
+
+// probeIsolation reports how this process can start Runs in namespaces,
+// by starting one init that sets up a world in dir and checks it: nil and
+// the reason when it cannot.
+func probeIsolation(dataDir, dir string) (*isolation, error) {
+	if initExe == "" {
+		return nil, errors.New("this program does not serve as a Run's init (run.Init is not called)")
+	}
+	iso := &isolation{exe: initExe, userNS: os.Geteuid() != 0}
+	cmd := exec.Command("/bin/sh")
+	iso.isolate(cmd, nil, dataDir, dir, "/bin/sh", []string{"-c", `n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; test -d /proc/1 && test "$n" -le 2`})
+	cmd.Dir = dir
+	cmd.Env = sandboxEnv(dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if len(out) > 0 {
+			return nil, fmt.Errorf("%v: %s", err, cut(string(out), 300))
+		}
+		return nil, err
+	}
+	return iso, nil
+}
+
+// runInit is a Run's init: args are uid, gid, data directory, Run
+// directory and the command. It answers 125 when the world cannot be set
+// up, else the command's exit status.
+func runInit(args []string) int {
+	if len(args) < 5 {
+		fmt.Fprintln(os.Stderr, "assent-run-init: want UID GID DATADIR RUNDIR COMMAND [ARG...]")
+		return 125
+	}
+	if err := setupWorld(args[0], args[1], args[2], args[3]); err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	cmd := exec.Command(args[4], args[5:]...)
+	cmd.Dir = args[3]
+	// The values to mask come in the environment; the process does not
+	// get that variable.
+	secrets := decodeMask(os.Getenv(maskEnv))
+	if tok := os.Getenv("ASSENT_RUN_TOKEN"); tok != "" {
+		secrets = append(secrets, tok)
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, maskEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	// What the process writes reaches the logs through a Masker.
+	var copies sync.WaitGroup
+	stdout, err := maskedPipe(&copies, os.Stdout, secrets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	stderr, err := maskedPipe(&copies, os.Stderr, secrets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	// Signals sent to the init (a Run's process signalling PID 1) are
+	// passed on rather than ending the init.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	err = cmd.Start()
+	stdout.Close()
+	stderr.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 127
+	}
+	child := cmd.Process.Pid
+	go func() {
+		for s := range sigs {
+			_ = syscall.Kill(child, s.(syscall.Signal))
+		}
+	}()
+	code := reap(child)
+	// The process ended: so does everything it left in the namespace, and
+	// then the output is complete.
+	_ = syscall.Kill(-1, syscall.SIGKILL)
+	for {
+		if _, err := syscall.Wait4(-1, nil, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	copies.Wait()
+	return code
+}
+
+// maskedPipe returns the write end of a pipe whose output reaches w
+// through a Masker of secrets; copies is done once the pipe closed.
+func maskedPipe(copies *sync.WaitGroup, w io.Writer, secrets []string) (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	copies.Go(func() {
+		m := NewMasker(w, secrets)
+		_, _ = io.Copy(m, pr)
+		_ = m.Close()
+		pr.Close()
+	})
+	return pw, nil
+}
+
+// reap reaps the processes of the namespace until child ends, and returns
+// its exit status.
+func reap(child int) int {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 125
+		}
+		if pid != child {
+			continue // an orphan of the namespace, reaped
+		}
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+		return 125
+	}
+}
+
+// setupWorld builds the mount namespace of a Run whose directory is dir
+// (see the comment at the top of this file) and drops to uid:gid unless
+// they are "-".
+func setupWorld(uidText, gidText, dataDir, dir string) error {
+	if os.Getpid() != 1 {
+		return errors.New("not the first process of a new PID namespace")
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	// The Run directory, held open: the tmpfs mounts below hide its path.
+	keep, err := syscall.Open(dir, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open Run directory: %w", err)
+	}
+	defer syscall.Close(keep)
+	bin := -1
+	if dataDir != "" {
+		if fd, err := syscall.Open(filepath.Join(dataDir, "bin"), oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err == nil {
+			bin = fd
+			defer syscall.Close(bin)
+		}
+	}
+	const flags = syscall.MS_NOSUID | syscall.MS_NODEV
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := syscall.Mount("tmpfs", d, "tmpfs", flags, "mode=1777"); err != nil {
+			return fmt.Errorf("mount a private %s: %w", d, err)
+		}
+	}
+	if dataDir != "" {
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return fmt.Errorf("hide the data directory: %w", err)
+		}
+		if err := syscall.Mount("tmpfs", dataDir, "tmpfs", flags|syscall.MS_NOEXEC, "mode=0755"); err != nil {
+			return fmt.Errorf("hide the data directory: %w", err)
+		}
+		if bin >= 0 {
+			target := filepath.Join(dataDir, "bin")
+			if err := bindFD(bin, target, true); err != nil {
+				return err
+			}
+		}
+	}
+	if err := bindFD(keep, dir, false); err != nil {
+		return err
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", flags|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount a procfs of the Run's own: %w", err)
+	}
+	if uidText != "-" {
+		uid, err1 := strconv.Atoi(uidText)
+		gid, err2 := strconv.Atoi(gidText)
+		if err1 != nil || err2 != nil {
+			return errors.New("bad uid or gid")
+		}
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("drop groups: %w", err)
+		}
+		if err := syscall.Setgid(gid); err != nil {
+			return fmt.Errorf("set gid: %w", err)
+		}
+		if err := syscall.Setuid(uid); err != nil {
+			return fmt.Errorf("set uid: %w", err)
+		}
+	}
+	return os.Chdir(dir)
+}
+
+// bindFD mounts the directory open as fd at target, created (as a
+// directory, with its parents) when missing; read-only when ro.
+func bindFD(fd int, target string, ro bool) error {
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("bind %s: %w", target, err)
+	}
+	src := "/proc/self/fd/" + strconv.Itoa(fd)
+	if err := syscall.Mount(src, target, "", syscall.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", target, err)
+	}
+	if ro {
+		// A remount keeps the flags the source mount has (a user
+		// namespace may not clear them).
+		var st syscall.Statfs_t
+		keepFlags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
+		if syscall.Statfs(target, &st) == nil {
+			for _, f := range [][2]uintptr{{0x8, syscall.MS_NOEXEC}, {0x400, syscall.MS_NOATIME}, {0x800, syscall.MS_NODIRATIME}, {0x1000, syscall.MS_RELATIME}} {
+				if uintptr(st.Flags)&f[0] != 0 {
+					keepFlags |= f[1]
+				}
+			}
+		}
+		if err := syscall.Mount("", target, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|keepFlags, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", target, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package run
+
+import (
+	"errors"
+	"os/exec"
+)
+
+// Init does nothing where Runs cannot get namespaces of their own.
+func Init() {}
+
+// isolation is unused where Runs cannot get namespaces of their own.
+type isolation struct{ userNS bool }
+
+func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name string, args []string) {
+}
+
+func probeIsolation(dataDir, dir string) (*isolation, error) {
+	return nil, errors.New("PID and mount namespaces need Linux")
+}

@@ -1,0 +1,100 @@
+package run
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// writeChunks writes s to a Masker in pieces cut at cuts and returns
+// what came out.
+func writeChunks(s string, secrets []string, cuts []int) string {
+	var b bytes.Buffer
+	m := NewMasker(&b, secrets)
+	prev := 0
+	for _, c := range cuts {
+		if c < prev || c > len(s) {
+			continue
+		}
+		m.Write([]byte(s[prev:c]))
+		prev = c
+	}
+	m.Write([]byte(s[prev:]))
+	m.Close()
+	return b.String()
+}
+
+func TestMaskerMasksAcrossWrites(t *testing.T) {
+	const pin, token = "4711-pin", "asnt_run_abcdef0123456789"
+	secrets := []string{pin, token}
+	tests := []struct {
+		name, in, want string
+	}{
+		{"whole", "pin is 4711-pin\n", "pin is [REDACTED]\n"},
+		{"token and bearer", "Authorization: Bearer " + token + "\nx=" + token, "Authorization: Bearer [REDACTED]\nx=[REDACTED]"},
+		{"bearer of an unknown token", "curl -H 'Authorization: bearer\tabc.def-ghi' x", "curl -H 'Authorization: bearer\t[REDACTED]' x"},
+		{"across a line", "4711-\npin 4711-pin", "4711-\npin [REDACTED]"},
+		{"prefix at the end", "ends with 4711-p", "ends with 4711-p"},
+		{"twice in a row", "4711-pin4711-pin", "[REDACTED][REDACTED]"},
+		{"bearer word then a word (masked, as the views do)", "the bearer of news", "the bearer [REDACTED] news"},
+		{"not at a word start", "xBearer abc", "xBearer abc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MaskString(tt.in, secrets); got != tt.want {
+				t.Errorf("whole: %q, want %q", got, tt.want)
+			}
+			// Every way of cutting the input in two and in three gives
+			// the same output.
+			for i := 0; i <= len(tt.in); i++ {
+				if got := writeChunks(tt.in, secrets, []int{i}); got != tt.want {
+					t.Fatalf("cut at %d: %q, want %q", i, got, tt.want)
+				}
+				for j := i; j <= len(tt.in); j++ {
+					if got := writeChunks(tt.in, secrets, []int{i, j}); got != tt.want {
+						t.Fatalf("cut at %d and %d: %q, want %q", i, j, got, tt.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Written one byte at a time, a secret still never comes out, and nothing
+// else is lost.
+func TestMaskerByteByByte(t *testing.T) {
+	secret := "s3cr3t-value"
+	in := strings.Repeat("line with s3cr3t-value and s3cr3t-valu\n", 50)
+	var cuts []int
+	for i := range len(in) {
+		cuts = append(cuts, i)
+	}
+	got := writeChunks(in, []string{secret}, cuts)
+	if strings.Contains(got, secret) {
+		t.Fatal("the secret came out")
+	}
+	if want := strings.ReplaceAll(in, secret, "[REDACTED]"); got != want {
+		t.Fatalf("got %q, want %q", got[:80], want[:80])
+	}
+}
+
+func FuzzMasker(f *testing.F) {
+	f.Add("pin 1234 and Bearer abc.def\n", "1234", 3, 9)
+	f.Add("Bearer", "Bearer x", 2, 4)
+	f.Add("aaaa", "aa", 1, 3)
+	f.Add("x[REDACTED]y", "ED]", 0, 5)
+	f.Fuzz(func(t *testing.T, in, secret string, i, j int) {
+		if len(in) > 4096 || len(secret) > 64 {
+			return
+		}
+		whole := MaskString(in, []string{secret})
+		if got := writeChunks(in, []string{secret}, []int{i, j}); got != whole {
+			t.Fatalf("cut at %d, %d: %q; in one write %q", i, j, got, whole)
+		}
+		// A secret that cannot be made of the marker and what is around
+		// it never comes out.
+		if len(secret) >= maskMinLen && !strings.ContainsAny(secret, "[]REDACT") && strings.Contains(whole, secret) {
+			t.Fatalf("secret %q came out of %q: %q", secret, in, whole)
+		}
+	})
+}
