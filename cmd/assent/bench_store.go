@@ -639,6 +639,30 @@ func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, ra
 	return rows, nil
 }
 
+// startNode starts an assent server on st with its data in dir, listening
+// on loopback; it returns the server, its base URL and a function that
+// stops it.
+func startNode(ctx context.Context, st store.Store, dir string) (*server.Server, string, func(), error) {
+	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, "", nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln) }()
+	stop := func() {
+		cancel()
+		<-served
+		srv.Close()
+	}
+	return srv, "http://" + ln.Addr().String(), stop, nil
+}
+
 // startBenchServer starts an assent server on st with its data in dir,
 // and a floor beside it, both on loopback; the returned function stops
 // them.
@@ -647,32 +671,20 @@ func startBenchServer(ctx context.Context, o benchOpts, log io.Writer, st store.
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
+	srv, base, stopNode, err := startNode(ctx, st, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return nil, nil, err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
 	floor, err := startFloor(st)
 	if err != nil {
-		cancel()
-		<-served
-		srv.Close()
+		stopNode()
 		return nil, nil, err
 	}
 	stop := func() {
 		floor.close()
-		cancel()
-		<-served
-		srv.Close()
+		stopNode()
 	}
-	e := &benchEnv{o: o, log: log, base: "http://" + ln.Addr().String(), token: boot.AgentToken, agentID: boot.Agent.ID, srv: srv, floor: floor}
+	e := &benchEnv{o: o, log: log, base: base, token: boot.AgentToken, agentID: boot.Agent.ID, srv: srv, floor: floor}
 	return e, stop, nil
 }
 
@@ -683,24 +695,11 @@ func startSecondNode(ctx context.Context, e *benchEnv, st store.Store, dir strin
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
+	srv, base, stop, err := startNode(ctx, st, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return nil, nil, err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
-	stop := func() {
-		cancel()
-		<-served
-		srv.Close()
-	}
-	return &benchEnv{o: e.o, log: e.log, base: "http://" + ln.Addr().String(), token: e.token, agentID: e.agentID, srv: srv}, stop, nil
+	return &benchEnv{o: e.o, log: e.log, base: base, token: e.token, agentID: e.agentID, srv: srv}, stop, nil
 }
 
 // failedNote is the note of a row that failed with err, at most 300
