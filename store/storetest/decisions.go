@@ -143,6 +143,37 @@ func FlowDecisions(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Logf("%d rounds: %v", decisionRounds, wins)
 	})
 
+	t.Run("many instances applied at once", func(t *testing.T) {
+		// Steps of different instances do not conflict: each must commit,
+		// none may be left for recovery because the store could not
+		// order it among the others.
+		const n = 16
+		for round := range 3 {
+			ids := make([]string, n)
+			prx := make([]string, n)
+			for i := range n {
+				ids[i] = fmt.Sprintf("many-%d-%02d", round, i)
+				if _, err := kernels[0].Start(ctx, flow.Instance{ID: ids[i], Program: p.Fingerprint(), Phase: "new"}); err != nil {
+					t.Fatal(err)
+				}
+				d, err := kernels[0].Prescribe(ctx, ids[i], bot, flow.Request{Transition: "archive"})
+				if err != nil || d.Kind != flow.Prescribed {
+					t.Fatalf("prescribe = %+v, %v", d, err)
+				}
+				prx[i] = d.Prescription.ID
+			}
+			errs := race(n, func(i int) error {
+				_, err := kernels[i%2].Apply(ctx, prx[i], bot)
+				return err
+			})
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("round %d: apply on instance %s = %v", round, ids[i], err)
+				}
+			}
+		}
+	})
+
 	t.Run("one prescription applied on two nodes", func(t *testing.T) {
 		for round := range 20 {
 			id := fmt.Sprintf("apply-%02d", round)
