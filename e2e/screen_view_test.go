@@ -482,7 +482,7 @@ func TestViewPressReachesTheInbox(t *testing.T) {
 	}
 	waitFor(t, ctx, "the press in the inbox", `!!document.getElementById("section-screen-presses")`)
 	card := js[string](t, ctx, `document.getElementById("section-screen-presses").textContent`)
-	for _, want := range []string{"Pay $42.50?", "Confirm payment", a.Boot.Agent.Name} {
+	for _, want := range []string{"Pay $42.50?", "table 4", "Confirm payment", a.Boot.Agent.Name} {
 		if !strings.Contains(card, want) {
 			t.Fatalf("the inbox card does not say %q:\n%s", want, card)
 		}

@@ -175,7 +175,9 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 						label = l
 					}
 				}
-				all = append(all, waiting{screen: sc.id, title: title, owner: sc.owner.ID, press: id, sentence: pp.sentence, tool: pp.tool, button: label, at: pp.created})
+				// The inbox shows no field of the page, so its sentence
+				// names every value the press sends.
+				all = append(all, waiting{screen: sc.id, title: title, owner: sc.owner.ID, press: id, sentence: s.pressQuestionLocked(sc, pp, false), tool: pp.tool, button: label, at: pp.created})
 			}
 		}
 		sc.mu.RUnlock()
@@ -188,12 +190,8 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 	sec := host.InboxSection{ID: "screen-presses", Title: "Actions to confirm", Empty: "No actions wait for your confirmation."}
 	for _, wt := range all {
 		base := "/web/screens/" + url.PathEscape(wt.screen) + "/presses/" + url.PathEscape(wt.press) + "/"
-		sentence := wt.sentence
-		if sentence == "" {
-			sentence = "Run " + wt.tool + "?"
-		}
 		sec.Items = append(sec.Items, host.InboxItem{
-			Summary: sentence,
+			Summary: wt.sentence,
 			Title:   "Pressed " + wt.button + " on a screen",
 			Fields: []host.InboxField{
 				{Label: "Screen", Value: wt.title},

@@ -129,14 +129,14 @@ func (s *Part) mustAskPress(sc *liveScreen, button, toolName string, params map[
 	}
 	sc.mu.RLock()
 	defer sc.mu.RUnlock()
-	return len(s.unshownParamsLocked(sc, button, toolName, params)) > 0
+	return len(s.unshownParamsLocked(sc, button, toolName, params, true)) > 0
 }
 
 // unshownParamsLocked returns, sorted, the params of a press of button
-// that neither the tool's confirmation names nor a field of the page
-// shows; secret params, which are never shown, are left out. sc.mu is
-// held.
-func (s *Part) unshownParamsLocked(sc *liveScreen, button, toolName string, params map[string]any) []string {
+// that neither the tool's confirmation names nor, when the person answers
+// beside the screen (onPage), a field of the page shows; secret params,
+// which are never shown, are left out. sc.mu is held.
+func (s *Part) unshownParamsLocked(sc *liveScreen, button, toolName string, params map[string]any, onPage bool) []string {
 	t, ok := s.screenTools.Lookup(toolName)
 	if !ok {
 		return slices.Sorted(maps.Keys(params))
@@ -148,7 +148,7 @@ func (s *Part) unshownParamsLocked(sc *liveScreen, button, toolName string, para
 	for _, name := range t.Secret {
 		skip[name] = true
 	}
-	if m := pressableLocked(sc, button); m != nil && m.Tool == toolName {
+	if m := pressableLocked(sc, button); onPage && m != nil && m.Tool == toolName {
 		shown := shownFieldsLocked(sc, s.secretKeysLocked(sc))
 		for k, raw := range m.Params {
 			if ref, ok := raw.(screen.StateRef); ok && len(shown[string(ref)]) > 0 {
@@ -171,10 +171,12 @@ func (s *Part) unshownParamsLocked(sc *liveScreen, button, toolName string, para
 // the screen only shows as text, or does not show at all). So nothing is
 // sent that the person was not shown: the fields show the rest, and a
 // press whose params no longer match them does not run (see
-// pressStaleLocked). Secret params are never shown. sc.mu is held.
-func (s *Part) pressQuestionLocked(sc *liveScreen, pp *pendingPress) string {
+// pressStaleLocked). Asked away from the page (onPage false, as in the
+// inbox), no field counts as shown, so every param the sentence does not
+// name is listed. Secret params are never shown. sc.mu is held.
+func (s *Part) pressQuestionLocked(sc *liveScreen, pp *pendingPress, onPage bool) string {
 	var parts []string
-	for _, k := range s.unshownParamsLocked(sc, pp.button, pp.tool, pp.params) {
+	for _, k := range s.unshownParamsLocked(sc, pp.button, pp.tool, pp.params, onPage) {
 		parts = append(parts, k+" = "+paramText(pp.params[k]))
 	}
 	switch {

@@ -88,7 +88,7 @@ func (s *Part) handleScreenPage(w http.ResponseWriter, r *http.Request, pg host.
 		// page's fields show.
 		sc.mu.Lock()
 		if pp, ok := sc.presses[id]; ok && !pressStaleLocked(sc, pp) {
-			view.Press, view.PressSentence = id, s.pressQuestionLocked(sc, pp)
+			view.Press, view.PressSentence = id, s.pressQuestionLocked(sc, pp, true)
 		}
 		sc.mu.Unlock()
 	}
@@ -369,7 +369,7 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 	sc.mu.Lock()
 	question := pend.Sentence()
 	if pp, ok := sc.presses[id]; ok {
-		question = s.pressQuestionLocked(sc, pp)
+		question = s.pressQuestionLocked(sc, pp, true)
 	}
 	sc.mu.Unlock()
 	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "confirm", "press": id, "sentence": question})
