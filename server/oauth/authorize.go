@@ -146,9 +146,12 @@ var grantLabels = map[string]string{
 
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	a := readAuthRequest(r.URL.Query())
-	c, redirect, err := s.check(r.Context(), r, &a)
+	c, _, err := s.check(r.Context(), r, &a)
 	if err != nil {
-		s.refuse(w, r, a, redirect, err)
+		// Shown on the page, never sent back: anyone may register a
+		// client, so an error redirect from a link would send a visitor
+		// from this server to any address an attacker registered.
+		s.refuse(w, r, a, false, err)
 		return
 	}
 	p, sess, ok := s.h.WebSession(r)
