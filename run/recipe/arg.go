@@ -87,8 +87,8 @@ func ParseArg(decl string) (Arg, error) {
 	default:
 		return a, fmt.Errorf("unsupported Recipe argument type %q in %q; use string, path, int, number, bool, array or enum(a,b)", a.Type, decl)
 	}
-	if a.Options && a.Type != "string" && a.Type != "path" && a.Type != "array" {
-		return a, fmt.Errorf("%s in %q: only a string, path or array argument may take options", optionsMarker, decl)
+	if a.Options && (a.Type == "bool" || a.Type == "enum") {
+		return a, fmt.Errorf("%s in %q: only a string, path, int, number or array argument may take options (a negative number reads as one)", optionsMarker, decl)
 	}
 	if a.HasDefault {
 		if _, err := a.coerce(json.RawMessage(strconv.Quote(*a.Default))); err != nil {
@@ -127,11 +127,18 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
 			return "", fmt.Errorf("expected an integer")
 		}
+		// A negative number is an option too: kill -1, head -5.
+		if strings.HasPrefix(s, "-") && !a.Options {
+			return "", errOption
+		}
 		return s, nil
 	case "number":
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return "", fmt.Errorf("expected a number")
+		}
+		if strings.HasPrefix(s, "-") && !a.Options {
+			return "", errOption
 		}
 		return s, nil
 	case "bool":

@@ -512,7 +512,10 @@ func TestValueNeverAnOption(t *testing.T) {
 		{[]string{"flags:string!secret!options"}, `"-p"`, ""},
 		{[]string{"flags:string!options!secret"}, `"-p"`, ""},
 		{[]string{"files:array!options"}, `["-v","x"]`, ""},
-		{[]string{"n:int"}, `-5`, ""},
+		{[]string{"n:int"}, `-5`, CodeInvalidValue},
+		{[]string{"n:number"}, `-0.5`, CodeInvalidValue},
+		{[]string{"n:int"}, `5`, ""},
+		{[]string{"n:int!options"}, `-5`, ""},
 	}
 	for _, tt := range tests {
 		def := map[string]any{"template": "echo {v}"}
@@ -538,9 +541,9 @@ func TestValueNeverAnOption(t *testing.T) {
 			t.Errorf("args %v value %s: %v; want code %q", tt.args, tt.value, err, tt.code)
 		}
 	}
-	// !options is for strings, paths and arrays only; a default that
-	// begins with "-" needs it too.
-	for _, decl := range []string{"n:int!options", "x:string=-v"} {
+	// !options is for strings, paths, numbers and arrays only; a default
+	// that begins with "-" needs it too.
+	for _, decl := range []string{"b:bool!options", "m:enum(a,b)!options", "x:string=-v", "n:int=-1"} {
 		if _, err := ParseArg(decl); err == nil {
 			t.Errorf("ParseArg(%q) accepted", decl)
 		}
