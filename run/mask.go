@@ -124,16 +124,14 @@ func (m *Masker) scan(b []byte, final bool) (out, rest []byte) {
 // length, or ok with -1 when b is shorter than a secret it begins (more
 // input decides; never when final).
 func (m *Masker) secretAt(b []byte, final bool) (int, bool) {
+	// Longest first: a longer secret that more input may still complete
+	// holds the output before a shorter one it begins with is taken, so
+	// no tail of the longer one is ever written.
 	for _, s := range m.secrets {
 		if bytes.HasPrefix(b, s) {
 			return len(s), true
 		}
-	}
-	if final {
-		return 0, false
-	}
-	for _, s := range m.secrets {
-		if len(b) < len(s) && bytes.HasPrefix(s, b) {
+		if !final && len(b) < len(s) && bytes.HasPrefix(s, b) {
 			return -1, true
 		}
 	}

@@ -60,6 +60,19 @@ func TestMaskerMasksAcrossWrites(t *testing.T) {
 	}
 }
 
+// A secret that begins another, shorter one never lets the longer one's
+// tail out, wherever the output is cut.
+func TestMaskerLongerSecretFirst(t *testing.T) {
+	secrets := []string{"ab", "abSECRETLONG"}
+	in := "x ab abSECRETLONG y"
+	want := "x [REDACTED] [REDACTED] y"
+	for i := 0; i <= len(in); i++ {
+		if got := writeChunks(in, secrets, []int{i}); got != want {
+			t.Fatalf("cut at %d: %q, want %q", i, got, want)
+		}
+	}
+}
+
 // Written one byte at a time, a secret still never comes out, and nothing
 // else is lost.
 func TestMaskerByteByByte(t *testing.T) {
