@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // waitLimit bounds every wait of these tests; it is generous, so only an
@@ -78,20 +80,6 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	case <-time.After(waitLimit):
 		t.Fatalf("%s did not happen within %v", what, waitLimit)
 		panic("unreachable")
-	}
-}
-
-// eventually waits until cond holds, failing the test when it does not
-// within waitLimit.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("%s did not happen within %v", what, waitLimit)
-		case <-time.After(time.Millisecond):
-		}
 	}
 }
 
@@ -168,7 +156,7 @@ func TestSameFormWaitsForSave(t *testing.T) {
 	receive(t, st.entered, "the store write of the first declaration")
 
 	second := hostAsync(r, oneField("a", "second"))
-	eventually(t, "the second declaration waiting for the first", func() bool { return r.waiters("a") == 2 })
+	testwait.Eventually(t, waitLimit, func() bool { return r.waiters("a") == 2 }, "the second declaration waiting for the first")
 	select {
 	case err := <-second:
 		t.Fatalf("the second declaration finished (err %v) while the first was being saved", err)
@@ -215,13 +203,13 @@ func TestRestoreWaitsForHost(t *testing.T) {
 		done <- restored{forms, err}
 	}()
 	// Restore has asked for the lock once readers are refused.
-	eventually(t, "Restore asking to run alone", func() bool {
+	testwait.Eventually(t, waitLimit, func() bool {
 		if r.hostMu.TryRLock() {
 			r.hostMu.RUnlock()
 			return false
 		}
 		return true
-	})
+	}, "Restore asking to run alone")
 	if got := st.calls(); len(got) != 0 {
 		t.Fatalf("store calls = %q while form a was being saved, want none", got)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 func TestOneHolderPerKey(t *testing.T) {
@@ -33,23 +35,21 @@ func TestOneHolderPerKey(t *testing.T) {
 		close(got)
 		unlock()
 	}()
-	for deadline := time.Now().Add(10 * time.Second); l.Waiting("a") != 2; time.Sleep(time.Millisecond) {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		select {
 		case <-got:
 			t.Fatal("a second holder took a while it was held")
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second holder never waited for a")
-		}
-	}
+		return l.Waiting("a") == 2
+	}, "the second holder waiting for a")
 	unlockA()
 	<-got
-	for deadline := time.Now().Add(10 * time.Second); l.Len() != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d keys kept after every lock was released, want 0", l.Len())
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if n := l.Len(); n != 0 {
+			c.Errorf("%d keys kept after every lock was released, want 0", n)
 		}
-	}
+	}, "every key dropped")
 }
 
 func TestLockEndsWithContext(t *testing.T) {

@@ -3,12 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 )
 
@@ -36,13 +38,8 @@ func TestCheckpointerCopiesTheLog(t *testing.T) {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for size() <= before {
-		if time.Now().After(deadline) {
-			t.Fatalf("the database file stayed at %d bytes: the log was never checkpointed", before)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return size() > before },
+		fmt.Sprintf("the log checkpointed (the database file stayed at %d bytes)", before))
 }
 
 // TestCheckpointerStops checks Close ends the checkpointer and that a
