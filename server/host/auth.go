@@ -260,6 +260,10 @@ func (s *Host) RevokePrincipal(ctx context.Context, id string) error {
 	if err := s.Store.RevokePrincipal(ctx, id); err != nil {
 		return err
 	}
+	// On a shared event log the announcement reaches this node's cache
+	// only after a round trip through the store; the revocation takes
+	// effect here at once.
+	s.principals.forget(id)
 	s.announceRevoked(id)
 	s.live.endAll(id)
 	return nil
@@ -398,13 +402,27 @@ func (c *principalCache) applyRevocationsLocked() (uint64, bool) {
 			c.clearLocked()
 			continue
 		}
-		for el := c.lru.Front(); el != nil; {
-			next := el.Next()
-			if el.Value.(*cachedPrincipal).p.ID == d.Principal {
-				c.removeLocked(el)
-			}
-			el = next
+		c.forgetLocked(d.Principal)
+	}
+}
+
+// forget drops principal id's tokens, as a revocation event would, and
+// keeps answers loaded meanwhile from being remembered.
+func (c *principalCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.forgetLocked(id)
+}
+
+// forgetLocked drops principal id's tokens.
+func (c *principalCache) forgetLocked(id string) {
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		if el.Value.(*cachedPrincipal).p.ID == id {
+			c.removeLocked(el)
 		}
+		el = next
 	}
 }
 
