@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 func TestEventsInOrder(t *testing.T) {
@@ -151,47 +153,37 @@ func TestSlowSubscriberDropsAndCounts(t *testing.T) {
 	close(block)
 	marker := Identity{FormID: "m", ControlID: "m"}
 	// Wait for the queue to drain, then send one more event that fits.
-	deadline := time.After(10 * time.Second)
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		mu.Lock()
 		k := len(got)
 		mu.Unlock()
-		if k >= 5 { // the stuck event plus a full queue of 4
-			break
+		if k < 5 { // the stuck event plus a full queue of 4
+			c.Errorf("only %d events delivered", k)
 		}
-		select {
-		case <-deadline:
-			t.Fatalf("only %d events delivered", k)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	}, "the queue drained")
 	mustRegister(t, r, Registration{Identity: marker, Metadata: text("")})
-	for {
+	var k int
+	var lastEv Event
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		mu.Lock()
-		k := len(got)
-		var lastEv Event
+		k = len(got)
 		if k > 0 {
 			lastEv = got[k-1]
 		}
 		mu.Unlock()
-		if lastEv.Identity.Equal(marker) {
-			if k != 6 {
-				t.Errorf("delivered %d events, want 6", k)
-			}
-			// Every stage emits two events; 4 fit in the queue.
-			if want := uint64(2*n - 4); lastEv.Dropped != want {
-				t.Errorf("dropped = %d, want %d", lastEv.Dropped, want)
-			}
-			if lastEv.Seq != uint64(2*n+2) {
-				t.Errorf("seq = %d, want %d", lastEv.Seq, 2*n+2)
-			}
-			return
+		if !lastEv.Identity.Equal(marker) {
+			c.Errorf("%d events, the last not the marker", k)
 		}
-		select {
-		case <-deadline:
-			t.Fatalf("marker not delivered; %d events", k)
-		case <-time.After(time.Millisecond):
-		}
+	}, "the marker delivered")
+	if k != 6 {
+		t.Errorf("delivered %d events, want 6", k)
+	}
+	// Every stage emits two events; 4 fit in the queue.
+	if want := uint64(2*n - 4); lastEv.Dropped != want {
+		t.Errorf("dropped = %d, want %d", lastEv.Dropped, want)
+	}
+	if lastEv.Seq != uint64(2*n+2) {
+		t.Errorf("seq = %d, want %d", lastEv.Seq, 2*n+2)
 	}
 }
 
