@@ -55,7 +55,7 @@ func TestAgentProposesPersonApplies(t *testing.T) {
 	if v := snap["state"].(map[string]any)["value"]; v != "ada@analytical.engine" {
 		t.Fatalf("value after the person's apply = %v", v)
 	}
-	recs, err := a.DB.ListAudit(context.Background(), store.AuditFilter{FormID: "profile"})
+	recs, err := a.DB.Audit().ListAudit(context.Background(), store.AuditFilter{FormID: "profile"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // link.
 func (a *app) signInAs(ctx context.Context, p store.Principal) {
 	a.T.Helper()
-	link, err := auth.NewSignInLink(context.Background(), a.DB, p.ID, a.HTTP.URL, time.Now())
+	link, err := auth.NewSignInLink(context.Background(), a.DB.Sessions(), p.ID, a.HTTP.URL, time.Now())
 	if err != nil {
 		a.T.Fatal(err)
 	}

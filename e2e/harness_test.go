@@ -50,7 +50,7 @@ func (a *app) issue(kind, name string, grants ...string) string {
 // signInLink returns a fresh one-time link for the owner.
 func (a *app) signInLink() string {
 	a.T.Helper()
-	link, err := auth.NewSignInLink(context.Background(), a.DB, a.Boot.Owner.ID, a.HTTP.URL, time.Now())
+	link, err := auth.NewSignInLink(context.Background(), a.DB.Sessions(), a.Boot.Owner.ID, a.HTTP.URL, time.Now())
 	if err != nil {
 		a.T.Fatal(err)
 	}

@@ -34,16 +34,26 @@ func TestRevokedTokenRefused(t *testing.T) {
 			return 0
 		}},
 		{"in the store, then announced on the bus", func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration {
-			if err := f.DB.RevokePrincipal(context.Background(), p.ID); err != nil {
+			if err := f.DB.Principals().RevokePrincipal(context.Background(), p.ID); err != nil {
 				t.Fatal(err)
 			}
 			// What the server announces when it revokes a principal.
 			data, _ := json.Marshal(map[string]string{"principal": p.ID})
+			// On PostgreSQL the bus is the store's shared log: the event
+			// reaches this node's subscribers, the cache among them, after
+			// a round trip.
+			sub := f.Srv.Bus.Subscribe(f.Srv.Bus.Seq(), 0, func(e event.Event) bool { return e.Type == host.PrincipalRevoked })
+			defer sub.Close()
 			f.Srv.Bus.Publish(event.Event{Type: host.PrincipalRevoked, Owner: p.ID, Data: data})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := sub.Next(ctx); err != nil {
+				t.Fatalf("the announcement was not delivered: %v", err)
+			}
 			return 0
 		}},
 		{"in the store only, as another process does", func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration {
-			if err := f.DB.RevokePrincipal(context.Background(), p.ID); err != nil {
+			if err := f.DB.Principals().RevokePrincipal(context.Background(), p.ID); err != nil {
 				t.Fatal(err)
 			}
 			return host.PrincipalCacheTTL

@@ -140,7 +140,7 @@ func TestRevokeEndsWebSessionStream(t *testing.T) {
 		t.Fatalf("events: %v %v", err, resp)
 	}
 	defer resp.Body.Close()
-	if err := f.DB.RevokePrincipal(context.Background(), f.Boot.Owner.ID); err != nil {
+	if err := f.DB.Principals().RevokePrincipal(context.Background(), f.Boot.Owner.ID); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
@@ -218,16 +219,26 @@ func TestInboxWaitControlProposal(t *testing.T) {
 	// by a newer one is stale.
 	rev3 := stage(t, cs, "free")
 	rev4 := stage(t, cs, "pro")
-	w := waitNow(t, cs, map[string]any{"items": []any{
-		map[string]any{"proposal": plan, "revision": rev},
-		map[string]any{"proposal": plan, "revision": rev2},
-		map[string]any{"proposal": plan, "revision": rev3},
-		map[string]any{"proposal": plan, "revision": rev4},
-	}, "timeout_ms": 0})
-	for i, want := range []string{"applied", "discarded", "stale", "pending"} {
-		if w.item(i)["status"] != want {
-			t.Fatalf("item %d: want %s: %v", i, want, w.out)
+	check := func(c *testwait.C) {
+		w := waitNow(t, cs, map[string]any{"items": []any{
+			map[string]any{"proposal": plan, "revision": rev},
+			map[string]any{"proposal": plan, "revision": rev2},
+			map[string]any{"proposal": plan, "revision": rev3},
+			map[string]any{"proposal": plan, "revision": rev4},
+		}, "timeout_ms": 0})
+		for i, want := range []string{"applied", "discarded", "stale", "pending"} {
+			if w.item(i)["status"] != want {
+				c.Errorf("item %d: want %s: %v", i, want, w.out)
+				return
+			}
 		}
+	}
+	if f.Backend == assenttest.Postgres {
+		// The replacement is learnt from the event of the newer stage,
+		// which comes back through the store's shared log.
+		testwait.EventuallyC(t, 10*time.Second, check, "the outcomes after the fact")
+	} else {
+		testwait.EventuallyC(t, 0, check, "the outcomes after the fact")
 	}
 }
 

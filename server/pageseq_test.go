@@ -16,7 +16,7 @@ import (
 func TestPageStreamStartsWhereThePageWasDrawn(t *testing.T) {
 	k := assenttest.Start(t, nil)
 	cookie, _ := k.SignIn()
-	k.Srv.Bus.Publish(event.Event{Type: "test.before", Data: json.RawMessage(`{}`)})
+	k.Publish(event.Event{Type: "test.before", Data: json.RawMessage(`{}`)})
 	resp := k.Get("/inbox", cookie)
 	page := assenttest.ReadAll(resp)
 	m := regexp.MustCompile(`<body data-seq="([0-9]+)">`).FindStringSubmatch(page)

@@ -31,7 +31,7 @@ func TestHealthAndWhoami(t *testing.T) {
 	resp := f.Req("GET", "/v1/health", "", nil, nil)
 	var h map[string]string
 	json.NewDecoder(resp.Body).Decode(&h)
-	if h["status"] != "ok" || h["store"] != "sqlite" || h["version"] == "" {
+	if h["status"] != "ok" || h["store"] != string(f.Backend) || h["version"] == "" {
 		t.Fatalf("health = %v", h)
 	}
 	resp = f.Req("GET", "/v1/whoami", f.Token, nil, nil)
@@ -86,7 +86,7 @@ func TestRateLimit(t *testing.T) {
 
 func TestSignInLinkIsSingleUse(t *testing.T) {
 	f := assenttest.Start(t, nil)
-	link, _ := auth.NewSignInLink(context.Background(), f.DB, f.Boot.Owner.ID, f.HTTP.URL, time.Now())
+	link, _ := auth.NewSignInLink(context.Background(), f.DB.Sessions(), f.Boot.Owner.ID, f.HTTP.URL, time.Now())
 	secret := link[strings.LastIndex(link, "/")+1:]
 	if resp := f.PostForm("/signin", url.Values{"link": {secret}}, nil, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("first use: %d", resp.StatusCode)
@@ -95,7 +95,7 @@ func TestSignInLinkIsSingleUse(t *testing.T) {
 		t.Fatalf("second use: %d", resp.StatusCode)
 	}
 	// A sign-in posted from another site is refused before the link is spent.
-	link2, _ := auth.NewSignInLink(context.Background(), f.DB, f.Boot.Owner.ID, f.HTTP.URL, time.Now())
+	link2, _ := auth.NewSignInLink(context.Background(), f.DB.Sessions(), f.Boot.Owner.ID, f.HTTP.URL, time.Now())
 	secret2 := link2[strings.LastIndex(link2, "/")+1:]
 	if resp := f.PostForm("/signin", url.Values{"link": {secret2}}, nil, "https://evil.example"); resp.StatusCode != 403 {
 		t.Fatalf("cross-origin sign-in: %d", resp.StatusCode)
@@ -108,7 +108,7 @@ func TestSignInLinkIsSingleUse(t *testing.T) {
 func TestSignInLinkExpires(t *testing.T) {
 	now := time.Now()
 	f := assenttest.Start(t, func(c *server.Config) { c.Now = func() time.Time { return now } })
-	link, _ := auth.NewSignInLink(context.Background(), f.DB, f.Boot.Owner.ID, f.HTTP.URL, now.Add(-auth.SignInLinkTTL-time.Second))
+	link, _ := auth.NewSignInLink(context.Background(), f.DB.Sessions(), f.Boot.Owner.ID, f.HTTP.URL, now.Add(-auth.SignInLinkTTL-time.Second))
 	secret := link[strings.LastIndex(link, "/")+1:]
 	if resp := f.PostForm("/signin", url.Values{"link": {secret}}, nil, f.HTTP.URL); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("expired link: %d", resp.StatusCode)

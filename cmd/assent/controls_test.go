@@ -15,8 +15,8 @@ import (
 // a fresh data directory and returns its URL, bootstrap and store.
 func startServer(t *testing.T, demo bool) (string, auth.Bootstrap, *sqlite.DB) {
 	t.Helper()
-	k := assenttest.Start(t, func(c *server.Config) { c.Demo = demo })
-	return k.URL(), k.Boot, k.DB
+	k := assenttest.StartOn(t, assenttest.SQLite, func(c *server.Config) { c.Demo = demo })
+	return k.URL(), k.Boot, k.SQLite()
 }
 
 // demoServer starts a demo server and returns its URL and the agent token.

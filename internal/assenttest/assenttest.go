@@ -2,9 +2,15 @@
 // ways its users do: HTTP with a bearer token, a person's browser session
 // (sign-in link, cookie, CSRF token), the event stream, and MCP.
 //
-// A Kit runs a whole server on a fresh SQLite database in a temporary
-// directory, with the workspace bootstrapped (an owner and an agent with a
-// token). Everything is closed when the test ends.
+// A Kit runs a whole server on a fresh store in a temporary directory, with
+// the workspace bootstrapped (an owner and an agent with a token).
+// Everything is closed when the test ends.
+//
+// The store is SQLite in the data directory unless the environment variable
+// ASSENT_TEST_KIT_BACKEND is "postgres": then every Kit gets a fresh schema
+// of its own in the PostgreSQL database named by ASSENT_TEST_POSTGRES,
+// dropped when its test ends. A test that needs one backend says so with
+// StartOn.
 package assenttest
 
 import (
@@ -12,7 +18,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,21 +38,77 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/postgres"
+	"github.com/assent-run/assent/store/postgres/pgtest"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
+// Backend names the store a Kit runs on.
+type Backend string
+
+// The backends a Kit runs on.
+const (
+	// SQLite is a database file in the Kit's data directory.
+	SQLite Backend = "sqlite"
+	// Postgres is a fresh schema in the database named by
+	// ASSENT_TEST_POSTGRES (see package pgtest).
+	Postgres Backend = "postgres"
+)
+
+// EnvBackend names the environment variable that chooses the backend of
+// Start, StartListening and StartIn: "sqlite" (the default) or "postgres".
+const EnvBackend = "ASSENT_TEST_KIT_BACKEND"
+
+// DefaultBackend returns the backend EnvBackend chooses, failing t when it
+// names none.
+func DefaultBackend(t testing.TB) Backend {
+	t.Helper()
+	switch b := Backend(os.Getenv(EnvBackend)); b {
+	case "", SQLite:
+		return SQLite
+	case Postgres:
+		return Postgres
+	default:
+		t.Fatalf("%s=%q: want %q or %q", EnvBackend, b, SQLite, Postgres)
+		return ""
+	}
+}
+
+// pgURLFile holds, in a data directory used on PostgreSQL, the URL of its
+// schema, so that a Kit started again in the same directory finds the same
+// store, as a SQLite Kit finds its database file.
+const pgURLFile = "assenttest-postgres-url"
+
 // Kit is a running server and the clients to reach it.
 type Kit struct {
-	T    testing.TB
-	Srv  *server.Server
-	DB   *sqlite.DB
-	HTTP *httptest.Server
+	T   testing.TB
+	Srv *server.Server
+	// DB is the server's store, on Backend.
+	DB      store.Store
+	Backend Backend
+	HTTP    *httptest.Server
 	// Dir is the server's data directory.
 	Dir string
 	// Boot holds the workspace's owner and first agent.
 	Boot auth.Bootstrap
 	// Token is the first agent's bearer token.
 	Token string
+
+	sqlite *sqlite.DB // DB on SQLite, or nil
+	listen bool       // the server's BaseURL is its address
+	stop   func()     // stops the server, once
+}
+
+// SQLite returns the Kit's store as the SQLite database it is, failing the
+// test when the Kit runs on another backend: a test that needs SQLite
+// starts its Kit with StartOn(t, SQLite, …).
+func (k *Kit) SQLite() *sqlite.DB {
+	k.T.Helper()
+	if k.sqlite == nil {
+		k.T.Fatalf("the kit runs on %s, and this test needs SQLite: start it with assenttest.StartOn(t, assenttest.SQLite, …)", k.Backend)
+	}
+	return k.sqlite
 }
 
 // Start runs a server on a fresh data directory. mod, when not nil, may
@@ -69,40 +135,99 @@ func StartIn(t testing.TB, dir string, mod func(*server.Config)) *Kit {
 	return startIn(t, dir, true, mod)
 }
 
+// StartOn is Start on the backend b, whatever EnvBackend says.
+func StartOn(t testing.TB, b Backend, mod func(*server.Config)) *Kit {
+	t.Helper()
+	return startOn(t, b, t.TempDir(), false, mod)
+}
+
 func start(t testing.TB, listen bool, mod func(*server.Config)) *Kit {
+	t.Helper()
 	return startIn(t, t.TempDir(), listen, mod)
 }
 
 func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *Kit {
+	t.Helper()
+	return startOn(t, DefaultBackend(t), dir, listen, mod)
+}
+
+func startOn(t testing.TB, b Backend, dir string, listen bool, mod func(*server.Config)) *Kit {
+	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	k := &Kit{T: t, Backend: b, Dir: dir}
+	switch b {
+	case SQLite:
+		db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.DB, k.sqlite = db, db
+	case Postgres:
+		u, err := postgresURL(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := postgres.Open(ctx, u)
+		if err != nil {
+			t.Fatalf("assenttest: open the PostgreSQL store: %v", err)
+		}
+		k.DB = db
+	default:
+		t.Fatalf("assenttest: no backend %q", b)
+	}
+	// The store is closed after the server, and before a PostgreSQL
+	// schema is dropped (registered earlier, so it runs later).
+	t.Cleanup(func() { k.DB.Close() })
+	boot, err := auth.EnsureBootstrap(ctx, k.DB, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := auth.EnsureBootstrap(ctx, db, time.Now())
-	if err != nil {
-		db.Close()
-		t.Fatal(err)
+	k.Boot, k.Token = boot, boot.AgentToken
+	k.serve(listen, mod)
+	return k
+}
+
+// postgresURL returns the URL of the PostgreSQL schema of the data
+// directory dir, making a fresh schema when dir has none yet.
+func postgresURL(t testing.TB, dir string) (string, error) {
+	t.Helper()
+	file := filepath.Join(dir, pgURLFile)
+	b, err := os.ReadFile(file)
+	if err == nil {
+		return string(b), nil
 	}
-	cfg := server.Config{DataDir: dir, Store: db}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("assenttest: read the data directory's PostgreSQL schema: %w", err)
+	}
+	u, _ := pgtest.URL(t)
+	if err := os.WriteFile(file, []byte(u), 0o600); err != nil {
+		return "", fmt.Errorf("assenttest: record the data directory's PostgreSQL schema: %w", err)
+	}
+	return u, nil
+}
+
+// serve builds the server on k's store and serves it, on a listener whose
+// address is the server's BaseURL when listen is set.
+func (k *Kit) serve(listen bool, mod func(*server.Config)) {
+	k.T.Helper()
+	cfg := server.Config{DataDir: k.Dir, Store: k.DB}
 	var ln net.Listener
 	if listen {
+		var err error
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			db.Close()
-			t.Fatal(err)
+			k.T.Fatal(err)
 		}
 		cfg.BaseURL = "http://" + ln.Addr().String()
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := server.New(ctx, cfg)
+	srv, err := server.New(context.Background(), cfg)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
 		}
-		db.Close()
-		t.Fatal(err)
+		k.T.Fatal(err)
 	}
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	if ln != nil {
@@ -110,13 +235,26 @@ func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *K
 		hs.Listener = ln
 	}
 	hs.Start()
-	t.Cleanup(func() {
+	k.Srv, k.HTTP, k.listen = srv, hs, listen
+	k.stop = sync.OnceFunc(func() {
 		hs.CloseClientConnections()
 		srv.Close()
 		hs.Close()
-		db.Close()
 	})
-	return &Kit{T: t, Srv: srv, DB: db, HTTP: hs, Dir: dir, Boot: boot, Token: boot.AgentToken}
+	k.T.Cleanup(k.stop)
+}
+
+// Restart stops k's server, as a process that dies, and starts a new one
+// on the same store and data directory, as the next process would. The new
+// server is configured by mod alone (nil for the defaults); it listens on a
+// new address, its BaseURL when k's server had one. k is left stopped; its
+// store stays open for the Kit returned.
+func (k *Kit) Restart(mod func(*server.Config)) *Kit {
+	k.T.Helper()
+	k.stop()
+	next := &Kit{T: k.T, DB: k.DB, Backend: k.Backend, Dir: k.Dir, Boot: k.Boot, Token: k.Token, sqlite: k.sqlite}
+	next.serve(k.listen, mod)
+	return next
 }
 
 // URL is the server's base URL.
@@ -207,7 +345,7 @@ func (k *Kit) SignIn() (*http.Cookie, string) {
 // session cookie and the CSRF token of their pages.
 func (k *Kit) SignInAs(id string) (*http.Cookie, string) {
 	k.T.Helper()
-	link, err := auth.NewSignInLink(context.Background(), k.DB, id, k.HTTP.URL, time.Now())
+	link, err := auth.NewSignInLink(context.Background(), k.DB.Sessions(), id, k.HTTP.URL, time.Now())
 	if err != nil {
 		k.T.Fatal(err)
 	}

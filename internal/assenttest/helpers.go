@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -102,4 +103,25 @@ func MustJSON(v any) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// Publish publishes e on the server's event bus and returns it once the bus
+// has delivered it (the first event of e's type and owner after the
+// publication), with its sequence number. On PostgreSQL the bus is the
+// store's shared log and an event comes back to its node after a round
+// trip; on SQLite it is delivered at once.
+func (k *Kit) Publish(e event.Event) event.Event {
+	k.T.Helper()
+	sub := k.Srv.Bus.Subscribe(k.Srv.Bus.Seq(), 0, func(got event.Event) bool {
+		return got.Type == e.Type && got.Owner == e.Owner
+	})
+	defer sub.Close()
+	k.Srv.Bus.Publish(e)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := sub.Next(ctx)
+	if err != nil {
+		k.T.Fatalf("event %s not delivered: %v", e.Type, err)
+	}
+	return got
 }

@@ -152,11 +152,14 @@ func TestHostedForm(t *testing.T) {
 	if resp := f.Req("POST", "/v1/forms/orders/controls", f.Token, strings.NewReader(decl), nil); resp.StatusCode != 403 {
 		t.Fatalf("agent declare: %d", resp.StatusCode)
 	}
+	ev := f.Events("")
 	if resp := f.Req("POST", "/v1/forms/orders/controls", svc, strings.NewReader(decl), nil); resp.StatusCode != 200 {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("declare: %d %s", resp.StatusCode, b)
 	}
-	ev := f.Events("")
+	if e := ev.Next(t); e.Type != "control.form" {
+		t.Fatalf("event %+v, want the form declared", e)
+	}
 	stage := `{"action":"stage","identity":{"formId":"orders","controlId":"status","subject":{"type":"order","id":"42"}},"value":"shipped"}`
 	if resp := f.Req("POST", "/v1/controls/execute", f.Token, strings.NewReader(stage), nil); resp.StatusCode != 200 {
 		t.Fatalf("agent stage: %d", resp.StatusCode)

@@ -507,7 +507,7 @@ func TestFlowApproverWithoutGrants(t *testing.T) {
 	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
 	// A person who holds human.approve only.
 	approver := store.Principal{ID: "p_approver", Kind: store.KindHuman, Name: "approver", Grants: []string{"human.approve"}, CreatedAt: time.Now()}
-	if err := f.DB.CreatePrincipal(context.Background(), approver, nil); err != nil {
+	if err := f.DB.Principals().CreatePrincipal(context.Background(), approver, nil); err != nil {
 		t.Fatal(err)
 	}
 	cookie, csrf := f.SignInAs(approver.ID)

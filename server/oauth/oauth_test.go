@@ -114,7 +114,7 @@ func TestSDKClientFlow(t *testing.T) {
 	if slices.Contains(agent.Grants, "command.execute") || !slices.Contains(agent.Grants, "tool.invoke") {
 		t.Errorf("agent grants %v: want the defaults, without command.execute", agent.Grants)
 	}
-	recs, err := k.DB.ListAudit(t.Context(), store.AuditFilter{PrincipalID: k.Boot.Owner.ID})
+	recs, err := k.DB.Audit().ListAudit(t.Context(), store.AuditFilter{PrincipalID: k.Boot.Owner.ID})
 	if err != nil || !slices.ContainsFunc(recs, func(r store.AuditRecord) bool { return r.Action == "oauth.consent" && r.Subject == agent.ID }) {
 		t.Errorf("no oauth.consent audit record for %s: %v", agent.ID, err)
 	}
@@ -123,7 +123,7 @@ func TestSDKClientFlow(t *testing.T) {
 // oauthAgent returns the only agent principal created by consent.
 func oauthAgent(t *testing.T, k *assenttest.Kit) store.Principal {
 	t.Helper()
-	ps, err := k.DB.ListPrincipals(t.Context())
+	ps, err := k.DB.Principals().ListPrincipals(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestAudience(t *testing.T) {
 func TestConsentChoices(t *testing.T) {
 	k := assenttest.Start(t, nil)
 	other := store.Principal{ID: "p_other", Kind: store.KindHuman, Name: "ada", Grants: []string{"human.approve"}, CreatedAt: k.Boot.Owner.CreatedAt}
-	if err := k.DB.CreatePrincipal(t.Context(), other, nil); err != nil {
+	if err := k.DB.Principals().CreatePrincipal(t.Context(), other, nil); err != nil {
 		t.Fatal(err)
 	}
 	f := newFlow(t, k)
@@ -545,7 +545,7 @@ func TestSignInComesBack(t *testing.T) {
 	if next == nil {
 		t.Fatal("the page to come back to is not remembered")
 	}
-	link, err := auth.NewSignInLink(t.Context(), k.DB, k.Boot.Owner.ID, k.URL(), time.Now())
+	link, err := auth.NewSignInLink(t.Context(), k.DB.Sessions(), k.Boot.Owner.ID, k.URL(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
