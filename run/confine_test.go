@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -28,13 +29,13 @@ func needRoot(t *testing.T) {
 // waitFile waits until path holds something and returns it.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-	}
-	t.Fatalf("%s was not written", path)
-	return ""
+	var got string
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		got = string(b)
+		return err == nil && strings.HasSuffix(got, "\n")
+	}, path+" written")
+	return strings.TrimSpace(got)
 }
 
 // ownerOf returns the uid owning path (not following a link) and its mode.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 )
 
@@ -223,12 +224,13 @@ func TestForwardedLogs(t *testing.T) {
 	n := newTwoNodes(t, true)
 	n.spawnA(t, "talker", `echo "hello from a"; echo oops >&2; exec sleep 300`)
 	var out string
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out, "hello from a") && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		var err error
 		if out, err = n.b.Logs(t.Context(), "alice", "talker", "stdout", 10); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return strings.Contains(out, "hello from a")
+	}, "node a's stdout on node b")
 	if out != "hello from a\n" {
 		t.Errorf("stdout from node b = %q; want node a's log", out)
 	}
@@ -410,13 +412,11 @@ func TestForwardedRequestsBounded(t *testing.T) {
 		}()
 	}
 	// Wait until every waiting request has been signalled.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(n.bus.sent()) < maxAsking {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests signalled", len(n.bus.sent()), maxAsking)
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if sent := len(n.bus.sent()); sent < maxAsking {
+			c.Errorf("%d of %d requests signalled", sent, maxAsking)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}, "every waiting request signalled")
 	_, err := n.b.Logs(t.Context(), "alice", "quiet", "stdout", 0)
 	if !isCode(err, CodeRateLimited) {
 		t.Errorf("request %d: %v; want rate_limited", maxAsking+1, err)
@@ -456,9 +456,10 @@ func TestForwardedTraceTails(t *testing.T) {
 	n := newTwoNodes(t, true)
 	n.spawnA(t, "talker", `echo "hello from a"; echo "password=hunter2"; echo oops >&2; exec sleep 300`)
 	var items map[string]TraceItem
-	for deadline := time.Now().Add(10 * time.Second); len(items) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		items = processItems(traceOn(t.Context(), t, n.b, "talker", "all"))
-	}
+		return len(items) >= 2
+	}, "node a's stdout and stderr in node b's trace")
 	out, errs := items["process:stdout"], items["process:stderr"]
 	if out.Kind != "process.stdout" || !strings.HasPrefix(out.Detail.Tail, "hello from a\n") {
 		t.Errorf("stdout item on node b = %+v; want node a's stdout", out)
@@ -596,14 +597,10 @@ func TestForwardedTraceNotAsked(t *testing.T) {
 			v := n.spawnA(t, "r", tt.template)
 			t.Cleanup(func() { _ = syscall.Kill(-v.PID, syscall.SIGKILL) })
 			// Node a has written the line it would answer with.
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if out, err := n.a.Logs(t.Context(), "alice", v.ID, "stdout", 0); err == nil && out != "" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("node a wrote no stdout")
-				}
-			}
+			testwait.Eventually(t, 10*time.Second, func() bool {
+				out, err := n.a.Logs(t.Context(), "alice", v.ID, "stdout", 0)
+				return err == nil && out != ""
+			}, "node a writing stdout")
 			if tt.prepare != nil {
 				tt.prepare(t, n, v)
 			}

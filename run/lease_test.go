@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 )
 
@@ -256,17 +257,11 @@ func TestSpawnHoldsLeaseWhileRunning(t *testing.T) {
 	}
 	f.waitEnded("leased")
 	// The lease goes once the end is recorded, just after.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := f.db.Lease(t.Context(), "leased")
-		if errors.Is(err, store.ErrNotFound) {
-			break
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if _, err := f.db.Lease(t.Context(), "leased"); !errors.Is(err, store.ErrNotFound) {
+			c.Errorf("lease after the Run ended: %v; want none", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lease after the Run ended: %v; want none", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}, "the lease gone")
 }
 
 func TestRestartFailsPendingControls(t *testing.T) {

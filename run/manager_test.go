@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/goleak"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -77,16 +78,13 @@ func (f *fixture) spawn(owner, id, template string, control ...string) *Run {
 // waitEnded waits until the supervisor has recorded the end of Run id.
 func (f *fixture) waitEnded(id string) store.RunRecord {
 	f.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		r, err := f.db.Run(context.Background(), id)
-		if err == nil && !r.EndedAt.IsZero() {
-			return r
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	f.t.Fatalf("run %s did not end", id)
-	return store.RunRecord{}
+	var r store.RunRecord
+	testwait.Eventually(f.t, 20*time.Second, func() bool {
+		var err error
+		r, err = f.db.Run(context.Background(), id)
+		return err == nil && !r.EndedAt.IsZero()
+	}, "the end of run "+id)
+	return r
 }
 
 func (f *fixture) status(owner, id string) Status {
@@ -180,17 +178,14 @@ func TestOwnershipIndistinguishable(t *testing.T) {
 
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var got string
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		b, err := os.ReadFile(path)
-		if err == nil && strings.HasSuffix(string(b), "\n") {
-			n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			return n
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
+		got = string(b)
+		return err == nil && strings.HasSuffix(got, "\n")
+	}, "a pid in "+path)
+	n, _ := strconv.Atoi(strings.TrimSpace(got))
+	return n
 }
 
 // pidByCmdline returns the pid of the one process whose command line
@@ -213,14 +208,10 @@ func pidByCmdline(t *testing.T, marker string) int {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, zombie, err := procStartTime(pid); err != nil || zombie {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("process %d survived", pid)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		_, zombie, err := procStartTime(pid)
+		return err != nil || zombie
+	}, fmt.Sprintf("process %d gone", pid))
 }
 
 func TestKillReachesGrandchildren(t *testing.T) {
@@ -836,8 +827,7 @@ func TestPendingControlsAfterRestart(t *testing.T) {
 		"11111111-1111-4111-8111-111111111111": store.ControlDelivered,
 		"33333333-3333-4333-8333-333333333333": store.ControlFailed,
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(wc *testwait.C) {
 		got := map[string]store.Control{}
 		for _, run := range []string{"live", "gone"} {
 			cs, err := f.db.Controls(ctx, run)
@@ -848,21 +838,14 @@ func TestPendingControlsAfterRestart(t *testing.T) {
 				got[c.ID] = c
 			}
 		}
-		ok := true
 		for id, status := range want {
 			c := got[id]
 			if c.Status != status || (status == store.ControlFailed && !strings.HasPrefix(c.Error, "terminal_state")) {
-				ok = false
+				wc.Errorf("controls after restart: %+v; want %v", got, want)
+				return
 			}
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("controls after restart: %+v; want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "the pending controls settled after the restart")
 	line, err := bufio.NewReader(rd).ReadBytes('\n')
 	if err != nil {
 		t.Fatal(err)

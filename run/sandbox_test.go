@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
@@ -300,11 +301,10 @@ func TestSecretValuesMasked(t *testing.T) {
 		f.waitEnded("sec")
 	})
 	got := filepath.Join(m.DataDir(), "runs", "sec", "got.txt")
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(got); len(b) > 0 {
-			break
-		}
-	}
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(got)
+		return len(b) > 0
+	}, "the process writing "+got)
 	if b, _ := os.ReadFile(got); string(b) != "4921 sk-live-77aa flow-param-secret" {
 		t.Fatalf("process received %q, want the real values", b)
 	}

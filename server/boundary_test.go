@@ -13,6 +13,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
@@ -120,14 +121,12 @@ func TestMCPSessionCap(t *testing.T) {
 		c.Close()
 	}
 	// Ending the sessions releases what they held.
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Srv.MCPSessions(f.Boot.Agent.ID) > 0 || runtime.NumGoroutine() > before+2 {
-		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-		if time.Now().After(deadline) {
-			t.Fatalf("after closing: %d sessions, %d goroutines (before %d)", f.Srv.MCPSessions(f.Boot.Agent.ID), runtime.NumGoroutine(), before)
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if n, g := f.Srv.MCPSessions(f.Boot.Agent.ID), runtime.NumGoroutine(); n > 0 || g > before+2 {
+			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+			c.Errorf("after closing: %d sessions, %d goroutines (before %d)", n, g, before)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "the closed sessions' resources released")
 }
 
 func TestRevokeEndsWebSessionStream(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
@@ -472,16 +473,14 @@ func TestFlowRunSpawn(t *testing.T) {
 		t.Fatalf("apply deploy: %d %s", code, raw)
 	}
 	// The Run ends on its own; its end becomes a fact.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
 		_, v, _ := f.API("GET", "/v1/flows/instances/dep-1", tok, nil)
-		if st := assenttest.Dig(v, "instance", "facts", "run.deploy", "value"); st == "succeeded" {
-			break
-		} else if st == "failed" || time.Now().After(deadline) {
+		if st := assenttest.Dig(v, "instance", "facts", "run.deploy", "value"); st == "failed" {
 			t.Fatalf("run.deploy = %v", st)
+		} else if st != "succeeded" {
+			c.Errorf("run.deploy = %v", st)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "the deploy Run's end as a fact")
 	code, runView, raw := f.API("GET", "/v1/runs/dep-1.deploy.0", tok, nil)
 	if code != 200 || assenttest.Dig(runView, "status") != "done" {
 		t.Fatalf("the deploy Run: %d %s", code, raw)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/run/service"
 	"github.com/assent-run/assent/server"
@@ -29,23 +30,20 @@ import (
 // values.
 func serviceEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(path)
-		if err == nil && bytes.Contains(b, []byte("ASSENT_RUN_TOKEN=")) {
-			env := map[string]string{}
-			sc := bufio.NewScanner(bytes.NewReader(b))
-			for sc.Scan() {
-				if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.HasPrefix(k, "ASSENT_") {
-					env[k] = v
-				}
-			}
-			return env
+	var b []byte
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil && bytes.Contains(b, []byte("ASSENT_RUN_TOKEN="))
+	}, "the Run writing its environment")
+	env := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.HasPrefix(k, "ASSENT_") {
+			env[k] = v
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("the Run did not write its environment")
-	return nil
+	return env
 }
 
 func TestRunsAPIEndToEnd(t *testing.T) {
@@ -83,32 +81,27 @@ func TestRunsAPIEndToEnd(t *testing.T) {
 
 	// The owner applies a Control; the service claims it by id and settles it.
 	var res map[string]any
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		code := f.Do("POST", "/v1/runs/svc/controls", f.Token, map[string]any{"action": "pause", "input": map[string]any{"reason": "operator"}}, &res)
 		if code == http.StatusOK {
-			break
+			return
 		}
-		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		if code != http.StatusServiceUnavailable {
 			t.Fatalf("apply: %d %v", code, res)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		c.Errorf("apply: %d %v", code, res)
+	}, "the Control applied")
 	if got := <-handled; got != "pause" {
 		t.Fatalf("handled %s", got)
 	}
 	var view map[string]any
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		f.Do("GET", "/v1/runs/svc/views/control", f.Token, nil, &view)
 		recent, _ := view["recent_controls"].([]any)
-		if len(recent) > 0 && recent[0].(map[string]any)["status"] == store.ControlHandled {
-			break
+		if len(recent) == 0 || recent[0].(map[string]any)["status"] != store.ControlHandled {
+			c.Errorf("control view %v", view)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("control view %v", view)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "the Control handled")
 	var trace map[string]any
 	f.Do("GET", "/v1/runs/svc/views/trace", f.Token, nil, &trace)
 	if !strings.Contains(runsJSON(trace), "player.state") {
@@ -206,16 +199,12 @@ func TestRunsOverMCP(t *testing.T) {
 	}
 	// The Run outlives a server that stops supervising it, so let it finish
 	// before the test's data directory is removed.
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	testwait.EventuallyC(t, 15*time.Second, func(c *testwait.C) {
 		st, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_inspect", Arguments: map[string]any{"target": "run:m1", "view": "status"}})
-		if err == nil && !st.IsError && !strings.Contains(runsJSON(st.StructuredContent), `"running"`) {
-			break
+		if err != nil || st.IsError || strings.Contains(runsJSON(st.StructuredContent), `"running"`) {
+			c.Errorf("%v %s", err, runsJSON(st))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run m1 did not finish: %v %s", err, runsJSON(st))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}, "run m1 finishing")
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_inspect", Arguments: map[string]any{"target": "recipes", "view": "summary"}})
 	if err != nil || res.IsError || !strings.Contains(runsJSON(res.StructuredContent), "demo-player") {
 		t.Fatalf("recipes summary: %v %s", err, runsJSON(res))
@@ -285,24 +274,16 @@ func TestRunsWebPages(t *testing.T) {
 	if resp := f.PostForm("/runs/web1/kill", url.Values{"csrf": {csrf}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("kill: %d %s", resp.StatusCode, body(resp))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		v, err := f.Srv.Runs().Manager().Status(ctx, f.Boot.Owner.ID, "web1")
-		if err == nil && v.Status == run.StatusKilled && v.EndedAt != "" {
-			break
+		if err != nil || v.Status != run.StatusKilled || v.EndedAt == "" {
+			c.Errorf("status after kill: %v %v", v, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status after kill: %v %v", v, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for {
+	}, "web1 killed")
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		v, _ := f.Srv.Runs().Manager().Status(ctx, f.Boot.Agent.ID, "agents")
-		if v != nil && v.EndedAt != "" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return v != nil && v.EndedAt != ""
+	}, "the agent's Run ended")
 	if resp := f.PostForm("/runs/web1/prune", url.Values{"csrf": {csrf}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("prune: %d", resp.StatusCode)
 	}
@@ -344,17 +325,12 @@ func TestPersonSeesAndStopsAgentsRun(t *testing.T) {
 	if resp := f.PostForm("/runs/agent-job/kill", url.Values{"csrf": {csrf}}, cookie, f.HTTP.URL); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("kill: %d", resp.StatusCode)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		v, err := f.Srv.Runs().Manager().Status(ctx, jobAgent.ID, "agent-job")
-		if err == nil && v.Status == run.StatusKilled {
-			break
+		if err != nil || v.Status != run.StatusKilled {
+			c.Errorf("status after the person's kill: %v %v", v, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status after the person's kill: %v %v", v, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}, "agent-job killed")
 }
 
 // webBody reads a response body.
@@ -375,14 +351,13 @@ func (f *fixture) writeRecipe(name, doc string) {
 func (f *fixture) waitRun(owner, id string, ok func(*run.Run) bool) *run.Run {
 	f.T.Helper()
 	var v *run.Run
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if v, err = f.Srv.Runs().Manager().Status(context.Background(), owner, id); err == nil && ok(v) {
-			return v
+	testwait.EventuallyC(f.T, 10*time.Second, func(c *testwait.C) {
+		var err error
+		if v, err = f.Srv.Runs().Manager().Status(context.Background(), owner, id); err != nil || !ok(v) {
+			c.Errorf("Run %s: %v %v", id, v, err)
 		}
-	}
-	f.T.Fatalf("Run %s: %v %v", id, v, err)
-	return nil
+	}, "Run "+id)
+	return v
 }
 
 // killAtEnd kills Run id when the test ends and waits for its process.
@@ -637,13 +612,11 @@ func TestStartRecipeFromRunsPage(t *testing.T) {
 	if owner, err := f.Srv.Runs().Manager().Owner(ctx, "mine"); err != nil || owner != f.Boot.Owner.ID {
 		t.Fatalf("the started Run is owned by %q (%v), want the person", owner, err)
 	}
-	var out string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(out, "bonjour 1"); time.Sleep(10 * time.Millisecond) {
-		out, _ = f.Srv.Runs().Manager().Logs(ctx, f.Boot.Owner.ID, "mine", "stdout", 10)
-	}
-	if !strings.Contains(out, "bonjour 1") {
-		t.Fatalf("stdout %q, want the given argument and the default", out)
-	}
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if out, _ := f.Srv.Runs().Manager().Logs(ctx, f.Boot.Owner.ID, "mine", "stdout", 10); !strings.Contains(out, "bonjour 1") {
+			c.Errorf("stdout %q, want the given argument and the default", out)
+		}
+	}, "the Run's greeting")
 	if list := webBody(f.Get("/runs?recipe=hello", cookie)); !strings.Contains(list, `href="/runs/mine"`) {
 		t.Fatalf("the started Run is not listed: %s", list)
 	}
