@@ -15,6 +15,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
@@ -72,27 +73,6 @@ func twoNodes(t *testing.T) (a, b node, agent store.Principal) {
 	shared = a.host
 	b = build()
 	return a, b, boot.Agent
-}
-
-// eventually waits, up to a bound that only a failure reaches, until cond
-// holds, waking at every change of sc.
-func eventually(t *testing.T, sc *liveScreen, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		sc.mu.RLock()
-		changed := sc.changed
-		sc.mu.RUnlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-changed:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("%s: not seen on the other node", what)
-		}
-	}
 }
 
 // stateOf returns the value of $key on sc.
@@ -167,7 +147,7 @@ func TestScreenFollowsOtherNode(t *testing.T) {
 		if res, err := a.Update(ctx, id, st.update); err != nil || !res.Applied {
 			t.Fatalf("%s on A: %+v, %v", st.name, res, err)
 		}
-		eventually(t, onB, st.name, func() bool { return stateOf(onB, "$s") == st.want })
+		testwait.Eventually(t, 10*time.Second, func() bool { return stateOf(onB, "$s") == st.want }, st.name)
 		ups, _, closed := onB.updatesAfter(int64(i))
 		if closed || len(ups) != 1 || ups[0].Seq != int64(i+1) || ups[0].Text != st.update {
 			t.Errorf("%s: B's live feed after %d = %+v (closed %v)", st.name, i, ups, closed)
@@ -176,11 +156,11 @@ func TestScreenFollowsOtherNode(t *testing.T) {
 	if err := a.removeScreen(mustScreen(t, a, agent, id)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, onB, "removal", func() bool {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		onB.mu.RLock()
 		defer onB.mu.RUnlock()
 		return onB.closed
-	})
+	}, "removal")
 	if _, ok := b.screenFor(agent, id); ok {
 		t.Error("B still serves a screen removed on A")
 	}
@@ -374,7 +354,7 @@ func TestSecretValueKeptWhenFollowing(t *testing.T) {
 	if res, err := a.Update(ctx, id, `$s = "paid"`); err != nil || !res.Applied {
 		t.Fatalf("update on A: %+v, %v", res, err)
 	}
-	eventually(t, onB, "the update", func() bool { return stateOf(onB, "$s") == "paid" })
+	testwait.Eventually(t, 10*time.Second, func() bool { return stateOf(onB, "$s") == "paid" }, "the update")
 	if got := stateOf(onB, "$pin"); got != "4321" {
 		t.Errorf("B's secret value after following = %v, want it kept", got)
 	}
@@ -644,22 +624,15 @@ func TestFieldSetOnScreenRemovedElsewhere(t *testing.T) {
 	if !hooked {
 		t.Fatal("the field was not saved through the store: the test did not reach the removed screen")
 	}
-	eventually(t, onB, "the screen dropped", func() bool {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		onB.mu.RLock()
 		defer onB.mu.RUnlock()
 		return onB.closed
-	})
-	deadline := time.After(10 * time.Second)
-	for {
-		if _, ok := b.controls.Registry().Get(ctx, note); !ok {
-			break
-		}
-		select {
-		case <-time.After(10 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("the removed screen's field is still a control on B")
-		}
-	}
+	}, "the screen dropped")
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		_, ok := b.controls.Registry().Get(ctx, note)
+		return !ok
+	}, "the removed screen's field no longer a control on B")
 	if _, ok := b.screenFor(agent, id); ok {
 		t.Error("B still serves a screen removed on A")
 	}
