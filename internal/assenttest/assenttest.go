@@ -199,6 +199,10 @@ func postgresURL(t testing.TB, dir string) (string, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("assenttest: read the data directory's PostgreSQL schema: %w", err)
 	}
+	if os.Getenv(pgtest.EnvURL) == "" {
+		// Asked for by name, PostgreSQL missing is a failure, not a skip.
+		return "", fmt.Errorf("assenttest: the kit runs on PostgreSQL, and %s names no database: set it to postgres://USER:PASSWORD@HOST:PORT/DATABASE", pgtest.EnvURL)
+	}
 	u, _ := pgtest.URL(t)
 	if err := os.WriteFile(file, []byte(u), 0o600); err != nil {
 		return "", fmt.Errorf("assenttest: record the data directory's PostgreSQL schema: %w", err)

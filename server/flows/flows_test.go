@@ -21,7 +21,6 @@ import (
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -543,11 +542,7 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := f.Restart(nil).Srv
 	inst, err := srv.Flows().Kernel().Instance(context.Background(), "exp-3")
 	if err != nil || inst.Recovery == nil || inst.Pending != "" || inst.Facts["payment.status"].Status != flow.StatusUnknown {
 		t.Fatalf("after restart: %+v %v", inst, err)
