@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
@@ -71,22 +72,18 @@ func serveInProcess(t *testing.T, args ...string) *served {
 		return exit
 	}
 	t.Cleanup(func() { stop() })
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "MCP client configuration") {
+	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
 		select {
-		case c := <-code:
-			t.Fatalf("assent serve exited %d: %s", c, errw.String())
+		case n := <-code:
+			t.Fatalf("assent serve exited %d: %s", n, errw.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no welcome text: %s %s", out.String(), errw.String())
+		if !strings.Contains(out.String(), "MCP client configuration") {
+			c.Errorf("no welcome text: %s %s", out.String(), errw.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}, "the welcome text")
 	// The JSON follows the heading; wait until it is complete.
-	for !strings.Contains(out.String(), "\n}\n") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "\n}\n") }, "the MCP client configuration complete")
 	s := &served{out: out, stop: stop}
 	text := out.String()
 	if m := regexp.MustCompile(`serving on (\S+) \(data: (.+), store: `).FindStringSubmatch(text); m != nil {
@@ -258,18 +255,16 @@ func TestServeDemoTour(t *testing.T) {
 		execute([]string{"run", "kill", demoPlayerRun, "--url", s.base, "--token", s.token}, strings.NewReader(""), io.Discard, io.Discard)
 	}
 	t.Cleanup(killPlayer)
-	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(agentOut.String(), "Waiting up to") {
+	testwait.EventuallyC(t, 90*time.Second, func(c *testwait.C) {
 		select {
 		case code := <-done:
 			t.Fatalf("demo agent exited %d before waiting:\n%s\n%s", code, agentOut.String(), agentErr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo agent never waited:\n%s", agentOut.String())
+		if !strings.Contains(agentOut.String(), "Waiting up to") {
+			c.Errorf("demo agent has not waited:\n%s", agentOut.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "the demo agent waiting")
 	if !p.approve(demoExpense) {
 		t.Fatal("no pending approval of the agent's expense")
 	}

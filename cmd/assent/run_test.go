@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run/service"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -62,17 +63,11 @@ func TestRunCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v["status"] != "running" {
 		t.Fatalf("spawn output %q", out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, _, _ = s.cli(t, "run", "logs", "greet")
-		if out == "hello world\n" || time.Now().After(deadline) {
-			break
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if out, _, _ = s.cli(t, "run", "logs", "greet"); out != "hello world\n" {
+			c.Errorf("logs %q", out)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if out != "hello world\n" {
-		t.Fatalf("logs %q", out)
-	}
+	}, "the Run's log")
 	if out, errs, code = s.cli(t, "trace", "emit", "--run", "greet", "--kind", "checkpoint.ready", "--summary", "half way", "--data", `{"n":1}`, "--attention", "followup"); code != 0 || !strings.HasPrefix(out, "trace=") {
 		t.Fatalf("trace emit: %d %s %s", code, out, errs)
 	}
@@ -92,16 +87,11 @@ func TestRunCLI(t *testing.T) {
 	if out, errs, code = s.cli(t, "run", "kill", "greet"); code != 0 || !strings.Contains(out, "killed: true") {
 		t.Fatalf("kill: %d %s %s", code, out, errs)
 	}
-	for {
-		out, _, _ = s.cli(t, "run", "inspect", "greet")
-		if strings.Contains(out, "status: killed") || time.Now().After(deadline) {
-			break
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if out, _, _ = s.cli(t, "run", "inspect", "greet"); !strings.Contains(out, "status: killed") {
+			c.Errorf("status after kill: %s", out)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !strings.Contains(out, "status: killed") {
-		t.Fatalf("status after kill: %s", out)
-	}
+	}, "the Run killed")
 	if out, errs, code = s.cli(t, "run", "prune", "greet"); code != 0 || !strings.Contains(out, "pruned: true") {
 		t.Fatalf("prune: %d %s %s", code, out, errs)
 	}
@@ -144,13 +134,7 @@ func TestControlAdmissionProcesses(t *testing.T) {
 	if len(matches) == 1 {
 		fifo = matches[0]
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !fifoHasReader(fifo) {
-		if time.Now().After(deadline) {
-			t.Fatal("the Run never opened its FIFO")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return fifoHasReader(fifo) }, "the Run opening its FIFO")
 	const workers = 76
 	cmds := make([]*exec.Cmd, workers)
 	errs := make([]*bytes.Buffer, workers)
@@ -270,16 +254,10 @@ func TestReconcileAfterServerKill(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "runs", "ender", "gate"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "runs", "ender", "exit")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ender did not finish")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "runs", "ender", "exit"))
+		return err == nil
+	}, "ender finishing")
 
 	srv2, base2, _ := serveProcess(t, dir)
 	defer func() {
@@ -302,16 +280,11 @@ func TestReconcileAfterServerKill(t *testing.T) {
 	if out, errs, code = s.cli(t, "run", "kill", "survivor"); code != 0 || !strings.Contains(out, "killed: true") {
 		t.Fatalf("kill survivor: %d %s %s", code, out, errs)
 	}
-	for {
-		out, _, _ = s.cli(t, "run", "inspect", "survivor")
-		if strings.Contains(out, "status: killed") || time.Now().After(deadline) {
-			break
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if out, _, _ = s.cli(t, "run", "inspect", "survivor"); !strings.Contains(out, "status: killed") {
+			c.Errorf("survivor after kill: %s", out)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !strings.Contains(out, "status: killed") {
-		t.Fatalf("survivor after kill: %s", out)
-	}
+	}, "the survivor killed")
 }
 
 // TestDemoService steers the demo player: pause, status and resume
@@ -327,19 +300,15 @@ func TestDemoService(t *testing.T) {
 	}
 	defer s.cli(t, "run", "kill", "player")
 	env := map[string]string{}
-	deadline := time.Now().Add(10 * time.Second)
-	for env["ASSENT_RUN_TOKEN"] == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("no environment")
-		}
-		time.Sleep(10 * time.Millisecond)
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(s.dir, "runs", "player", "env.txt"))
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, "="); ok {
 				env[k] = v
 			}
 		}
-	}
+		return env["ASSENT_RUN_TOKEN"] != ""
+	}, "the Run's environment")
 	svc := &service.Service{URL: env["ASSENT_URL"], Token: env["ASSENT_RUN_TOKEN"], RunID: "player",
 		InstanceID: env["ASSENT_RUN_INSTANCE_ID"], FIFO: env["ASSENT_CONTROL_FIFO"], HTTP: http.DefaultClient}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -350,25 +319,21 @@ func TestDemoService(t *testing.T) {
 		<-done
 	}()
 	for _, action := range []string{"pause", "status", "resume"} {
-		for {
+		testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 			_, errs, code := s.cli(t, "run", "control", "player", action)
 			if code == 0 {
-				break
+				return
 			}
-			if !strings.Contains(errs, "endpoint_not_ready") || time.Now().After(deadline) {
+			if !strings.Contains(errs, "endpoint_not_ready") {
 				t.Fatalf("%s: %s", action, errs)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			c.Errorf("%s: %s", action, errs)
+		}, "the player taking "+action)
 	}
-	for {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		out, _, _ := s.cli(t, "run", "inspect", "player", "--view", "trace", "--lines", "200", "--json")
-		if strings.Contains(out, "player.paused") && strings.Contains(out, "player.status") && strings.Contains(out, "player.resumed") {
-			break
+		if !strings.Contains(out, "player.paused") || !strings.Contains(out, "player.status") || !strings.Contains(out, "player.resumed") {
+			c.Errorf("trace %s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trace %s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}, "the player's pause, status and resume in its Trace")
 }

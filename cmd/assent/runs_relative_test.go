@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -88,18 +90,14 @@ func relCall(t *testing.T, method, url, token string, body any) (int, map[string
 // waitTrace waits until Run id's Trace shows an event of kind.
 func waitTrace(t *testing.T, base, token, id, kind string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last map[string]any
-	for time.Now().Before(deadline) {
-		_, last = relCall(t, "GET", base+"/v1/runs/"+id+"/views/trace?lines=200", token, nil)
+	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
+		_, last := relCall(t, "GET", base+"/v1/runs/"+id+"/views/trace?lines=200", token, nil)
 		b, _ := json.Marshal(last)
-		if strings.Contains(string(b), `"kind":"`+kind+`"`) {
-			return
+		if !strings.Contains(string(b), `"kind":"`+kind+`"`) {
+			_, st := relCall(t, "GET", base+"/v1/runs/"+id, token, nil)
+			c.Errorf("trace %v; status %v", last, st)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_, st := relCall(t, "GET", base+"/v1/runs/"+id, token, nil)
-	t.Fatalf("no %s in the Trace of %s; trace %v; status %v", kind, id, last, st)
+	}, fmt.Sprintf("%s in the Trace of %s", kind, id))
 }
 
 // From a relative data directory the demo player Recipe, written with the
