@@ -19,6 +19,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 )
 
@@ -150,17 +151,14 @@ func execErrCode(v map[string]any) string {
 // execWaitRun polls the agent's view of Run id until it is not running.
 func execWaitRun(t *testing.T, cs *mcp.ClientSession, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		v, isErr := assenttest.CallTool(t, cs, "actors_inspect", map[string]any{"target": "run:" + id, "view": "status"})
-		if !isErr && v["status"] != "running" {
-			return v
+	var v map[string]any
+	testwait.EventuallyC(t, 20*time.Second, func(c *testwait.C) {
+		var isErr bool
+		if v, isErr = assenttest.CallTool(t, cs, "actors_inspect", map[string]any{"target": "run:" + id, "view": "status"}); isErr || v["status"] == "running" {
+			c.Errorf("%v", v)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Run %s did not end: %v", id, v)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}, "Run "+id+" ending")
+	return v
 }
 
 func execListedTools(t *testing.T, cs *mcp.ClientSession) map[string]string {

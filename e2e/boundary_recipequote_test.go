@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 )
 
@@ -32,11 +33,10 @@ func TestBoundaryRecipeValueInjectsShellInsideQuotes(t *testing.T) {
 	}
 	got := filepath.Join(a.Dir, "runs", "note1", "note.txt")
 	var b []byte
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, _ = os.ReadFile(got); len(b) > 0 {
-			break
-		}
-	}
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		b, _ = os.ReadFile(got)
+		return len(b) > 0
+	}, "the Run writing note.txt")
 	if strings.Contains(string(b), "note: 'INJECTED-BY-AGENT'") {
 		t.Fatalf("the agent's value ran as a command inside the Recipe's quotes: note.txt = %q (want the literal text $(echo INJECTED-BY-AGENT))", b)
 	}
@@ -63,14 +63,10 @@ func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
 	dir := filepath.Join(a.Dir, "runs", "greet1")
 	// The Run's own output must appear; without it the check below
 	// would pass for a Run that never ran.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(filepath.Join(dir, "hello.txt")); err == nil && len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("hello.txt never appeared: the Run did not run, so this test proves nothing")
-		}
-	}
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
+		return err == nil && len(b) > 0
+	}, "hello.txt (without it the Run did not run, so this test proves nothing)")
 	time.Sleep(200 * time.Millisecond)
 	if b, err := os.ReadFile(filepath.Join(dir, "pwned.txt")); err == nil {
 		t.Fatalf("the agent's value ran a command of its own (pwned.txt = %q)", b)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store"
 )
 
@@ -76,11 +77,13 @@ func (rt runsTarget) spawnAndWait(t *testing.T, token, id, template string) (map
 	if code >= 300 || v["run"] != id {
 		t.Fatalf("spawn %s: %d %s", id, code, raw)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for v["status"] == "running" && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		if v["status"] != "running" {
+			return true
+		}
 		_, _, v = rt.call(t, token, "GET", "/v1/runs/"+id, nil)
-	}
+		return v["status"] != "running"
+	}, "run "+id+" ending")
 	_, out, _ := rt.call(t, token, "GET", "/v1/runs/"+id+"/logs?stream=stdout", nil)
 	return v, out
 }
@@ -195,11 +198,10 @@ func TestBoundarySecretValuesNotInRunViews(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.call(t, rt.attacker, "POST", "/v1/runs/pay1/kill", nil) })
 	got := filepath.Join(rt.dir, "runs", "pay1", "got.txt")
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(got); len(b) > 0 {
-			break
-		}
-	}
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(got)
+		return len(b) > 0
+	}, "the process writing "+got)
 	if b, _ := os.ReadFile(got); string(b) != "7315 4111111111111111" {
 		t.Fatalf("the process received %q, want the real values", b)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/screens"
@@ -107,52 +108,50 @@ func (a *boundaryApp) spawnService(runID string) (token, instance string) {
 	}
 	a.T.Cleanup(func() { a.send("POST", "/v1/runs/"+runID+"/kill", a.Boot.AgentToken, nil, nil) })
 	path := filepath.Join(a.Dir, "runs", runID, "env.txt")
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(a.T, 10*time.Second, func() bool {
 		b, err := os.ReadFile(path)
-		if err == nil && bytes.Contains(b, []byte("ASSENT_RUN_INSTANCE_ID=")) {
-			sc := bufio.NewScanner(bytes.NewReader(b))
-			for sc.Scan() {
-				k, v, _ := strings.Cut(sc.Text(), "=")
-				switch k {
-				case "ASSENT_RUN_TOKEN":
-					token = v
-				case "ASSENT_RUN_INSTANCE_ID":
-					instance = v
-				}
-			}
-			if token != "" && instance != "" {
-				return token, instance
+		if err != nil || !bytes.Contains(b, []byte("ASSENT_RUN_INSTANCE_ID=")) {
+			return false
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			k, v, _ := strings.Cut(sc.Text(), "=")
+			switch k {
+			case "ASSENT_RUN_TOKEN":
+				token = v
+			case "ASSENT_RUN_INSTANCE_ID":
+				instance = v
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	a.T.Fatalf("Run %s did not write its environment", runID)
-	return "", ""
+		return token != "" && instance != ""
+	}, "Run "+runID+" writing its environment")
+	return token, instance
 }
 
 // applyPing applies the ping Control to runID as the agent, waiting for the
 // service's FIFO to be open, and returns the Control's id.
 func (a *boundaryApp) applyPing(runID string) string {
 	a.T.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := a.send("POST", "/v1/runs/"+runID+"/controls", a.Boot.AgentToken, map[string]any{"action": "ping"}, nil)
+	var body []byte
+	testwait.EventuallyC(a.T, 10*time.Second, func(c *testwait.C) {
+		var code int
+		code, body = a.send("POST", "/v1/runs/"+runID+"/controls", a.Boot.AgentToken, map[string]any{"action": "ping"}, nil)
 		if code == http.StatusOK {
-			var c struct {
-				ID string `json:"control_id"`
-			}
-			json.Unmarshal(body, &c)
-			if c.ID == "" {
-				a.T.Fatalf("apply answered no id: %s", body)
-			}
-			return c.ID
+			return
 		}
-		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		if code != http.StatusServiceUnavailable {
 			a.T.Fatalf("apply ping to %s: %d %s", runID, code, body)
 		}
-		time.Sleep(20 * time.Millisecond)
+		c.Errorf("%d %s", code, body)
+	}, "the ping applied to "+runID)
+	var c struct {
+		ID string `json:"control_id"`
 	}
+	json.Unmarshal(body, &c)
+	if c.ID == "" {
+		a.T.Fatalf("apply answered no id: %s", body)
+	}
+	return c.ID
 }
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"attacker","version":"1"}}}`

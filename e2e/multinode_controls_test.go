@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // TestMultiNodeControls runs three `assent serve` processes on one
@@ -29,18 +32,17 @@ func TestMultiNodeControls(t *testing.T) {
 // returns its revision.
 func proposalOn(t *testing.T, p *serveProc, tok, path, value string) float64 {
 	t.Helper()
-	var raw string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var snap map[string]any
-		_, snap, raw = p.api(t, "GET", path, tok, nil, nil)
+	var rev float64
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		_, snap, raw := p.api(t, "GET", path, tok, nil, nil)
 		st, _ := snap["state"].(map[string]any)
 		pr, _ := st["staged"].(map[string]any)
-		if rev, ok := pr["revision"].(float64); ok && st["stagedValue"] == value {
-			return rev
+		var ok bool
+		if rev, ok = pr["revision"].(float64); !ok || st["stagedValue"] != value {
+			c.Errorf("%s", raw)
 		}
-	}
-	t.Fatalf("%s does not show the proposal %q of %s: %s", p.base, value, path, raw)
-	return 0
+	}, fmt.Sprintf("%s showing the proposal %q of %s", p.base, value, path))
+	return rev
 }
 
 func multiNodeRacingApplies(t *testing.T, a, b, c *serveProc, tok string) {
@@ -84,16 +86,12 @@ func multiNodeRacingApplies(t *testing.T, a, b, c *serveProc, tok string) {
 			t.Fatalf("round %d: %d applied and %d refused with stale_revision, want one of each: %v", round, applied, refused, answers)
 		}
 		// Node A reads the outcome: the value applied, nothing staged.
-		var snap map[string]any
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			_, snap, _ = a.api(t, "GET", "/v1/controls/profile/email", tok, nil, nil)
-			if st, _ := snap["state"].(map[string]any); st["value"] == value && st["staged"] == nil {
-				break
+		testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+			_, snap, _ := a.api(t, "GET", "/v1/controls/profile/email", tok, nil, nil)
+			if st, _ := snap["state"].(map[string]any); st["value"] != value || st["staged"] != nil {
+				c.Errorf("node A shows %v", snap["state"])
 			}
-		}
-		if st, _ := snap["state"].(map[string]any); st["value"] != value || st["staged"] != nil {
-			t.Fatalf("round %d: node A shows %v after the applies", round, snap["state"])
-		}
+		}, fmt.Sprintf("round %d: node A showing the applied value", round))
 	}
 }
 
@@ -131,12 +129,12 @@ func multiNodeHostedForm(t *testing.T, exe, storeURL string, a, b *serveProc, to
 		snap map[string]any
 		raw  string
 	)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if code, snap, raw = b.api(t, "GET", "/v1/controls/shipping/city", tok, nil, nil); code == http.StatusOK {
-			break
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if code, snap, raw = b.api(t, "GET", "/v1/controls/shipping/city", tok, nil, nil); code != http.StatusOK {
+			c.Errorf("%d %s", code, raw)
 		}
-	}
-	if st, _ := snap["state"].(map[string]any); code != http.StatusOK || st["value"] != "Paris" {
+	}, "node B serving the form declared on node A")
+	if st, _ := snap["state"].(map[string]any); st["value"] != "Paris" {
 		t.Fatalf("node B after the form was declared on node A: %d %s", code, raw)
 	}
 	if code, res, raw := b.api(t, "POST", "/v1/controls/execute", tok, nil, map[string]any{"action": "stage",
@@ -147,27 +145,21 @@ func multiNodeHostedForm(t *testing.T, exe, storeURL string, a, b *serveProc, to
 	if code, _, raw := a.api(t, "PUT", "/v1/forms/shipping/controls/zip/value", svc, nil, map[string]any{"value": "69001"}); code != http.StatusOK {
 		t.Fatalf("edit on node A: %d %s", code, raw)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		_, snap, raw = b.api(t, "GET", "/v1/controls/shipping/zip", tok, nil, nil)
-		if st, _ := snap["state"].(map[string]any); st["value"] == "69001" {
-			break
+		if st, _ := snap["state"].(map[string]any); st["value"] != "69001" {
+			c.Errorf("%s", raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node B does not show the edit made through node A: %s", raw)
-		}
-	}
+	}, "node B showing the edit made through node A")
 	// Removed through node A: gone on node B.
 	if code, _, raw := a.api(t, "DELETE", "/v1/forms/shipping/controls", svc, nil, nil); code != http.StatusNoContent {
 		t.Fatalf("remove on node A: %d %s", code, raw)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if code, _, raw = b.api(t, "GET", "/v1/controls/shipping/city", tok, nil, nil); code == http.StatusNotFound {
-			break
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		if code, _, raw = b.api(t, "GET", "/v1/controls/shipping/city", tok, nil, nil); code != http.StatusNotFound {
+			c.Errorf("%d %s", code, raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node B after the form was removed on node A: %d %s", code, raw)
-		}
-	}
+	}, "node B dropping the form removed on node A")
 	if code, res, raw := b.api(t, "POST", "/v1/controls/execute", tok, nil, map[string]any{"action": "stage",
 		"identity": map[string]any{"formId": "shipping", "controlId": "city"}, "value": "Nice"}); code != http.StatusNotFound || res["reason"] != "not_found" {
 		t.Fatalf("stage on node B after the removal: %d %s", code, raw)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // TestMultiNodeRuns runs three `assent serve` processes on one PostgreSQL
@@ -34,19 +36,16 @@ func TestMultiNodeRuns(t *testing.T) {
 
 	// Node C shows the service's echo of it.
 	var logs string
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testwait.EventuallyC(t, 15*time.Second, func(wc *testwait.C) {
 		var code int
 		code, _, logs = c.api(t, "GET", "/v1/runs/echoer/logs?stream=stdout&lines=20", tok, nil, nil)
 		if code != 200 {
 			t.Fatalf("logs on node C: %d %s", code, logs)
 		}
-		if strings.Contains(logs, "marmalade") {
-			break
+		if !strings.Contains(logs, "marmalade") {
+			wc.Errorf("last %q", logs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("logs on node C never showed the Control; last %q", logs)
-		}
-	}
+	}, "the logs on node C showing the Control")
 	if !strings.Contains(logs, "got ") || !strings.Contains(logs, controlID) {
 		t.Errorf("logs on node C = %q; want the echoed record of Control %s", logs, controlID)
 	}
@@ -57,15 +56,12 @@ func TestMultiNodeRuns(t *testing.T) {
 	if code != 200 || res["killed"] != true || res["node"] != "node-a" {
 		t.Fatalf("kill on node B: %d %s; want killed by node-a", code, raw)
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testwait.EventuallyC(t, 15*time.Second, func(wc *testwait.C) {
 		_, rec, raw := a.api(t, "GET", "/v1/runs/echoer", tok, nil, nil)
-		if rec["status"] == "killed" && rec["ended_at"] != nil {
-			break
+		if rec["status"] != "killed" || rec["ended_at"] == nil {
+			wc.Errorf("%s", raw)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node A's record after the kill: %s; want killed and ended", raw)
-		}
-	}
+	}, "node A's record after the kill: killed and ended")
 	// Every node now answers that the Run is not running.
 	for _, p := range []*serveProc{b, c} {
 		code, res, raw := p.api(t, "POST", "/v1/runs/echoer/controls", tok, nil, map[string]any{"action": "poke"})

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // TestMultiNodeScreens runs three `assent serve` processes on one
@@ -52,11 +54,11 @@ func TestMultiNodeScreens(t *testing.T) {
 	if u := live.next(t); u.Seq != 1 || u.Text != `$s = "paid"` {
 		t.Errorf("the follower on node C received %+v, want seq 1 with the update", u)
 	}
-	pollUntil(t, "node B serving the update", func() bool {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		_, got, _ := b.api(t, "GET", "/v1/screens/"+id, svc, nil, nil)
 		outline, _ := got["outline"].(string)
 		return strings.Contains(outline, "paid")
-	})
+	}, "node B serving the update")
 	if page := b.page(t, whoB, "/screens/"+id); !strings.Contains(page, "paid") {
 		t.Errorf("the page on node B does not show the update")
 	}
@@ -99,16 +101,6 @@ func TestMultiNodeScreens(t *testing.T) {
 		// Node A no longer offers the decided press.
 		if code, _, raw := a.api(t, "POST", "/screens/"+id+"/confirm", "", &whoA, `{"press":"`+pressID+`"}`); code != http.StatusNotFound {
 			t.Errorf("round %d: a third answer on node A: %d %s", round, code, raw)
-		}
-	}
-}
-
-// pollUntil polls cond until it holds, failing t after ten seconds.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within ten seconds", what)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/store/postgres/pgtest"
 )
 
@@ -172,21 +173,16 @@ func multiNodeEvents(t *testing.T, a, b, c *serveProc, tok string) {
 		// The person applies on node B what the agent staged on node A.
 		who := b.signIn(t)
 		// Node B reads the control again when node A's event reaches it.
-		var (
-			rev float64
-			ok  bool
-			raw string
-		)
-		for deadline := time.Now().Add(5 * time.Second); !ok && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			var snap map[string]any
-			_, snap, raw = b.api(t, "GET", "/v1/controls/profile/email", tok, nil, nil)
+		var rev float64
+		testwait.EventuallyC(t, 5*time.Second, func(c *testwait.C) {
+			_, snap, raw := b.api(t, "GET", "/v1/controls/profile/email", tok, nil, nil)
 			st, _ := snap["state"].(map[string]any)
 			pr, _ := st["staged"].(map[string]any)
-			rev, ok = pr["revision"].(float64)
-		}
-		if !ok {
-			t.Fatalf("node B does not see the proposal staged on node A: %s", raw)
-		}
+			var ok bool
+			if rev, ok = pr["revision"].(float64); !ok {
+				c.Errorf("%s", raw)
+			}
+		}, "node B seeing the proposal staged on node A")
 		if code, res, raw := b.api(t, "POST", "/web/controls/apply", "", &who, url.Values{"csrf": {who.csrf}, "formId": {"profile"}, "controlId": {"email"},
 			"revision": {strconv.FormatInt(int64(rev), 10)}}); code != http.StatusOK || res["ok"] != true {
 			t.Fatalf("apply on node B: %d %s", code, raw)
@@ -298,19 +294,14 @@ func multiNodeLost(t *testing.T, a, b *serveProc, tok string) {
 
 	// Lost within the lease time, plus one round of the keepers and slack
 	// for a loaded machine.
-	deadline := killed.Add(multiLeaseTTL + multiLeaseTTL/3 + 10*time.Second)
 	var plain, phoenix map[string]any
-	for {
+	testwait.EventuallyC(t, time.Until(killed.Add(multiLeaseTTL+multiLeaseTTL/3+10*time.Second)), func(c *testwait.C) {
 		_, plain, _ = b.api(t, "GET", "/v1/runs/plain", tok, nil, nil)
 		_, phoenix, _ = b.api(t, "GET", "/v1/runs/phoenix", tok, nil, nil)
-		if plain["status"] == "lost" && phoenix["generation"] == float64(2) {
-			break
+		if plain["status"] != "lost" || phoenix["generation"] != float64(2) {
+			c.Errorf("%s after node A was killed: plain %v, phoenix %v", time.Since(killed), plain, phoenix)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s after node A was killed: plain %v, phoenix %v", time.Since(killed), plain, phoenix)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}, "plain lost and phoenix restarted")
 	t.Logf("lost and restarted %s after node A was killed (lease time %s)", time.Since(killed).Round(time.Millisecond), multiLeaseTTL)
 	lost, _ := plain["lost"].(map[string]any)
 	if lost["node"] != "node-a" || (lost["detected_by"] != "node-b" && lost["detected_by"] != "node-c") || plain["ended_at"] == nil {

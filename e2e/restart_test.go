@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store/postgres/pgtest"
 )
@@ -58,38 +59,37 @@ func startServe(t *testing.T, exe, dir, storeURL string) *serveProc {
 			p.mu.Unlock()
 		}
 	}()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var text string
+	testwait.EventuallyC(t, 60*time.Second, func(c *testwait.C) {
 		p.mu.Lock()
-		text := p.out.String()
+		text = p.out.String()
 		p.mu.Unlock()
-		if strings.Contains(text, "MCP client configuration") {
-			if m := regexp.MustCompile(`serving on (\S+) \(`).FindStringSubmatch(text); m != nil {
-				p.base = m[1]
-			}
-			if m := regexp.MustCompile(`shown once; keep it secret\):\n  (asnt_\S+)`).FindStringSubmatch(text); m != nil {
-				p.token = m[1]
-			}
-			p.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
-			if p.link == "" && strings.Contains(text, "token link owner --data") {
-				// Only the first start prints a live link; later ones
-				// print the command that makes one.
-				link := exec.Command(exe, "token", "link", "owner", "--data", dir)
-				link.Env = p.cmd.Env
-				out, err := link.Output()
-				if err != nil {
-					t.Fatalf("token link: %v", err)
-				}
-				p.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(string(out))
-			}
-			if p.base == "" || p.link == "" {
-				t.Fatalf("the welcome text lacks the address or the sign-in link:\n%s", text)
-			}
-			return p
+		if !strings.Contains(text, "MCP client configuration") {
+			c.Errorf("output so far:\n%s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("assent serve did not start:\n%s", text)
-		}
+	}, "assent serve starting")
+	if m := regexp.MustCompile(`serving on (\S+) \(`).FindStringSubmatch(text); m != nil {
+		p.base = m[1]
 	}
+	if m := regexp.MustCompile(`shown once; keep it secret\):\n  (asnt_\S+)`).FindStringSubmatch(text); m != nil {
+		p.token = m[1]
+	}
+	p.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
+	if p.link == "" && strings.Contains(text, "token link owner --data") {
+		// Only the first start prints a live link; later ones print the
+		// command that makes one.
+		link := exec.Command(exe, "token", "link", "owner", "--data", dir)
+		link.Env = p.cmd.Env
+		out, err := link.Output()
+		if err != nil {
+			t.Fatalf("token link: %v", err)
+		}
+		p.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(string(out))
+	}
+	if p.base == "" || p.link == "" {
+		t.Fatalf("the welcome text lacks the address or the sign-in link:\n%s", text)
+	}
+	return p
 }
 
 // kill ends the process with SIGKILL: nothing is flushed or closed.

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
 )
 
@@ -47,20 +48,19 @@ func pointDemoRecipe(t *testing.T, dir, exe string) {
 // up to 30 seconds.
 func reloadUntil(t *testing.T, ctx context.Context, url, what, expr string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		var ok bool
-		err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("run-status")))
-		if err == nil {
-			ok = eval[bool](t, ctx, expr)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
+	done := false
+	defer func() {
+		if !done {
 			screenshot(t, ctx, "timeout")
-			t.Fatalf("waiting for %s (%s): %v; status %q", what, expr, err, text(t, ctx, chromedp.ID("run-status")))
 		}
-	}
+	}()
+	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
+		err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("run-status")))
+		if err != nil || !eval[bool](t, ctx, expr) {
+			c.Errorf("%s: %v; status %q", expr, err, text(t, ctx, chromedp.ID("run-status")))
+		}
+	}, what)
+	done = true
 }
 
 // An agent starts the demo player; the person finds it on the Runs page,
@@ -121,18 +121,21 @@ func submit(t *testing.T, ctx context.Context, id string) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID(id))); err != nil {
 		t.Fatalf("press %s: %v", id, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	done := false
+	defer func() {
+		if !done {
+			screenshot(t, ctx, "submit")
+		}
+	}()
+	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
 		// The old document answers true until it is replaced; during the
 		// switch the evaluation may fail, which is not an answer.
 		loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.assentBeforeSubmit === undefined && document.readyState === "complete"`))
-		if err == nil && loaded {
-			return
+		if err != nil || !loaded {
+			c.Errorf("not loaded: %v", err)
 		}
-		if time.Now().After(deadline) {
-			screenshot(t, ctx, "submit")
-			t.Fatalf("press %s: the page it posts to did not load: %v", id, err)
-		}
-	}
+	}, "press "+id+": the page it posts to loaded")
+	done = true
 }
 
 // startPlayer has the agent of session cs start the demo player, ticking

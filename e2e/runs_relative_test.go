@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -92,13 +94,11 @@ func TestRunsFromRelativeDataDir(t *testing.T) {
 // waitTrace waits until Run id's Trace shows an event of kind.
 func (rt runsTarget) waitTrace(t *testing.T, token, id, kind string) {
 	t.Helper()
-	var raw string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		_, raw, _ = rt.call(t, token, "GET", "/v1/runs/"+id+"/views/trace?lines=200", nil)
-		if strings.Contains(raw, `"kind":"`+kind+`"`) {
-			return
+	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
+		_, raw, _ := rt.call(t, token, "GET", "/v1/runs/"+id+"/views/trace?lines=200", nil)
+		if !strings.Contains(raw, `"kind":"`+kind+`"`) {
+			_, st, _ := rt.call(t, token, "GET", "/v1/runs/"+id, nil)
+			c.Errorf("%s\nstatus: %s", raw, st)
 		}
-	}
-	_, st, _ := rt.call(t, token, "GET", "/v1/runs/"+id, nil)
-	t.Fatalf("no %s in the Trace of %s: %s\nstatus: %s", kind, id, raw, st)
+	}, fmt.Sprintf("%s in the Trace of %s", kind, id))
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/internal/browsertest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server/screens"
@@ -96,14 +98,7 @@ const errNoFrame = frameError("the host page has no frame yet")
 // waitInView polls expr in the view until it is true.
 func waitInView(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if inView[bool](t, ctx, expr) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("waiting in the view for %s (%s)", what, expr)
+	testwait.Eventually(t, 20*time.Second, func() bool { return inView[bool](t, ctx, expr) }, fmt.Sprintf("%s in the view (%s)", what, expr))
 }
 
 // defaultCSP is the policy an MCP Apps host applies to a view that
@@ -344,10 +339,7 @@ func TestScreenViewInAnAppsHost(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm-ok"))); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(pays.list()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return len(pays.list()) > 0 }, "the tool running")
 	if got := pays.list(); len(got) != 1 || got[0]["note"] != "no onions" || got[0]["amount"] != float64(1250) {
 		t.Fatalf("after the person confirmed, the tool ran with %v", got)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/server/screens"
@@ -93,22 +94,24 @@ func (a *app) openScreen(ctx context.Context, id string) {
 	waitFor(a.T, ctx, "the screen's event stream", `document.getElementById("screen-region").dataset.live === "ready"`)
 }
 
-// waitFor polls a JavaScript condition for up to 10 seconds.
-// A page that navigates in between (a form's redirect) is polled again.
+// waitFor waits up to 10 seconds for a JavaScript condition to hold in the
+// page. A page that navigates in between (a form's redirect) is asked
+// again.
 func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
+	done := false
+	defer func() {
+		if !done {
 			screenshot(t, ctx, "timeout")
-			t.Fatalf("waiting for %s (%s): %v", what, expr, err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err != nil || !ok {
+			c.Errorf("%s: %v, %v", expr, ok, err)
+		}
+	}, what)
+	done = true
 }
 
 // js evaluates expr, awaiting it when it is a promise.

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // long selects the long fault rounds, whose figures docs/deploy.md
@@ -95,27 +97,26 @@ func serve(t *testing.T, exe, dir string, env ...string) *server {
 			s.mu.Unlock()
 		}
 	}()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var text string
+	testwait.EventuallyC(t, 60*time.Second, func(c *testwait.C) {
 		s.mu.Lock()
-		text := s.out.String()
+		text = s.out.String()
 		s.mu.Unlock()
-		if strings.Contains(text, "MCP client configuration") {
-			if m := regexp.MustCompile(`serving on (\S+) \(`).FindStringSubmatch(text); m != nil {
-				s.base = m[1]
-			}
-			if m := regexp.MustCompile(`shown once; keep it secret\):\n  (asnt_\S+)`).FindStringSubmatch(text); m != nil {
-				s.token = m[1]
-			}
-			s.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
-			if s.base == "" {
-				t.Fatalf("the welcome text lacks the address:\n%s", text)
-			}
-			return s
+		if !strings.Contains(text, "MCP client configuration") {
+			c.Errorf("output so far:\n%s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("assent serve did not start:\n%s", text)
-		}
+	}, "assent serve starting")
+	if m := regexp.MustCompile(`serving on (\S+) \(`).FindStringSubmatch(text); m != nil {
+		s.base = m[1]
 	}
+	if m := regexp.MustCompile(`shown once; keep it secret\):\n  (asnt_\S+)`).FindStringSubmatch(text); m != nil {
+		s.token = m[1]
+	}
+	s.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
+	if s.base == "" {
+		t.Fatalf("the welcome text lacks the address:\n%s", text)
+	}
+	return s
 }
 
 // kill ends the process with SIGKILL: nothing is flushed or closed.
