@@ -17,20 +17,12 @@ import (
 	"github.com/assent-run/assent/store"
 )
 
-// restart builds a second server on f's store, as a new process would
-// after the first one died, and serves it.
+// restart stops f's server and starts another on its store and data
+// directory, as a new process would after the first one died.
 func restart(t *testing.T, f *assenttest.Kit, demo bool) (*server.Server, *httptest.Server) {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: demo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-	})
-	return srv, hs
+	next := f.Restart(func(c *server.Config) { c.Demo = demo })
+	return next.Srv, next.HTTP
 }
 
 // postForm sends a person's web form to hs.

@@ -18,21 +18,13 @@ import (
 	"github.com/assent-run/assent/server/screens"
 )
 
-// restartScreens builds a second server on f's store, as a new process
-// would after the first one died, registers the application's tools on it
-// again, and serves it.
+// restartScreens stops f's server and starts another on its store and data
+// directory, as a new process would after the first one died, and
+// registers the application's tools on it again.
 func restartScreens(t *testing.T, f *assenttest.Kit) (*server.Server, *httptest.Server, map[string]*recorder) {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		srv.Close()
-	})
+	next := f.Restart(nil)
+	srv, hs := next.Srv, next.HTTP
 	recs := map[string]*recorder{"pay.now": {}, "pay.confirmed": {}}
 	recs["pay.now"].res = confirm.Result{Value: map[string]any{"receipt": "r1"}}
 	for name, rec := range recs {
