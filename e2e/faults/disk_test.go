@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/assent-run/assent/internal/testwait"
 )
 
 // fill writes a file into dir until the file system is full.
@@ -121,20 +123,16 @@ func TestFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	ok := false
-	for i := range 50 {
-		id := fmt.Sprintf("freed-%d", i)
+	freed := 0
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
+		id := fmt.Sprintf("freed-%d", freed)
+		freed++
 		code, body, err := s.startInstance(token, id)
 		l.note(id, code, body, err)
-		if code == http.StatusCreated {
-			ok = true
-			break
+		if code != http.StatusCreated {
+			c.Errorf("writes still fail once the disk has space: %v", l.refused)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !ok {
-		t.Fatalf("writes still fail once the disk has space: %v", l.refused)
-	}
+	}, "a write saved once the disk has space")
 	s.kill()
 	s = serve(t, exe, data)
 	if _, got, err := s.call("GET", "/v1/screens/"+screenID, app, nil, nil); err != nil || !strings.Contains(fmt.Sprint(got["outline"]), lastAcked) {

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/assent-run/assent/internal/browsertest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/internal/conformance"
@@ -383,13 +384,10 @@ func TestViewStreamsAsSpecified(t *testing.T) {
 	}
 	wait := func(what, expr string) {
 		t.Helper()
-		for range 100 {
-			if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); ok {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("waiting for %s", what)
+		testwait.Eventually(t, 5*time.Second, func() bool {
+			ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+			return ok
+		}, what)
 	}
 	// A half line is not written: the heading's text would be cut.
 	run(`assentView.input({screen: "root = Card([h, t])\nh = Heading(\"Ord"}, false)`)
@@ -526,24 +524,20 @@ func TestViewTellsTheModelWithoutSecrets(t *testing.T) {
 	}
 	fill := `(function (id, v) { const f = document.getElementById(id); f.value = v; f.dispatchEvent(new Event("input", {bubbles: true})); f.dispatchEvent(new Event("change", {bubbles: true})); return null; })`
 	for _, step := range []string{fill + `("f-user", "ann")`, fill + `("f-pin", "4321")`} {
-		for range 100 {
-			if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById("f-pin")`)); ok {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.Eventually(t, 5*time.Second, func() bool {
+			ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById("f-pin")`))
+			return ok
+		}, "the PIN field")
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](step)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var told string
-	for range 100 {
-		told, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`told.length ? told[told.length - 1].content[0].text : ""`))
-		if strings.Contains(told, "PIN") {
-			break
+	testwait.EventuallyC(t, 5*time.Second, func(c *testwait.C) {
+		if told, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`told.length ? told[told.length - 1].content[0].text : ""`)); !strings.Contains(told, "PIN") {
+			c.Errorf("the model was told %q", told)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}, "the model told of the PIN")
 	if !strings.Contains(told, `User = "ann"`) || !strings.Contains(told, "PIN = "+render.WordHidden) || strings.Contains(told, "4321") {
 		t.Fatalf("the model was told %q", told)
 	}

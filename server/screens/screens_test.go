@@ -23,6 +23,7 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
@@ -444,14 +445,13 @@ func TestScreenPostedSlowlyAppearsAsItArrives(t *testing.T) {
 			Ended      bool   `json:"ended"`
 		} `json:"screens"`
 	}
-	for range 200 {
+	testwait.EventuallyC(t, 10*time.Second, func(c *testwait.C) {
 		resp := f.Req("GET", "/v1/screens", f.Token, nil, nil)
 		json.NewDecoder(resp.Body).Decode(&listed)
-		if len(listed.Screens) == 1 && listed.Screens[0].Components == 2 {
-			break
+		if len(listed.Screens) != 1 || listed.Screens[0].Components != 2 {
+			c.Errorf("listed %+v", listed)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}, "the streaming screen listed with its two components")
 	if len(listed.Screens) != 1 || listed.Screens[0].Ended || listed.Screens[0].Components != 2 {
 		t.Fatalf("while streaming: %+v", listed)
 	}
