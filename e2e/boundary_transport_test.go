@@ -28,7 +28,6 @@ import (
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
-	"github.com/assent-run/assent/store/sqlite"
 )
 
 // boundaryApp is an app whose server configuration a test may change.
@@ -440,11 +439,8 @@ func TestAttackRevokedTokenKeepsStreaming(t *testing.T) {
 
 	// The token is revoked by another process writing the same database,
 	// as `assent token revoke` does.
-	other, err := sqlite.Open(ctx, filepath.Join(a.Dir, "assent.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.RevokePrincipal(ctx, p.ID); err != nil {
+	other := a.OpenStore(ctx)
+	if err := other.Principals().RevokePrincipal(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
 	other.Close()
@@ -518,6 +514,7 @@ func TestAttackSecretScreenValueInHTML(t *testing.T) {
 }
 
 func TestAttackDatabaseFilesReadable(t *testing.T) {
+	assenttest.SkipUnless(t, assenttest.SQLite)
 	a := newBoundaryApp(t, nil)
 	// Make sure the write-ahead log exists.
 	if _, _, err := auth.IssueToken(context.Background(), a.DB, store.KindAgent, "x", nil, time.Now()); err != nil {

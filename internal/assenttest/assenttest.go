@@ -96,6 +96,7 @@ type Kit struct {
 	Token string
 
 	sqlite *sqlite.DB // DB on SQLite, or nil
+	pgURL  string     // the URL of DB's schema on PostgreSQL
 	listen bool       // the server's BaseURL is its address
 	stop   func()     // stops the server, once
 }
@@ -171,7 +172,7 @@ func startOn(t testing.TB, b Backend, dir string, listen bool, mod func(*server.
 		if err != nil {
 			t.Fatalf("assenttest: open the PostgreSQL store: %v", err)
 		}
-		k.DB = db
+		k.DB, k.pgURL = db, u
 	default:
 		t.Fatalf("assenttest: no backend %q", b)
 	}
@@ -185,6 +186,37 @@ func startOn(t testing.TB, b Backend, dir string, listen bool, mod func(*server.
 	k.Boot, k.Token = boot, boot.AgentToken
 	k.serve(listen, mod)
 	return k
+}
+
+// OpenStore opens k's store again, as another process on the same
+// database does (assent token revoke, a second node). The caller closes
+// it.
+func (k *Kit) OpenStore(ctx context.Context) store.Store {
+	k.T.Helper()
+	var (
+		st  store.Store
+		err error
+	)
+	switch k.Backend {
+	case SQLite:
+		st, err = sqlite.Open(ctx, filepath.Join(k.Dir, "assent.db"))
+	case Postgres:
+		st, err = postgres.Open(ctx, k.pgURL)
+	}
+	if err != nil {
+		k.T.Fatalf("assenttest: open the %s store again: %v", k.Backend, err)
+	}
+	return st
+}
+
+// SkipUnless skips t, saying why, unless the kits of Start, StartListening
+// and StartIn run on b: for a test of one backend's own behaviour (SQLite's
+// files on disk), which the run of the suite on that backend covers.
+func SkipUnless(t testing.TB, b Backend) {
+	t.Helper()
+	if got := DefaultBackend(t); got != b {
+		t.Skipf("this test is of the %s backend; the kit runs on %s (%s)", b, got, EnvBackend)
+	}
 }
 
 // postgresURL returns the URL of the PostgreSQL schema of the data
@@ -256,7 +288,7 @@ func (k *Kit) serve(listen bool, mod func(*server.Config)) {
 func (k *Kit) Restart(mod func(*server.Config)) *Kit {
 	k.T.Helper()
 	k.stop()
-	next := &Kit{T: k.T, DB: k.DB, Backend: k.Backend, Dir: k.Dir, Boot: k.Boot, Token: k.Token, sqlite: k.sqlite}
+	next := &Kit{T: k.T, DB: k.DB, Backend: k.Backend, Dir: k.Dir, Boot: k.Boot, Token: k.Token, sqlite: k.sqlite, pgURL: k.pgURL}
 	next.serve(k.listen, mod)
 	return next
 }
