@@ -108,14 +108,11 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k := f
 	restart := func() *server.Server {
 		t.Helper()
-		srv, err := server.New(ctx, server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.Close)
-		return srv
+		k = k.Restart(func(c *server.Config) { c.Demo = true })
+		return k.Srv
 	}
 	srv := restart()
 	second, err := srv.SeedDemo(ctx)
@@ -136,7 +133,8 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	if _, _, err := srv.Flows().Decide(ctx, f.Boot.Owner, first.Approval, "decline", "not this month"); err != nil {
 		t.Fatal(err)
 	}
-	third, err := restart().SeedDemo(ctx)
+	srv = restart()
+	third, err := srv.SeedDemo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +161,7 @@ func TestSeedDemoLeavesADecidedPlan(t *testing.T) {
 			if !res.OK {
 				t.Fatalf("the person's %s: %s %s", action, res.Reason, res.Message)
 			}
-			srv, err := server.New(ctx, server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Close)
+			srv := f.Restart(func(c *server.Config) { c.Demo = true }).Srv
 			if _, err := srv.SeedDemo(ctx); err != nil {
 				t.Fatal(err)
 			}
