@@ -206,13 +206,13 @@ func getPage(t *testing.T, hs *httptest.Server, path string, cookie *http.Cookie
 // only when they are missing, not once more.
 func TestDemoScreensAreNotShownTwice(t *testing.T) {
 	f := assenttest.StartDemo(t)
-	count := func(h http.Handler) int {
+	count := func(k *assenttest.Kit) int {
 		t.Helper()
-		cookie, _ := f.SignIn()
+		cookie, _ := k.SignIn()
 		r := httptest.NewRequest("GET", "/v1/screens", nil)
 		r.AddCookie(cookie)
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
+		k.Srv.Handler().ServeHTTP(w, r)
 		var out struct {
 			Screens []map[string]any `json:"screens"`
 		}
@@ -227,18 +227,14 @@ func TestDemoScreensAreNotShownTwice(t *testing.T) {
 		}
 		return n
 	}
-	first := count(f.Srv.Handler())
+	first := count(f)
 	if first != 4 {
 		t.Fatalf("the demo shows %d screens, want 4", first)
 	}
+	k := f
 	for i := range 2 {
-		srv, err := server.New(context.Background(), server.Config{DataDir: f.Dir, Store: f.DB, Demo: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := count(srv.Handler())
-		srv.Close()
-		if n != first {
+		k = k.Restart(func(c *server.Config) { c.Demo = true })
+		if n := count(k); n != first {
 			t.Fatalf("start %d: the demo shows %d screens, want %d", i+2, n, first)
 		}
 	}
