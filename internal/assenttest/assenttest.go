@@ -9,8 +9,10 @@
 // The store is SQLite in the data directory unless the environment variable
 // ASSENT_TEST_KIT_BACKEND is "postgres": then every Kit gets a fresh schema
 // of its own in the PostgreSQL database named by ASSENT_TEST_POSTGRES,
-// dropped when its test ends. A test that needs one backend says so with
-// StartOn.
+// dropped when its test ends. A test that needs one backend says so: with
+// StartOn, to run on it whatever the environment says, or with SkipUnless,
+// to run only in the suite's run on it. Restart starts the next server on
+// a Kit's store, as a new process would.
 package assenttest
 
 import (
