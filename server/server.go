@@ -210,7 +210,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	}
 	host.WriteJSON(w, http.StatusOK, whoami{
 		ID: p.ID, Kind: p.Kind, Name: p.Name, Grants: p.Grants, Supervisors: sup,
-		CreatedAt: p.CreatedAt, CreatedAtOld: p.CreatedAt, Revoked: p.Revoked,
+		CreatedAt: p.CreatedAt, Revoked: p.Revoked,
 	})
 }
 
@@ -223,10 +223,7 @@ type whoami struct {
 	Grants      []string            `json:"grants"`
 	Supervisors []map[string]string `json:"supervisors"`
 	CreatedAt   time.Time           `json:"created_at"`
-	// CreatedAtOld is CreatedAt under its spelling before, carried for
-	// one release.
-	CreatedAtOld time.Time `json:"createdAt"`
-	Revoked      bool      `json:"revoked,omitempty"`
+	Revoked     bool                `json:"revoked,omitempty"`
 }
 
 // countOpen counts what p has waiting, by kind.
