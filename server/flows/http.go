@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
@@ -124,14 +125,7 @@ func (s *Part) findProgram(ctx context.Context, ref string) (*flow.Program, erro
 }
 
 // startRequest is the body of POST /v1/flows/instances.
-type startRequest struct {
-	// Program is a fingerprint or a program id.
-	Program   string               `json:"program"`
-	ID        string               `json:"id,omitempty"`
-	Phase     string               `json:"phase"`
-	Facts     map[string]flow.Fact `json:"facts,omitempty"`
-	Objective string               `json:"objective,omitempty"`
-}
+type startRequest = api.StartRequest
 
 // instanceIDPattern bounds the instance ids a caller may choose.
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)

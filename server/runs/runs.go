@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/host"
@@ -375,14 +376,7 @@ func writeRunError(w http.ResponseWriter, err error) {
 	host.WriteToolError(w, err)
 }
 
-type spawnBody struct {
-	Recipe    string                     `json:"recipe,omitempty"`
-	Template  json.RawMessage            `json:"template,omitempty"`
-	Values    map[string]json.RawMessage `json:"values,omitempty"`
-	RunID     string                     `json:"run_id,omitempty"`
-	As        string                     `json:"as,omitempty"`
-	Artifacts map[string]run.Artifact    `json:"artifacts,omitempty"`
-}
+type spawnBody = api.SpawnRequest
 
 func (s *Part) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 	var b spawnBody

@@ -1,0 +1,153 @@
+// Package api describes assent's HTTP API under /v1: the bodies that
+// belong to no single part (health, readiness, the principal, the list
+// envelopes, the requests of the Runs routes) and the table of every
+// route, from which the OpenAPI 3.1 document served at /v1/openapi.json is
+// built.
+//
+// The bodies owned by a part keep their home: a control snapshot is a
+// [control.Snapshot], a Run a [run.Run], a Flow instance a [flow.Instance].
+// The route table names those types, so the server, the typed client in
+// package client and the OpenAPI document read and write one set of
+// types. Errors are [wire.Error] values under "error".
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
+)
+
+// Health is the answer of GET /v1/health: the process is alive.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	// Store is the store's kind, "sqlite" or "postgres".
+	Store string `json:"store"`
+}
+
+// Ready is the answer of GET /v1/ready. Status is "ready" with 200, or
+// "not_ready" with 503 and Error set; Store ("ok" or "unreachable") and
+// Leases ("ok" or "behind") say which check failed.
+type Ready struct {
+	Status  string      `json:"status"`
+	Store   string      `json:"store"`
+	Leases  string      `json:"leases"`
+	Version string      `json:"version"`
+	Node    string      `json:"node"`
+	Error   *wire.Error `json:"error,omitempty"`
+}
+
+// Whoami is the answer of GET /v1/whoami: the principal that asks, with
+// its supervisors named.
+type Whoami struct {
+	ID          string       `json:"id"`
+	Kind        string       `json:"kind"`
+	Name        string       `json:"name"`
+	Grants      []string     `json:"grants"`
+	Supervisors []Supervisor `json:"supervisors"`
+	CreatedAt   time.Time    `json:"created_at"`
+	Revoked     bool         `json:"revoked,omitempty"`
+}
+
+// Supervisor is a person who supervises a principal.
+type Supervisor struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ControlList is the answer of GET /v1/controls.
+type ControlList struct {
+	Controls []control.Snapshot `json:"controls"`
+}
+
+// CommandAnswer is the answer of POST /v1/controls/execute: the registry's
+// result and, when the command was refused, the error object beside its
+// fields (docs/http.md, "Exceptions fixed by a contract").
+type CommandAnswer struct {
+	control.Result
+	Error *wire.Error `json:"error,omitempty"`
+}
+
+// ExecuteRequest is the body of POST /v1/controls/execute. Value is sent
+// only when set (a nil Value is no value; send json.RawMessage("null") to
+// stage null).
+type ExecuteRequest struct {
+	Action     control.Action   `json:"action"`
+	Identity   control.Identity `json:"identity"`
+	Value      json.RawMessage  `json:"value,omitempty"`
+	DurationMs int              `json:"durationMs,omitempty"`
+	Revision   int64            `json:"revision,omitempty"`
+	// Source is a service token's declared source (voice, tutorial, test
+	// or user).
+	Source string `json:"source,omitempty"`
+}
+
+// AuditList is the answer of GET /v1/audit, oldest record first.
+type AuditList struct {
+	Records []store.AuditRecord `json:"records"`
+}
+
+// ProposalList is the answer of GET /v1/proposals.
+type ProposalList struct {
+	Proposals []*run.Proposal `json:"proposals"`
+}
+
+// SpawnRequest is the body of POST /v1/runs: a Recipe by name, or an
+// inline command template, and the Run's values.
+type SpawnRequest struct {
+	Recipe   string                     `json:"recipe,omitempty"`
+	Template json.RawMessage            `json:"template,omitempty"`
+	Values   map[string]json.RawMessage `json:"values,omitempty"`
+	RunID    string                     `json:"run_id,omitempty"`
+	// As is the Run's target, run:<id>, instead of RunID.
+	As        string                  `json:"as,omitempty"`
+	Artifacts map[string]run.Artifact `json:"artifacts,omitempty"`
+}
+
+// RunControlRequest is the body of POST /v1/runs/{id}/controls.
+type RunControlRequest struct {
+	Action string          `json:"action"`
+	Input  json.RawMessage `json:"input,omitempty"`
+}
+
+// ClaimRequest is the body of POST /v1/runs/{id}/controls/claim: a Run's
+// service claims the oldest pending Control of its generation, or the one
+// with ID.
+type ClaimRequest struct {
+	ID         string `json:"id,omitempty"`
+	InstanceID string `json:"run_instance_id,omitempty"`
+}
+
+// SettleRequest is the body of POST /v1/runs/{id}/controls/{cid}/handled
+// and …/failed.
+type SettleRequest struct {
+	Error      string `json:"error,omitempty"`
+	InstanceID string `json:"run_instance_id,omitempty"`
+}
+
+// RetainRequest is the body of POST /v1/runs/{id}/prune (and, empty, of
+// kill and archive).
+type RetainRequest struct {
+	PreserveArtifacts bool `json:"preserve_artifacts,omitempty"`
+}
+
+// StartRequest is the body of POST /v1/flows/instances.
+type StartRequest struct {
+	// Program is a fingerprint or a program id.
+	Program   string               `json:"program"`
+	ID        string               `json:"id,omitempty"`
+	Phase     string               `json:"phase"`
+	Facts     map[string]flow.Fact `json:"facts,omitempty"`
+	Objective string               `json:"objective,omitempty"`
+}
+
+// DecisionRequest is the body of a person's decline of a proposal or of a
+// Flow approval: the reason they give.
+type DecisionRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
