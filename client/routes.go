@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
+)
+
+// Health reads GET /v1/health: whether the process is alive.
+func (c *Client) Health(ctx context.Context) (api.Health, error) {
+	var h api.Health
+	err := c.Do(ctx, http.MethodGet, "/v1/health", nil, &h)
+	return h, err
+}
+
+// Ready reads GET /v1/ready. A node that is not ready answers 503: Ready
+// returns its body, which says which check failed, with the *Error.
+func (c *Client) Ready(ctx context.Context) (api.Ready, error) {
+	var r api.Ready
+	status, data, err := c.send(ctx, http.MethodGet, "/v1/ready", nil)
+	if err != nil {
+		return r, err
+	}
+	if status/100 == 2 {
+		return r, decode(data, &r, http.MethodGet, "/v1/ready")
+	}
+	_ = json.Unmarshal(data, &r) // a 503 still says which check failed
+	return r, answerError(status, data)
+}
+
+// OpenAPI returns the server's OpenAPI 3.1 document as it sends it.
+func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
+	var doc json.RawMessage
+	err := c.Do(ctx, http.MethodGet, api.OpenAPIPath, nil, &doc)
+	return doc, err
+}
+
+// Whoami returns the principal the client's token stands for.
+func (c *Client) Whoami(ctx context.Context) (api.Whoami, error) {
+	var w api.Whoami
+	err := c.Do(ctx, http.MethodGet, "/v1/whoami", nil, &w)
+	return w, err
+}
+
+// Controls lists the snapshots of the controls the principal can see,
+// only those of formID when it is not empty.
+func (c *Client) Controls(ctx context.Context, formID string) ([]control.Snapshot, error) {
+	path := "/v1/controls"
+	if formID != "" {
+		path += "?formId=" + url.QueryEscape(formID)
+	}
+	var l api.ControlList
+	err := c.Do(ctx, http.MethodGet, path, nil, &l)
+	return l.Controls, err
+}
+
+// Control returns one control's snapshot.
+func (c *Client) Control(ctx context.Context, id control.Identity) (control.Snapshot, error) {
+	var snap control.Snapshot
+	err := c.Do(ctx, http.MethodGet, ControlPath(id), nil, &snap)
+	return snap, err
+}
+
+// ControlPath returns the path of GET /v1/controls/{formId}/{controlId}
+// for id, its subject in the query.
+func ControlPath(id control.Identity) string {
+	path := "/v1/controls/" + url.PathEscape(id.FormID) + "/" + url.PathEscape(id.ControlID)
+	if id.Subject != nil {
+		path += "?subjectType=" + url.QueryEscape(id.Subject.Type) + "&subjectId=" + url.QueryEscape(id.Subject.ID)
+	}
+	return path
+}
+
+// Execute runs one control command. A refused command returns its answer
+// (OK false, the reason, the snapshot) together with the *Error the server
+// sent beside it; any other failure returns the zero answer.
+func (c *Client) Execute(ctx context.Context, req api.ExecuteRequest) (api.CommandAnswer, error) {
+	var a api.CommandAnswer
+	status, data, err := c.send(ctx, http.MethodPost, "/v1/controls/execute", req)
+	if err != nil {
+		return a, err
+	}
+	if status/100 == 2 {
+		return a, decode(data, &a, http.MethodPost, "/v1/controls/execute")
+	}
+	e := answerError(status, data)
+	var refused api.CommandAnswer
+	if json.Unmarshal(data, &refused) == nil && refused.Action != "" {
+		return refused, e
+	}
+	return a, e
+}
+
+// AuditQuery selects audit records. Zero fields select everything the
+// principal may read.
+type AuditQuery struct {
+	FormID      string
+	PrincipalID string
+	// After is the sequence number to read after.
+	After int64
+	// Limit is 1 to 1000; 0 is the server's default.
+	Limit int
+}
+
+// Values returns q as the query of GET /v1/audit.
+func (q AuditQuery) Values() url.Values {
+	v := url.Values{}
+	if q.FormID != "" {
+		v.Set("formId", q.FormID)
+	}
+	if q.PrincipalID != "" {
+		v.Set("principalId", q.PrincipalID)
+	}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatInt(q.After, 10))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+// Audit reads the durable audit log, oldest record first.
+func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]store.AuditRecord, error) {
+	var l api.AuditList
+	err := c.Do(ctx, http.MethodGet, "/v1/audit?"+q.Values().Encode(), nil, &l)
+	return l.Records, err
+}
+
+// Spawn starts a Run. An agent's inline template, unless its token may
+// execute commands, is filed for a person instead: Spawn then returns a
+// nil Run and the proposal.
+func (c *Client) Spawn(ctx context.Context, req api.SpawnRequest) (*run.Run, *run.PendingApproval, error) {
+	var raw json.RawMessage
+	status, err := c.do(ctx, http.MethodPost, "/v1/runs", req, &raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if status == http.StatusAccepted {
+		p := new(run.PendingApproval)
+		return nil, p, decode(raw, p, http.MethodPost, "/v1/runs")
+	}
+	r := new(run.Run)
+	return r, nil, decode(raw, r, http.MethodPost, "/v1/runs")
+}
+
+// Runs lists the Runs the principal owns or oversees, only those with
+// status when it is not empty.
+func (c *Client) Runs(ctx context.Context, status string) (run.RunList, error) {
+	path := "/v1/runs"
+	if status != "" {
+		path += "?status=" + url.QueryEscape(status)
+	}
+	var l run.RunList
+	err := c.Do(ctx, http.MethodGet, path, nil, &l)
+	return l, err
+}
+
+// Run returns a Run's status view.
+func (c *Client) Run(ctx context.Context, id string) (run.Run, error) {
+	var r run.Run
+	err := c.Do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &r)
+	return r, err
+}
+
+// Logs returns the last lines of a Run's stream ("stdout" or "stderr";
+// lines 0 is the server's default).
+func (c *Client) Logs(ctx context.Context, id, stream string, lines int) (string, error) {
+	q := url.Values{}
+	if stream != "" {
+		q.Set("stream", stream)
+	}
+	if lines > 0 {
+		q.Set("lines", strconv.Itoa(lines))
+	}
+	var b []byte
+	err := c.Do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id)+"/logs?"+q.Encode(), nil, &b)
+	return string(b), err
+}
+
+// RunControl sends a Run one Control action with its input (nil for
+// none). The answer holds the one result of the action.
+func (c *Client) RunControl(ctx context.Context, id, action string, input json.RawMessage) (run.ControlResult, error) {
+	var res run.ControlResult
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/controls", api.RunControlRequest{Action: action, Input: input}, &res)
+	return res, err
+}
+
+// Claim claims, for a Run's service, the oldest pending Control of its
+// generation (or the one with cid when it is not empty).
+func (c *Client) Claim(ctx context.Context, id, instanceID, cid string) (store.Control, error) {
+	var ctl store.Control
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/controls/claim", api.ClaimRequest{ID: cid, InstanceID: instanceID}, &ctl)
+	return ctl, err
+}
+
+// Settle settles a claimed Control as handled, or as failed with failure
+// when failure is not empty.
+func (c *Client) Settle(ctx context.Context, id, instanceID, cid, failure string) (store.Control, error) {
+	outcome := "handled"
+	if failure != "" {
+		outcome = "failed"
+	}
+	var ctl store.Control
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/controls/"+url.PathEscape(cid)+"/"+outcome, api.SettleRequest{Error: failure, InstanceID: instanceID}, &ctl)
+	return ctl, err
+}
+
+// Trace appends one Trace event to a Run.
+func (c *Client) Trace(ctx context.Context, id string, in run.TraceInput) (store.TraceEvent, error) {
+	var ev store.TraceEvent
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/trace", in, &ev)
+	return ev, err
+}
+
+// Kill kills a Run's process.
+func (c *Client) Kill(ctx context.Context, id string) (run.KillResult, error) {
+	var res run.KillResult
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/kill", nil, &res)
+	return res, err
+}
+
+// Archive archives an ended Run.
+func (c *Client) Archive(ctx context.Context, id string) (run.ArchiveResult, error) {
+	var res run.ArchiveResult
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/archive", nil, &res)
+	return res, err
+}
+
+// Prune deletes an ended Run's state, keeping its declared artifacts when
+// preserveArtifacts is true.
+func (c *Client) Prune(ctx context.Context, id string, preserveArtifacts bool) (run.PruneResult, error) {
+	var res run.PruneResult
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/prune", api.RetainRequest{PreserveArtifacts: preserveArtifacts}, &res)
+	return res, err
+}
+
+// Proposals lists the command and tool proposals the principal may see,
+// only those with status when it is not empty.
+func (c *Client) Proposals(ctx context.Context, status string) ([]*run.Proposal, error) {
+	path := "/v1/proposals"
+	if status != "" {
+		path += "?status=" + url.QueryEscape(status)
+	}
+	var l api.ProposalList
+	err := c.Do(ctx, http.MethodGet, path, nil, &l)
+	return l.Proposals, err
+}
+
+// Proposal returns one proposal.
+func (c *Client) Proposal(ctx context.Context, id string) (*run.Proposal, error) {
+	p := new(run.Proposal)
+	if err := c.Do(ctx, http.MethodGet, "/v1/proposals/"+url.PathEscape(id), nil, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// StartInstance starts a Flow instance of a program (its fingerprint or
+// id) in phase.
+func (c *Client) StartInstance(ctx context.Context, req api.StartRequest) (flow.Instance, error) {
+	var inst flow.Instance
+	err := c.Do(ctx, http.MethodPost, "/v1/flows/instances", req, &inst)
+	return inst, err
+}
+
+// Approval returns one Flow approval.
+func (c *Client) Approval(ctx context.Context, id string) (flow.Approval, error) {
+	var a flow.Approval
+	err := c.Do(ctx, http.MethodGet, "/v1/flows/approvals/"+url.PathEscape(id), nil, &a)
+	return a, err
+}
+
+// ApplyPrescription applies a Flow prescription with its parameters.
+func (c *Client) ApplyPrescription(ctx context.Context, id string, params map[string]string) (flow.Receipt, error) {
+	var rc flow.Receipt
+	body := struct {
+		Parameters map[string]string `json:"parameters,omitempty"`
+	}{params}
+	err := c.Do(ctx, http.MethodPost, "/v1/flows/prescriptions/"+url.PathEscape(id)+"/apply", body, &rc)
+	return rc, err
+}
