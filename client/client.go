@@ -95,6 +95,22 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	return err
 }
 
+// Send sends a request like Do and returns the status and body of the
+// answer, whatever its status; only a request that got no answer is an
+// error. Read an error answer with [ErrorOf].
+func (c *Client) Send(ctx context.Context, method, path string, in any) (status int, body []byte, err error) {
+	return c.send(ctx, method, path, in)
+}
+
+// ErrorOf returns the error of an answer with status and body, and false
+// when status is 2xx.
+func ErrorOf(status int, body []byte) (*Error, bool) {
+	if status/100 == 2 {
+		return nil, false
+	}
+	return answerError(status, body), true
+}
+
 // do is Do that also returns the status of a successful answer.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) (int, error) {
 	status, data, err := c.send(ctx, method, path, in)

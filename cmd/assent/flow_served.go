@@ -44,7 +44,7 @@ func (f *servedFlags) call(cmd *cobra.Command, method, path string, body any, ou
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := api.do(cmd.Context(), method, path, body, &raw); err != nil {
+	if err := api.Do(cmd.Context(), method, path, body, &raw); err != nil {
 		return nil, failAPI(err)
 	}
 	if out != nil {
