@@ -126,7 +126,7 @@ func (m *Manager) deliverLocked(ctx context.Context, ownerID, senderID, id, acti
 	}
 	status, ident := m.status(r)
 	if status != StatusRunning {
-		return nil, nil, &Error{Code: "terminal_state", Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
+		return nil, nil, &Error{Code: CodeTerminalState, Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
 	}
 	node := m.supervisor(r)
 	if node == "" && ident != identityValid {
