@@ -151,3 +151,75 @@ type StartRequest struct {
 type DecisionRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
+
+// ProgramView summarizes a stored Flow program. Status is active (it
+// starts instances), proposed (it waits for a person's approval) or
+// declined; LoadedBy is who loaded or proposed it ("operator" for the
+// application or command line).
+type ProgramView struct {
+	ProgramID       string   `json:"program_id"`
+	ProgramVersion  string   `json:"program_version"`
+	RequiresRuntime string   `json:"requires_runtime"`
+	Fingerprint     string   `json:"fingerprint"`
+	Transitions     int      `json:"transitions"`
+	Objectives      []string `json:"objectives"`
+	Status          string   `json:"status,omitempty"`
+	LoadedBy        string   `json:"loaded_by,omitempty"`
+}
+
+// ProgramList is the answer of GET /v1/flows/programs.
+type ProgramList struct {
+	Programs []ProgramView `json:"programs"`
+}
+
+// InstanceView is everything about a Flow instance its viewer may see:
+// the answer of GET /v1/flows/instances/{id}.
+type InstanceView struct {
+	Instance  flow.Instance       `json:"instance"`
+	Program   ProgramView         `json:"program"`
+	Journal   []flow.JournalEntry `json:"journal"`
+	Receipts  []flow.Receipt      `json:"receipts"`
+	Approvals []flow.Approval     `json:"approvals"`
+	// Closed are the approvals already decided or gone stale, with the
+	// reason of a decline and what changed for a stale one.
+	Closed []flow.Approval `json:"closed_approvals"`
+	// Approval is the approval asked about, whatever its status.
+	Approval *flow.Approval `json:"approval,omitempty"`
+}
+
+// Prescription is the answer to a prescribe request: the kernel's
+// decision and, when it waits for a person, the approval request filed
+// for them.
+type Prescription struct {
+	Decision flow.Decision  `json:"decision"`
+	Approval *flow.Approval `json:"approval,omitempty"`
+	// Next says in words what the caller can do now.
+	Next string `json:"next"`
+}
+
+// InstanceRow is a Flow instance in a list, with the name of the
+// principal that owns it, so a supervisor sees which agent started it.
+type InstanceRow struct {
+	flow.Instance
+	OwnerName string `json:"owner_name,omitempty"`
+}
+
+// InstanceList is the answer of GET /v1/flows/instances.
+type InstanceList struct {
+	Instances []InstanceRow `json:"instances"`
+}
+
+// ApprovalList is the answer of GET /v1/flows/approvals.
+type ApprovalList struct {
+	Approvals []flow.Approval `json:"approvals"`
+}
+
+// ProgramProposal is the 202 answer of POST /v1/flows/programs when the
+// program waits for a person's approval: Status is "pending_approval",
+// URL the inbox where a person decides and Next says what to do.
+type ProgramProposal struct {
+	Status  string      `json:"status"`
+	Program ProgramView `json:"program"`
+	URL     string      `json:"url"`
+	Next    string      `json:"next"`
+}

@@ -117,6 +117,12 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{"GET /v1/proposals", "/v1/proposals", f.Token, "", 200},
 		{"GET /v1/flows/approvals/{id}", "/v1/flows/approvals/nope", f.Token, "", 404},
 		{"POST /v1/flows/instances", "/v1/flows/instances", f.Token, `{"program":"nope","phase":"x"}`, 404},
+		{"GET /v1/flows/programs", "/v1/flows/programs", f.Token, "", 200},
+		{"POST /v1/flows/instances", "/v1/flows/instances", f.Token, `{"program":"expense-approval","id":"e-1","phase":"draft"}`, 201},
+		{"GET /v1/flows/instances", "/v1/flows/instances", f.Token, "", 200},
+		{"GET /v1/flows/instances/{id}", "/v1/flows/instances/e-1", f.Token, "", 200},
+		{"POST /v1/flows/instances/{id}/prescribe", "/v1/flows/instances/e-1/prescribe", f.Token, `{}`, 200},
+		{"GET /v1/flows/approvals", "/v1/flows/approvals", f.Token, "", 200},
 	} {
 		t.Run(tc.pattern+" "+strconv.Itoa(tc.status), func(t *testing.T) {
 			var rd io.Reader

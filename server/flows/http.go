@@ -38,20 +38,8 @@ func (s *Part) Routes(mux *host.Mux) {
 	s.routesFlowsWeb(mux)
 }
 
-// programView summarizes a stored program. Status is active (it starts
-// instances), proposed (it waits for a person's approval) or declined;
-// LoadedBy is who loaded or proposed it ("operator" for the application
-// or command line).
-type programView struct {
-	ProgramID       string   `json:"program_id"`
-	ProgramVersion  string   `json:"program_version"`
-	RequiresRuntime string   `json:"requires_runtime"`
-	Fingerprint     string   `json:"fingerprint"`
-	Transitions     int      `json:"transitions"`
-	Objectives      []string `json:"objectives"`
-	Status          string   `json:"status,omitempty"`
-	LoadedBy        string   `json:"loaded_by,omitempty"`
-}
+// programView summarizes a stored program.
+type programView = api.ProgramView
 
 func viewProgram(p *flow.Program) programView {
 	v := programView{ProgramID: p.ID(), ProgramVersion: p.Version(), RequiresRuntime: p.RequiresRuntime(),
@@ -161,18 +149,7 @@ func (s *Part) flowStart(ctx context.Context, p store.Principal, req startReques
 }
 
 // instanceView is everything about an instance its viewer may see.
-type instanceView struct {
-	Instance  flow.Instance       `json:"instance"`
-	Program   programView         `json:"program"`
-	Journal   []flow.JournalEntry `json:"journal"`
-	Receipts  []flow.Receipt      `json:"receipts"`
-	Approvals []flow.Approval     `json:"approvals"`
-	// Closed are the approvals already decided or gone stale, with the
-	// reason of a decline and what changed for a stale one.
-	Closed []flow.Approval `json:"closed_approvals"`
-	// Approval is the approval asked about, whatever its status.
-	Approval *flow.Approval `json:"approval,omitempty"`
-}
+type instanceView = api.InstanceView
 
 // flowInspect returns an instance with its journal, receipts and pending
 // approvals; approval, when set, names one more approval to include.
@@ -220,15 +197,8 @@ func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval 
 	return v, nil
 }
 
-// prescribeResult is the answer to a prescribe request: the kernel's
-// decision and, when it waits for a person, the approval request filed
-// for them.
-type prescribeResult struct {
-	Decision flow.Decision  `json:"decision"`
-	Approval *flow.Approval `json:"approval,omitempty"`
-	// Next says in words what the caller can do now.
-	Next string `json:"next"`
-}
+// prescribeResult is the answer to a prescribe request.
+type prescribeResult = api.Prescription
 
 // flowPrescribe resolves the next step of an instance for its owner and
 // stores the prescription. A decision awaiting a person files an approval
@@ -414,11 +384,11 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 	v := s.viewLoadedProgram(r.Context(), p)
 	if load.Status != flow.ProgramActive {
 		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
-		host.WriteJSON(w, http.StatusAccepted, map[string]any{
-			"status":  "pending_approval",
-			"program": v,
-			"url":     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
-			"next":    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
+		host.WriteJSON(w, http.StatusAccepted, api.ProgramProposal{
+			Status:  "pending_approval",
+			Program: v,
+			URL:     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
+			Next:    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
 		})
 		return
 	}
@@ -435,7 +405,7 @@ func (s *Part) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
 	for _, p := range progs {
 		out = append(out, s.viewLoadedProgram(r.Context(), p))
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"programs": out})
+	host.WriteJSON(w, http.StatusOK, api.ProgramList{Programs: out})
 }
 
 func (s *Part) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
@@ -516,15 +486,11 @@ func (s *Part) handleFlowInstances(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"instances": list})
+	host.WriteJSON(w, http.StatusOK, api.InstanceList{Instances: list})
 }
 
-// instanceRow is an instance in a list, with the name of the principal
-// that owns it, so a supervisor sees which agent started it.
-type instanceRow struct {
-	flow.Instance
-	OwnerName string `json:"owner_name,omitempty"`
-}
+// instanceRow is an instance in a list.
+type instanceRow = api.InstanceRow
 
 // instanceRows lists the instances p may see with their owners' names.
 func (s *Part) instanceRows(ctx context.Context, p store.Principal) ([]instanceRow, error) {
@@ -592,7 +558,7 @@ func (s *Part) handleFlowApprovals(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	host.WriteJSON(w, http.StatusOK, api.ApprovalList{Approvals: list})
 }
 
 func (s *Part) handleFlowApproval(w http.ResponseWriter, r *http.Request) {
