@@ -11,6 +11,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/client"
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/wire"
@@ -203,3 +204,66 @@ func TestDoKeepsTheRawAnswer(t *testing.T) {
 		t.Fatalf("Do into the wrong type = %v", err)
 	}
 }
+
+func TestFlows(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	ctx := t.Context()
+	c := newClient(t, f, f.Token)
+	progs, err := c.Programs(ctx)
+	if err != nil || len(progs) == 0 {
+		t.Fatalf("Programs = %v, %v", progs, err)
+	}
+	var fp string
+	for _, p := range progs {
+		if p.ProgramID == "expense-approval" {
+			fp = p.Fingerprint
+		}
+	}
+	if fp == "" {
+		t.Fatalf("no expense-approval among %+v", progs)
+	}
+	inst, err := c.StartInstance(ctx, api.StartRequest{Program: "expense-approval", ID: "e-1", Phase: "draft"})
+	if err != nil || inst.ID != "e-1" || inst.Program != fp || inst.Phase != "draft" {
+		t.Fatalf("StartInstance = %+v, %v", inst, err)
+	}
+	if _, err := c.StartInstance(ctx, api.StartRequest{Program: "expense-approval", ID: "e-1", Phase: "draft"}); !isCode(err, wire.AlreadyExists) {
+		t.Fatalf("StartInstance again = %v", err)
+	}
+	rows, err := c.Instances(ctx)
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("Instances = %+v, %v", rows, err)
+	}
+	v, err := c.Instance(ctx, "e-1")
+	if err != nil || v.Instance.ID != "e-1" || v.Program.Fingerprint != fp || v.Journal == nil {
+		t.Fatalf("Instance = %+v, %v", v, err)
+	}
+	if _, err := c.Prescribe(ctx, "nope", flow.Request{}); !isCode(err, wire.NotFound) {
+		t.Fatalf("Prescribe(nope) = %v", err)
+	}
+	// An agent's program only waits for a person.
+	prog := strings.Replace(examplePaymentProgram, `"expense-approval"`, `"mine"`, 1)
+	loaded, proposal, err := c.LoadProgram(ctx, []byte(prog))
+	if err != nil || loaded != nil || proposal == nil || proposal.Status != "pending_approval" || proposal.Program.Fingerprint == "" {
+		t.Fatalf("LoadProgram by an agent = %+v, %+v, %v", loaded, proposal, err)
+	}
+	if _, err := c.Approvals(ctx, ""); err != nil {
+		t.Fatalf("Approvals = %v", err)
+	}
+	if _, err := c.Approval(ctx, "nope"); !isCode(err, wire.NotFound) {
+		t.Fatalf("Approval(nope) = %v", err)
+	}
+}
+
+// examplePaymentProgram is a one-transition Flow program.
+const examplePaymentProgram = `{
+  "schema_version": 1, "program_id": "expense-approval", "program_version": "6.6.6", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["tool.call"], "verifiers": ["conditions.match"], "capability_surface": ["tool.invoke"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "paid", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["paid"]}]}],
+  "transitions": [{
+    "id": "pay", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["start"], "target_phases": ["paid"],
+    "authority": ["agent"], "parameters": [{"name": "iban", "required": true}],
+    "required_capabilities": ["tool.invoke"], "effect": "tool.call", "verifier": "conditions.match",
+    "prescription": {"operation": "pay", "arguments": ["payments_send"], "expected_postcondition": "paid"}
+  }]
+}`

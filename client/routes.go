@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -270,6 +271,65 @@ func (c *Client) StartInstance(ctx context.Context, req api.StartRequest) (flow.
 	var inst flow.Instance
 	err := c.Do(ctx, http.MethodPost, "/v1/flows/instances", req, &inst)
 	return inst, err
+}
+
+// LoadProgram loads a Flow program. With a person's token (or a service
+// token granted flow.load) it is active at once and LoadProgram returns
+// it; with an agent's it only waits for a person, and LoadProgram returns
+// the proposal instead.
+func (c *Client) LoadProgram(ctx context.Context, program []byte) (*api.ProgramView, *api.ProgramProposal, error) {
+	var raw json.RawMessage
+	status, err := c.do(ctx, http.MethodPost, "/v1/flows/programs", bytes.NewReader(program), &raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if status == http.StatusAccepted {
+		p := new(api.ProgramProposal)
+		return nil, p, decode(raw, p, http.MethodPost, "/v1/flows/programs")
+	}
+	v := new(api.ProgramView)
+	return v, nil, decode(raw, v, http.MethodPost, "/v1/flows/programs")
+}
+
+// Programs lists the loaded Flow programs.
+func (c *Client) Programs(ctx context.Context) ([]api.ProgramView, error) {
+	var l api.ProgramList
+	err := c.Do(ctx, http.MethodGet, "/v1/flows/programs", nil, &l)
+	return l.Programs, err
+}
+
+// Instances lists the Flow instances the principal may see.
+func (c *Client) Instances(ctx context.Context) ([]api.InstanceRow, error) {
+	var l api.InstanceList
+	err := c.Do(ctx, http.MethodGet, "/v1/flows/instances", nil, &l)
+	return l.Instances, err
+}
+
+// Instance returns a Flow instance with its journal, receipts and
+// approvals.
+func (c *Client) Instance(ctx context.Context, id string) (api.InstanceView, error) {
+	var v api.InstanceView
+	err := c.Do(ctx, http.MethodGet, "/v1/flows/instances/"+url.PathEscape(id), nil, &v)
+	return v, err
+}
+
+// Prescribe asks the kernel for the next step of a Flow instance.
+func (c *Client) Prescribe(ctx context.Context, id string, req flow.Request) (api.Prescription, error) {
+	var p api.Prescription
+	err := c.Do(ctx, http.MethodPost, "/v1/flows/instances/"+url.PathEscape(id)+"/prescribe", req, &p)
+	return p, err
+}
+
+// Approvals lists the Flow approvals the principal may see, only those of
+// instance when it is not empty.
+func (c *Client) Approvals(ctx context.Context, instance string) ([]flow.Approval, error) {
+	path := "/v1/flows/approvals"
+	if instance != "" {
+		path += "?instance=" + url.QueryEscape(instance)
+	}
+	var l api.ApprovalList
+	err := c.Do(ctx, http.MethodGet, path, nil, &l)
+	return l.Approvals, err
 }
 
 // Approval returns one Flow approval.
