@@ -97,9 +97,9 @@ func Routes() []Route {
 		{Method: get, Path: "/v1/flows/approvals/{id}", Summary: "One approval", Status: ok, Response: typeOf[flow.Approval]()},
 		{Method: post, Path: "/v1/flows/approvals/{id}/{decision}", Summary: "A person decides an approval (web UI only)", Request: typeOf[DecisionRequest](), Status: ok},
 
-		{Method: post, Path: "/v1/screens", Summary: "Show a screen from an Omni-IR stream", Status: created},
-		{Method: get, Path: "/v1/screens", Summary: "Your screens", Status: ok},
-		{Method: get, Path: "/v1/screens/{id}", Summary: "One screen's summary", Status: ok},
+		{Method: post, Path: "/v1/screens", Summary: "Show a screen from an Omni-IR stream", Status: created, Response: typeOf[ScreenSummary]()},
+		{Method: get, Path: "/v1/screens", Summary: "Your screens", Status: ok, Response: typeOf[ScreenList]()},
+		{Method: get, Path: "/v1/screens/{id}", Summary: "One screen's summary", Status: ok, Response: typeOf[ScreenSummary]()},
 		{Method: http.MethodDelete, Path: "/v1/screens/{id}", Summary: "Delete a screen", Status: http.StatusNoContent},
 		{Method: post, Path: "/v1/screens/{id}/updates", Summary: "Apply an update to a screen", Status: ok},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -222,4 +223,30 @@ type ProgramProposal struct {
 	Program ProgramView `json:"program"`
 	URL     string      `json:"url"`
 	Next    string      `json:"next"`
+}
+
+// ScreenSummary is the outcome of reading a screen's stream (SPEC 10.27's
+// result): the answer of POST /v1/screens and GET /v1/screens/{id}.
+type ScreenSummary struct {
+	ID         string         `json:"id"`
+	Components int            `json:"components"`
+	Rejected   []screen.Issue `json:"rejected"`
+	Outline    string         `json:"outline"`
+	Ended      bool           `json:"ended"`
+	URL        string         `json:"url,omitempty"`
+}
+
+// ScreenRow is a screen in the answer of GET /v1/screens.
+type ScreenRow struct {
+	ID         string    `json:"id"`
+	Owner      string    `json:"owner"`
+	Created    time.Time `json:"created"`
+	Components int       `json:"components"`
+	Ended      bool      `json:"ended"`
+	URL        string    `json:"url"`
+}
+
+// ScreenList is the answer of GET /v1/screens.
+type ScreenList struct {
+	Screens []ScreenRow `json:"screens"`
 }

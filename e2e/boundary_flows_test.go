@@ -113,7 +113,7 @@ func TestAttackRestageAfterApprovalFiled(t *testing.T) {
 	stage("ada.new@example.com")
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
 	var aprID string
-	if apr := as[api.Prescription](t, out).Approval; apr != nil {
+	if apr := assenttest.As[api.Prescription](t, out).Approval; apr != nil {
 		aprID = apr.ID
 	}
 	if aprID == "" {
@@ -130,7 +130,7 @@ func TestAttackRestageAfterApprovalFiled(t *testing.T) {
 		t.Fatalf("Approve after the agent re-staged: %s\n%s", loc, page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
-	if v := as[control.Snapshot](t, snap).State.Value; v != "ada@example.com" {
+	if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != "ada@example.com" {
 		t.Fatalf("email = %v after the refused approval", v)
 	}
 	if code, apr, _ := a.API("GET", "/v1/flows/approvals/"+aprID, agentTok, nil); code != 200 || apr["status"] != "stale" {
@@ -162,7 +162,7 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 	a := newApp(t, true)
 	agentTok := a.Boot.AgentToken
 	code, out, raw := a.API("POST", "/v1/flows/programs", agentTok, []byte(sneakPay))
-	proposal := as[api.ProgramProposal](t, out)
+	proposal := assenttest.As[api.ProgramProposal](t, out)
 	fp := proposal.Program.Fingerprint
 	if code != 202 || proposal.Status != "pending_approval" || fp == "" {
 		t.Fatalf("agent's load: %d %s", code, raw)
@@ -179,7 +179,7 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 	}
 	cs := a.agent()
 	res, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "mine-2", "transition": "pay", "parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	if as[api.Prescription](t, res).Decision.Kind == flow.Prescribed {
+	if assenttest.As[api.Prescription](t, res).Decision.Kind == flow.Prescribed {
 		t.Fatalf("pay from draft was prescribed: %v", res)
 	}
 	if direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || errorCode(t, direct) != wire.Forbidden {
@@ -226,7 +226,7 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 		t.Fatalf("the payment went out %d times", n)
 	}
 	_, v, _ := a.API("GET", "/v1/flows/instances/b-1", agentTok, nil)
-	if facts := as[api.InstanceView](t, v).Instance.Facts; facts["payment.status"].Status != "unknown" {
+	if facts := assenttest.As[api.InstanceView](t, v).Instance.Facts; facts["payment.status"].Status != "unknown" {
 		t.Fatalf("payment.status: %v", facts)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/internal/assenttest"
 )
 
 // TestBoundaryFlowStartSkipsApproval: with only its token, the agent
@@ -39,7 +40,7 @@ func TestBoundaryFlowStartSkipsApproval(t *testing.T) {
 	}
 	code, _, raw = a.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, params)
 	_, inst, _ := a.API("GET", "/v1/flows/instances/evil-1", tok, nil)
-	if in := as[api.InstanceView](t, inst).Instance; in.Phase == "paid" || in.Facts["payment.status"].Value == "sent" {
+	if in := assenttest.As[api.InstanceView](t, inst).Instance; in.Phase == "paid" || in.Facts["payment.status"].Value == "sent" {
 		t.Fatalf("an agent paid 9,999,999.00 EUR to its own IBAN with no person's approval: apply %d %s\ninstance: %+v", code, raw, in)
 	}
 }
