@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
@@ -41,11 +42,11 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 
 	// The agent asks for the next step: a person must approve.
 	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	if isErr || assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "human" {
+	if isErr || decisionOf(t, out).Kind != "FRONTIER" || decisionOf(t, out).Awaiting != "human" {
 		t.Fatalf("prescribe: %v", out)
 	}
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
-	if !strings.HasPrefix(aprID, "apr-") || assenttest.Dig(out, "decision", "transition") != "expense-approval/approve" {
+	aprID := approvalOf(t, out).ID
+	if !strings.HasPrefix(aprID, "apr-") || decisionOf(t, out).Transition != "expense-approval/approve" {
 		t.Fatalf("approval: %v", out)
 	}
 
@@ -60,7 +61,7 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 	// The person sees it in the inbox, with the program fingerprint.
 	cookie, csrf := f.SignInAs(person.ID)
 	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
-	fp, _ := assenttest.Dig(out, "approval", "program_fingerprint").(string)
+	fp := approvalOf(t, out).Program
 	for _, want := range []string{"Flow approvals", "expense-approval/approve", fp, "approve_expense", "/web/flows/approvals/" + aprID + "/approve", "Decline"} {
 		if !strings.Contains(inbox, want) {
 			t.Fatalf("inbox lacks %q", want)
@@ -80,11 +81,11 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 
 	// The agent sees the outcome and the receipt.
 	view, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": flows.DemoExpenseID, "approval": aprID})
-	if isErr || assenttest.Dig(view, "approval", "status") != "approved" || assenttest.Dig(view, "instance", "phase") != "approved" {
+	if isErr || approvalOf(t, view).Status != "approved" || instanceOf(t, view).Phase != "approved" {
 		t.Fatalf("inspect: %v", view)
 	}
 	receipts := view["receipts"].([]any)
-	if len(receipts) != 1 || assenttest.Dig(receipts[0], "id") != assenttest.Dig(view, "approval", "receipt") || assenttest.Dig(receipts[0], "principal") != person.ID {
+	if len(receipts) != 1 || assenttest.Dig(receipts[0], "id") != approvalOf(t, view).Receipt || assenttest.Dig(receipts[0], "principal") != person.ID {
 		t.Fatalf("receipts: %v", receipts)
 	}
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); strings.Contains(inbox, aprID) {
@@ -95,7 +96,7 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 func TestFlowDecline(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	code, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	if code != 200 || aprID == "" {
 		t.Fatalf("prescribe: %d %v", code, out)
 	}
@@ -113,7 +114,7 @@ func TestFlowDecline(t *testing.T) {
 		t.Fatalf("approval after decline: %d %v", code, a)
 	}
 	code, v, _ := f.API("GET", "/v1/flows/instances/"+flows.DemoExpenseID, f.Token, nil)
-	if code != 200 || assenttest.Dig(v, "instance", "phase") != "submitted" || len(v["receipts"].([]any)) != 0 {
+	if code != 200 || instanceOf(t, v).Phase != "submitted" || len(v["receipts"].([]any)) != 0 {
 		t.Fatalf("instance after decline: %v", v)
 	}
 	// Deciding again is refused, saying who decided first and how.
@@ -127,7 +128,7 @@ func TestFlowDecline(t *testing.T) {
 func TestFlowOwnership(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	other, _ := f.Issue(store.KindAgent, "other", "state.write", "tool.invoke")
 
 	normalize := func(raw, real, fake string) string { return strings.ReplaceAll(raw, real, fake) }
@@ -152,7 +153,7 @@ func TestFlowOwnership(t *testing.T) {
 	payer, _ := f.Issue(store.KindService, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", payer, map[string]any{"program": "expense-approval", "id": "exp-5", "phase": "approved"})
 	_, out, _ = f.API("POST", "/v1/flows/instances/exp-5/prescribe", payer, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	c1, _, raw1 := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", other, nil)
 	c2, _, raw2 := f.API("POST", "/v1/flows/prescriptions/prx-0000/apply", other, nil)
 	if prx == "" || c1 != 404 || c1 != c2 || normalize(raw1, prx, "prx-0000") != raw2 {
@@ -171,7 +172,7 @@ func TestFlowOwnership(t *testing.T) {
 	defer cs.Close()
 	a, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": flows.DemoExpenseID})
 	b, _ := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": "expense-9999"})
-	if !isErr || assenttest.Dig(a, "error", "code") != "not_found" || normalize(string(assenttest.MustJSON(a)), flows.DemoExpenseID, "expense-9999") != string(assenttest.MustJSON(b)) {
+	if !isErr || errorOf(t, a).Code != "not_found" || normalize(string(assenttest.MustJSON(a)), flows.DemoExpenseID, "expense-9999") != string(assenttest.MustJSON(b)) {
 		t.Fatalf("MCP inspect of another's instance: %v vs %v", a, b)
 	}
 }
@@ -192,22 +193,22 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 
 	// Without the IBAN the kernel waits for parameters.
 	_, out, _ := f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, nil)
-	if assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "parameters" {
+	if decisionOf(t, out).Kind != "FRONTIER" || decisionOf(t, out).Awaiting != "parameters" {
 		t.Fatalf("prescribe without parameters: %v", out)
 	}
 	// A tool refusal changes nothing.
 	_, out, _ = f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "x"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
 	if code != 422 || assenttest.ErrCode(body) != "EFFECT_FAILED" {
 		t.Fatalf("apply with a refused tool: %d %v", code, body)
 	}
 
 	_, out, raw = f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
-	if assenttest.Dig(out, "decision", "kind") != "PRESCRIBED" || strings.Contains(raw, iban) {
+	if decisionOf(t, out).Kind != "PRESCRIBED" || strings.Contains(raw, iban) {
 		t.Fatalf("prescribe: %s", raw)
 	}
-	prx, _ = assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx = prescriptionID(t, out)
 	// Parameters at apply must match the binding.
 	if code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": "DE00000000000000000000", "reference": "EXP-7"}}); code != 400 || assenttest.ErrCode(body) != "invalid_request" {
 		t.Fatalf("apply with other parameters: %d %v", code, body)
@@ -221,7 +222,7 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 		t.Fatalf("re-apply: %v, want %v", again["id"], rc["id"])
 	}
 	_, v, raw := f.API("GET", "/v1/flows/instances/exp-7", tok, nil)
-	if assenttest.Dig(v, "instance", "facts", "payment.status", "value") != "sent" || strings.Contains(raw, iban) {
+	if instanceOf(t, v).Facts["payment.status"].Value != "sent" || strings.Contains(raw, iban) {
 		t.Fatalf("inspect: %s", raw)
 	}
 	var statuses []string
@@ -243,7 +244,7 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 	}
 	defer cs.Close()
 	direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": iban})
-	if !isErr || assenttest.Dig(direct, "error", "code") != "forbidden" {
+	if !isErr || errorOf(t, direct).Code != "forbidden" {
 		t.Fatalf("direct payments_send: %v", direct)
 	}
 }
@@ -285,10 +286,10 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 		t.Fatalf("stage: %v", out)
 	}
 	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "plan-1", "parameters": map[string]string{"ticket": "T-12", "pin": pin}})
-	if isErr || assenttest.Dig(out, "decision", "awaiting") != "human" || strings.Contains(string(assenttest.MustJSON(out)), pin) {
+	if isErr || decisionOf(t, out).Awaiting != "human" || strings.Contains(string(assenttest.MustJSON(out)), pin) {
 		t.Fatalf("prescribe: %v", out)
 	}
-	aprID := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 
 	_, person := f.Issue(store.KindHuman, "approver", "control.write")
 	cookie, csrf := f.SignInAs(person.ID)
@@ -303,7 +304,7 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 		t.Fatalf("approve: %s", page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
-	if v := assenttest.Dig(snap, "state", "value"); v != "team" {
+	if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != "team" {
 		t.Fatalf("plan after approval = %v", v)
 	}
 	for _, path := range []string{"/v1/flows/instances/plan-1", "/v1/flows/approvals/" + aprID} {
@@ -368,11 +369,11 @@ func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
 	f.API("POST", "/v1/flows/instances", bare, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
 		"facts": map[string]any{"expense.amount": map[string]string{"status": "known", "value": "120.00 EUR"}}})
 	_, out, _ := f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, nil)
-	if assenttest.Dig(out, "decision", "kind") != "REFUSED" || assenttest.Dig(out, "decision", "code") != "CAPABILITY_DENIED" {
+	if decisionOf(t, out).Kind != "REFUSED" || decisionOf(t, out).Code != "CAPABILITY_DENIED" {
 		t.Fatalf("prescribe without grants: %v", out)
 	}
 	_, out, _ = f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, map[string]any{"transition": "nope"})
-	if assenttest.Dig(out, "decision", "code") != "TRANSITION_UNKNOWN" {
+	if decisionOf(t, out).Code != "TRANSITION_UNKNOWN" {
 		t.Fatalf("unknown transition: %v", out)
 	}
 }
@@ -463,8 +464,8 @@ func TestFlowRunSpawn(t *testing.T) {
 		t.Fatalf("start: %d %s", code, raw)
 	}
 	_, out, raw := f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, map[string]any{"parameters": map[string]string{"version": "1.2.3"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
-	if assenttest.Dig(out, "decision", "transition") != "deployment/deploy" || prx == "" {
+	prx := prescriptionID(t, out)
+	if decisionOf(t, out).Transition != "deployment/deploy" || prx == "" {
 		t.Fatalf("prescribe deploy: %s", raw)
 	}
 	code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
@@ -475,7 +476,7 @@ func TestFlowRunSpawn(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, v, _ := f.API("GET", "/v1/flows/instances/dep-1", tok, nil)
-		if st := assenttest.Dig(v, "instance", "facts", "run.deploy", "value"); st == "succeeded" {
+		if st := instanceOf(t, v).Facts["run.deploy"].Value; st == "succeeded" {
 			break
 		} else if st == "failed" || time.Now().After(deadline) {
 			t.Fatalf("run.deploy = %v", st)
@@ -487,14 +488,14 @@ func TestFlowRunSpawn(t *testing.T) {
 		t.Fatalf("the deploy Run: %d %s", code, raw)
 	}
 	_, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil)
-	prx, _ = assenttest.Dig(out, "decision", "prescription", "id").(string)
-	if assenttest.Dig(out, "decision", "transition") != "deployment/mark-deployed" {
+	prx = prescriptionID(t, out)
+	if decisionOf(t, out).Transition != "deployment/mark-deployed" {
 		t.Fatalf("after the Run: %v", out)
 	}
 	if code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 || rc["phase"] != "deployed" {
 		t.Fatalf("apply mark-deployed: %d %s", code, raw)
 	}
-	if _, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); assenttest.Dig(out, "decision", "kind") != "MARKED" {
+	if _, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); decisionOf(t, out).Kind != "MARKED" {
 		t.Fatalf("objective: %v", out)
 	}
 }
@@ -504,7 +505,7 @@ func TestFlowRunSpawn(t *testing.T) {
 func TestFlowApproverWithoutGrants(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	// A person who holds human.approve only.
 	approver := store.Principal{ID: "p_approver", Kind: store.KindHuman, Name: "approver", Grants: []string{"human.approve"}, CreatedAt: time.Now()}
 	if err := f.DB.CreatePrincipal(context.Background(), approver, nil); err != nil {
@@ -527,7 +528,7 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	tok, _ := f.Issue(store.KindService, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
 	_, out, _ := f.API("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if prx == "" {
 		t.Fatalf("prescribe: %v", out)
 	}
@@ -580,7 +581,7 @@ func TestDemoDeployRecipesAreValid(t *testing.T) {
 func TestFlowApproveFromWebScript(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	post := func(hdr map[string]string) (int, map[string]any) {
@@ -712,7 +713,7 @@ func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
 	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "sneak", "id": "s-1", "phase": "start"})
 	_, out, raw := f.API("POST", "/v1/flows/instances/s-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if prx == "" {
 		t.Fatalf("prescribe: %s", raw)
 	}
@@ -749,7 +750,7 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
 	_, out, _ := f.API("POST", "/v1/flows/instances/b-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	for i := range 3 {
 		if code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 409 || assenttest.ErrCode(body) != "RECOVERY_REQUIRED" {
 			t.Fatalf("apply %d: %d %v", i, code, body)
@@ -759,7 +760,7 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 		t.Fatalf("the tool ran %d times", n)
 	}
 	_, v, _ := f.API("GET", "/v1/flows/instances/b-1", tok, nil)
-	if assenttest.Dig(v, "instance", "recovery") == nil || assenttest.Dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
+	if assenttest.Dig(v, "instance", "recovery") == nil || instanceOf(t, v).Facts["payment.status"].Status != "unknown" {
 		t.Fatalf("instance: %v", v)
 	}
 }
@@ -794,7 +795,7 @@ func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "sealed", "id": "sd-1", "phase": "ready"})
 	const secret = "correct-horse-battery"
 	_, out, _ := f.API("POST", "/v1/flows/instances/sd-1/prescribe", tok, map[string]any{"parameters": map[string]string{"witness": secret}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 {
 		t.Fatalf("apply: %d %s", code, raw)
 	}
@@ -842,7 +843,7 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 	}
 	stage("ada.new@example.com")
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	if b, _ := assenttest.Dig(out, "approval", "bindings").([]any); aprID == "" || len(b) != 1 || assenttest.Dig(b[0], "value") != "ada.new@example.com" || assenttest.Dig(b[0], "current") != "ada@example.com" {
 		t.Fatalf("prescribe: %v", out)
 	}
@@ -859,7 +860,7 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 		t.Fatalf("approve after re-staging: %s\n%s", loc, page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
-	if v := assenttest.Dig(snap, "state", "value"); v != "ada@example.com" {
+	if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != "ada@example.com" {
 		t.Fatalf("email after the refused approval = %v", v)
 	}
 	if _, a, _ := f.API("GET", "/v1/flows/approvals/"+aprID, f.Token, nil); a["status"] != "stale" || len(a["changed"].([]any)) == 0 {
@@ -913,10 +914,10 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	const payee = "PT50 0002 0123 1234 5678 9123 4"
 	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to " + payee
-	if aprID == "" || assenttest.Dig(out, "approval", "summary") != sentence {
+	if aprID == "" || approvalOf(t, out).Summary != sentence {
 		t.Fatalf("prescribe: %s", raw)
 	}
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
@@ -970,7 +971,7 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
 		t.Fatalf("approve: %s", page)
 	}
@@ -988,10 +989,10 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 		var apr string
 		for range 2 { // submit, then the approval
 			_, out, raw := f.API("POST", "/v1/flows/instances/"+tc.id+"/prescribe", f.Token, nil)
-			if apr, _ = assenttest.Dig(out, "approval", "id").(string); apr != "" {
+			if apr = approvalOf(t, out).ID; apr != "" {
 				break
 			}
-			prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+			prx := prescriptionID(t, out)
 			if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.Token, nil); prx == "" || code != 200 {
 				t.Fatalf("submit %s: %d %s", tc.id, code, raw)
 			}
@@ -1019,7 +1020,7 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
@@ -1027,7 +1028,7 @@ func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 	}
 	pay := func(iban string) (int, map[string]any) {
 		_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{"parameters": map[string]string{"iban": iban}})
-		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+		prx := prescriptionID(t, out)
 		if prx == "" {
 			t.Fatalf("prescribe pay: %s", raw)
 		}
@@ -1066,7 +1067,7 @@ func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 	}
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-2"})
 	const line = "Email: ada@example.com → ada.new@example.com"
-	if assenttest.Dig(out, "approval", "summary") != "Apply the proposed change: "+line {
+	if approvalOf(t, out).Summary != "Apply the proposed change: "+line {
 		t.Fatalf("prescribe: %v", out)
 	}
 	cookie, _ := f.SignInAs(person.ID)
@@ -1082,7 +1083,7 @@ func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 func TestFlowApprovalCardExplainsMissingGrants(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	_, weak := f.Issue(store.KindHuman, "viewer", "human.approve")
 	_, strong := f.Issue(store.KindHuman, "approver", "state.write")
 	for _, tc := range []struct {
@@ -1260,7 +1261,7 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 		}
 	}
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "lim-1"})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	bindings, _ := assenttest.Dig(out, "approval", "bindings").([]any)
 	names := map[string]any{}
 	for _, b := range bindings {
@@ -1278,7 +1279,7 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 	}
 	for id, want := range map[string]float64{"alice": 800, "mallory": 10000} {
 		snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "accounts", "controlId": "creditLimit", "subject": map[string]any{"type": "customer", "id": id}}})
-		if v := assenttest.Dig(snap, "state", "value"); v != want {
+		if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != want {
 			t.Errorf("%s's limit after the approval = %v, want %v", id, v, want)
 		}
 	}

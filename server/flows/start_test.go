@@ -60,7 +60,7 @@ func TestFlowStartRules(t *testing.T) {
 				t.Fatalf("start = %d %s, want %d", code, raw, tt.code)
 			}
 			if tt.error != "" {
-				if got := assenttest.Dig(out, "error", "code"); got != tt.error {
+				if got := string(errorOf(t, out).Code); got != tt.error {
 					t.Fatalf("error code = %v (%s), want %s", got, raw, tt.error)
 				}
 				if code, _, _ := f.API("GET", "/v1/flows/instances/"+id, tt.token, nil); code != 404 {
@@ -78,12 +78,12 @@ func TestFlowStartRules(t *testing.T) {
 	for _, step := range []string{"submit", "approve"} {
 		_, out, raw := f.API("POST", fmt.Sprintf("/v1/flows/instances/start-%d/prescribe", over), agent, nil)
 		if step == "approve" {
-			if assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "human" || assenttest.Dig(out, "approval", "id") == nil {
+			if decisionOf(t, out).Kind != "FRONTIER" || decisionOf(t, out).Awaiting != "human" || approvalOf(t, out).ID == "" {
 				t.Fatalf("after submit, the expense over the limit does not wait for a person: %s", raw)
 			}
 			break
 		}
-		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+		prx := prescriptionID(t, out)
 		if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", agent, nil); prx == "" || code != 200 {
 			t.Fatalf("%s: %d %s", step, code, raw)
 		}
@@ -130,7 +130,7 @@ func TestFlowsStartTool(t *testing.T) {
 		{"facts of the wrong type", map[string]any{"program": "expense-approval", "phase": "draft", "facts": []string{"x"}}, "invalid_request"},
 	} {
 		res, out := call(tc.args)
-		if !res.IsError || assenttest.Dig(out, "error", "code") != tc.code {
+		if !res.IsError || string(errorOf(t, out).Code) != tc.code {
 			t.Errorf("%s: %v, want %s", tc.name, out, tc.code)
 		}
 		if tc.code == "invalid_request" && assenttest.Dig(out, "error", "data", "field") != "facts" {
