@@ -66,7 +66,7 @@ func Routes() []Route {
 		{Method: post, Path: "/v1/runs", Summary: "Start a Run (201), or file an agent's template for a person (202)", Request: typeOf[SpawnRequest](), Status: created, Response: typeOf[run.Run](), Accepted: typeOf[run.PendingApproval]()},
 		{Method: get, Path: "/v1/runs", Summary: "The Runs you own or oversee (?status=)", Status: ok, Response: typeOf[run.RunList]()},
 		{Method: post, Path: "/v1/runs/inspect", Summary: "One view of a Run, a Recipe or a tool", Request: typeOf[run.InspectRequest](), Status: ok},
-		{Method: get, Path: "/v1/runs/{id}", Summary: "A Run's status view", Status: ok},
+		{Method: get, Path: "/v1/runs/{id}", Summary: "A Run's status view", Status: ok, Response: typeOf[run.Run]()},
 		{Method: get, Path: "/v1/runs/{id}/views/{view}", Summary: "One view of a Run (status, trace, controls, …)", Status: ok},
 		{Method: get, Path: "/v1/runs/{id}/logs", Summary: "A Run's output (?stream=stdout|stderr&lines=)", Status: ok, ContentType: "text/plain"},
 		{Method: post, Path: "/v1/runs/{id}/controls", Summary: "Send a Run a Control", Request: typeOf[RunControlRequest](), Status: ok, Response: typeOf[run.ControlResult]()},

@@ -15,6 +15,7 @@ import (
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
 )
 
 func newClient(t *testing.T, f *assenttest.Kit, token string) *client.Client {
@@ -267,3 +268,29 @@ const examplePaymentProgram = `{
     "prescription": {"operation": "pay", "arguments": ["payments_send"], "expected_postcondition": "paid"}
   }]
 }`
+
+func TestRunLifecycle(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	ctx := t.Context()
+	svc, _ := f.Issue(store.KindService, "runner")
+	c := newClient(t, f, svc)
+	r, pending, err := c.Spawn(ctx, api.SpawnRequest{Template: json.RawMessage(`"sleep 30"`), RunID: "sleeper"})
+	if err != nil || pending != nil || r == nil || r.ID != "sleeper" || r.Generation != 1 {
+		t.Fatalf("Spawn = %+v, %+v, %v", r, pending, err)
+	}
+	got, err := c.Run(ctx, "sleeper")
+	if err != nil || got.ID != "sleeper" || got.InstanceID != r.InstanceID {
+		t.Fatalf("Run = %+v, %v", got, err)
+	}
+	list, err := c.Runs(ctx, "")
+	if err != nil || len(list.Runs) != 1 || list.Runs[0].ID != "sleeper" {
+		t.Fatalf("Runs = %+v, %v", list, err)
+	}
+	if _, err := c.Archive(ctx, "sleeper"); !isCode(err, wire.NotTerminal) {
+		t.Fatalf("Archive of a live Run = %v", err)
+	}
+	k, err := c.Kill(ctx, "sleeper")
+	if err != nil || !k.Killed || k.SignalTarget == "" {
+		t.Fatalf("Kill = %+v, %v", k, err)
+	}
+}

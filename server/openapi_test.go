@@ -14,6 +14,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
 )
 
 // openAPIDoc fetches the served document without a token.
@@ -95,6 +96,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		}
 		return s
 	}
+	svc, _ := f.Issue(store.KindService, "runner")
 	for _, tc := range []struct {
 		pattern, path, token, body string
 		status                     int
@@ -113,6 +115,9 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{"POST /v1/runs", "/v1/runs", f.Token, `{"template":"echo hi","run_id":"hello"}`, 202},
 		{"POST /v1/runs", "/v1/runs", f.Token, `{"recipe":`, 400},
 		{"GET /v1/runs", "/v1/runs", f.Token, "", 200},
+		{"POST /v1/runs", "/v1/runs", svc, `{"template":"true","run_id":"r1"}`, 201},
+		{"GET /v1/runs/{id}", "/v1/runs/r1", svc, "", 200},
+		{"GET /v1/runs", "/v1/runs", svc, "", 200},
 		{"GET /v1/runs/{id}", "/v1/runs/nope", f.Token, "", 404},
 		{"GET /v1/proposals", "/v1/proposals", f.Token, "", 200},
 		{"GET /v1/flows/approvals/{id}", "/v1/flows/approvals/nope", f.Token, "", 404},
