@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/examples"
@@ -84,8 +85,8 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 	if isErr || approvalOf(t, view).Status != "approved" || instanceOf(t, view).Phase != "approved" {
 		t.Fatalf("inspect: %v", view)
 	}
-	receipts := view["receipts"].([]any)
-	if len(receipts) != 1 || assenttest.Dig(receipts[0], "id") != approvalOf(t, view).Receipt || assenttest.Dig(receipts[0], "principal") != person.ID {
+	receipts := assenttest.As[api.InstanceView](t, view).Receipts
+	if len(receipts) != 1 || receipts[0].ID != approvalOf(t, view).Receipt || receipts[0].Principal != person.ID {
 		t.Fatalf("receipts: %v", receipts)
 	}
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); strings.Contains(inbox, aprID) {
@@ -226,8 +227,8 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 		t.Fatalf("inspect: %s", raw)
 	}
 	var statuses []string
-	for _, e := range v["journal"].([]any) {
-		statuses = append(statuses, assenttest.Dig(e, "status").(string))
+	for _, e := range assenttest.As[api.InstanceView](t, v).Journal {
+		statuses = append(statuses, string(e.Status))
 	}
 	if got := strings.Join(statuses, ","); got != "begun,executing,aborted,begun,executing,committed" {
 		t.Fatalf("journal = %s", got)
@@ -345,7 +346,7 @@ func TestFlowHTTPErrors(t *testing.T) {
 	}
 	// An invalid program's errors carry their JSON paths.
 	_, body, _ := f.API("POST", "/v1/flows/programs", f.Token, []byte(`{"schema_version":1}`))
-	if errs, _ := assenttest.Dig(body, "error", "data", "errors").([]any); len(errs) == 0 {
+	if errs, _ := errorOf(t, body).Data["errors"].([]any); len(errs) == 0 {
 		t.Fatalf("no error list: %v", body)
 	}
 }
@@ -484,7 +485,7 @@ func TestFlowRunSpawn(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	code, runView, raw := f.API("GET", "/v1/runs/dep-1.deploy.0", tok, nil)
-	if code != 200 || assenttest.Dig(runView, "status") != "done" {
+	if code != 200 || assenttest.As[run.Run](t, runView).Status != run.StatusDone {
 		t.Fatalf("the deploy Run: %d %s", code, raw)
 	}
 	_, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil)
@@ -608,7 +609,7 @@ func TestFlowApproveFromWebScript(t *testing.T) {
 	}
 	// Approving again is refused with who approved and the receipt.
 	again, m2 := post(map[string]string{"Origin": f.HTTP.URL, "X-CSRF-Token": csrf})
-	data, _ := assenttest.Dig(m2, "error", "data").(map[string]any)
+	data := errorOf(t, m2).Data
 	if again != 409 || assenttest.ErrCode(m2) != "already_decided" || data["status"] != "approved" || data["decided_by"] != person.ID || data["receipt"] != m["id"] {
 		t.Fatalf("approve again: %d %v", again, m2)
 	}
@@ -635,8 +636,9 @@ const sneakProgram = `{
 func TestFlowAgentLoadIsAProposal(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	code, out, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(sneakProgram))
-	fp, _ := assenttest.Dig(out, "program", "fingerprint").(string)
-	if code != 202 || out["status"] != "pending_approval" || assenttest.Dig(out, "program", "status") != "proposed" || !strings.Contains(out["url"].(string), "/inbox#section-flow-programs") {
+	proposal := assenttest.As[api.ProgramProposal](t, out)
+	fp := proposal.Program.Fingerprint
+	if code != 202 || proposal.Status != "pending_approval" || proposal.Program.Status != "proposed" || !strings.Contains(proposal.URL, "/inbox#section-flow-programs") {
 		t.Fatalf("agent load: %d %s", code, raw)
 	}
 	for _, ref := range []string{fp, "sneak"} {
@@ -760,7 +762,7 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 		t.Fatalf("the tool ran %d times", n)
 	}
 	_, v, _ := f.API("GET", "/v1/flows/instances/b-1", tok, nil)
-	if assenttest.Dig(v, "instance", "recovery") == nil || instanceOf(t, v).Facts["payment.status"].Status != "unknown" {
+	if instanceOf(t, v).Recovery == nil || instanceOf(t, v).Facts["payment.status"].Status != "unknown" {
 		t.Fatalf("instance: %v", v)
 	}
 }
@@ -844,7 +846,7 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 	stage("ada.new@example.com")
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
 	aprID := approvalOf(t, out).ID
-	if b, _ := assenttest.Dig(out, "approval", "bindings").([]any); aprID == "" || len(b) != 1 || assenttest.Dig(b[0], "value") != "ada.new@example.com" || assenttest.Dig(b[0], "current") != "ada@example.com" {
+	if b := approvalOf(t, out).Bindings; aprID == "" || len(b) != 1 || b[0].Value != "ada.new@example.com" || b[0].Current != "ada@example.com" {
 		t.Fatalf("prescribe: %v", out)
 	}
 	cookie, csrf := f.SignInAs(person.ID)
@@ -1262,10 +1264,9 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 	}
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "lim-1"})
 	aprID := approvalOf(t, out).ID
-	bindings, _ := assenttest.Dig(out, "approval", "bindings").([]any)
-	names := map[string]any{}
-	for _, b := range bindings {
-		names[fmt.Sprint(assenttest.Dig(b, "name"))] = assenttest.Dig(b, "value")
+	names := map[string]string{}
+	for _, b := range approvalOf(t, out).Bindings {
+		names[b.Name] = b.Value
 	}
 	if aprID == "" || len(names) != 2 || names["accounts/creditLimit for customer mallory (Mallory)"] != "10000" || names["accounts/creditLimit for customer alice (Alice)"] != "800" {
 		t.Fatalf("the approval binds %v; want each customer's limit apart", names)

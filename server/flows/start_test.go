@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
@@ -68,7 +69,7 @@ func TestFlowStartRules(t *testing.T) {
 				}
 				return
 			}
-			if got := assenttest.Dig(out, "facts", "expense.amount_band", "value"); got != tt.band {
+			if got := assenttest.As[flow.Instance](t, out).Facts["expense.amount_band"].Value; got != tt.band {
 				t.Errorf("the instance's band = %v, want %s (%s)", got, tt.band, raw)
 			}
 		})
@@ -114,7 +115,7 @@ func TestFlowsStartTool(t *testing.T) {
 	}
 	res, out := call(map[string]any{"program": "expense-approval", "phase": "draft", "id": "mcp-1",
 		"facts": map[string]any{"expense.amount": known("86.50 EUR")}, "objective": "expense-paid"})
-	if res.IsError || out["instance_id"] != "mcp-1" || out["phase"] != "draft" || assenttest.Dig(out, "facts", "expense.amount_band", "value") != "within_limit" {
+	if res.IsError || out["instance_id"] != "mcp-1" || out["phase"] != "draft" || assenttest.As[flow.Instance](t, out).Facts["expense.amount_band"].Value != "within_limit" {
 		t.Fatalf("flows_start = %v %v", res.IsError, out)
 	}
 	if code, _, raw := f.API("GET", "/v1/flows/instances/mcp-1", agent, nil); code != 200 {
@@ -133,7 +134,7 @@ func TestFlowsStartTool(t *testing.T) {
 		if !res.IsError || string(errorOf(t, out).Code) != tc.code {
 			t.Errorf("%s: %v, want %s", tc.name, out, tc.code)
 		}
-		if tc.code == "invalid_request" && assenttest.Dig(out, "error", "data", "field") != "facts" {
+		if tc.code == "invalid_request" && errorOf(t, out).Data["field"] != "facts" {
 			t.Errorf("%s: %v does not name the field", tc.name, out)
 		}
 	}
