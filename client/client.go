@@ -11,8 +11,8 @@
 // the server's [wire.Error] itself: its Code is stable and
 // machine-readable (compare it with the wire package's constants), its
 // Status is the HTTP status and Retryable says whether sending the same
-// request again may succeed. A request that never got an answer returns
-// the transport's error instead. Use [errors.As] to tell them apart.
+// request again may succeed. A request that never got an answer returns a
+// [*TransportError] instead. [AsError] and [errors.As] tell them apart.
 //
 // [Client.Do] reaches any route by method and path, for routes without a
 // typed method and for callers that want the answer's raw JSON.
