@@ -158,6 +158,8 @@ func buildDocument(routes []Route) (*document, error) {
 				return nil, fmt.Errorf("%s: %w", r.Pattern(), err)
 			}
 			op.RequestBody = &body{Required: true, Content: map[string]mediaType{jsonType: {Schema: s}}}
+		} else if r.RequestText != "" {
+			op.RequestBody = &body{Required: true, Content: map[string]mediaType{r.RequestText: {Schema: &jsonschema.Schema{Type: "string"}}}}
 		}
 		ok := &response{Description: http.StatusText(r.Status)}
 		switch {

@@ -23,6 +23,9 @@ type Route struct {
 	// Request is the type of the JSON request body; nil when the route
 	// takes none.
 	Request reflect.Type
+	// RequestText is the media type of a request body that is text, not
+	// JSON (an Omni-IR stream).
+	RequestText string
 	// Status is the status of a successful answer; 204 has no body.
 	Status int
 	// Response is the type of a successful JSON answer; nil with
@@ -97,10 +100,10 @@ func Routes() []Route {
 		{Method: get, Path: "/v1/flows/approvals/{id}", Summary: "One approval", Status: ok, Response: typeOf[flow.Approval]()},
 		{Method: post, Path: "/v1/flows/approvals/{id}/{decision}", Summary: "A person decides an approval (web UI only)", Request: typeOf[DecisionRequest](), Status: ok},
 
-		{Method: post, Path: "/v1/screens", Summary: "Show a screen from an Omni-IR stream", Status: created, Response: typeOf[ScreenSummary]()},
+		{Method: post, Path: "/v1/screens", Summary: "Show a screen from an Omni-IR stream (the body)", RequestText: "text/plain", Status: created, Response: typeOf[ScreenSummary]()},
 		{Method: get, Path: "/v1/screens", Summary: "Your screens", Status: ok, Response: typeOf[ScreenList]()},
 		{Method: get, Path: "/v1/screens/{id}", Summary: "One screen's summary", Status: ok, Response: typeOf[ScreenSummary]()},
 		{Method: http.MethodDelete, Path: "/v1/screens/{id}", Summary: "Delete a screen", Status: http.StatusNoContent},
-		{Method: post, Path: "/v1/screens/{id}/updates", Summary: "Apply an update to a screen", Status: ok},
+		{Method: post, Path: "/v1/screens/{id}/updates", Summary: "Apply an update to a screen (Omni-IR lines in the body)", RequestText: "text/plain", Status: ok, Response: typeOf[ScreenUpdate]()},
 	}
 }

@@ -250,3 +250,14 @@ type ScreenRow struct {
 type ScreenList struct {
 	Screens []ScreenRow `json:"screens"`
 }
+
+// ScreenUpdate is the answer of POST /v1/screens/{id}/updates: 200 with
+// Applied true once the update is saved, or 422 with Applied false, the
+// Issues that refused it and the update_rejected error beside them.
+type ScreenUpdate struct {
+	Applied bool           `json:"applied"`
+	Issues  []screen.Issue `json:"issues"`
+	// Seq is the screen's sequence number after the update.
+	Seq   int64       `json:"seq"`
+	Error *wire.Error `json:"error,omitempty"`
+}

@@ -126,6 +126,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 // send sends a request and returns the status and body of the answer,
 // whatever the status.
 func (c *Client) send(ctx context.Context, method, path string, in any) (int, []byte, error) {
+	return c.sendAs(ctx, method, path, in, "application/json")
+}
+
+// sendAs is send with the media type of a request body.
+func (c *Client) sendAs(ctx context.Context, method, path string, in any, contentType string) (int, []byte, error) {
 	var rd io.Reader
 	switch b := in.(type) {
 	case nil:
@@ -146,7 +151,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (int, []
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)

@@ -294,3 +294,52 @@ func TestRunLifecycle(t *testing.T) {
 		t.Fatalf("Kill = %+v, %v", k, err)
 	}
 }
+
+func TestScreens(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	ctx := t.Context()
+	c := newClient(t, f, f.Token)
+	sum, err := c.ShowScreen(ctx, "root = Text($s)\n$s = \"start\"\n")
+	if err != nil || sum.ID == "" || sum.Components == 0 || len(sum.Rejected) != 0 {
+		t.Fatalf("ShowScreen = %+v, %v", sum, err)
+	}
+	rows, err := c.Screens(ctx)
+	if err != nil || len(rows) != 1 || rows[0].ID != sum.ID || rows[0].Owner != f.Boot.Agent.ID {
+		t.Fatalf("Screens = %+v, %v", rows, err)
+	}
+	got, err := c.Screen(ctx, sum.ID)
+	if err != nil || got.ID != sum.ID {
+		t.Fatalf("Screen = %+v, %v", got, err)
+	}
+	// Updates come from a service, never from an agent.
+	if _, err := c.UpdateScreen(ctx, sum.ID, "$s = \"next\"\n"); !isCode(err, wire.Forbidden) {
+		t.Fatalf("UpdateScreen by an agent = %v", err)
+	}
+	if err := c.DeleteScreen(ctx, sum.ID); err != nil {
+		t.Fatalf("DeleteScreen = %v", err)
+	}
+	if _, err := c.Screen(ctx, sum.ID); !isCode(err, wire.NotFound) {
+		t.Fatalf("Screen after delete = %v", err)
+	}
+}
+
+func TestProposalDecision(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	ctx := t.Context()
+	_, pending, err := newClient(t, f, f.Token).Spawn(ctx, api.SpawnRequest{Template: json.RawMessage(`"echo hi"`), RunID: "hello"})
+	if err != nil || pending == nil {
+		t.Fatalf("Spawn = %+v, %v", pending, err)
+	}
+	if _, err := newClient(t, f, f.Token).DecideProposal(ctx, pending.Proposal, true, ""); err == nil {
+		t.Fatal("an agent approved its own proposal")
+	}
+	person, _ := f.Issue(store.KindHuman, "approver")
+	p, err := newClient(t, f, person).DecideProposal(ctx, pending.Proposal, false, "not now")
+	if err != nil || p.Status != "declined" {
+		t.Fatalf("DecideProposal(decline) = %+v, %v", p, err)
+	}
+	raw, err := newClient(t, f, f.Token).Inspect(ctx, run.InspectRequest{Target: "runtime", View: "runs"})
+	if err != nil || !strings.Contains(string(raw), `"runs"`) {
+		t.Fatalf("Inspect = %s, %v", raw, err)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -347,4 +349,83 @@ func (c *Client) ApplyPrescription(ctx context.Context, id string, params map[st
 	}{params}
 	err := c.Do(ctx, http.MethodPost, "/v1/flows/prescriptions/"+url.PathEscape(id)+"/apply", body, &rc)
 	return rc, err
+}
+
+// screenType is the media type of an Omni-IR stream or update.
+const screenType = "text/plain; charset=utf-8"
+
+// ShowScreen shows a screen written in Omni-IR (docs/screens.md) and
+// returns its summary: its id, the components read and the lines
+// rejected.
+func (c *Client) ShowScreen(ctx context.Context, stream string) (api.ScreenSummary, error) {
+	var sum api.ScreenSummary
+	status, data, err := c.sendAs(ctx, http.MethodPost, "/v1/screens", strings.NewReader(stream), screenType)
+	if err != nil {
+		return sum, err
+	}
+	if status/100 != 2 {
+		return sum, answerError(status, data)
+	}
+	return sum, decode(data, &sum, http.MethodPost, "/v1/screens")
+}
+
+// Screens lists the screens the principal may see.
+func (c *Client) Screens(ctx context.Context) ([]api.ScreenRow, error) {
+	var l api.ScreenList
+	err := c.Do(ctx, http.MethodGet, "/v1/screens", nil, &l)
+	return l.Screens, err
+}
+
+// Screen returns one screen's summary.
+func (c *Client) Screen(ctx context.Context, id string) (api.ScreenSummary, error) {
+	var sum api.ScreenSummary
+	err := c.Do(ctx, http.MethodGet, "/v1/screens/"+url.PathEscape(id), nil, &sum)
+	return sum, err
+}
+
+// DeleteScreen deletes a screen.
+func (c *Client) DeleteScreen(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/screens/"+url.PathEscape(id), nil, nil)
+}
+
+// UpdateScreen applies an update (Omni-IR lines) to a screen, with a
+// service's token. A rejected update returns its answer, whose Issues say
+// why, together with the update_rejected *Error.
+func (c *Client) UpdateScreen(ctx context.Context, id, update string) (api.ScreenUpdate, error) {
+	var u api.ScreenUpdate
+	path := "/v1/screens/" + url.PathEscape(id) + "/updates"
+	status, data, err := c.sendAs(ctx, http.MethodPost, path, strings.NewReader(update), screenType)
+	if err != nil {
+		return u, err
+	}
+	if status/100 == 2 {
+		return u, decode(data, &u, http.MethodPost, path)
+	}
+	e := answerError(status, data)
+	if e.Code == wire.UpdateRejected {
+		_ = json.Unmarshal(data, &u)
+	}
+	return u, e
+}
+
+// DecideProposal approves or declines (with reason) a command or tool
+// proposal, with a person's token.
+func (c *Client) DecideProposal(ctx context.Context, id string, approve bool, reason string) (*run.Proposal, error) {
+	decision, body := "decline", any(api.DecisionRequest{Reason: reason})
+	if approve {
+		decision, body = "approve", nil
+	}
+	p := new(run.Proposal)
+	if err := c.Do(ctx, http.MethodPost, "/v1/proposals/"+url.PathEscape(id)+"/"+decision, body, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Inspect returns one view of a Run, a Recipe or a tool (run.InspectRequest
+// names which) as the server sends it; its shape depends on the view.
+func (c *Client) Inspect(ctx context.Context, req run.InspectRequest) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := c.Do(ctx, http.MethodPost, "/v1/runs/inspect", req, &raw)
+	return raw, err
 }

@@ -128,6 +128,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{"GET /v1/flows/instances/{id}", "/v1/flows/instances/e-1", f.Token, "", 200},
 		{"POST /v1/flows/instances/{id}/prescribe", "/v1/flows/instances/e-1/prescribe", f.Token, `{}`, 200},
 		{"GET /v1/flows/approvals", "/v1/flows/approvals", f.Token, "", 200},
+		{"POST /v1/screens", "/v1/screens", f.Token, "root = Text($s)\n$s = \"start\"\n", 201},
 		{"GET /v1/screens", "/v1/screens", f.Token, "", 200},
 		{"GET /v1/screens/{id}", "/v1/screens/nope", f.Token, "", 404},
 	} {

@@ -950,11 +950,11 @@ func (s *Part) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	sc.mu.Lock()
 	seq := sc.seq
 	sc.mu.Unlock()
-	body := map[string]any{"applied": res.Applied, "issues": issues, "seq": seq}
+	body := api.ScreenUpdate{Applied: res.Applied, Issues: issues, Seq: seq}
 	if !res.Applied {
 		// A rejected update keeps its answer's fields and carries the one
 		// error object beside them.
-		body["error"] = wire.New(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
+		body.Error = wire.New(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
 			WithData(map[string]any{"issues": issues})
 	}
 	host.WriteJSON(w, status, body)
