@@ -61,9 +61,9 @@ func Routes() []Route {
 		{Method: get, Path: "/v1/controls", Summary: "Snapshots of the controls you can see (?formId=)", Status: ok, Response: typeOf[ControlList]()},
 		{Method: get, Path: "/v1/controls/{formId}/{controlId}", Summary: "One control's snapshot (?subjectType=&subjectId=)", Status: ok, Response: typeOf[control.Snapshot]()},
 		{Method: post, Path: "/v1/controls/execute", Summary: "Run one control command", Request: typeOf[ExecuteRequest](), Status: ok, Response: typeOf[CommandAnswer]()},
-		{Method: post, Path: "/v1/forms/{formId}/controls", Summary: "A service declares its form's hosted controls", Status: ok, Response: typeOf[ControlList]()},
+		{Method: post, Path: "/v1/forms/{formId}/controls", Summary: "A service declares its form's hosted controls", Request: typeOf[FormDeclaration](), Status: ok, Response: typeOf[ControlList]()},
 		{Method: http.MethodDelete, Path: "/v1/forms/{formId}/controls", Summary: "The form's service removes the form", Status: http.StatusNoContent},
-		{Method: http.MethodPut, Path: "/v1/forms/{formId}/controls/{controlId}/value", Summary: "The form's service records the person's own edit", Status: ok, Response: typeOf[control.Snapshot]()},
+		{Method: http.MethodPut, Path: "/v1/forms/{formId}/controls/{controlId}/value", Summary: "The form's service records the person's own edit", Request: typeOf[SetValueRequest](), Status: ok, Response: typeOf[control.Snapshot]()},
 		{Method: get, Path: "/v1/audit", Summary: "The durable audit log, oldest first (?formId=&principalId=&after=&limit=)", Status: ok, Response: typeOf[AuditList]()},
 
 		{Method: post, Path: "/v1/runs", Summary: "Start a Run (201), or file an agent's template for a person (202)", Request: typeOf[SpawnRequest](), Status: created, Response: typeOf[run.Run](), Accepted: typeOf[run.PendingApproval]()},

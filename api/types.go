@@ -261,3 +261,26 @@ type ScreenUpdate struct {
 	Seq   int64       `json:"seq"`
 	Error *wire.Error `json:"error,omitempty"`
 }
+
+// HostedControl is one control in a service's form declaration.
+type HostedControl struct {
+	ControlID string           `json:"controlId"`
+	Subject   *control.Subject `json:"subject,omitempty"`
+	Metadata  control.Metadata `json:"metadata"`
+	Value     any              `json:"value"`
+	State     *control.State   `json:"state,omitempty"`
+}
+
+// FormDeclaration is the body of POST /v1/forms/{formId}/controls: the
+// controls a service hosts on the form, 1 to 1,000.
+type FormDeclaration struct {
+	Controls []HostedControl `json:"controls"`
+}
+
+// SetValueRequest is the body of PUT
+// /v1/forms/{formId}/controls/{controlId}/value: the value the person set
+// in the service's own application.
+type SetValueRequest struct {
+	Value   any              `json:"value"`
+	Subject *control.Subject `json:"subject,omitempty"`
+}

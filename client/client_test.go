@@ -343,3 +343,30 @@ func TestProposalDecision(t *testing.T) {
 		t.Fatalf("Inspect = %s, %v", raw, err)
 	}
 }
+
+func TestHostedForm(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	ctx := t.Context()
+	svc, _ := f.Issue(store.KindService, "billing")
+	c := newClient(t, f, svc)
+	snaps, err := c.DeclareForm(ctx, "billing", []api.HostedControl{
+		{ControlID: "plan", Metadata: control.Metadata{Kind: "text", Label: "Plan"}, Value: "free"},
+	})
+	if err != nil || len(snaps) != 1 || snaps[0].State.Value != "free" {
+		t.Fatalf("DeclareForm = %+v, %v", snaps, err)
+	}
+	id := control.Identity{FormID: "billing", ControlID: "plan"}
+	snap, err := c.SetValue(ctx, id, "pro")
+	if err != nil || snap.State.Value != "pro" {
+		t.Fatalf("SetValue = %+v, %v", snap, err)
+	}
+	if _, err := newClient(t, f, f.Token).SetValue(ctx, id, "x"); !isCode(err, wire.NotFound) {
+		t.Fatalf("SetValue by another principal = %v", err)
+	}
+	if err := c.RemoveForm(ctx, "billing"); err != nil {
+		t.Fatalf("RemoveForm = %v", err)
+	}
+	if _, err := c.Control(ctx, id); !isCode(err, wire.NotFound) {
+		t.Fatalf("Control after RemoveForm = %v", err)
+	}
+}

@@ -429,3 +429,26 @@ func (c *Client) Inspect(ctx context.Context, req run.InspectRequest) (json.RawM
 	err := c.Do(ctx, http.MethodPost, "/v1/runs/inspect", req, &raw)
 	return raw, err
 }
+
+// DeclareForm hosts, with a service's token, the controls of formID (1 to
+// 1,000), replacing an earlier declaration, and returns their snapshots.
+func (c *Client) DeclareForm(ctx context.Context, formID string, controls []api.HostedControl) ([]control.Snapshot, error) {
+	var l api.ControlList
+	err := c.Do(ctx, http.MethodPost, "/v1/forms/"+url.PathEscape(formID)+"/controls", api.FormDeclaration{Controls: controls}, &l)
+	return l.Controls, err
+}
+
+// SetValue records, for the service that hosts the control, the value the
+// person set in the service's own application. A proposal staged before
+// it becomes stale.
+func (c *Client) SetValue(ctx context.Context, id control.Identity, value any) (control.Snapshot, error) {
+	var snap control.Snapshot
+	path := "/v1/forms/" + url.PathEscape(id.FormID) + "/controls/" + url.PathEscape(id.ControlID) + "/value"
+	err := c.Do(ctx, http.MethodPut, path, api.SetValueRequest{Value: value, Subject: id.Subject}, &snap)
+	return snap, err
+}
+
+// RemoveForm removes a form the service declared.
+func (c *Client) RemoveForm(ctx context.Context, formID string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/forms/"+url.PathEscape(formID)+"/controls", nil, nil)
+}
