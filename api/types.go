@@ -284,3 +284,16 @@ type SetValueRequest struct {
 	Value   any              `json:"value"`
 	Subject *control.Subject `json:"subject,omitempty"`
 }
+
+// ApplyRequest is the body of POST /v1/flows/prescriptions/{id}/apply:
+// the values of the prescription's parameters.
+type ApplyRequest struct {
+	Parameters map[string]string `json:"parameters,omitempty"`
+}
+
+// ProgramDocument is the answer of GET /v1/flows/programs/{fingerprint}:
+// the program's summary and its canonical JSON.
+type ProgramDocument struct {
+	Program   ProgramView     `json:"program"`
+	Canonical json.RawMessage `json:"canonical"`
+}

@@ -223,6 +223,10 @@ func TestFlows(t *testing.T) {
 	if fp == "" {
 		t.Fatalf("no expense-approval among %+v", progs)
 	}
+	doc, err := c.Program(ctx, fp)
+	if err != nil || doc.Program.Fingerprint != fp || !json.Valid(doc.Canonical) || len(doc.Canonical) < 10 {
+		t.Fatalf("Program = %+v, %v", doc, err)
+	}
 	inst, err := c.StartInstance(ctx, api.StartRequest{Program: "expense-approval", ID: "e-1", Phase: "draft"})
 	if err != nil || inst.ID != "e-1" || inst.Program != fp || inst.Phase != "draft" {
 		t.Fatalf("StartInstance = %+v, %v", inst, err)

@@ -322,6 +322,14 @@ func (c *Client) Prescribe(ctx context.Context, id string, req flow.Request) (ap
 	return p, err
 }
 
+// Program returns a loaded Flow program (by fingerprint) and its
+// canonical JSON.
+func (c *Client) Program(ctx context.Context, fingerprint string) (api.ProgramDocument, error) {
+	var d api.ProgramDocument
+	err := c.Do(ctx, http.MethodGet, "/v1/flows/programs/"+url.PathEscape(fingerprint), nil, &d)
+	return d, err
+}
+
 // Approvals lists the Flow approvals the principal may see, only those of
 // instance when it is not empty.
 func (c *Client) Approvals(ctx context.Context, instance string) ([]flow.Approval, error) {
@@ -344,10 +352,7 @@ func (c *Client) Approval(ctx context.Context, id string) (flow.Approval, error)
 // ApplyPrescription applies a Flow prescription with its parameters.
 func (c *Client) ApplyPrescription(ctx context.Context, id string, params map[string]string) (flow.Receipt, error) {
 	var rc flow.Receipt
-	body := struct {
-		Parameters map[string]string `json:"parameters,omitempty"`
-	}{params}
-	err := c.Do(ctx, http.MethodPost, "/v1/flows/prescriptions/"+url.PathEscape(id)+"/apply", body, &rc)
+	err := c.Do(ctx, http.MethodPost, "/v1/flows/prescriptions/"+url.PathEscape(id)+"/apply", api.ApplyRequest{Parameters: params}, &rc)
 	return rc, err
 }
 

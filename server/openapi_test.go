@@ -123,6 +123,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{"GET /v1/flows/approvals/{id}", "/v1/flows/approvals/nope", f.Token, "", 404},
 		{"POST /v1/flows/instances", "/v1/flows/instances", f.Token, `{"program":"nope","phase":"x"}`, 404},
 		{"GET /v1/flows/programs", "/v1/flows/programs", f.Token, "", 200},
+		{"GET /v1/flows/programs/{fingerprint}", "/v1/flows/programs/nope", f.Token, "", 404},
+		{"POST /v1/flows/prescriptions/{id}/apply", "/v1/flows/prescriptions/nope/apply", f.Token, `{"parameters":{}}`, 404},
 		{"POST /v1/flows/instances", "/v1/flows/instances", f.Token, `{"program":"expense-approval","id":"e-1","phase":"draft"}`, 201},
 		{"GET /v1/flows/instances", "/v1/flows/instances", f.Token, "", 200},
 		{"GET /v1/flows/instances/{id}", "/v1/flows/instances/e-1", f.Token, "", 200},

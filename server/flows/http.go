@@ -414,7 +414,7 @@ func (s *Part) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"program": s.viewLoadedProgram(r.Context(), p), "canonical": json.RawMessage(p.Canonical())})
+	host.WriteJSON(w, http.StatusOK, api.ProgramDocument{Program: s.viewLoadedProgram(r.Context(), p), Canonical: json.RawMessage(p.Canonical())})
 }
 
 // flowDecideProgram approves or declines a proposed program for a person.
@@ -538,9 +538,7 @@ func (s *Part) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleFlowApply(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Parameters map[string]string `json:"parameters,omitempty"`
-	}
+	var body api.ApplyRequest
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &body) {
 		return
 	}
