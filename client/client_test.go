@@ -290,6 +290,9 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil || len(list.Runs) != 1 || list.Runs[0].ID != "sleeper" {
 		t.Fatalf("Runs = %+v, %v", list, err)
 	}
+	if _, err := c.Logs(ctx, "sleeper", "stdout", 10); err != nil {
+		t.Fatalf("Logs = %v", err)
+	}
 	if _, err := c.Archive(ctx, "sleeper"); !isCode(err, wire.NotTerminal) {
 		t.Fatalf("Archive of a live Run = %v", err)
 	}
