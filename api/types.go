@@ -1,8 +1,8 @@
-// Package api describes assent's HTTP API under /v1: the bodies that
-// belong to no single part (health, readiness, the principal, the list
-// envelopes, the requests of the Runs routes) and the table of every
-// route, from which the OpenAPI 3.1 document served at /v1/openapi.json is
-// built.
+// Package api describes assent's HTTP API under /v1: the bodies that no
+// domain package owns (health, readiness, the principal, list envelopes,
+// request bodies, the views the server's parts compose) and the table of
+// every route, from which the OpenAPI 3.1 document served at
+// /v1/openapi.json is built.
 //
 // The bodies owned by a part keep their home: a control snapshot is a
 // [control.Snapshot], a Run a [run.Run], a Flow instance a [flow.Instance].

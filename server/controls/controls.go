@@ -473,10 +473,7 @@ func resultStatus(res control.Result) int {
 // tool send it. A refused command keeps the result's own fields (ok false,
 // reason, message; docs/controls.md) and carries the one error object
 // beside them, whose code is the reason.
-type commandAnswer struct {
-	control.Result
-	Error *wire.Error `json:"error,omitempty"`
-}
+type commandAnswer = api.CommandAnswer
 
 // answerOf returns res as it is sent.
 func answerOf(res control.Result) commandAnswer {

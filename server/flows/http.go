@@ -453,9 +453,7 @@ func (s *Part) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.HumanConfirmationRequired, "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
 		return
 	}
-	var body struct {
-		Reason string `json:"reason,omitempty"`
-	}
+	var body api.DecisionRequest
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 		return
 	}
@@ -577,9 +575,7 @@ func (s *Part) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.HumanConfirmationRequired, "approvals are decided by a person in the web inbox (/inbox), never with a token")
 		return
 	}
-	var body struct {
-		Reason string `json:"reason,omitempty"`
-	}
+	var body api.DecisionRequest
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 		return
 	}

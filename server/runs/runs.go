@@ -479,10 +479,7 @@ func (s *Part) handleRunLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleRunControl(w http.ResponseWriter, r *http.Request) {
-	var b struct {
-		Action string          `json:"action"`
-		Input  json.RawMessage `json:"input,omitempty"`
-	}
+	var b api.RunControlRequest
 	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
@@ -502,10 +499,7 @@ func (s *Part) handleRunControl(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleRunClaim(w http.ResponseWriter, r *http.Request) {
-	var b struct {
-		ID         string `json:"id,omitempty"`
-		InstanceID string `json:"run_instance_id,omitempty"`
-	}
+	var b api.ClaimRequest
 	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
@@ -539,10 +533,7 @@ func runGeneration(p store.Principal, id, named string) (owner, instance string,
 
 func (s *Part) handleRunSettle(handled bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b struct {
-			Error      string `json:"error,omitempty"`
-			InstanceID string `json:"run_instance_id,omitempty"`
-		}
+		var b api.SettleRequest
 		if !host.DecodeJSON(w, r, 0, &b) {
 			return
 		}
@@ -584,9 +575,7 @@ func (s *Part) handleRunTrace(w http.ResponseWriter, r *http.Request) {
 
 func (s *Part) handleRunRetain(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b struct {
-			PreserveArtifacts bool `json:"preserve_artifacts,omitempty"`
-		}
+		var b api.RetainRequest
 		if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &b) {
 			return
 		}
