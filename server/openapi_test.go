@@ -196,3 +196,18 @@ func TestOpenAPISchemasRefuseWrongAnswers(t *testing.T) {
 		t.Error("the Error schema accepts an error without message and retryable")
 	}
 }
+
+// A route the document marks public answers without a token; every other
+// route asks for one (401 sign_in_required).
+func TestOpenAPISecurityMatchesTheRoutes(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	fill := strings.NewReplacer("{", "", "}", "")
+	for _, r := range api.Routes() {
+		path := fill.Replace(r.Path)
+		resp := f.Req(r.Method, path, "", nil, nil)
+		resp.Body.Close()
+		if asked := resp.StatusCode == http.StatusUnauthorized; asked == r.Public {
+			t.Errorf("%s without a token: %d, and the document says public=%v", r.Pattern(), resp.StatusCode, r.Public)
+		}
+	}
+}
