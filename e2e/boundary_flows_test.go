@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -109,7 +112,10 @@ func TestAttackRestageAfterApprovalFiled(t *testing.T) {
 	}
 	stage("ada.new@example.com")
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	var aprID string
+	if apr := assenttest.As[api.Prescription](t, out).Approval; apr != nil {
+		aprID = apr.ID
+	}
 	if aprID == "" {
 		t.Fatalf("prescribe: %v", out)
 	}
@@ -124,7 +130,7 @@ func TestAttackRestageAfterApprovalFiled(t *testing.T) {
 		t.Fatalf("Approve after the agent re-staged: %s\n%s", loc, page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
-	if v := assenttest.Dig(snap, "state", "value"); v != "ada@example.com" {
+	if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != "ada@example.com" {
 		t.Fatalf("email = %v after the refused approval", v)
 	}
 	if code, apr, _ := a.API("GET", "/v1/flows/approvals/"+aprID, agentTok, nil); code != 200 || apr["status"] != "stale" {
@@ -156,8 +162,9 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 	a := newApp(t, true)
 	agentTok := a.Boot.AgentToken
 	code, out, raw := a.API("POST", "/v1/flows/programs", agentTok, []byte(sneakPay))
-	fp, _ := assenttest.Dig(out, "program", "fingerprint").(string)
-	if code != 202 || out["status"] != "pending_approval" || fp == "" {
+	proposal := assenttest.As[api.ProgramProposal](t, out)
+	fp := proposal.Program.Fingerprint
+	if code != 202 || proposal.Status != "pending_approval" || fp == "" {
 		t.Fatalf("agent's load: %d %s", code, raw)
 	}
 	code, body, _ := a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": fp, "id": "mine", "phase": "start"})
@@ -172,10 +179,10 @@ func TestAttackAgentLoadsItsOwnPaymentProgram(t *testing.T) {
 	}
 	cs := a.agent()
 	res, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "mine-2", "transition": "pay", "parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	if assenttest.Dig(res, "decision", "kind") == "PRESCRIBED" {
+	if assenttest.As[api.Prescription](t, res).Decision.Kind == flow.Prescribed {
 		t.Fatalf("pay from draft was prescribed: %v", res)
 	}
-	if direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || assenttest.Dig(direct, "error", "code") != "forbidden" {
+	if direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": "DE89370400440532013000"}); !isErr || errorCode(t, direct) != wire.Forbidden {
 		t.Fatalf("direct payments_send: %v", direct)
 	}
 }
@@ -209,7 +216,7 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 	}
 	a.API("POST", "/v1/flows/instances", agentTok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
 	_, out, _ := a.API("POST", "/v1/flows/instances/b-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	for i := range 3 {
 		if code, body, _ := a.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", agentTok, nil); code != 409 || assenttest.ErrCode(body) != flow.CodeRecoveryRequired {
 			t.Fatalf("apply %d: %d %v", i+1, code, body)
@@ -219,8 +226,8 @@ func TestAttackUncertainPaymentReapplied(t *testing.T) {
 		t.Fatalf("the payment went out %d times", n)
 	}
 	_, v, _ := a.API("GET", "/v1/flows/instances/b-1", agentTok, nil)
-	if assenttest.Dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
-		t.Fatalf("payment.status: %v", assenttest.Dig(v, "instance", "facts"))
+	if facts := assenttest.As[api.InstanceView](t, v).Instance.Facts; facts["payment.status"].Status != "unknown" {
+		t.Fatalf("payment.status: %v", facts)
 	}
 }
 
@@ -239,7 +246,7 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 		t.Fatalf("start: %d %s", code, raw)
 	}
 	_, out, _ := a.API("POST", "/v1/flows/instances/x-1/prescribe", agentTok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if prx == "" {
 		t.Fatalf("prescribe: %v", out)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"testing"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
 )
 
@@ -32,14 +33,14 @@ func TestBoundaryFlowStartSkipsApproval(t *testing.T) {
 	}
 	params := map[string]any{"parameters": map[string]any{"iban": "DE89370400440532013000", "reference": "evil"}}
 	_, out, raw := a.API("POST", "/v1/flows/instances/evil-1/prescribe", tok, params)
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if prx == "" {
 		t.Logf("no prescription (holds): %s", raw)
 		return
 	}
 	code, _, raw = a.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, params)
 	_, inst, _ := a.API("GET", "/v1/flows/instances/evil-1", tok, nil)
-	if assenttest.Dig(inst, "instance", "phase") == "paid" || assenttest.Dig(inst, "instance", "facts", "payment.status", "value") == "sent" {
-		t.Fatalf("an agent paid 9,999,999.00 EUR to its own IBAN with no person's approval: apply %d %s\ninstance: %v", code, raw, assenttest.Dig(inst, "instance"))
+	if in := assenttest.As[api.InstanceView](t, inst).Instance; in.Phase == "paid" || in.Facts["payment.status"].Value == "sent" {
+		t.Fatalf("an agent paid 9,999,999.00 EUR to its own IBAN with no person's approval: apply %d %s\ninstance: %+v", code, raw, in)
 	}
 }

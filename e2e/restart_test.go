@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store/postgres/pgtest"
@@ -251,7 +250,7 @@ func inboxSurvivesKill(t *testing.T, exe, storeURL string) {
 		t.Fatalf("start expense: %d %s", code, raw)
 	}
 	_, sub, raw := first.api(t, "POST", "/v1/flows/instances/restart-expense/prescribe", tok, nil, map[string]any{})
-	subID, _ := assenttest.Dig(sub, "decision", "prescription", "id").(string)
+	subID := prescriptionID(t, sub)
 	if subID == "" {
 		t.Fatalf("prescribe submit: %s", raw)
 	}

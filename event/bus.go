@@ -335,7 +335,7 @@ func (s *Subscription) Ready() <-chan struct{} { return s.wake }
 // laggedEvent reports missed events lost after sequence resumeAfter; its own
 // sequence is seq, the last one skipped.
 func (s *Subscription) laggedEvent(missed, resumeAfter, seq int64) *Event {
-	d, _ := json.Marshal(LaggedData{Missed: missed, ResumeAfter: resumeAfter, ResumeAfterOld: resumeAfter})
+	d, _ := json.Marshal(LaggedData{Missed: missed, ResumeAfter: resumeAfter})
 	return &Event{Seq: seq, Type: Lagged, Time: s.bus.now(), Data: d}
 }
 

@@ -77,7 +77,4 @@ type LaggedData struct {
 	// can resubscribe after it to fetch what is still in the replay buffer,
 	// or reload its state.
 	ResumeAfter int64 `json:"resume_after"`
-	// ResumeAfterOld is ResumeAfter under its spelling before, carried for
-	// one release.
-	ResumeAfterOld int64 `json:"resumeAfter"`
 }

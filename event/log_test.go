@@ -105,7 +105,7 @@ func TestOpenFillsReplayFromLog(t *testing.T) {
 	}{
 		{after: 15, want: []int64{16, 17, 18, 19, 20}},
 		{after: 12, want: []int64{13, 14, 15, 16, 17, 18, 19, 20}},
-		{after: 5, want: []int64{12, 13, 14, 15, 16, 17, 18, 19, 20}, lag: &LaggedData{Missed: 7, ResumeAfter: 5, ResumeAfterOld: 5}},
+		{after: 5, want: []int64{12, 13, 14, 15, 16, 17, 18, 19, 20}, lag: &LaggedData{Missed: 7, ResumeAfter: 5}},
 	}
 	for _, tt := range tests {
 		got := take(t, b.Subscribe(tt.after, 64, nil), len(tt.want))
@@ -132,7 +132,7 @@ func TestDeliverGapCountsAsMissed(t *testing.T) {
 		t.Fatalf("seqs %v, want %v", seqs(got), want)
 	}
 	var d LaggedData
-	if got[2].Type != Lagged || json.Unmarshal(got[2].Data, &d) != nil || d != (LaggedData{Missed: 3, ResumeAfter: 2, ResumeAfterOld: 2}) {
+	if got[2].Type != Lagged || json.Unmarshal(got[2].Data, &d) != nil || d != (LaggedData{Missed: 3, ResumeAfter: 2}) {
 		t.Errorf("third event %s %s, want lagged missed 3 after 2", got[2].Type, got[2].Data)
 	}
 	// The replay buffer holds only what follows the gap.

@@ -54,13 +54,18 @@ func (m *Manager) ApplyAs(ctx context.Context, ownerID, senderID, id, action str
 		return ControlResult{Archive: res}, err
 	case "prune":
 		var in struct {
-			PreserveArtifacts  bool `json:"preserve_artifacts"`
-			PreserveArtifacts2 bool `json:"preserveArtifacts"`
+			PreserveArtifacts bool            `json:"preserve_artifacts"`
+			Removed           json.RawMessage `json:"preserveArtifacts"`
 		}
 		if len(input) > 0 {
 			_ = json.Unmarshal(input, &in)
 		}
-		res, err := m.Prune(ctx, ownerID, id, in.PreserveArtifacts || in.PreserveArtifacts2)
+		if in.Removed != nil {
+			// The old spelling is refused rather than ignored: ignoring
+			// it would delete the artifacts its sender asked to keep.
+			return ControlResult{}, errorf(CodeInvalidRequest, "preserveArtifacts was renamed preserve_artifacts; send preserve_artifacts")
+		}
+		res, err := m.Prune(ctx, ownerID, id, in.PreserveArtifacts)
 		return ControlResult{Prune: res}, err
 	}
 	res, err := m.deliver(ctx, ownerID, senderID, id, action, input)
@@ -121,7 +126,7 @@ func (m *Manager) deliverLocked(ctx context.Context, ownerID, senderID, id, acti
 	}
 	status, ident := m.status(r)
 	if status != StatusRunning {
-		return nil, nil, &Error{Code: "terminal_state", Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
+		return nil, nil, &Error{Code: CodeTerminalState, Message: fmt.Sprintf("Run is not running: %s", id), Details: map[string]any{"status": status}}
 	}
 	node := m.supervisor(r)
 	if node == "" && ident != identityValid {

@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assent-run/assent/store"
+
+	"github.com/assent-run/assent/server/wire"
 )
 
 // Several nodes share one store; a Run's process, logs and Control FIFO
@@ -40,7 +42,7 @@ const SignalEventType = "run.signal"
 
 // CodeNodeUnavailable is the error code of a request the node supervising
 // the Run did not answer in time.
-const CodeNodeUnavailable = "node_unavailable"
+const CodeNodeUnavailable = string(wire.NodeUnavailable)
 
 // DefaultForwardWait is how long a node waits for the supervising node
 // when Config.ForwardWait is zero.

@@ -1155,8 +1155,8 @@ func (m *Manager) killLocked(ctx context.Context, r store.RunRecord) (*KillResul
 			return nil, fmt.Errorf("run: kill %s: %w", id, err)
 		}
 	}
-	m.emit(ctx, r, "run.kill", "Killed Run process", map[string]any{"pid": r.PID, "signal": "SIGKILL", "signal_target": target, "signalTarget": target}, "warning")
-	return &KillResult{Killed: true, Stopped: true, PID: r.PID, Signal: "SIGKILL", SignalTarget: target, SignalTargetOld: target, StateDir: m.stateDir(id)}, nil
+	m.emit(ctx, r, "run.kill", "Killed Run process", map[string]any{"pid": r.PID, "signal": "SIGKILL", "signal_target": target}, "warning")
+	return &KillResult{Killed: true, Stopped: true, PID: r.PID, Signal: "SIGKILL", SignalTarget: target, StateDir: m.stateDir(id)}, nil
 }
 
 // Archive moves a terminal Run's directory to <data>/archive/runs/ and leaves a

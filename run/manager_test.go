@@ -453,6 +453,14 @@ func TestRestartArchivePrune(t *testing.T) {
 	if _, err := f.m.Spawn(ctx, "alice", SpawnRequest{Recipe: "job", RunID: "job"}); code(err) != CodeRunArchived {
 		t.Fatalf("spawn over a tombstone: %v", err)
 	}
+	// The removed spelling preserveArtifacts is refused, not ignored:
+	// ignoring it would delete what its sender asked to keep.
+	if _, err := f.m.Apply(ctx, "alice", "job", "prune", json.RawMessage(`{"preserveArtifacts":true}`)); code(err) != CodeInvalidRequest {
+		t.Fatalf("prune with preserveArtifacts: %v", err)
+	}
+	if _, err := f.m.Status(ctx, "alice", "job"); err != nil {
+		t.Fatalf("a refused prune removed the Run: %v", err)
+	}
 	pruned, err := f.m.Prune(ctx, "alice", "job", true)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+
+	"github.com/assent-run/assent/server/wire"
 )
 
 // GrantCommandExecute lets an agent run commands of its own making: spawn
@@ -25,10 +27,10 @@ const GrantCommandExecute = "command.execute"
 
 // Codes of proposal refusals.
 const (
-	CodeForbidden        = "forbidden"
-	CodeProposalDecided  = "proposal_decided"
-	CodeStaleProposal    = "stale_proposal"
-	CodeApprovalRequired = "approval_required"
+	CodeForbidden        = string(wire.Forbidden)
+	CodeProposalDecided  = string(wire.ProposalDecided)
+	CodeStaleProposal    = string(wire.StaleProposal)
+	CodeApprovalRequired = string(wire.ApprovalRequired)
 )
 
 // StatusPendingApproval is the status of a spawn or registration that

@@ -38,6 +38,8 @@ import (
 
 	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
+
+	"github.com/assent-run/assent/server/wire"
 )
 
 // Limits of the Control envelope and the journal (see store for the
@@ -72,34 +74,36 @@ func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Error codes.
+// Error codes: the codes of the wire's one table (server/wire), under the
+// names this package gives them, so each is written once.
 const (
-	CodeInvalidRequest     = "invalid_request"
-	CodeInvalidRecipe      = "invalid_recipe"
-	CodeInvalidControl     = "invalid_control"
-	CodeInvalidTrace       = "invalid_trace_event"
-	CodeNotFound           = "not_found"
-	CodeRunActive          = "run_active"
-	CodeRunArchived        = "run_archived"
-	CodeNotRunning         = "not_running"
-	CodeNotTerminal        = "not_terminal"
-	CodeUndeclaredAction   = "undeclared_action"
-	CodeBackpressure       = "control_backpressure"
-	CodeIntegrity          = "control_journal_integrity"
-	CodeEndpointNotReady   = "endpoint_not_ready"
-	CodeDeliveryFailed     = "delivery_failed"
-	CodeGenerationMismatch = "generation_mismatch"
-	CodeIdentity           = "process_identity"
-	CodeConflict           = "conflict"
+	CodeInvalidRequest     = string(wire.InvalidRequest)
+	CodeInvalidRecipe      = string(wire.InvalidRecipe)
+	CodeInvalidControl     = string(wire.InvalidControl)
+	CodeInvalidTrace       = string(wire.InvalidTraceEvent)
+	CodeNotFound           = string(wire.NotFound)
+	CodeRunActive          = string(wire.RunActive)
+	CodeRunArchived        = string(wire.RunArchived)
+	CodeNotRunning         = string(wire.NotRunning)
+	CodeNotTerminal        = string(wire.NotTerminal)
+	CodeTerminalState      = string(wire.TerminalState)
+	CodeUndeclaredAction   = string(wire.UndeclaredAction)
+	CodeBackpressure       = string(wire.ControlBackpressure)
+	CodeIntegrity          = string(wire.JournalIntegrity)
+	CodeEndpointNotReady   = string(wire.EndpointNotReady)
+	CodeDeliveryFailed     = string(wire.DeliveryFailed)
+	CodeGenerationMismatch = string(wire.GenerationMismatch)
+	CodeIdentity           = string(wire.ProcessIdentity)
+	CodeConflict           = string(wire.Conflict)
 	// CodeRateLimited: too many requests for one Run wait on another node.
-	CodeRateLimited    = "rate_limited"
-	CodeToolExists     = "tool_exists"
-	CodeToolCollision  = "tool_name_collision"
-	CodeReservedName   = "reserved_tool_name"
-	CodeStartFailed    = "start_failed"
-	CodePreserveFailed = "preserve_failed"
-	CodeLimitExceeded  = "limit_exceeded"
-	CodeSandbox        = "sandbox_unavailable"
+	CodeRateLimited    = string(wire.RateLimited)
+	CodeToolExists     = string(wire.ToolExists)
+	CodeToolCollision  = string(wire.ToolNameCollision)
+	CodeReservedName   = string(wire.ReservedToolName)
+	CodeStartFailed    = string(wire.StartFailed)
+	CodePreserveFailed = string(wire.PreserveFailed)
+	CodeLimitExceeded  = string(wire.LimitExceeded)
+	CodeSandbox        = string(wire.SandboxUnavailable)
 )
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)

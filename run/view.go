@@ -105,10 +105,7 @@ type KillResult struct {
 	// SignalTarget is "processGroup", or "process" when the group was
 	// already gone.
 	SignalTarget string `json:"signal_target,omitempty"`
-	// SignalTargetOld is SignalTarget under its spelling before, carried
-	// for one release.
-	SignalTargetOld string `json:"signalTarget,omitempty"`
-	StateDir        string `json:"state_dir,omitempty"`
+	StateDir     string `json:"state_dir,omitempty"`
 	// Node names the node that supervises the Run, when the kill was
 	// passed to it.
 	Node string `json:"node,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
@@ -46,7 +47,7 @@ func paymentScreens(t *testing.T, f *assenttest.Kit) int {
 	list, _ := getJSON("/v1/screens")["screens"].([]any)
 	n := 0
 	for _, sc := range list {
-		id, _ := assenttest.Dig(sc, "id").(string)
+		id := assenttest.As[api.ScreenRow](t, sc).ID
 		if outline, _ := getJSON("/v1/screens/" + id)["outline"].(string); strings.Contains(outline, screens.DemoPaymentTitle) {
 			n++
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -76,14 +77,17 @@ func TestDecisionComesAsURLElicitation(t *testing.T) {
 		call("flows_start", map[string]any{"program": "expense-approval", "phase": "draft", "id": id, "objective": "expense-paid",
 			"facts": map[string]any{"expense.amount": map[string]string{"status": "known", "value": "9999.00 EUR"}}})
 		_, out := call("flows_prescribe", map[string]any{"instance": id})
-		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+		var prx string
+		if p := assenttest.As[api.Prescription](t, out).Decision.Prescription; p != nil {
+			prx = p.ID
+		}
 		call("flows_apply", map[string]any{"prescription": prx})
 		if len(asked) != 0 {
 			t.Fatalf("asked to open %d pages before anything waits for a person", len(asked))
 		}
 		res, out := call("flows_prescribe", map[string]any{"instance": id})
 		link, _ := out["url"].(string)
-		if assenttest.Dig(out, "decision", "awaiting") != "human" || !strings.HasSuffix(link, "/flows/instances/"+id) {
+		if assenttest.As[api.Prescription](t, out).Decision.Awaiting != "human" || !strings.HasSuffix(link, "/flows/instances/"+id) {
 			t.Fatalf("no approval filed: %v", out)
 		}
 		mu.Lock()

@@ -11,7 +11,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
@@ -83,7 +86,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 	defer cs.Close()
 	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	if isErr || aprID == "" || !strings.Contains(out["next"].(string), "inbox_wait") {
 		t.Fatalf("prescribe: %v", out)
 	}
@@ -109,7 +112,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 	// The text content carries the same data.
 	var text map[string]any
-	if json.Unmarshal([]byte(w.text), &text) != nil || assenttest.Dig(text, "items") == nil || !strings.Contains(w.text, "not a business trip") {
+	if json.Unmarshal([]byte(w.text), &text) != nil || text["items"] == nil || !strings.Contains(w.text, "not a business trip") {
 		t.Fatalf("text content: %q", w.text)
 	}
 
@@ -117,7 +120,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	// "a person must approve".
 	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
 	next, _ := out["next"].(string)
-	if isErr || assenttest.Dig(out, "approval", "status") != "declined" || !strings.Contains(next, "declined") || !strings.Contains(next, "not a business trip") ||
+	if isErr || approvalOf(t, out).Status != flow.ApprovalDeclined || !strings.Contains(next, "declined") || !strings.Contains(next, "not a business trip") ||
 		!strings.Contains(next, "ask_again") || strings.Contains(next, "must approve") {
 		t.Fatalf("prescribe after the decline: %v", out)
 	}
@@ -128,8 +131,9 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 	// Asking again files a new approval request, which the person sees.
 	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID, "ask_again": true})
-	again, _ := assenttest.Dig(out, "approval", "id").(string)
-	if isErr || again == "" || again == aprID || assenttest.Dig(out, "approval", "status") != "pending" {
+	againApr := approvalOf(t, out)
+	again := againApr.ID
+	if isErr || again == "" || again == aprID || againApr.Status != flow.ApprovalPending {
 		t.Fatalf("ask again: %v", out)
 	}
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, again) {
@@ -137,7 +141,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 	// From now on, prescribing returns the new request, not the decline.
 	out, _ = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	if assenttest.Dig(out, "approval", "id") != again {
+	if approvalOf(t, out).ID != again {
 		t.Fatalf("prescribe after asking again: %v", out)
 	}
 	// The declined request still reports its decline.
@@ -156,7 +160,7 @@ func TestInboxWaitApprovedApproval(t *testing.T) {
 	}
 	defer cs.Close()
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"approval": aprID}}})
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
@@ -173,11 +177,11 @@ func TestInboxWaitApprovedApproval(t *testing.T) {
 func stage(t *testing.T, cs *mcp.ClientSession, value string) int64 {
 	t.Helper()
 	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": value})
-	rev, ok := assenttest.Dig(out, "snapshot", "state", "staged", "revision").(float64)
-	if isErr || !ok {
+	staged := assenttest.As[control.Result](t, out).Snapshot.State.Staged
+	if isErr || staged == nil {
 		t.Fatalf("stage: %v", out)
 	}
-	return int64(rev)
+	return staged.Revision
 }
 
 // Control proposals: applied and discarded by a person while the agent
@@ -289,7 +293,7 @@ func TestInboxWaitOtherAgentsItemsAreNotFound(t *testing.T) {
 	}
 	defer cs.Close()
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	rev := stage(t, cs, "pro")
 	_, v, _ := f.API("POST", "/v1/runs", f.Token, map[string]any{"template": "echo hi", "run_id": "not-yours"})
 	propID, _ := v["proposal"].(string)
@@ -412,7 +416,7 @@ func TestInboxWaitProgress(t *testing.T) {
 	}
 	defer cs.Close()
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	rev := stage(t, cs, "pro")
 
 	waiting := make(chan waitResult, 1)
@@ -447,4 +451,14 @@ func TestInboxWaitProgress(t *testing.T) {
 	if w.err != nil || w.item(0)["status"] != "declined" || w.item(1)["status"] != "applied" {
 		t.Fatalf("wait: %v %v", w.err, w.out)
 	}
+}
+
+// approvalOf returns the approval of a prescribe answer, the zero
+// approval when it has none.
+func approvalOf(t *testing.T, out map[string]any) flow.Approval {
+	t.Helper()
+	if a := assenttest.As[api.Prescription](t, out).Approval; a != nil {
+		return *a
+	}
+	return flow.Approval{}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/host"
@@ -89,6 +90,7 @@ func (s *Server) routes() http.Handler {
 	mux := host.NewMux()
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/ready", s.handleReady)
+	mux.HandleFunc("GET "+api.OpenAPIPath, handleOpenAPI)
 	mux.Handle("GET /v1/whoami", s.Authed(http.HandlerFunc(s.handleWhoami)))
 	mux.Handle("GET /v1/events", s.Authed(http.HandlerFunc(s.handleEvents)))
 	mux.Handle("/mcp", s.BearerOnly(s.mcp))
@@ -160,7 +162,7 @@ func (s *Server) Close() {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	host.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": assent.Version, "store": s.Store.Backend.Kind()})
+	host.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Version: assent.Version, Store: s.Store.Backend.Kind()})
 }
 
 // readyTimeout bounds the store check of GET /v1/ready, so that a load
@@ -179,16 +181,16 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		storeOK = false
 	}
 	leasesOK := s.runs == nil || s.runs.LeasesCurrent(time.Now())
-	body := map[string]any{"status": "ready", "store": "ok", "leases": "ok", "version": assent.Version, "node": s.Config.Node}
+	body := api.Ready{Status: "ready", Store: "ok", Leases: "ok", Version: assent.Version, Node: s.Config.Node}
 	status := http.StatusOK
 	if !storeOK {
-		body["store"], body["status"], status = "unreachable", "not_ready", http.StatusServiceUnavailable
+		body.Store, body.Status, status = "unreachable", "not_ready", http.StatusServiceUnavailable
 	}
 	if !leasesOK {
-		body["leases"], body["status"], status = "behind", "not_ready", http.StatusServiceUnavailable
+		body.Leases, body.Status, status = "behind", "not_ready", http.StatusServiceUnavailable
 	}
 	if status != http.StatusOK {
-		body["error"] = wire.New(wire.Unavailable, "this node cannot serve now: its store is unreachable or its Run leases are not current; send requests to another node")
+		body.Error = wire.New(wire.Unavailable, "this node cannot serve now: its store is unreachable or its Run leases are not current; send requests to another node")
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	host.WriteJSON(w, status, body)
@@ -200,33 +202,18 @@ const readyProbeSetting = "ready_probe"
 
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	p := host.PrincipalOf(r)
-	sup := []map[string]string{}
+	sup := []api.Supervisor{}
 	for _, id := range p.Supervisors {
 		name := ""
 		if sp, err := s.Store.Principal(r.Context(), id); err == nil {
 			name = sp.Name
 		}
-		sup = append(sup, map[string]string{"id": id, "name": name})
+		sup = append(sup, api.Supervisor{ID: id, Name: name})
 	}
-	host.WriteJSON(w, http.StatusOK, whoami{
+	host.WriteJSON(w, http.StatusOK, api.Whoami{
 		ID: p.ID, Kind: p.Kind, Name: p.Name, Grants: p.Grants, Supervisors: sup,
-		CreatedAt: p.CreatedAt, CreatedAtOld: p.CreatedAt, Revoked: p.Revoked,
+		CreatedAt: p.CreatedAt, Revoked: p.Revoked,
 	})
-}
-
-// whoami is GET /v1/whoami's answer: the principal, with its supervisors
-// named.
-type whoami struct {
-	ID          string              `json:"id"`
-	Kind        string              `json:"kind"`
-	Name        string              `json:"name"`
-	Grants      []string            `json:"grants"`
-	Supervisors []map[string]string `json:"supervisors"`
-	CreatedAt   time.Time           `json:"created_at"`
-	// CreatedAtOld is CreatedAt under its spelling before, carried for
-	// one release.
-	CreatedAtOld time.Time `json:"createdAt"`
-	Revoked      bool      `json:"revoked,omitempty"`
 }
 
 // countOpen counts what p has waiting, by kind.

@@ -63,10 +63,7 @@ type runtimeStatus struct {
 	Version   string          `json:"version"`
 	Principal statusPrincipal `json:"principal"`
 	Uptime    int64           `json:"uptime_seconds"`
-	// UptimeOld is Uptime under its spelling before, carried for one
-	// release.
-	UptimeOld int64          `json:"uptimeSeconds"`
-	Open      map[string]int `json:"open"`
+	Open      map[string]int  `json:"open"`
 }
 
 type statusPrincipal struct {
@@ -106,7 +103,6 @@ func (s *Server) runtimeStatusTool() tool.Tool {
 				Version:   assent.Version,
 				Principal: statusPrincipal{ID: c.Principal.ID, Kind: c.Principal.Kind},
 				Uptime:    int64(s.Now().Sub(s.Started).Seconds()),
-				UptimeOld: int64(s.Now().Sub(s.Started).Seconds()),
 				Open: memo.get(s.Bus, c.Principal, func() map[string]int {
 					return s.OpenItems(ctx, c.Principal)
 				}),

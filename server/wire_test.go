@@ -16,7 +16,6 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
@@ -356,16 +355,11 @@ func TestMCPTransportErrorsAreJSON(t *testing.T) {
 	}
 }
 
-// TestDomainCodesHaveAStatus holds the wire table to the codes the domain
-// packages define: each has its row, so none silently falls back to 400.
+// TestDomainCodesHaveAStatus holds the wire table to the codes the Flow
+// kernel and the control registry define: each has its row, so none
+// silently falls back to 400. (Run codes are the table's own constants.)
 func TestDomainCodesHaveAStatus(t *testing.T) {
 	codes := []string{
-		// Runs.
-		run.CodeNotFound, run.CodeRunActive, run.CodeRunArchived, run.CodeNotRunning, run.CodeNotTerminal,
-		run.CodeBackpressure, run.CodeIntegrity, run.CodeEndpointNotReady, run.CodeDeliveryFailed,
-		run.CodeGenerationMismatch, run.CodeConflict, run.CodeToolExists, run.CodeToolCollision,
-		run.CodeStartFailed, run.CodePreserveFailed, run.CodeLimitExceeded, run.CodeInvalidRequest,
-		run.CodeProposalDecided, run.CodeStaleProposal, run.CodeForbidden,
 		// Flows.
 		flow.CodeCapabilityDenied, flow.CodeCapabilityNotDeclared, flow.CodeProgramNotActive,
 		flow.CodeStalePrescription, flow.CodePrescriptionExpired, flow.CodeRevisionConflict,

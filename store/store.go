@@ -16,7 +16,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,16 +55,6 @@ type Principal struct {
 	Supervisors []string  `json:"supervisors,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Revoked     bool      `json:"revoked,omitempty"`
-}
-
-// MarshalJSON writes p with created_at and, for one release, also under
-// createdAt, its spelling before.
-func (p Principal) MarshalJSON() ([]byte, error) {
-	type plain Principal
-	return json.Marshal(struct {
-		plain
-		CreatedAtOld time.Time `json:"createdAt"`
-	}{plain(p), p.CreatedAt})
 }
 
 // Has reports whether p holds the grant named capability.

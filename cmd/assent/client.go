@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/assent-run/assent/client"
 )
 
 // defaultURL is where a local assent serve listens by default.
@@ -32,15 +30,9 @@ func addClientFlags(cmd *cobra.Command, o *clientOpts) {
 	cmd.Flags().StringVar(&o.token, "token", "", "bearer token (default $ASSENT_TOKEN, or $ASSENT_RUN_TOKEN inside a Run)")
 }
 
-// apiClient calls the HTTP API of a running server.
-type apiClient struct {
-	base  string
-	token string
-	http  *http.Client
-}
-
-// newAPIClient resolves the flags and environment into a client.
-func newAPIClient(o clientOpts) (*apiClient, error) {
+// newAPIClient resolves the flags and environment into a client of the
+// server's HTTP API.
+func newAPIClient(o clientOpts) (*client.Client, error) {
 	u, err := serverURL(firstNonEmpty(o.url, os.Getenv("ASSENT_URL"), defaultURL))
 	if err != nil {
 		return nil, err
@@ -49,7 +41,7 @@ func newAPIClient(o clientOpts) (*apiClient, error) {
 	if tok == "" {
 		return nil, usageErr("no token: pass --token or set ASSENT_TOKEN (assent serve prints one; assent token create makes more)")
 	}
-	return &apiClient{base: u, token: tok, http: &http.Client{Timeout: 60 * time.Second}}, nil
+	return client.New(u, tok, nil)
 }
 
 // serverURL reads a server address: an http or https URL, or HOST:PORT,
@@ -72,89 +64,15 @@ func serverURL(s string) (string, error) {
 	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
 
-// apiErr is an error answer of the server.
-type apiErr struct {
-	Status    int
-	Code      string         `json:"code"`
-	Message   string         `json:"message"`
-	Retryable bool           `json:"retryable"`
-	Data      map[string]any `json:"data,omitempty"`
-}
-
-func (e *apiErr) Error() string { return e.Code + ": " + e.Message }
-
-// send sends a request with body (JSON-encoded unless it is an io.Reader or
-// nil) and returns the status and the raw answer.
-func (c *apiClient) send(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		rd = b
-	default:
-		buf, err := json.Marshal(b)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(buf)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", c.base, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	return resp.StatusCode, data, err
-}
-
-// asAPIError returns the error envelope of an answer, if it is one.
-func asAPIError(status int, data []byte) *apiErr {
-	var env struct {
-		Error *apiErr `json:"error"`
-	}
-	if json.Unmarshal(data, &env) == nil && env.Error != nil {
-		env.Error.Status = status
-		return env.Error
-	}
-	return nil
-}
-
-// do sends a request and decodes a 2xx JSON answer into out (when not nil).
-// An error answer is returned as *apiErr.
-func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
-	status, data, err := c.send(ctx, method, path, body)
-	if err != nil {
-		return err
-	}
-	if status/100 != 2 {
-		if e := asAPIError(status, data); e != nil {
-			return e
-		}
-		return &apiErr{Status: status, Code: fmt.Sprintf("http_%d", status), Message: strings.TrimSpace(string(data))}
-	}
-	if out == nil {
-		return nil
-	}
-	if raw, ok := out.(*json.RawMessage); ok {
-		*raw = append((*raw)[:0], data...)
-		return nil
-	}
-	return json.Unmarshal(data, out)
-}
-
-// failAPI turns an API error into the command's exit: code 1 with the
-// server's code and message.
+// failAPI turns an error of the client into the command's exit: code 1
+// with the server's code and message, or unreachable when no answer came.
 func failAPI(err error) error {
-	if e, ok := err.(*apiErr); ok {
+	if e, ok := client.AsError(err); ok {
 		return refused("%s: %s", e.Code, e.Message)
+	}
+	var te *client.TransportError
+	if errors.As(err, &te) {
+		return refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", te.URL, te.Err)
 	}
 	return err
 }

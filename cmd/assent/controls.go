@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	apitypes "github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/client"
+	"github.com/assent-run/assent/control"
 )
 
 func newControlsCmd(c *cli) *cobra.Command {
@@ -29,35 +35,9 @@ proposals in the web inbox.`,
 	return cmd
 }
 
-// controlSnapshot is the part of a snapshot the CLI prints.
-type controlSnapshot struct {
-	Identity struct {
-		FormID    string `json:"formId"`
-		ControlID string `json:"controlId"`
-		Subject   *struct {
-			Type string `json:"type"`
-			ID   string `json:"id"`
-		} `json:"subject"`
-	} `json:"identity"`
-	Metadata struct {
-		Kind         string   `json:"kind"`
-		Label        string   `json:"label"`
-		Sensitivity  string   `json:"sensitivity"`
-		Capabilities []string `json:"capabilities"`
-	} `json:"metadata"`
-	State struct {
-		Value         json.RawMessage `json:"value"`
-		ValueRedacted bool            `json:"valueRedacted"`
-		StagedValue   json.RawMessage `json:"stagedValue"`
-		Staged        *struct {
-			Revision int64 `json:"revision"`
-			Stale    bool  `json:"stale"`
-		} `json:"staged"`
-	} `json:"state"`
-}
-
-// address returns the address the commands take for the control.
-func (s controlSnapshot) address() string {
+// controlAddress returns the address the commands take for the control
+// of s.
+func controlAddress(s control.Snapshot) string {
 	a := address{form: s.Identity.FormID, control: s.Identity.ControlID}
 	if s.Identity.Subject != nil {
 		a.subjectType, a.subjectID = s.Identity.Subject.Type, s.Identity.Subject.ID
@@ -65,29 +45,49 @@ func (s controlSnapshot) address() string {
 	return a.String()
 }
 
-func (s controlSnapshot) value() string {
+// controlValue writes the live value of s as the server sent it, or
+// (hidden).
+func controlValue(s control.Snapshot) string {
 	if s.State.ValueRedacted {
 		return "(hidden)"
 	}
-	if len(s.State.Value) == 0 {
-		return "null"
-	}
-	return string(s.State.Value)
+	return jsonText(s.State.Value)
 }
 
-func (s controlSnapshot) staged() string {
+// controlStaged writes the proposal staged on s, or "" when none is.
+func controlStaged(s control.Snapshot) string {
 	if s.State.Staged == nil {
 		return ""
 	}
-	v := string(s.State.StagedValue)
-	if s.State.ValueRedacted || v == "" {
-		v = "(hidden)"
+	v := "(hidden)"
+	if !s.State.ValueRedacted && !s.State.StagedValueRedacted {
+		v = jsonText(s.State.StagedValue)
 	}
 	out := fmt.Sprintf("%s (rev %d", v, s.State.Staged.Revision)
 	if s.State.Staged.Stale {
 		out += ", stale"
 	}
 	return out + ")"
+}
+
+// jsonText writes a value decoded with json.Number as compact JSON,
+// without escaping HTML characters, as the server writes it.
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return "null"
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// decodeExact decodes an answer keeping numbers in untyped values as the
+// server wrote them.
+func decodeExact(raw []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(out)
 }
 
 func newControlsListCmd(c *cli) *cobra.Command {
@@ -111,23 +111,21 @@ func newControlsListCmd(c *cli) *cobra.Command {
 				path += "?formId=" + url.QueryEscape(form)
 			}
 			var raw json.RawMessage
-			if err := api.do(cmd.Context(), "GET", path, nil, &raw); err != nil {
+			if err := api.Do(cmd.Context(), "GET", path, nil, &raw); err != nil {
 				return failAPI(err)
 			}
 			if asJSON {
 				_, err := c.out.Write(raw)
 				return err
 			}
-			var body struct {
-				Controls []controlSnapshot `json:"controls"`
-			}
-			if err := json.Unmarshal(raw, &body); err != nil {
+			var body apitypes.ControlList
+			if err := decodeExact(raw, &body); err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CONTROL\tKIND\tLABEL\tVALUE\tSTAGED")
 			for _, s := range body.Controls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.address(), s.Metadata.Kind, s.Metadata.Label, clip(s.value(), 40), clip(s.staged(), 40))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", controlAddress(s), s.Metadata.Kind, s.Metadata.Label, clip(controlValue(s), 40), clip(controlStaged(s), 40))
 			}
 			return tw.Flush()
 		},
@@ -186,6 +184,15 @@ func parseAddress(s string) (address, error) {
 	return a, nil
 }
 
+// controlIdentity returns the identity a names.
+func (a address) controlIdentity() control.Identity {
+	id := control.Identity{FormID: a.form, ControlID: a.control}
+	if a.subjectType != "" {
+		id.Subject = &control.Subject{Type: a.subjectType, ID: a.subjectID}
+	}
+	return id
+}
+
 func (a address) identity() map[string]any {
 	id := map[string]any{"formId": a.form, "controlId": a.control}
 	if a.subjectType != "" {
@@ -215,12 +222,8 @@ and %3A where they would end the part (a form orders/2024 is orders%2F2024);
 			if err != nil {
 				return err
 			}
-			path := "/v1/controls/" + url.PathEscape(a.form) + "/" + url.PathEscape(a.control)
-			if a.subjectType != "" {
-				path += "?subjectType=" + url.QueryEscape(a.subjectType) + "&subjectId=" + url.QueryEscape(a.subjectID)
-			}
 			var raw json.RawMessage
-			if err := api.do(cmd.Context(), "GET", path, nil, &raw); err != nil {
+			if err := api.Do(cmd.Context(), "GET", client.ControlPath(a.controlIdentity()), nil, &raw); err != nil {
 				return failAPI(err)
 			}
 			return printRaw(c.out, raw)
@@ -272,9 +275,9 @@ that looks like JSON, quote it: --value '"42"'.`,
 			if err != nil {
 				return err
 			}
-			status, raw, err := api.send(cmd.Context(), "POST", "/v1/controls/execute", body)
+			status, raw, err := api.Send(cmd.Context(), "POST", "/v1/controls/execute", body)
 			if err != nil {
-				return err
+				return failAPI(err)
 			}
 			var res struct {
 				OK      *bool  `json:"ok"`
@@ -282,7 +285,7 @@ that looks like JSON, quote it: --value '"42"'.`,
 				Message string `json:"message"`
 			}
 			json.Unmarshal(raw, &res)
-			if e := asAPIError(status, raw); e != nil && res.OK == nil {
+			if e, isErr := client.ErrorOf(status, raw); isErr && res.OK == nil {
 				// An error that is not a registry result (a refused
 				// command is one, with the error beside its fields).
 				return failAPI(e)
@@ -328,36 +331,15 @@ func newControlsAuditCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := url.Values{}
-			if form != "" {
-				q.Set("formId", form)
-			}
-			if after > 0 {
-				q.Set("after", fmt.Sprint(after))
-			}
-			if limit > 0 {
-				q.Set("limit", fmt.Sprint(limit))
-			}
+			q := client.AuditQuery{FormID: form, After: after, Limit: limit}
 			var raw json.RawMessage
-			if err := api.do(cmd.Context(), "GET", "/v1/audit?"+q.Encode(), nil, &raw); err != nil {
+			if err := api.Do(cmd.Context(), "GET", "/v1/audit?"+q.Values().Encode(), nil, &raw); err != nil {
 				return failAPI(err)
 			}
 			if asJSON {
 				return printRaw(c.out, raw)
 			}
-			var body struct {
-				Records []struct {
-					Seq         int64  `json:"seq"`
-					Time        string `json:"time"`
-					PrincipalID string `json:"principalId"`
-					Source      string `json:"source"`
-					FormID      string `json:"formId"`
-					ControlID   string `json:"controlId"`
-					Action      string `json:"action"`
-					OK          bool   `json:"ok"`
-					Reason      string `json:"reason"`
-				} `json:"records"`
-			}
+			var body apitypes.AuditList
 			if err := json.Unmarshal(raw, &body); err != nil {
 				return err
 			}
@@ -368,7 +350,7 @@ func newControlsAuditCmd(c *cli) *cobra.Command {
 				if !r.OK {
 					result = r.Reason
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", r.Seq, r.Time, r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Action, result)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339Nano), r.PrincipalID, r.Source, r.FormID, r.ControlID, r.Action, result)
 			}
 			return tw.Flush()
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/client"
 	"github.com/assent-run/assent/server/screens"
 )
 
@@ -133,16 +134,16 @@ func demoClient() *mcp.Client {
 
 // connectMCP opens an MCP session to the server api points at, with its
 // bearer token.
-func connectMCP(ctx context.Context, api *apiClient) (*mcp.ClientSession, error) {
+func connectMCP(ctx context.Context, api *client.Client) (*mcp.ClientSession, error) {
 	cs, err := demoClient().Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   api.base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearerTransport{token: api.token, base: http.DefaultTransport}},
+		Endpoint:   api.BaseURL() + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token: api.Token(), base: http.DefaultTransport}},
 	}, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "401") || strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
 			return nil, refused("sign_in_required: the server refused the token (unknown or revoked); use the agent token assent serve printed, or make one with assent token create --kind agent --name NAME")
 		}
-		return nil, refused("unreachable: cannot reach assent at %s: %v (is assent serve --demo running?)", api.base, err)
+		return nil, refused("unreachable: cannot reach assent at %s: %v (is assent serve --demo running?)", api.BaseURL(), err)
 	}
 	return cs, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apitypes "github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 )
 
@@ -44,7 +45,7 @@ func (f *servedFlags) call(cmd *cobra.Command, method, path string, body any, ou
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := api.do(cmd.Context(), method, path, body, &raw); err != nil {
+	if err := api.Do(cmd.Context(), method, path, body, &raw); err != nil {
 		return nil, failAPI(err)
 	}
 	if out != nil {
@@ -71,14 +72,6 @@ func keyValues(flag string, list []string) (map[string]string, error) {
 	return out, nil
 }
 
-type programSummary struct {
-	ProgramID      string   `json:"program_id"`
-	ProgramVersion string   `json:"program_version"`
-	Fingerprint    string   `json:"fingerprint"`
-	Transitions    int      `json:"transitions"`
-	Objectives     []string `json:"objectives"`
-}
-
 func newFlowLoadCmd(c *cli) *cobra.Command {
 	var sf servedFlags
 	cmd := &cobra.Command{
@@ -100,7 +93,7 @@ proposed: it starts nothing until a person approves it in the web inbox.`,
 			if err != nil {
 				return err
 			}
-			var p programSummary
+			var p apitypes.ProgramView
 			raw, err := sf.call(cmd, "POST", "/v1/flows/programs", bytes.NewReader(data), &p)
 			if err != nil {
 				return err
@@ -109,11 +102,7 @@ proposed: it starts nothing until a person approves it in the web inbox.`,
 				_, err := c.out.Write(raw)
 				return err
 			}
-			var pending struct {
-				Status  string         `json:"status"`
-				Program programSummary `json:"program"`
-				URL     string         `json:"url"`
-			}
+			var pending apitypes.ProgramProposal
 			if json.Unmarshal(raw, &pending) == nil && pending.Status == "pending_approval" {
 				q := pending.Program
 				fmt.Fprintf(c.out, "proposed %s %s (%d transitions)\n%s\na person must approve it in the web inbox before it starts anything: %s\n", q.ProgramID, q.ProgramVersion, q.Transitions, q.Fingerprint, pending.URL)
@@ -203,16 +192,12 @@ func newFlowListCmd(c *cli) *cobra.Command {
 		Example: "  assent flow list\n  assent flow list --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var progs struct {
-				Programs []programSummary `json:"programs"`
-			}
+			var progs apitypes.ProgramList
 			rawP, err := sf.call(cmd, "GET", "/v1/flows/programs", nil, &progs)
 			if err != nil {
 				return err
 			}
-			var insts struct {
-				Instances []flow.Instance `json:"instances"`
-			}
+			var insts apitypes.InstanceList
 			rawI, err := sf.call(cmd, "GET", "/v1/flows/instances", nil, &insts)
 			if err != nil {
 				return err
@@ -254,17 +239,6 @@ func jsonMember(raw json.RawMessage, name string) json.RawMessage {
 	return m[name]
 }
 
-// instanceView mirrors the server's answer to an inspection.
-type instanceView struct {
-	Instance flow.Instance       `json:"instance"`
-	Program  programSummary      `json:"program"`
-	Journal  []flow.JournalEntry `json:"journal"`
-	Receipts []flow.Receipt      `json:"receipts"`
-	// Approvals are those still waiting; Approval the one asked about.
-	Approvals []flow.Approval `json:"approvals"`
-	Approval  *flow.Approval  `json:"approval"`
-}
-
 func newFlowInspectCmd(c *cli) *cobra.Command {
 	var (
 		sf       servedFlags
@@ -281,7 +255,7 @@ func newFlowInspectCmd(c *cli) *cobra.Command {
 			if approval != "" {
 				path += "?approval=" + url.QueryEscape(approval)
 			}
-			var v instanceView
+			var v apitypes.InstanceView
 			raw, err := sf.call(cmd, "GET", path, nil, &v)
 			if err != nil {
 				return err
@@ -299,7 +273,7 @@ func newFlowInspectCmd(c *cli) *cobra.Command {
 	return cmd
 }
 
-func printInstance(w io.Writer, v *instanceView) {
+func printInstance(w io.Writer, v *apitypes.InstanceView) {
 	in := v.Instance
 	fmt.Fprintf(w, "%s  %s  phase %s  revision %d", in.ID, v.Program.ProgramID, in.Phase, in.Revision)
 	if in.Objective != "" {
@@ -385,11 +359,7 @@ Exit status 1 for a REFUSED or UNRESOLVED decision.`,
 				return err
 			}
 			req := flow.Request{Transition: transition, Objective: objective, Parameters: kv}
-			var res struct {
-				Decision flow.Decision  `json:"decision"`
-				Approval *flow.Approval `json:"approval"`
-				Next     string         `json:"next"`
-			}
+			var res apitypes.Prescription
 			raw, err := sf.call(cmd, "POST", "/v1/flows/instances/"+url.PathEscape(args[0])+"/prescribe", req, &res)
 			if err != nil {
 				return err

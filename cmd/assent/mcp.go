@@ -22,6 +22,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/client"
 	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -66,11 +67,11 @@ process report to this process's own loopback HTTP API, so a service Run
 			if demo {
 				return usageErr("--demo goes with --data; a server started with assent serve --demo already serves the demo")
 			}
-			client, err := newAPIClient(o)
+			api, err := newAPIClient(o)
 			if err != nil {
 				return err
 			}
-			return relayMCP(ctx, client, t)
+			return relayMCP(ctx, api, t)
 		},
 	}
 	addClientFlags(cmd, &o)
@@ -273,7 +274,7 @@ func jsonLines(in io.Reader, out io.Writer) io.Reader {
 // among them). The relay declares MCP Apps support to the server, so it
 // sees the tools meant for a view, and lists those only to a client that
 // declares that support itself, as the server does.
-func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
+func relayMCP(ctx context.Context, api *client.Client, t mcp.Transport) error {
 	var (
 		mu     sync.Mutex
 		local  *mcp.Server
@@ -352,15 +353,15 @@ func relayMCP(ctx context.Context, client *apiClient, t mcp.Transport) error {
 		ResourceListChangedHandler: func(ctx context.Context, _ *mcp.ResourceListChangedRequest) { _ = syncResources(ctx) },
 	})
 	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: client.base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearerTransport{token: client.token, base: http.DefaultTransport, origin: originOf(client.base)},
-			CheckRedirect: sameOriginRedirects(originOf(client.base))},
+		Endpoint: api.BaseURL() + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token: api.Token(), base: http.DefaultTransport, origin: originOf(api.BaseURL())},
+			CheckRedirect: sameOriginRedirects(originOf(api.BaseURL()))},
 	}, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "401") || strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
 			return refused("sign_in_required: the server refused the token (unknown or revoked)")
 		}
-		return refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", client.base, err)
+		return refused("unreachable: cannot reach assent at %s: %v (is assent serve running? pass --url or set ASSENT_URL to where it listens)", api.BaseURL(), err)
 	}
 	defer cs.Close()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "assent", Version: assent.Version}, &mcp.ServerOptions{

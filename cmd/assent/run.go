@@ -57,7 +57,7 @@ func callRuns(ctx context.Context, o clientOpts, method, path string, body, type
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := cl.do(ctx, method, path, body, &raw); err != nil {
+	if err := cl.Do(ctx, method, path, body, &raw); err != nil {
 		return nil, failAPI(err)
 	}
 	if err := json.Unmarshal(raw, typed); err != nil {
@@ -410,7 +410,7 @@ func newRunLogsCmd(c *cli) *cobra.Command {
 			}
 			var raw json.RawMessage
 			q := url.Values{"stream": {stream}, "lines": {strconv.Itoa(lines)}}
-			if err := cl.do(ctxOf(cmd), "GET", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/logs?"+q.Encode(), nil, &raw); err != nil {
+			if err := cl.Do(ctxOf(cmd), "GET", "/v1/runs/"+url.PathEscape(runIDArg(args[0]))+"/logs?"+q.Encode(), nil, &raw); err != nil {
 				return failAPI(err)
 			}
 			_, err = c.out.Write(raw)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/keylock"
@@ -389,7 +390,7 @@ func (s *Part) List(ctx context.Context, p store.Principal, formID string) []con
 }
 
 func (s *Part) handleControlsList(w http.ResponseWriter, r *http.Request) {
-	host.WriteJSON(w, http.StatusOK, map[string]any{"controls": s.List(r.Context(), host.PrincipalOf(r), r.URL.Query().Get("formId"))})
+	host.WriteJSON(w, http.StatusOK, api.ControlList{Controls: s.List(r.Context(), host.PrincipalOf(r), r.URL.Query().Get("formId"))})
 }
 
 // identityFromRequest reads the control identity from the path and the
@@ -472,10 +473,7 @@ func resultStatus(res control.Result) int {
 // tool send it. A refused command keeps the result's own fields (ok false,
 // reason, message; docs/controls.md) and carries the one error object
 // beside them, whose code is the reason.
-type commandAnswer struct {
-	control.Result
-	Error *wire.Error `json:"error,omitempty"`
-}
+type commandAnswer = api.CommandAnswer
 
 // answerOf returns res as it is sent.
 func answerOf(res control.Result) commandAnswer {
@@ -498,13 +496,7 @@ func writeCommandResult(w http.ResponseWriter, res control.Result) {
 }
 
 // hostedControl is one control in a form declaration.
-type hostedControl struct {
-	ControlID string           `json:"controlId"`
-	Subject   *control.Subject `json:"subject,omitempty"`
-	Metadata  control.Metadata `json:"metadata"`
-	Value     any              `json:"value"`
-	State     *control.State   `json:"state,omitempty"`
-}
+type hostedControl = api.HostedControl
 
 // declareForm hosts (or replaces) the controls of formID for owner. The
 // declaration is saved before it takes effect: when the store refuses it,
@@ -606,9 +598,7 @@ func (s *Part) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.Forbidden, "only a service principal declares hosted forms (assent token create --kind service)")
 		return
 	}
-	var req struct {
-		Controls []hostedControl `json:"controls"`
-	}
+	var req api.FormDeclaration
 	if !host.DecodeJSON(w, r, 1<<20, &req) {
 		return
 	}
@@ -618,7 +608,7 @@ func (s *Part) handleFormDeclare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.publishControl(formID, "control.form", map[string]any{"formId": formID, "declared": len(req.Controls), "origin": s.Origin})
-	host.WriteJSON(w, http.StatusOK, map[string]any{"controls": s.List(r.Context(), p, formID)})
+	host.WriteJSON(w, http.StatusOK, api.ControlList{Controls: s.List(r.Context(), p, formID)})
 }
 
 func (s *Part) handleFormRemove(w http.ResponseWriter, r *http.Request) {
@@ -635,10 +625,7 @@ func (s *Part) handleFormRemove(w http.ResponseWriter, r *http.Request) {
 // itself. It is not a registry command: it changes the live value, so a
 // proposal staged before it becomes stale.
 func (s *Part) handleFormSetValue(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Value   any              `json:"value"`
-		Subject *control.Subject `json:"subject,omitempty"`
-	}
+	var req api.SetValueRequest
 	if !host.DecodeJSON(w, r, 256<<10, &req) {
 		return
 	}
@@ -704,7 +691,7 @@ func (s *Part) handleAudit(w http.ResponseWriter, r *http.Request) {
 			out = append(out, rec)
 		}
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"records": out})
+	host.WriteJSON(w, http.StatusOK, api.AuditList{Records: out})
 }
 
 // handleWebControl is a person's Apply, Discard or Undo in the inbox or on

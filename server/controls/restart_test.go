@@ -14,6 +14,7 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
 
@@ -71,7 +72,11 @@ func TestControlsSurviveRestart(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("stage %s/%s: %d %s", form, ctl, code, raw)
 		}
-		return int64(assenttest.Dig(out, "snapshot", "state", "staged", "revision").(float64))
+		staged := assenttest.As[control.Result](t, out).Snapshot.State.Staged
+		if staged == nil {
+			t.Fatalf("stage %s/%s staged nothing: %s", form, ctl, raw)
+		}
+		return staged.Revision
 	}
 	planRev := stage("profile", "plan", "team")
 	noteRev := stage("billing", "note", "net 30")
@@ -196,7 +201,7 @@ func TestStoreUnavailableReachesTheCaller(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, raw := f.API(tc.method, tc.path, tc.token, tc.body)
-			if code != http.StatusServiceUnavailable || assenttest.ErrCode(out) != "store_unavailable" || assenttest.Dig(out, "error", "retryable") != true {
+			if code != http.StatusServiceUnavailable || !isStoreUnavailable(t, out) {
 				t.Fatalf("%s while the store is down: %d %s", tc.name, code, raw)
 			}
 		})
@@ -209,4 +214,12 @@ func TestStoreUnavailableReachesTheCaller(t *testing.T) {
 	if code, _, raw := f.API("POST", "/v1/controls/execute", f.Token, tests[0].body); code != http.StatusOK {
 		t.Fatalf("stage once the store is back: %d %s", code, raw)
 	}
+}
+
+// isStoreUnavailable reports whether an answer is the retryable
+// store_unavailable error.
+func isStoreUnavailable(t *testing.T, out map[string]any) bool {
+	t.Helper()
+	e := assenttest.As[wire.Body](t, out).Error
+	return e != nil && e.Code == wire.StoreUnavailable && e.Retryable
 }

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/examples"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
@@ -41,11 +43,11 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 
 	// The agent asks for the next step: a person must approve.
 	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
-	if isErr || assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "human" {
+	if isErr || decisionOf(t, out).Kind != "FRONTIER" || decisionOf(t, out).Awaiting != "human" {
 		t.Fatalf("prescribe: %v", out)
 	}
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
-	if !strings.HasPrefix(aprID, "apr-") || assenttest.Dig(out, "decision", "transition") != "expense-approval/approve" {
+	aprID := approvalOf(t, out).ID
+	if !strings.HasPrefix(aprID, "apr-") || decisionOf(t, out).Transition != "expense-approval/approve" {
 		t.Fatalf("approval: %v", out)
 	}
 
@@ -60,7 +62,7 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 	// The person sees it in the inbox, with the program fingerprint.
 	cookie, csrf := f.SignInAs(person.ID)
 	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
-	fp, _ := assenttest.Dig(out, "approval", "program_fingerprint").(string)
+	fp := approvalOf(t, out).Program
 	for _, want := range []string{"Flow approvals", "expense-approval/approve", fp, "approve_expense", "/web/flows/approvals/" + aprID + "/approve", "Decline"} {
 		if !strings.Contains(inbox, want) {
 			t.Fatalf("inbox lacks %q", want)
@@ -80,11 +82,11 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 
 	// The agent sees the outcome and the receipt.
 	view, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": flows.DemoExpenseID, "approval": aprID})
-	if isErr || assenttest.Dig(view, "approval", "status") != "approved" || assenttest.Dig(view, "instance", "phase") != "approved" {
+	if isErr || approvalOf(t, view).Status != "approved" || instanceOf(t, view).Phase != "approved" {
 		t.Fatalf("inspect: %v", view)
 	}
-	receipts := view["receipts"].([]any)
-	if len(receipts) != 1 || assenttest.Dig(receipts[0], "id") != assenttest.Dig(view, "approval", "receipt") || assenttest.Dig(receipts[0], "principal") != person.ID {
+	receipts := assenttest.As[api.InstanceView](t, view).Receipts
+	if len(receipts) != 1 || receipts[0].ID != approvalOf(t, view).Receipt || receipts[0].Principal != person.ID {
 		t.Fatalf("receipts: %v", receipts)
 	}
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); strings.Contains(inbox, aprID) {
@@ -95,7 +97,7 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 func TestFlowDecline(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	code, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	if code != 200 || aprID == "" {
 		t.Fatalf("prescribe: %d %v", code, out)
 	}
@@ -113,7 +115,7 @@ func TestFlowDecline(t *testing.T) {
 		t.Fatalf("approval after decline: %d %v", code, a)
 	}
 	code, v, _ := f.API("GET", "/v1/flows/instances/"+flows.DemoExpenseID, f.Token, nil)
-	if code != 200 || assenttest.Dig(v, "instance", "phase") != "submitted" || len(v["receipts"].([]any)) != 0 {
+	if code != 200 || instanceOf(t, v).Phase != "submitted" || len(v["receipts"].([]any)) != 0 {
 		t.Fatalf("instance after decline: %v", v)
 	}
 	// Deciding again is refused, saying who decided first and how.
@@ -127,7 +129,7 @@ func TestFlowDecline(t *testing.T) {
 func TestFlowOwnership(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	other, _ := f.Issue(store.KindAgent, "other", "state.write", "tool.invoke")
 
 	normalize := func(raw, real, fake string) string { return strings.ReplaceAll(raw, real, fake) }
@@ -152,7 +154,7 @@ func TestFlowOwnership(t *testing.T) {
 	payer, _ := f.Issue(store.KindService, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", payer, map[string]any{"program": "expense-approval", "id": "exp-5", "phase": "approved"})
 	_, out, _ = f.API("POST", "/v1/flows/instances/exp-5/prescribe", payer, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	c1, _, raw1 := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", other, nil)
 	c2, _, raw2 := f.API("POST", "/v1/flows/prescriptions/prx-0000/apply", other, nil)
 	if prx == "" || c1 != 404 || c1 != c2 || normalize(raw1, prx, "prx-0000") != raw2 {
@@ -171,7 +173,7 @@ func TestFlowOwnership(t *testing.T) {
 	defer cs.Close()
 	a, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": flows.DemoExpenseID})
 	b, _ := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": "expense-9999"})
-	if !isErr || assenttest.Dig(a, "error", "code") != "not_found" || normalize(string(assenttest.MustJSON(a)), flows.DemoExpenseID, "expense-9999") != string(assenttest.MustJSON(b)) {
+	if !isErr || errorOf(t, a).Code != "not_found" || normalize(string(assenttest.MustJSON(a)), flows.DemoExpenseID, "expense-9999") != string(assenttest.MustJSON(b)) {
 		t.Fatalf("MCP inspect of another's instance: %v vs %v", a, b)
 	}
 }
@@ -192,22 +194,22 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 
 	// Without the IBAN the kernel waits for parameters.
 	_, out, _ := f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, nil)
-	if assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "parameters" {
+	if decisionOf(t, out).Kind != "FRONTIER" || decisionOf(t, out).Awaiting != "parameters" {
 		t.Fatalf("prescribe without parameters: %v", out)
 	}
 	// A tool refusal changes nothing.
 	_, out, _ = f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "x"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
 	if code != 422 || assenttest.ErrCode(body) != "EFFECT_FAILED" {
 		t.Fatalf("apply with a refused tool: %d %v", code, body)
 	}
 
 	_, out, raw = f.API("POST", "/v1/flows/instances/exp-7/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": iban, "reference": "EXP-7"}})
-	if assenttest.Dig(out, "decision", "kind") != "PRESCRIBED" || strings.Contains(raw, iban) {
+	if decisionOf(t, out).Kind != "PRESCRIBED" || strings.Contains(raw, iban) {
 		t.Fatalf("prescribe: %s", raw)
 	}
-	prx, _ = assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx = prescriptionID(t, out)
 	// Parameters at apply must match the binding.
 	if code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, map[string]any{"parameters": map[string]string{"iban": "DE00000000000000000000", "reference": "EXP-7"}}); code != 400 || assenttest.ErrCode(body) != "invalid_request" {
 		t.Fatalf("apply with other parameters: %d %v", code, body)
@@ -221,12 +223,12 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 		t.Fatalf("re-apply: %v, want %v", again["id"], rc["id"])
 	}
 	_, v, raw := f.API("GET", "/v1/flows/instances/exp-7", tok, nil)
-	if assenttest.Dig(v, "instance", "facts", "payment.status", "value") != "sent" || strings.Contains(raw, iban) {
+	if instanceOf(t, v).Facts["payment.status"].Value != "sent" || strings.Contains(raw, iban) {
 		t.Fatalf("inspect: %s", raw)
 	}
 	var statuses []string
-	for _, e := range v["journal"].([]any) {
-		statuses = append(statuses, assenttest.Dig(e, "status").(string))
+	for _, e := range assenttest.As[api.InstanceView](t, v).Journal {
+		statuses = append(statuses, string(e.Status))
 	}
 	if got := strings.Join(statuses, ","); got != "begun,executing,aborted,begun,executing,committed" {
 		t.Fatalf("journal = %s", got)
@@ -243,7 +245,7 @@ func TestFlowPayThroughToolCall(t *testing.T) {
 	}
 	defer cs.Close()
 	direct, isErr := assenttest.CallTool(t, cs, "payments_send", map[string]any{"iban": iban})
-	if !isErr || assenttest.Dig(direct, "error", "code") != "forbidden" {
+	if !isErr || errorOf(t, direct).Code != "forbidden" {
 		t.Fatalf("direct payments_send: %v", direct)
 	}
 }
@@ -285,10 +287,10 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 		t.Fatalf("stage: %v", out)
 	}
 	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "plan-1", "parameters": map[string]string{"ticket": "T-12", "pin": pin}})
-	if isErr || assenttest.Dig(out, "decision", "awaiting") != "human" || strings.Contains(string(assenttest.MustJSON(out)), pin) {
+	if isErr || decisionOf(t, out).Awaiting != "human" || strings.Contains(string(assenttest.MustJSON(out)), pin) {
 		t.Fatalf("prescribe: %v", out)
 	}
-	aprID := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 
 	_, person := f.Issue(store.KindHuman, "approver", "control.write")
 	cookie, csrf := f.SignInAs(person.ID)
@@ -303,7 +305,7 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 		t.Fatalf("approve: %s", page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
-	if v := assenttest.Dig(snap, "state", "value"); v != "team" {
+	if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != "team" {
 		t.Fatalf("plan after approval = %v", v)
 	}
 	for _, path := range []string{"/v1/flows/instances/plan-1", "/v1/flows/approvals/" + aprID} {
@@ -344,7 +346,7 @@ func TestFlowHTTPErrors(t *testing.T) {
 	}
 	// An invalid program's errors carry their JSON paths.
 	_, body, _ := f.API("POST", "/v1/flows/programs", f.Token, []byte(`{"schema_version":1}`))
-	if errs, _ := assenttest.Dig(body, "error", "data", "errors").([]any); len(errs) == 0 {
+	if errs, _ := errorOf(t, body).Data["errors"].([]any); len(errs) == 0 {
 		t.Fatalf("no error list: %v", body)
 	}
 }
@@ -368,11 +370,11 @@ func TestFlowRefusedDecisionsAndPrograms(t *testing.T) {
 	f.API("POST", "/v1/flows/instances", bare, map[string]any{"program": "expense-approval", "id": "d-1", "phase": "draft",
 		"facts": map[string]any{"expense.amount": map[string]string{"status": "known", "value": "120.00 EUR"}}})
 	_, out, _ := f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, nil)
-	if assenttest.Dig(out, "decision", "kind") != "REFUSED" || assenttest.Dig(out, "decision", "code") != "CAPABILITY_DENIED" {
+	if decisionOf(t, out).Kind != "REFUSED" || decisionOf(t, out).Code != "CAPABILITY_DENIED" {
 		t.Fatalf("prescribe without grants: %v", out)
 	}
 	_, out, _ = f.API("POST", "/v1/flows/instances/d-1/prescribe", bare, map[string]any{"transition": "nope"})
-	if assenttest.Dig(out, "decision", "code") != "TRANSITION_UNKNOWN" {
+	if decisionOf(t, out).Code != "TRANSITION_UNKNOWN" {
 		t.Fatalf("unknown transition: %v", out)
 	}
 }
@@ -463,8 +465,8 @@ func TestFlowRunSpawn(t *testing.T) {
 		t.Fatalf("start: %d %s", code, raw)
 	}
 	_, out, raw := f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, map[string]any{"parameters": map[string]string{"version": "1.2.3"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
-	if assenttest.Dig(out, "decision", "transition") != "deployment/deploy" || prx == "" {
+	prx := prescriptionID(t, out)
+	if decisionOf(t, out).Transition != "deployment/deploy" || prx == "" {
 		t.Fatalf("prescribe deploy: %s", raw)
 	}
 	code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil)
@@ -474,25 +476,25 @@ func TestFlowRunSpawn(t *testing.T) {
 	// The Run ends on its own; its end becomes a fact.
 	testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
 		_, v, _ := f.API("GET", "/v1/flows/instances/dep-1", tok, nil)
-		if st := assenttest.Dig(v, "instance", "facts", "run.deploy", "value"); st == "failed" {
+		if st := instanceOf(t, v).Facts["run.deploy"].Value; st == "failed" {
 			t.Fatalf("run.deploy = %v", st)
 		} else if st != "succeeded" {
 			c.Errorf("run.deploy = %v", st)
 		}
 	}, "the deploy Run's end as a fact")
 	code, runView, raw := f.API("GET", "/v1/runs/dep-1.deploy.0", tok, nil)
-	if code != 200 || assenttest.Dig(runView, "status") != "done" {
+	if code != 200 || assenttest.As[run.Run](t, runView).Status != run.StatusDone {
 		t.Fatalf("the deploy Run: %d %s", code, raw)
 	}
 	_, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil)
-	prx, _ = assenttest.Dig(out, "decision", "prescription", "id").(string)
-	if assenttest.Dig(out, "decision", "transition") != "deployment/mark-deployed" {
+	prx = prescriptionID(t, out)
+	if decisionOf(t, out).Transition != "deployment/mark-deployed" {
 		t.Fatalf("after the Run: %v", out)
 	}
 	if code, rc, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 || rc["phase"] != "deployed" {
 		t.Fatalf("apply mark-deployed: %d %s", code, raw)
 	}
-	if _, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); assenttest.Dig(out, "decision", "kind") != "MARKED" {
+	if _, out, _ = f.API("POST", "/v1/flows/instances/dep-1/prescribe", tok, nil); decisionOf(t, out).Kind != "MARKED" {
 		t.Fatalf("objective: %v", out)
 	}
 }
@@ -502,7 +504,7 @@ func TestFlowRunSpawn(t *testing.T) {
 func TestFlowApproverWithoutGrants(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	// A person who holds human.approve only.
 	approver := store.Principal{ID: "p_approver", Kind: store.KindHuman, Name: "approver", Grants: []string{"human.approve"}, CreatedAt: time.Now()}
 	if err := f.DB.Principals().CreatePrincipal(context.Background(), approver, nil); err != nil {
@@ -525,7 +527,7 @@ func TestFlowRecoverInterruptedAtStart(t *testing.T) {
 	tok, _ := f.Issue(store.KindService, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "expense-approval", "id": "exp-3", "phase": "approved"})
 	_, out, _ := f.API("POST", "/v1/flows/instances/exp-3/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if prx == "" {
 		t.Fatalf("prescribe: %v", out)
 	}
@@ -574,7 +576,7 @@ func TestDemoDeployRecipesAreValid(t *testing.T) {
 func TestFlowApproveFromWebScript(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	post := func(hdr map[string]string) (int, map[string]any) {
@@ -601,7 +603,7 @@ func TestFlowApproveFromWebScript(t *testing.T) {
 	}
 	// Approving again is refused with who approved and the receipt.
 	again, m2 := post(map[string]string{"Origin": f.HTTP.URL, "X-CSRF-Token": csrf})
-	data, _ := assenttest.Dig(m2, "error", "data").(map[string]any)
+	data := errorOf(t, m2).Data
 	if again != 409 || assenttest.ErrCode(m2) != "already_decided" || data["status"] != "approved" || data["decided_by"] != person.ID || data["receipt"] != m["id"] {
 		t.Fatalf("approve again: %d %v", again, m2)
 	}
@@ -628,8 +630,9 @@ const sneakProgram = `{
 func TestFlowAgentLoadIsAProposal(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	code, out, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(sneakProgram))
-	fp, _ := assenttest.Dig(out, "program", "fingerprint").(string)
-	if code != 202 || out["status"] != "pending_approval" || assenttest.Dig(out, "program", "status") != "proposed" || !strings.Contains(out["url"].(string), "/inbox#section-flow-programs") {
+	proposal := assenttest.As[api.ProgramProposal](t, out)
+	fp := proposal.Program.Fingerprint
+	if code != 202 || proposal.Status != "pending_approval" || proposal.Program.Status != "proposed" || !strings.Contains(proposal.URL, "/inbox#section-flow-programs") {
 		t.Fatalf("agent load: %d %s", code, raw)
 	}
 	for _, ref := range []string{fp, "sneak"} {
@@ -706,7 +709,7 @@ func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
 	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "sneak", "id": "s-1", "phase": "start"})
 	_, out, raw := f.API("POST", "/v1/flows/instances/s-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if prx == "" {
 		t.Fatalf("prescribe: %s", raw)
 	}
@@ -743,7 +746,7 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 	tok, _ := f.Issue(store.KindAgent, "payer", "tool.invoke")
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "bank", "id": "b-1", "phase": "start"})
 	_, out, _ := f.API("POST", "/v1/flows/instances/b-1/prescribe", tok, map[string]any{"parameters": map[string]string{"iban": "DE89370400440532013000"}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	for i := range 3 {
 		if code, body, _ := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 409 || assenttest.ErrCode(body) != "RECOVERY_REQUIRED" {
 			t.Fatalf("apply %d: %d %v", i, code, body)
@@ -753,7 +756,7 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 		t.Fatalf("the tool ran %d times", n)
 	}
 	_, v, _ := f.API("GET", "/v1/flows/instances/b-1", tok, nil)
-	if assenttest.Dig(v, "instance", "recovery") == nil || assenttest.Dig(v, "instance", "facts", "payment.status", "status") != "unknown" {
+	if instanceOf(t, v).Recovery == nil || instanceOf(t, v).Facts["payment.status"].Status != "unknown" {
 		t.Fatalf("instance: %v", v)
 	}
 }
@@ -788,7 +791,7 @@ func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
 	f.API("POST", "/v1/flows/instances", tok, map[string]any{"program": "sealed", "id": "sd-1", "phase": "ready"})
 	const secret = "correct-horse-battery"
 	_, out, _ := f.API("POST", "/v1/flows/instances/sd-1/prescribe", tok, map[string]any{"parameters": map[string]string{"witness": secret}})
-	prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+	prx := prescriptionID(t, out)
 	if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", tok, nil); code != 200 {
 		t.Fatalf("apply: %d %s", code, raw)
 	}
@@ -836,8 +839,8 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 	}
 	stage("ada.new@example.com")
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-1"})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
-	if b, _ := assenttest.Dig(out, "approval", "bindings").([]any); aprID == "" || len(b) != 1 || assenttest.Dig(b[0], "value") != "ada.new@example.com" || assenttest.Dig(b[0], "current") != "ada@example.com" {
+	aprID := approvalOf(t, out).ID
+	if b := approvalOf(t, out).Bindings; aprID == "" || len(b) != 1 || b[0].Value != "ada.new@example.com" || b[0].Current != "ada@example.com" {
 		t.Fatalf("prescribe: %v", out)
 	}
 	cookie, csrf := f.SignInAs(person.ID)
@@ -853,7 +856,7 @@ func TestFlowControlApplyBindsWhatThePersonSaw(t *testing.T) {
 		t.Fatalf("approve after re-staging: %s\n%s", loc, page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "email"}})
-	if v := assenttest.Dig(snap, "state", "value"); v != "ada@example.com" {
+	if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != "ada@example.com" {
 		t.Fatalf("email after the refused approval = %v", v)
 	}
 	if _, a, _ := f.API("GET", "/v1/flows/approvals/"+aprID, f.Token, nil); a["status"] != "stale" || len(a["changed"].([]any)) == 0 {
@@ -907,10 +910,10 @@ func TestFlowInstanceIDIsNoExistenceOracle(t *testing.T) {
 func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	const payee = "PT50 0002 0123 1234 5678 9123 4"
 	const sentence = "Approve 1,250.00 EUR for Conference travel, Lisbon, paid to " + payee
-	if aprID == "" || assenttest.Dig(out, "approval", "summary") != sentence {
+	if aprID == "" || approvalOf(t, out).Summary != sentence {
 		t.Fatalf("prescribe: %s", raw)
 	}
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
@@ -964,7 +967,7 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
 		t.Fatalf("approve: %s", page)
 	}
@@ -982,10 +985,10 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 		var apr string
 		for range 2 { // submit, then the approval
 			_, out, raw := f.API("POST", "/v1/flows/instances/"+tc.id+"/prescribe", f.Token, nil)
-			if apr, _ = assenttest.Dig(out, "approval", "id").(string); apr != "" {
+			if apr = approvalOf(t, out).ID; apr != "" {
 				break
 			}
-			prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+			prx := prescriptionID(t, out)
 			if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.Token, nil); prx == "" || code != 200 {
 				t.Fatalf("submit %s: %d %s", tc.id, code, raw)
 			}
@@ -1013,7 +1016,7 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
@@ -1021,7 +1024,7 @@ func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 	}
 	pay := func(iban string) (int, map[string]any) {
 		_, out, raw := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{"parameters": map[string]string{"iban": iban}})
-		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+		prx := prescriptionID(t, out)
 		if prx == "" {
 			t.Fatalf("prescribe pay: %s", raw)
 		}
@@ -1060,7 +1063,7 @@ func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 	}
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "em-2"})
 	const line = "Email: ada@example.com → ada.new@example.com"
-	if assenttest.Dig(out, "approval", "summary") != "Apply the proposed change: "+line {
+	if approvalOf(t, out).Summary != "Apply the proposed change: "+line {
 		t.Fatalf("prescribe: %v", out)
 	}
 	cookie, _ := f.SignInAs(person.ID)
@@ -1076,7 +1079,7 @@ func TestFlowControlApplyCardShowsBothValues(t *testing.T) {
 func TestFlowApprovalCardExplainsMissingGrants(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, nil)
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
+	aprID := approvalOf(t, out).ID
 	_, weak := f.Issue(store.KindHuman, "viewer", "human.approve")
 	_, strong := f.Issue(store.KindHuman, "approver", "state.write")
 	for _, tc := range []struct {
@@ -1254,11 +1257,10 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 		}
 	}
 	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": "lim-1"})
-	aprID, _ := assenttest.Dig(out, "approval", "id").(string)
-	bindings, _ := assenttest.Dig(out, "approval", "bindings").([]any)
-	names := map[string]any{}
-	for _, b := range bindings {
-		names[fmt.Sprint(assenttest.Dig(b, "name"))] = assenttest.Dig(b, "value")
+	aprID := approvalOf(t, out).ID
+	names := map[string]string{}
+	for _, b := range approvalOf(t, out).Bindings {
+		names[b.Name] = b.Value
 	}
 	if aprID == "" || len(names) != 2 || names["accounts/creditLimit for customer mallory (Mallory)"] != "10000" || names["accounts/creditLimit for customer alice (Alice)"] != "800" {
 		t.Fatalf("the approval binds %v; want each customer's limit apart", names)
@@ -1272,7 +1274,7 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 	}
 	for id, want := range map[string]float64{"alice": 800, "mallory": 10000} {
 		snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "accounts", "controlId": "creditLimit", "subject": map[string]any{"type": "customer", "id": id}}})
-		if v := assenttest.Dig(snap, "state", "value"); v != want {
+		if v := assenttest.As[control.Snapshot](t, snap).State.Value; v != want {
 			t.Errorf("%s's limit after the approval = %v, want %v", id, v, want)
 		}
 	}

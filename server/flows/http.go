@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
@@ -37,20 +38,8 @@ func (s *Part) Routes(mux *host.Mux) {
 	s.routesFlowsWeb(mux)
 }
 
-// programView summarizes a stored program. Status is active (it starts
-// instances), proposed (it waits for a person's approval) or declined;
-// LoadedBy is who loaded or proposed it ("operator" for the application
-// or command line).
-type programView struct {
-	ProgramID       string   `json:"program_id"`
-	ProgramVersion  string   `json:"program_version"`
-	RequiresRuntime string   `json:"requires_runtime"`
-	Fingerprint     string   `json:"fingerprint"`
-	Transitions     int      `json:"transitions"`
-	Objectives      []string `json:"objectives"`
-	Status          string   `json:"status,omitempty"`
-	LoadedBy        string   `json:"loaded_by,omitempty"`
-}
+// programView summarizes a stored program.
+type programView = api.ProgramView
 
 func viewProgram(p *flow.Program) programView {
 	v := programView{ProgramID: p.ID(), ProgramVersion: p.Version(), RequiresRuntime: p.RequiresRuntime(),
@@ -124,14 +113,7 @@ func (s *Part) findProgram(ctx context.Context, ref string) (*flow.Program, erro
 }
 
 // startRequest is the body of POST /v1/flows/instances.
-type startRequest struct {
-	// Program is a fingerprint or a program id.
-	Program   string               `json:"program"`
-	ID        string               `json:"id,omitempty"`
-	Phase     string               `json:"phase"`
-	Facts     map[string]flow.Fact `json:"facts,omitempty"`
-	Objective string               `json:"objective,omitempty"`
-}
+type startRequest = api.StartRequest
 
 // instanceIDPattern bounds the instance ids a caller may choose.
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
@@ -167,18 +149,7 @@ func (s *Part) flowStart(ctx context.Context, p store.Principal, req startReques
 }
 
 // instanceView is everything about an instance its viewer may see.
-type instanceView struct {
-	Instance  flow.Instance       `json:"instance"`
-	Program   programView         `json:"program"`
-	Journal   []flow.JournalEntry `json:"journal"`
-	Receipts  []flow.Receipt      `json:"receipts"`
-	Approvals []flow.Approval     `json:"approvals"`
-	// Closed are the approvals already decided or gone stale, with the
-	// reason of a decline and what changed for a stale one.
-	Closed []flow.Approval `json:"closed_approvals"`
-	// Approval is the approval asked about, whatever its status.
-	Approval *flow.Approval `json:"approval,omitempty"`
-}
+type instanceView = api.InstanceView
 
 // flowInspect returns an instance with its journal, receipts and pending
 // approvals; approval, when set, names one more approval to include.
@@ -226,15 +197,8 @@ func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval 
 	return v, nil
 }
 
-// prescribeResult is the answer to a prescribe request: the kernel's
-// decision and, when it waits for a person, the approval request filed
-// for them.
-type prescribeResult struct {
-	Decision flow.Decision  `json:"decision"`
-	Approval *flow.Approval `json:"approval,omitempty"`
-	// Next says in words what the caller can do now.
-	Next string `json:"next"`
-}
+// prescribeResult is the answer to a prescribe request.
+type prescribeResult = api.Prescription
 
 // flowPrescribe resolves the next step of an instance for its owner and
 // stores the prescription. A decision awaiting a person files an approval
@@ -420,11 +384,11 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 	v := s.viewLoadedProgram(r.Context(), p)
 	if load.Status != flow.ProgramActive {
 		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
-		host.WriteJSON(w, http.StatusAccepted, map[string]any{
-			"status":  "pending_approval",
-			"program": v,
-			"url":     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
-			"next":    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
+		host.WriteJSON(w, http.StatusAccepted, api.ProgramProposal{
+			Status:  "pending_approval",
+			Program: v,
+			URL:     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
+			Next:    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
 		})
 		return
 	}
@@ -441,7 +405,7 @@ func (s *Part) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {
 	for _, p := range progs {
 		out = append(out, s.viewLoadedProgram(r.Context(), p))
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"programs": out})
+	host.WriteJSON(w, http.StatusOK, api.ProgramList{Programs: out})
 }
 
 func (s *Part) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
@@ -450,7 +414,7 @@ func (s *Part) handleFlowProgram(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"program": s.viewLoadedProgram(r.Context(), p), "canonical": json.RawMessage(p.Canonical())})
+	host.WriteJSON(w, http.StatusOK, api.ProgramDocument{Program: s.viewLoadedProgram(r.Context(), p), Canonical: json.RawMessage(p.Canonical())})
 }
 
 // flowDecideProgram approves or declines a proposed program for a person.
@@ -489,9 +453,7 @@ func (s *Part) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.HumanConfirmationRequired, "a proposed program is approved by a person in the web inbox (/inbox), never with a token")
 		return
 	}
-	var body struct {
-		Reason string `json:"reason,omitempty"`
-	}
+	var body api.DecisionRequest
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 		return
 	}
@@ -522,15 +484,11 @@ func (s *Part) handleFlowInstances(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"instances": list})
+	host.WriteJSON(w, http.StatusOK, api.InstanceList{Instances: list})
 }
 
-// instanceRow is an instance in a list, with the name of the principal
-// that owns it, so a supervisor sees which agent started it.
-type instanceRow struct {
-	flow.Instance
-	OwnerName string `json:"owner_name,omitempty"`
-}
+// instanceRow is an instance in a list.
+type instanceRow = api.InstanceRow
 
 // instanceRows lists the instances p may see with their owners' names.
 func (s *Part) instanceRows(ctx context.Context, p store.Principal) ([]instanceRow, error) {
@@ -578,9 +536,7 @@ func (s *Part) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleFlowApply(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Parameters map[string]string `json:"parameters,omitempty"`
-	}
+	var body api.ApplyRequest
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &body) {
 		return
 	}
@@ -598,7 +554,7 @@ func (s *Part) handleFlowApprovals(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	host.WriteJSON(w, http.StatusOK, api.ApprovalList{Approvals: list})
 }
 
 func (s *Part) handleFlowApproval(w http.ResponseWriter, r *http.Request) {
@@ -619,9 +575,7 @@ func (s *Part) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.HumanConfirmationRequired, "approvals are decided by a person in the web inbox (/inbox), never with a token")
 		return
 	}
-	var body struct {
-		Reason string `json:"reason,omitempty"`
-	}
+	var body api.DecisionRequest
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 		return
 	}

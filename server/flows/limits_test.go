@@ -43,7 +43,7 @@ func TestFlowProposalBounds(t *testing.T) {
 	f.Srv.Flows().SetLimits(flows.Limits{ProgramBytes: 32 << 10, ProgramTransitions: 20, PendingPrograms: 2, PendingApprovals: 2})
 	load := func(src string) (int, string) {
 		code, out, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(src))
-		code2, _ := assenttest.Dig(out, "error", "code").(string)
+		code2 := string(errorOf(t, out).Code)
 		_ = raw
 		return code, code2
 	}
@@ -101,7 +101,7 @@ func TestFlowProposalBounds(t *testing.T) {
 		switch code {
 		case 201: // submit it
 			_, out, raw := f.API("POST", "/v1/flows/instances/"+id+"/prescribe", f.Token, nil)
-			prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+			prx := prescriptionID(t, out)
 			if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", f.Token, nil); prx == "" || code != 200 {
 				t.Fatalf("submit %s: %d %s", id, code, raw)
 			}
@@ -111,10 +111,10 @@ func TestFlowProposalBounds(t *testing.T) {
 			t.Fatalf("start %s: %d %s", id, code, raw)
 		}
 		code, out, _ := f.API("POST", "/v1/flows/instances/"+id+"/prescribe", f.Token, nil)
-		if code == 200 && assenttest.Dig(out, "approval", "id") == nil {
+		if code == 200 && approvalOf(t, out).ID == "" {
 			t.Fatalf("%s: no approval was filed: %v", id, out)
 		}
-		ec, _ := assenttest.Dig(out, "error", "code").(string)
+		ec := string(errorOf(t, out).Code)
 		return code, ec
 	}
 	waiting := 0 // the demo's seeded approval, when there is one

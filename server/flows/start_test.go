@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/store"
 )
@@ -60,7 +61,7 @@ func TestFlowStartRules(t *testing.T) {
 				t.Fatalf("start = %d %s, want %d", code, raw, tt.code)
 			}
 			if tt.error != "" {
-				if got := assenttest.Dig(out, "error", "code"); got != tt.error {
+				if got := string(errorOf(t, out).Code); got != tt.error {
 					t.Fatalf("error code = %v (%s), want %s", got, raw, tt.error)
 				}
 				if code, _, _ := f.API("GET", "/v1/flows/instances/"+id, tt.token, nil); code != 404 {
@@ -68,7 +69,7 @@ func TestFlowStartRules(t *testing.T) {
 				}
 				return
 			}
-			if got := assenttest.Dig(out, "facts", "expense.amount_band", "value"); got != tt.band {
+			if got := assenttest.As[flow.Instance](t, out).Facts["expense.amount_band"].Value; got != tt.band {
 				t.Errorf("the instance's band = %v, want %s (%s)", got, tt.band, raw)
 			}
 		})
@@ -78,12 +79,12 @@ func TestFlowStartRules(t *testing.T) {
 	for _, step := range []string{"submit", "approve"} {
 		_, out, raw := f.API("POST", fmt.Sprintf("/v1/flows/instances/start-%d/prescribe", over), agent, nil)
 		if step == "approve" {
-			if assenttest.Dig(out, "decision", "kind") != "FRONTIER" || assenttest.Dig(out, "decision", "awaiting") != "human" || assenttest.Dig(out, "approval", "id") == nil {
+			if decisionOf(t, out).Kind != "FRONTIER" || decisionOf(t, out).Awaiting != "human" || approvalOf(t, out).ID == "" {
 				t.Fatalf("after submit, the expense over the limit does not wait for a person: %s", raw)
 			}
 			break
 		}
-		prx, _ := assenttest.Dig(out, "decision", "prescription", "id").(string)
+		prx := prescriptionID(t, out)
 		if code, _, raw := f.API("POST", "/v1/flows/prescriptions/"+prx+"/apply", agent, nil); prx == "" || code != 200 {
 			t.Fatalf("%s: %d %s", step, code, raw)
 		}
@@ -114,7 +115,7 @@ func TestFlowsStartTool(t *testing.T) {
 	}
 	res, out := call(map[string]any{"program": "expense-approval", "phase": "draft", "id": "mcp-1",
 		"facts": map[string]any{"expense.amount": known("86.50 EUR")}, "objective": "expense-paid"})
-	if res.IsError || out["instance_id"] != "mcp-1" || out["phase"] != "draft" || assenttest.Dig(out, "facts", "expense.amount_band", "value") != "within_limit" {
+	if res.IsError || out["instance_id"] != "mcp-1" || out["phase"] != "draft" || assenttest.As[flow.Instance](t, out).Facts["expense.amount_band"].Value != "within_limit" {
 		t.Fatalf("flows_start = %v %v", res.IsError, out)
 	}
 	if code, _, raw := f.API("GET", "/v1/flows/instances/mcp-1", agent, nil); code != 200 {
@@ -130,10 +131,10 @@ func TestFlowsStartTool(t *testing.T) {
 		{"facts of the wrong type", map[string]any{"program": "expense-approval", "phase": "draft", "facts": []string{"x"}}, "invalid_request"},
 	} {
 		res, out := call(tc.args)
-		if !res.IsError || assenttest.Dig(out, "error", "code") != tc.code {
+		if !res.IsError || string(errorOf(t, out).Code) != tc.code {
 			t.Errorf("%s: %v, want %s", tc.name, out, tc.code)
 		}
-		if tc.code == "invalid_request" && assenttest.Dig(out, "error", "data", "field") != "facts" {
+		if tc.code == "invalid_request" && errorOf(t, out).Data["field"] != "facts" {
 			t.Errorf("%s: %v does not name the field", tc.name, out)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/server/wire"
@@ -98,9 +99,7 @@ func (s *Part) handleProposalGet(w http.ResponseWriter, r *http.Request) {
 // refused forbidden.
 func (s *Part) handleProposalDecide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Reason string `json:"reason"`
-		}
+		var body api.DecisionRequest
 		if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
 			return
 		}

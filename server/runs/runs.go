@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/host"
@@ -375,14 +376,7 @@ func writeRunError(w http.ResponseWriter, err error) {
 	host.WriteToolError(w, err)
 }
 
-type spawnBody struct {
-	Recipe    string                     `json:"recipe,omitempty"`
-	Template  json.RawMessage            `json:"template,omitempty"`
-	Values    map[string]json.RawMessage `json:"values,omitempty"`
-	RunID     string                     `json:"run_id,omitempty"`
-	As        string                     `json:"as,omitempty"`
-	Artifacts map[string]run.Artifact    `json:"artifacts,omitempty"`
-}
+type spawnBody = api.SpawnRequest
 
 func (s *Part) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 	var b spawnBody
@@ -485,10 +479,7 @@ func (s *Part) handleRunLogs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleRunControl(w http.ResponseWriter, r *http.Request) {
-	var b struct {
-		Action string          `json:"action"`
-		Input  json.RawMessage `json:"input,omitempty"`
-	}
+	var b api.RunControlRequest
 	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
@@ -508,10 +499,7 @@ func (s *Part) handleRunControl(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleRunClaim(w http.ResponseWriter, r *http.Request) {
-	var b struct {
-		ID         string `json:"id,omitempty"`
-		InstanceID string `json:"run_instance_id,omitempty"`
-	}
+	var b api.ClaimRequest
 	if !host.DecodeJSON(w, r, 0, &b) {
 		return
 	}
@@ -545,10 +533,7 @@ func runGeneration(p store.Principal, id, named string) (owner, instance string,
 
 func (s *Part) handleRunSettle(handled bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b struct {
-			Error      string `json:"error,omitempty"`
-			InstanceID string `json:"run_instance_id,omitempty"`
-		}
+		var b api.SettleRequest
 		if !host.DecodeJSON(w, r, 0, &b) {
 			return
 		}
@@ -590,9 +575,7 @@ func (s *Part) handleRunTrace(w http.ResponseWriter, r *http.Request) {
 
 func (s *Part) handleRunRetain(action string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b struct {
-			PreserveArtifacts bool `json:"preserve_artifacts,omitempty"`
-		}
+		var b api.RetainRequest
 		if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &b) {
 			return
 		}

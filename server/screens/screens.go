@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
@@ -629,15 +630,8 @@ func (s *Part) publishScreen(sc *liveScreen, data map[string]any) {
 	s.Bus.Publish(s.OwnedEvent("screen.update", sc.owner.ID, b))
 }
 
-// screenSummary is the outcome of reading a stream: SPEC 10.27's result.
-type screenSummary struct {
-	ID         string         `json:"id"`
-	Components int            `json:"components"`
-	Rejected   []screen.Issue `json:"rejected"`
-	Outline    string         `json:"outline"`
-	Ended      bool           `json:"ended"`
-	URL        string         `json:"url,omitempty"`
-}
+// screenSummary is the outcome of reading a stream.
+type screenSummary = api.ScreenSummary
 
 func (sc *liveScreen) summary() screenSummary {
 	sc.mu.Lock()
@@ -891,12 +885,12 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleScreenList(w http.ResponseWriter, r *http.Request) {
-	out := []map[string]any{}
+	out := api.ScreenList{Screens: []api.ScreenRow{}}
 	for _, sc := range s.visibleScreens(host.PrincipalOf(r)) {
 		sum := sc.summary()
-		out = append(out, map[string]any{"id": sc.id, "owner": sc.owner.ID, "created": sc.created.UTC(), "components": sum.Components, "ended": sum.Ended, "url": sum.URL})
+		out.Screens = append(out.Screens, api.ScreenRow{ID: sc.id, Owner: sc.owner.ID, Created: sc.created.UTC(), Components: sum.Components, Ended: sum.Ended, URL: sum.URL})
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"screens": out})
+	host.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Part) handleScreenGet(w http.ResponseWriter, r *http.Request) {
@@ -956,11 +950,11 @@ func (s *Part) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	sc.mu.Lock()
 	seq := sc.seq
 	sc.mu.Unlock()
-	body := map[string]any{"applied": res.Applied, "issues": issues, "seq": seq}
+	body := api.ScreenUpdate{Applied: res.Applied, Issues: issues, Seq: seq}
 	if !res.Applied {
 		// A rejected update keeps its answer's fields and carries the one
 		// error object beside them.
-		body["error"] = wire.New(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
+		body.Error = wire.New(wire.UpdateRejected, "the update was rejected and nothing changed; fix the lines its issues name and send it again").
 			WithData(map[string]any{"issues": issues})
 	}
 	host.WriteJSON(w, status, body)

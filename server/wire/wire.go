@@ -9,9 +9,10 @@
 // and data, when present, carries structured detail (the issues of invalid
 // params, the figures of backpressure, the reason of a control refusal).
 //
-// Each code has one HTTP status, given by [StatusOf]. A code missing from
-// the table is a 400. The codes of the Flow kernel keep the kernel's upper
-// case spelling; every other code is lower snake_case.
+// Each code has one HTTP status, given by [StatusOf], from the one table
+// of [Codes]. A code missing from the table is a 400. The codes of the
+// Flow kernel keep the kernel's upper case spelling; every other code is
+// lower snake_case.
 package wire
 
 import (
@@ -20,210 +21,15 @@ import (
 	"net/http"
 )
 
-// Code is a stable error code.
+// Code is a stable error code. The constants of the codes are generated
+// from the table of [Codes].
 type Code string
-
-// Codes of requests that are malformed or refused for their content.
-const (
-	InvalidRequest       Code = "invalid_request"
-	InvalidParams        Code = "invalid_params"
-	UnsupportedVersion   Code = "unsupported_version"
-	UnsupportedMediaType Code = "unsupported_media_type"
-	MethodNotAllowed     Code = "method_not_allowed"
-	NotFound             Code = "not_found"
-	TooLarge             Code = "too_large"
-	LimitExceeded        Code = "limit_exceeded"
-	UnknownTool          Code = "unknown_tool"
-	MutationBlocked      Code = "mutation_blocked"
-	UpdateRejected       Code = "update_rejected"
-)
-
-// Codes of who is asking and what they may do.
-const (
-	SignInRequired            Code = "sign_in_required"
-	Forbidden                 Code = "forbidden"
-	BadOrigin                 Code = "bad_origin"
-	HumanConfirmationRequired Code = "human_confirmation_required"
-	SignInRequiredHuman       Code = "sign_in_required_human"
-	ConfirmationRequired      Code = "confirmation_required"
-)
-
-// Codes of state that changed or is in the way.
-const (
-	Conflict              Code = "conflict"
-	AlreadyExists         Code = "already_exists"
-	IdempotencyConflict   Code = "idempotency_conflict"
-	IdempotencyInProgress Code = "idempotency_in_progress"
-	ToolChanged           Code = "tool_changed"
-	// AlreadyDecided: someone else decided first; data says who and how
-	// (status, decided_by, decided_at, and the receipt or reason).
-	AlreadyDecided Code = "already_decided"
-)
-
-// Codes of load and of failures inside the server.
-const (
-	RateLimited     Code = "rate_limited"
-	TooManySessions Code = "too_many_sessions"
-	Internal        Code = "internal"
-	ServerError     Code = "server_error"
-	ToolFailed      Code = "tool_failed"
-	Unavailable     Code = "unavailable"
-	ModelUnverified Code = "model_unverified"
-	// StoreUnavailable: the store could not save the change, so nothing
-	// changed; send it again when the store is reachable.
-	StoreUnavailable Code = "store_unavailable"
-)
-
-// Refusal reasons of the control registry (docs/controls.md). A refused
-// control command reports its reason as the code.
-const (
-	StaleRevision       Code = "stale_revision"
-	StagedValueStale    Code = "staged_value_stale"
-	NoStagedValue       Code = "no_staged_value"
-	NothingToUndo       Code = "nothing_to_undo"
-	SensitiveControl    Code = "sensitive_control"
-	ControlNotWritable  Code = "control_not_writable"
-	ControlNotEditable  Code = "control_not_editable"
-	ConsentRequired     Code = "consent_required"
-	Denied              Code = "denied"
-	Unsupported         Code = "unsupported"
-	InvalidValue        Code = "invalid_value"
-	CommandFailed       Code = "command_failed"
-	ControlBackpressure Code = "control_backpressure"
-)
-
-// Codes of Runs (docs/runs.md).
-const (
-	RunActive          Code = "run_active"
-	RunArchived        Code = "run_archived"
-	NotRunning         Code = "not_running"
-	NotTerminal        Code = "not_terminal"
-	TerminalState      Code = "terminal_state"
-	GenerationMismatch Code = "generation_mismatch"
-	JournalIntegrity   Code = "control_journal_integrity"
-	ToolExists         Code = "tool_exists"
-	ToolNameCollision  Code = "tool_name_collision"
-	PreserveFailed     Code = "preserve_failed"
-	StartFailed        Code = "start_failed"
-	EndpointNotReady   Code = "endpoint_not_ready"
-	NodeUnavailable    Code = "node_unavailable"
-	DeliveryFailed     Code = "delivery_failed"
-	ProposalDecided    Code = "proposal_decided"
-	StaleProposal      Code = "stale_proposal"
-)
-
-// Codes of the Flow kernel (docs/flows.md), spelled as the kernel spells
-// them.
-const (
-	CapabilityDenied       Code = "CAPABILITY_DENIED"
-	CapabilityNotDeclared  Code = "CAPABILITY_NOT_DECLARED"
-	ProgramNotActive       Code = "PROGRAM_NOT_ACTIVE"
-	StalePrescription      Code = "STALE_PRESCRIPTION"
-	PrescriptionExpired    Code = "PRESCRIPTION_EXPIRED"
-	RevisionConflict       Code = "REVISION_CONFLICT"
-	ApprovalClosed         Code = "APPROVAL_CLOSED"
-	RecoveryRequired       Code = "RECOVERY_REQUIRED"
-	NotPrescribed          Code = "NOT_PRESCRIBED"
-	EffectFailed           Code = "EFFECT_FAILED"
-	EffectUnavailable      Code = "EFFECT_UNAVAILABLE"
-	EffectCapabilityDenied Code = "EFFECT_CAPABILITY_DENIED"
-)
-
-// entry is a code's row in the table.
-type entry struct {
-	status    int
-	retryable bool
-}
-
-// table is the one mapping of codes to HTTP statuses. A code is retryable
-// when its status is 429 or 5xx unless its row says otherwise; a few 409s
-// are retryable because the conflict passes by itself.
-var table = map[Code]entry{
-	InvalidRequest:       {http.StatusBadRequest, false},
-	UnsupportedVersion:   {http.StatusBadRequest, false},
-	SignInRequired:       {http.StatusUnauthorized, false},
-	Forbidden:            {http.StatusForbidden, false},
-	BadOrigin:            {http.StatusForbidden, false},
-	UnknownTool:          {http.StatusForbidden, false},
-	NotFound:             {http.StatusNotFound, false},
-	MethodNotAllowed:     {http.StatusMethodNotAllowed, false},
-	TooLarge:             {http.StatusRequestEntityTooLarge, false},
-	LimitExceeded:        {http.StatusRequestEntityTooLarge, false},
-	UnsupportedMediaType: {http.StatusUnsupportedMediaType, false},
-	InvalidParams:        {http.StatusUnprocessableEntity, false},
-	MutationBlocked:      {http.StatusUnprocessableEntity, false},
-	UpdateRejected:       {http.StatusUnprocessableEntity, false},
-
-	HumanConfirmationRequired: {http.StatusForbidden, false},
-	SignInRequiredHuman:       {http.StatusForbidden, false},
-	ConfirmationRequired:      {http.StatusConflict, false},
-
-	Conflict:              {http.StatusConflict, false},
-	AlreadyExists:         {http.StatusConflict, false},
-	IdempotencyConflict:   {http.StatusConflict, false},
-	IdempotencyInProgress: {http.StatusConflict, true},
-	ToolChanged:           {http.StatusConflict, false},
-	AlreadyDecided:        {http.StatusConflict, false},
-
-	RateLimited:      {http.StatusTooManyRequests, true},
-	TooManySessions:  {http.StatusTooManyRequests, true},
-	Internal:         {http.StatusInternalServerError, true},
-	ServerError:      {http.StatusInternalServerError, true},
-	ToolFailed:       {http.StatusInternalServerError, true},
-	Unavailable:      {http.StatusServiceUnavailable, true},
-	ModelUnverified:  {http.StatusServiceUnavailable, true},
-	StoreUnavailable: {http.StatusServiceUnavailable, true},
-
-	StaleRevision:       {http.StatusConflict, false},
-	StagedValueStale:    {http.StatusConflict, false},
-	NoStagedValue:       {http.StatusConflict, false},
-	NothingToUndo:       {http.StatusConflict, false},
-	SensitiveControl:    {http.StatusForbidden, false},
-	ControlNotWritable:  {http.StatusForbidden, false},
-	ControlNotEditable:  {http.StatusForbidden, false},
-	ConsentRequired:     {http.StatusForbidden, false},
-	Denied:              {http.StatusForbidden, false},
-	Unsupported:         {http.StatusForbidden, false},
-	InvalidValue:        {http.StatusForbidden, false},
-	CommandFailed:       {http.StatusBadGateway, true},
-	ControlBackpressure: {http.StatusTooManyRequests, true},
-
-	RunActive:          {http.StatusConflict, false},
-	RunArchived:        {http.StatusConflict, false},
-	NotRunning:         {http.StatusConflict, false},
-	NotTerminal:        {http.StatusConflict, false},
-	TerminalState:      {http.StatusConflict, false},
-	GenerationMismatch: {http.StatusConflict, false},
-	JournalIntegrity:   {http.StatusConflict, false},
-	ToolExists:         {http.StatusConflict, false},
-	ToolNameCollision:  {http.StatusConflict, false},
-	PreserveFailed:     {http.StatusConflict, false},
-	StartFailed:        {http.StatusInternalServerError, false},
-	EndpointNotReady:   {http.StatusServiceUnavailable, true},
-	NodeUnavailable:    {http.StatusServiceUnavailable, true},
-	DeliveryFailed:     {http.StatusServiceUnavailable, false},
-	ProposalDecided:    {http.StatusConflict, false},
-	StaleProposal:      {http.StatusConflict, false},
-
-	CapabilityDenied:       {http.StatusForbidden, false},
-	CapabilityNotDeclared:  {http.StatusForbidden, false},
-	ProgramNotActive:       {http.StatusForbidden, false},
-	StalePrescription:      {http.StatusConflict, false},
-	PrescriptionExpired:    {http.StatusConflict, false},
-	RevisionConflict:       {http.StatusConflict, true},
-	ApprovalClosed:         {http.StatusConflict, false},
-	RecoveryRequired:       {http.StatusConflict, false},
-	NotPrescribed:          {http.StatusConflict, false},
-	EffectFailed:           {http.StatusUnprocessableEntity, false},
-	EffectUnavailable:      {http.StatusUnprocessableEntity, false},
-	EffectCapabilityDenied: {http.StatusUnprocessableEntity, false},
-}
 
 // StatusOf returns the HTTP status of code and whether the table lists
 // it. An unlisted code is a 400.
 func StatusOf(code Code) (int, bool) {
-	if e, ok := table[code]; ok {
-		return e.status, true
+	if e, ok := codeIndex[code]; ok {
+		return e.Status, true
 	}
 	return http.StatusBadRequest, false
 }
@@ -237,8 +43,8 @@ func Status(code Code) int {
 // Retryable reports whether an error with code may succeed when the same
 // request is sent again.
 func Retryable(code Code) bool {
-	if e, ok := table[code]; ok {
-		return e.retryable
+	if e, ok := codeIndex[code]; ok {
+		return e.Retryable
 	}
 	return false
 }

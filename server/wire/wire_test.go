@@ -60,12 +60,12 @@ func TestNewTakesTheTable(t *testing.T) {
 }
 
 func TestTableCodesAreWellFormed(t *testing.T) {
-	for code, e := range table {
-		if !wellFormed(string(code)) {
-			t.Errorf("code %q is not snake_case", code)
+	for _, e := range Codes() {
+		if !wellFormed(string(e.Code)) {
+			t.Errorf("code %q is not snake_case", e.Code)
 		}
-		if e.status < 400 || e.status > 599 {
-			t.Errorf("code %q has status %d", code, e.status)
+		if e.Status < 400 || e.Status > 599 {
+			t.Errorf("code %q has status %d", e.Code, e.Status)
 		}
 	}
 }

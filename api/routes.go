@@ -1,0 +1,109 @@
+package api
+
+import (
+	"net/http"
+	"reflect"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
+)
+
+// A Route is one route of the HTTP API: its method and path as the
+// server registers them (net/http patterns) and the Go types of its
+// bodies.
+type Route struct {
+	Method string
+	Path   string
+	// Summary says what the route does, in one line.
+	Summary string
+	// Public routes need no token.
+	Public bool
+	// Request is the type of the JSON request body; nil when the route
+	// takes none.
+	Request reflect.Type
+	// RequestText is the media type of a request body that is text, not
+	// JSON (an Omni-IR stream).
+	RequestText string
+	// Status is the status of a successful answer; 204 has no body.
+	Status int
+	// Response is the type of a successful JSON answer; nil with
+	// ContentType set for an answer that is not JSON, and nil without it
+	// for a JSON object this table does not describe field by field.
+	Response reflect.Type
+	// Accepted is the type of the 202 answer of a request filed for a
+	// person's decision instead of done; nil when there is none.
+	Accepted reflect.Type
+	// ContentType is the media type of a successful answer that is not
+	// JSON (text/plain logs, the event stream).
+	ContentType string
+}
+
+// Pattern returns r as the server registers it: "METHOD /path".
+func (r Route) Pattern() string { return r.Method + " " + r.Path }
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// Routes returns every /v1 route the server mounts, in the order of
+// docs/http.md. The server's tests compare it with the routes it
+// registers.
+func Routes() []Route {
+	const get, post = http.MethodGet, http.MethodPost
+	ok, created := http.StatusOK, http.StatusCreated
+	return []Route{
+		{Method: get, Path: "/v1/health", Summary: "The process is alive", Public: true, Status: ok, Response: typeOf[Health]()},
+		{Method: get, Path: "/v1/ready", Summary: "Whether this node should receive requests (503 when not)", Public: true, Status: ok, Response: typeOf[Ready]()},
+		{Method: get, Path: "/v1/openapi.json", Summary: "This document", Public: true, Status: ok},
+		{Method: get, Path: "/v1/whoami", Summary: "The principal that asks", Status: ok, Response: typeOf[Whoami]()},
+		{Method: get, Path: "/v1/events", Summary: "Server-sent events the principal may see", Status: ok, ContentType: "text/event-stream"},
+
+		{Method: get, Path: "/v1/controls", Summary: "Snapshots of the controls you can see (?formId=)", Status: ok, Response: typeOf[ControlList]()},
+		{Method: get, Path: "/v1/controls/{formId}/{controlId}", Summary: "One control's snapshot (?subjectType=&subjectId=)", Status: ok, Response: typeOf[control.Snapshot]()},
+		{Method: post, Path: "/v1/controls/execute", Summary: "Run one control command", Request: typeOf[ExecuteRequest](), Status: ok, Response: typeOf[CommandAnswer]()},
+		{Method: post, Path: "/v1/forms/{formId}/controls", Summary: "A service declares its form's hosted controls", Request: typeOf[FormDeclaration](), Status: ok, Response: typeOf[ControlList]()},
+		{Method: http.MethodDelete, Path: "/v1/forms/{formId}/controls", Summary: "The form's service removes the form", Status: http.StatusNoContent},
+		{Method: http.MethodPut, Path: "/v1/forms/{formId}/controls/{controlId}/value", Summary: "The form's service records the person's own edit", Request: typeOf[SetValueRequest](), Status: ok, Response: typeOf[control.Snapshot]()},
+		{Method: get, Path: "/v1/audit", Summary: "The durable audit log, oldest first (?formId=&principalId=&after=&limit=)", Status: ok, Response: typeOf[AuditList]()},
+
+		{Method: post, Path: "/v1/runs", Summary: "Start a Run (201), or file an agent's template for a person (202)", Request: typeOf[SpawnRequest](), Status: created, Response: typeOf[run.Run](), Accepted: typeOf[run.PendingApproval]()},
+		{Method: get, Path: "/v1/runs", Summary: "The Runs you own or oversee (?status=)", Status: ok, Response: typeOf[run.RunList]()},
+		{Method: post, Path: "/v1/runs/inspect", Summary: "One view of a Run, a Recipe or a tool", Request: typeOf[run.InspectRequest](), Status: ok},
+		{Method: get, Path: "/v1/runs/{id}", Summary: "A Run's status view", Status: ok, Response: typeOf[run.Run]()},
+		{Method: get, Path: "/v1/runs/{id}/views/{view}", Summary: "One view of a Run (status, trace, controls, …)", Status: ok},
+		{Method: get, Path: "/v1/runs/{id}/logs", Summary: "A Run's output (?stream=stdout|stderr&lines=)", Status: ok, ContentType: "text/plain"},
+		{Method: post, Path: "/v1/runs/{id}/controls", Summary: "Send a Run a Control", Request: typeOf[RunControlRequest](), Status: ok, Response: typeOf[run.ControlResult]()},
+		{Method: post, Path: "/v1/runs/{id}/controls/claim", Summary: "A Run's service claims a Control of its generation", Request: typeOf[ClaimRequest](), Status: ok, Response: typeOf[store.Control]()},
+		{Method: post, Path: "/v1/runs/{id}/controls/{cid}/handled", Summary: "A Run's service settles a Control as handled", Request: typeOf[SettleRequest](), Status: ok, Response: typeOf[store.Control]()},
+		{Method: post, Path: "/v1/runs/{id}/controls/{cid}/failed", Summary: "A Run's service settles a Control as failed", Request: typeOf[SettleRequest](), Status: ok, Response: typeOf[store.Control]()},
+		{Method: post, Path: "/v1/runs/{id}/trace", Summary: "Append a Trace event", Request: typeOf[run.TraceInput](), Status: created, Response: typeOf[store.TraceEvent]()},
+		{Method: post, Path: "/v1/runs/{id}/kill", Summary: "Kill a Run's process", Status: ok, Response: typeOf[run.KillResult]()},
+		{Method: post, Path: "/v1/runs/{id}/archive", Summary: "Archive an ended Run", Status: ok, Response: typeOf[run.ArchiveResult]()},
+		{Method: post, Path: "/v1/runs/{id}/prune", Summary: "Delete an ended Run's state", Request: typeOf[RetainRequest](), Status: ok, Response: typeOf[run.PruneResult]()},
+
+		{Method: get, Path: "/v1/proposals", Summary: "Command and tool proposals (?status=)", Status: ok, Response: typeOf[ProposalList]()},
+		{Method: get, Path: "/v1/proposals/{id}", Summary: "One proposal", Status: ok, Response: typeOf[run.Proposal]()},
+		{Method: post, Path: "/v1/proposals/{id}/approve", Summary: "A person approves a proposal", Status: ok, Response: typeOf[run.Proposal]()},
+		{Method: post, Path: "/v1/proposals/{id}/decline", Summary: "A person declines a proposal", Request: typeOf[DecisionRequest](), Status: ok, Response: typeOf[run.Proposal]()},
+		{Method: post, Path: "/v1/tools/{name}/publish", Summary: "A person publishes a registered tool", Status: ok},
+
+		{Method: post, Path: "/v1/flows/programs", Summary: "Load a Flow program (201, or 202 when it waits for a person)", Status: created, Response: typeOf[ProgramView](), Accepted: typeOf[ProgramProposal]()},
+		{Method: get, Path: "/v1/flows/programs", Summary: "Loaded Flow programs", Status: ok, Response: typeOf[ProgramList]()},
+		{Method: get, Path: "/v1/flows/programs/{fingerprint}", Summary: "One program and its canonical form", Status: ok, Response: typeOf[ProgramDocument]()},
+		{Method: post, Path: "/v1/flows/programs/{fingerprint}/{decision}", Summary: "A person activates or refuses a program", Request: typeOf[DecisionRequest](), Status: ok, Response: typeOf[flow.ProgramLoad]()},
+		{Method: post, Path: "/v1/flows/instances", Summary: "Start a Flow instance", Request: typeOf[StartRequest](), Status: created, Response: typeOf[flow.Instance]()},
+		{Method: get, Path: "/v1/flows/instances", Summary: "The Flow instances you may see", Status: ok, Response: typeOf[InstanceList]()},
+		{Method: get, Path: "/v1/flows/instances/{id}", Summary: "An instance with its journal, receipts and pending approvals", Status: ok, Response: typeOf[InstanceView]()},
+		{Method: post, Path: "/v1/flows/instances/{id}/prescribe", Summary: "Ask the kernel for a prescription", Request: typeOf[flow.Request](), Status: ok, Response: typeOf[Prescription]()},
+		{Method: post, Path: "/v1/flows/prescriptions/{id}/apply", Summary: "Apply a prescription", Request: typeOf[ApplyRequest](), Status: ok, Response: typeOf[flow.Receipt]()},
+		{Method: get, Path: "/v1/flows/approvals", Summary: "Flow approvals (?instance=)", Status: ok, Response: typeOf[ApprovalList]()},
+		{Method: get, Path: "/v1/flows/approvals/{id}", Summary: "One approval", Status: ok, Response: typeOf[flow.Approval]()},
+		{Method: post, Path: "/v1/flows/approvals/{id}/{decision}", Summary: "A person decides an approval (web UI only)", Request: typeOf[DecisionRequest](), Status: ok},
+
+		{Method: post, Path: "/v1/screens", Summary: "Show a screen from an Omni-IR stream (the body)", RequestText: "text/plain", Status: created, Response: typeOf[ScreenSummary]()},
+		{Method: get, Path: "/v1/screens", Summary: "Your screens", Status: ok, Response: typeOf[ScreenList]()},
+		{Method: get, Path: "/v1/screens/{id}", Summary: "One screen's summary", Status: ok, Response: typeOf[ScreenSummary]()},
+		{Method: http.MethodDelete, Path: "/v1/screens/{id}", Summary: "Delete a screen", Status: http.StatusNoContent},
+		{Method: post, Path: "/v1/screens/{id}/updates", Summary: "Apply an update to a screen (Omni-IR lines in the body)", RequestText: "text/plain", Status: ok, Response: typeOf[ScreenUpdate]()},
+	}
+}
