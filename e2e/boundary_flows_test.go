@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
@@ -265,7 +266,7 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: a.DB, Demo: true, RateLimit: -1})
+	srv, _, err := demo.NewServer(context.Background(), server.Config{DataDir: t.TempDir(), Store: a.DB, RateLimit: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent"
-	"github.com/assent-run/assent/server/screens"
+	"github.com/assent-run/assent/demo"
 )
 
 // Names the demo agent works with: the demo workspace's form, Recipe and
@@ -323,7 +323,7 @@ func (d *demoAgent) propose(ctx context.Context) error {
 // showScreen shows the demo payment screen.
 func (d *demoAgent) showScreen(ctx context.Context) error {
 	const what = "show the payment screen"
-	text, _ := screens.DemoScreen("payment")
+	text, _ := demo.Screen("payment")
 	out, err := d.call(ctx, what, "show_screen", map[string]any{"screen": text})
 	if err != nil {
 		return err

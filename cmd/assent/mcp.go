@@ -22,6 +22,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -120,7 +121,7 @@ func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
 // HTTP API on a loopback port (so Runs can reach it) and builds an MCP
 // server over its tools that acts as the agent created at first start, or
 // as token's principal.
-func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFlags, token string, demo bool) (*inProcess, error) {
+func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFlags, token string, withDemo bool) (*inProcess, error) {
 	dir, err := absDataDir(data)
 	if err != nil {
 		return nil, err
@@ -149,13 +150,20 @@ func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFla
 	}
 	base := "http://" + ln.Addr().String()
 	log := slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base})
+	cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base}
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return fail(refused("%v", err))
 	}
-	if demo {
-		if _, err := srv.SeedDemo(ctx); err != nil {
+	if withDemo {
+		app, err := demo.Install(ctx, srv, cfg)
+		if err != nil {
+			srv.Close()
+			ln.Close()
+			return fail(refused("%v", err))
+		}
+		if _, err := app.Seed(ctx); err != nil {
 			log.Warn("the demo inbox was not seeded", "err", err)
 		}
 	}

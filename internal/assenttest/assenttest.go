@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store/sqlite"
@@ -43,20 +44,22 @@ type Kit struct {
 	Boot auth.Bootstrap
 	// Token is the first agent's bearer token.
 	Token string
+	// Demo is the demo application, on a Kit that StartDemo started.
+	Demo *demo.App
 }
 
 // Start runs a server on a fresh data directory. mod, when not nil, may
 // change the configuration before the server is built.
 func Start(t testing.TB, mod func(*server.Config)) *Kit {
 	t.Helper()
-	return start(t, false, mod)
+	return start(t, false, false, mod)
 }
 
 // StartListening is Start with the server's BaseURL set to its real
 // address before it is built, for Runs and tools that call the server back.
 func StartListening(t testing.TB, mod func(*server.Config)) *Kit {
 	t.Helper()
-	return start(t, true, mod)
+	return start(t, true, false, mod)
 }
 
 // StartIn is StartListening on the data directory dir, created when
@@ -66,14 +69,26 @@ func StartIn(t testing.TB, dir string, mod func(*server.Config)) *Kit {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return startIn(t, dir, true, mod)
+	return startIn(t, dir, true, false, mod)
 }
 
-func start(t testing.TB, listen bool, mod func(*server.Config)) *Kit {
-	return startIn(t, t.TempDir(), listen, mod)
+// StartDemoIn is StartIn with the demo application installed, as
+// StartDemo installs it.
+func StartDemoIn(t testing.TB, dir string, mod func(*server.Config)) *Kit {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return startIn(t, dir, true, true, mod)
 }
 
-func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *Kit {
+func start(t testing.TB, listen, withDemo bool, mod func(*server.Config)) *Kit {
+	return startIn(t, t.TempDir(), listen, withDemo, mod)
+}
+
+// startIn starts a server in dir; with withDemo the demo application is
+// installed on it, as assent serve --demo installs it, before it serves.
+func startIn(t testing.TB, dir string, listen, withDemo bool, mod func(*server.Config)) *Kit {
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
 	if err != nil {
@@ -104,6 +119,17 @@ func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *K
 		db.Close()
 		t.Fatal(err)
 	}
+	var app *demo.App
+	if withDemo {
+		if app, err = demo.Install(ctx, srv, cfg); err != nil {
+			srv.Close()
+			if ln != nil {
+				ln.Close()
+			}
+			db.Close()
+			t.Fatal(err)
+		}
+	}
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	if ln != nil {
 		hs.Listener.Close()
@@ -116,7 +142,7 @@ func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *K
 		hs.Close()
 		db.Close()
 	})
-	return &Kit{T: t, Srv: srv, DB: db, HTTP: hs, Dir: dir, Boot: boot, Token: boot.AgentToken}
+	return &Kit{T: t, Srv: srv, DB: db, HTTP: hs, Dir: dir, Boot: boot, Token: boot.AgentToken, Demo: app}
 }
 
 // URL is the server's base URL.
@@ -378,8 +404,14 @@ func (k *Kit) AppsSession(token string) (*mcp.ClientSession, error) {
 // every request.
 func Client(token string) *http.Client { return &http.Client{Transport: bearerTransport(token)} }
 
-// StartDemo runs a server with the demo workspace.
-func StartDemo(t testing.TB) *Kit {
+// StartDemo runs a server with the demo application installed (package
+// demo, as assent serve --demo installs it). mod, when given, may change
+// the configuration before the server is built.
+func StartDemo(t testing.TB, mod ...func(*server.Config)) *Kit {
 	t.Helper()
-	return start(t, false, func(c *server.Config) { c.Demo = true })
+	return start(t, false, true, func(c *server.Config) {
+		for _, m := range mod {
+			m(c)
+		}
+	})
 }

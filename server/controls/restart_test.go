@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -19,11 +20,18 @@ import (
 
 // restart builds a second server on f's store, as a new process would
 // after the first one died, and serves it.
-func restart(t *testing.T, f *assenttest.Kit, demo bool) (*server.Server, *httptest.Server) {
+func restart(t *testing.T, f *assenttest.Kit, withDemo bool) (*server.Server, *httptest.Server) {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Config{DataDir: t.TempDir(), Store: f.DB, Demo: demo})
+	cfg := server.Config{DataDir: t.TempDir(), Store: f.DB}
+	srv, err := server.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if withDemo {
+		if _, err := demo.Install(context.Background(), srv, cfg); err != nil {
+			srv.Close()
+			t.Fatal(err)
+		}
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
@@ -191,7 +199,7 @@ func (c flakyControls) SaveForm(ctx context.Context, f control.SavedForm) error 
 // made, and the caller gets 503 store_unavailable, retryable.
 func TestStoreUnavailableReachesTheCaller(t *testing.T) {
 	var failing atomic.Bool
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true; c.Store = flakyStore{c.Store, &failing} })
+	f := assenttest.StartDemo(t, func(c *server.Config) { c.Store = flakyStore{c.Store, &failing} })
 	svc, _ := f.Issue(store.KindService, "billing-app")
 	failing.Store(true)
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
@@ -240,7 +241,7 @@ func TestDemoScreensAreNotShownTwice(t *testing.T) {
 		t.Fatalf("the demo shows %d screens, want 4", first)
 	}
 	for i := range 2 {
-		srv, err := server.New(context.Background(), server.Config{DataDir: f.Dir, Store: f.DB, Demo: true})
+		srv, _, err := demo.NewServer(context.Background(), server.Config{DataDir: f.Dir, Store: f.DB})
 		if err != nil {
 			t.Fatal(err)
 		}
