@@ -22,7 +22,7 @@ import (
 // Flow instance.
 const (
 	demoPlayerRun   = "demo-player"
-	demoExpense     = "expense-1001"
+	demoExpense     = demo.ExpenseID
 	demoPollEvery   = time.Second
 	demoSettleLimit = 20 * time.Second
 )

@@ -33,7 +33,7 @@ func newMCPCmd(c *cli) *cobra.Command {
 		o         clientOpts
 		data      string
 		storeFlag storeFlags
-		demo      bool
+		withDemo  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -62,9 +62,9 @@ process report to this process's own loopback HTTP API, so a service Run
 			out := &lockedWriter{w: c.out}
 			t := &mcp.IOTransport{Reader: io.NopCloser(jsonLines(c.in, out)), Writer: nopWriteCloser{out}}
 			if data != "" {
-				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), demo, t)
+				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), withDemo, t)
 			}
-			if demo {
+			if withDemo {
 				return usageErr("--demo goes with --data; a server started with assent serve --demo already serves the demo")
 			}
 			client, err := newAPIClient(o)
@@ -76,7 +76,7 @@ process report to this process's own loopback HTTP API, so a service Run
 	}
 	addClientFlags(cmd, &o)
 	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
-	cmd.Flags().BoolVar(&demo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
+	cmd.Flags().BoolVar(&withDemo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
 	storeFlag.add(cmd.Flags(), "with --data: "+storeFlagUsage)
 	return cmd
 }
@@ -87,8 +87,8 @@ func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPInProcess runs the full runtime on the data directory and serves
 // its tools over t.
-func serveMCPInProcess(ctx context.Context, c *cli, dir string, storeFlag storeFlags, token string, demo bool, t mcp.Transport) error {
-	rt, err := startInProcess(ctx, c, dir, storeFlag, token, demo)
+func serveMCPInProcess(ctx context.Context, c *cli, dir string, storeFlag storeFlags, token string, withDemo bool, t mcp.Transport) error {
+	rt, err := startInProcess(ctx, c, dir, storeFlag, token, withDemo)
 	if err != nil {
 		return err
 	}
