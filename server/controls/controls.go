@@ -492,7 +492,8 @@ func writeCommandResult(w http.ResponseWriter, res control.Result) {
 	host.WriteJSON(w, resultStatus(res), answerOf(res))
 }
 
-// hostedControl is one control in a form declaration.
+// HostedControl is one control in a form declaration (see DeclareForm):
+// its id, an optional subject, what it is, and its first value.
 type HostedControl struct {
 	ControlID string           `json:"controlId"`
 	Subject   *control.Subject `json:"subject,omitempty"`

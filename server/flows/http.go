@@ -123,14 +123,19 @@ func (s *Part) findProgram(ctx context.Context, ref string) (*flow.Program, erro
 	return nil, tool.Errorf("not_found", "no active program %q is loaded; a person or the operator loads it (assent flow load FILE), or approves it in the web inbox", ref)
 }
 
-// startRequest is the body of POST /v1/flows/instances.
+// StartRequest is what starting an instance takes (see Start): the body of
+// POST /v1/flows/instances and the arguments of flows_start.
 type StartRequest struct {
 	// Program is a fingerprint or a program id.
-	Program   string               `json:"program"`
-	ID        string               `json:"id,omitempty"`
-	Phase     string               `json:"phase"`
-	Facts     map[string]flow.Fact `json:"facts,omitempty"`
-	Objective string               `json:"objective,omitempty"`
+	Program string `json:"program"`
+	// ID is the instance's id; empty lets the kernel choose one.
+	ID string `json:"id,omitempty"`
+	// Phase is the phase the instance starts in.
+	Phase string `json:"phase"`
+	// Facts are the facts it starts with, by facet.
+	Facts map[string]flow.Fact `json:"facts,omitempty"`
+	// Objective names the program objective it pursues.
+	Objective string `json:"objective,omitempty"`
 }
 
 // instanceIDPattern bounds the instance ids a caller may choose.
