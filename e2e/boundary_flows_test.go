@@ -272,7 +272,7 @@ func TestAttackCrashMidPaymentNeverReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := a.Restart(func(c *server.Config) { c.Demo, c.RateLimit = true, -1 }).Srv
+	srv := a.Restart(func(c *server.Config) { c.RateLimit = -1 }).Srv
 	in, err := srv.Flows().Kernel().Instance(context.Background(), "x-1")
 	if err != nil || in.Recovery == nil || in.Facts["payment.status"].Status != flow.StatusUnknown {
 		t.Fatalf("after the restart: %+v %v", in, err)

@@ -20,7 +20,7 @@ import (
 // command of its own choosing without the grant or a person's approval.
 // docs/runs.md promises "a value can never inject shell syntax".
 func TestBoundaryRecipeValueInjectsShellInsideQuotes(t *testing.T) {
-	a := newAppIn(t, t.TempDir(), nil)
+	a := newAppIn(t, t.TempDir(), false, nil)
 	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke") // no command.execute
 	recipe := `{"description":"append a note","args":["msg"],"template":"echo \"note: {msg}\" > note.txt"}`
 	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "note.json"), []byte(recipe), 0o600); err != nil {
@@ -49,7 +49,7 @@ func TestBoundaryRecipeValueInjectsShellInsideQuotes(t *testing.T) {
 // inside single quotes: the value's own quotes close the template's, so a
 // value without any quote character, "x;echo PWNED>pwned.txt;", runs.
 func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
-	a := newAppIn(t, t.TempDir(), nil)
+	a := newAppIn(t, t.TempDir(), false, nil)
 	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke")
 	recipe := `{"description":"greet","args":["name"],"template":"echo 'hello {name}' > hello.txt"}`
 	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "greet.json"), []byte(recipe), 0o600); err != nil {
@@ -78,7 +78,7 @@ func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
 // begins with "-" would be read by git as an option (--upload-pack runs a
 // command), so it is refused invalid_value and nothing runs.
 func TestBoundaryRecipeValueBecomesOption(t *testing.T) {
-	a := newAppIn(t, t.TempDir(), nil)
+	a := newAppIn(t, t.TempDir(), false, nil)
 	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke")
 	recipe := `{"description":"remote head","args":["repo:string"],"template":"git ls-remote {repo} HEAD"}`
 	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "head.json"), []byte(recipe), 0o600); err != nil {

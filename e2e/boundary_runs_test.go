@@ -29,7 +29,7 @@ type runsTarget struct {
 
 func newRunsTarget(t *testing.T) runsTarget {
 	t.Helper()
-	a := newAppIn(t, t.TempDir(), nil)
+	a := newAppIn(t, t.TempDir(), false, nil)
 	return runsTarget{url: a.HTTP.URL, dir: a.Dir, victim: a.issue(store.KindAgent, "victim", "command.execute"),
 		attacker: a.issue(store.KindAgent, "attacker", "command.execute")}
 }

@@ -35,7 +35,7 @@ type boundaryApp struct{ *app }
 
 func newBoundaryApp(t *testing.T, mod func(*server.Config)) *boundaryApp {
 	t.Helper()
-	return &boundaryApp{newAppIn(t, t.TempDir(), mod)}
+	return &boundaryApp{newAppIn(t, t.TempDir(), false, mod)}
 }
 
 // send makes a request with a bearer token and returns the status and body.

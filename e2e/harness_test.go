@@ -20,16 +20,21 @@ import (
 // its real address (see package assenttest).
 type app struct{ *assenttest.Kit }
 
-func newApp(t *testing.T, demo bool) *app {
+func newApp(t *testing.T, withDemo bool) *app {
 	t.Helper()
-	return newAppIn(t, t.TempDir(), func(c *server.Config) { c.Demo = demo })
+	return newAppIn(t, t.TempDir(), withDemo, nil)
 }
 
 // newAppIn starts a server on the data directory dir (created when
-// missing; it may be relative) with a configuration mod may change.
-func newAppIn(t *testing.T, dir string, mod func(*server.Config)) *app {
+// missing; it may be relative) with a configuration mod may change, and
+// with the demo application when withDemo is set.
+func newAppIn(t *testing.T, dir string, withDemo bool, mod func(*server.Config)) *app {
 	t.Helper()
-	return &app{assenttest.StartIn(t, dir, func(c *server.Config) {
+	start := assenttest.StartIn
+	if withDemo {
+		start = assenttest.StartDemoIn
+	}
+	return &app{start(t, dir, func(c *server.Config) {
 		c.RateLimit = -1
 		if mod != nil {
 			mod(c)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/testwait"
-	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store/postgres/pgtest"
 )
 
@@ -245,7 +245,7 @@ func inboxSurvivesKill(t *testing.T, exe, storeURL string) {
 		"facts": map[string]any{
 			"expense.amount":      map[string]any{"status": "known", "value": "1200.00 EUR"},
 			"expense.description": map[string]any{"status": "known", "value": "Restart check dinner"},
-			"expense.payee_iban":  map[string]any{"status": "known", "value": flows.DemoPayeeIBAN},
+			"expense.payee_iban":  map[string]any{"status": "known", "value": demo.PayeeIBAN},
 		}}); code != http.StatusCreated {
 		t.Fatalf("start expense: %d %s", code, raw)
 	}

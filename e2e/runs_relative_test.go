@@ -13,7 +13,6 @@ import (
 
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 )
 
@@ -44,7 +43,7 @@ func buildAssent(t *testing.T) string {
 func TestRunsFromRelativeDataDir(t *testing.T) {
 	exe := buildAssent(t)
 	t.Chdir(t.TempDir())
-	a := newAppIn(t, "assent-data", func(c *server.Config) { c.Demo = true })
+	a := newAppIn(t, "assent-data", true, nil)
 	token := a.issue(store.KindAgent, "player-agent")
 	rt := runsTarget{url: a.HTTP.URL, dir: "assent-data", attacker: token}
 

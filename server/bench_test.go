@@ -25,8 +25,8 @@ func benchmarkMCP(b *testing.B, version, name string, args map[string]any) {
 // (nil: the test database itself).
 func benchmarkMCPOn(b *testing.B, wrap func(store.Store) store.Store, version, name string, args map[string]any) {
 	t := &testing.T{}
-	f := assenttest.Start(t, func(c *server.Config) {
-		c.Demo, c.RateLimit = true, -1
+	f := assenttest.StartDemo(t, func(c *server.Config) {
+		c.RateLimit = -1
 		if wrap != nil {
 			c.Store = wrap(c.Store)
 		}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/server/flows"
 )
 
 // contractNames are the field names fixed by a contract outside assent
@@ -98,8 +98,8 @@ func TestToolResultsHaveOneCasing(t *testing.T) {
 		{"controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}}},
 		{"controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}},
 		{"flows_list", map[string]any{}},
-		{"flows_inspect", map[string]any{"instance": flows.DemoExpenseID}},
-		{"flows_prescribe", map[string]any{"instance": flows.DemoExpenseID}},
+		{"flows_inspect", map[string]any{"instance": demo.ExpenseID}},
+		{"flows_prescribe", map[string]any{"instance": demo.ExpenseID}},
 		{"inbox_wait", map[string]any{"items": []any{map[string]any{"proposal": map[string]any{"formId": "profile", "controlId": "plan"}}}, "timeout_ms": 0}},
 	} {
 		out, isErr := assenttest.CallTool(t, cs, call.tool, call.args)

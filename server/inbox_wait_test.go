@@ -13,12 +13,12 @@ import (
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 )
 
@@ -85,7 +85,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	out, isErr := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
 	aprID := approvalOf(t, out).ID
 	if isErr || aprID == "" || !strings.Contains(out["next"].(string), "inbox_wait") {
 		t.Fatalf("prescribe: %v", out)
@@ -118,19 +118,19 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 
 	// Asking for the next step reports the decline with its reason, not
 	// "a person must approve".
-	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
 	next, _ := out["next"].(string)
 	if isErr || approvalOf(t, out).Status != flow.ApprovalDeclined || !strings.Contains(next, "declined") || !strings.Contains(next, "not a business trip") ||
 		!strings.Contains(next, "ask_again") || strings.Contains(next, "must approve") {
 		t.Fatalf("prescribe after the decline: %v", out)
 	}
 	// Over HTTP too.
-	code, hv, _ := f.API("POST", "/v1/flows/instances/"+flows.DemoExpenseID+"/prescribe", f.Token, map[string]any{})
+	code, hv, _ := f.API("POST", "/v1/flows/instances/"+demo.ExpenseID+"/prescribe", f.Token, map[string]any{})
 	if next, _ := hv["next"].(string); code != 200 || !strings.Contains(next, "not a business trip") || strings.Contains(next, "must approve") {
 		t.Fatalf("HTTP prescribe after the decline: %d %v", code, hv)
 	}
 	// Asking again files a new approval request, which the person sees.
-	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID, "ask_again": true})
+	out, isErr = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID, "ask_again": true})
 	againApr := approvalOf(t, out)
 	again := againApr.ID
 	if isErr || again == "" || again == aprID || againApr.Status != flow.ApprovalPending {
@@ -140,7 +140,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 		t.Fatal("the new approval request is not in the inbox")
 	}
 	// From now on, prescribing returns the new request, not the decline.
-	out, _ = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	out, _ = assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
 	if approvalOf(t, out).ID != again {
 		t.Fatalf("prescribe after asking again: %v", out)
 	}
@@ -159,7 +159,7 @@ func TestInboxWaitApprovedApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
 	aprID := approvalOf(t, out).ID
 	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"approval": aprID}}})
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
@@ -292,7 +292,7 @@ func TestInboxWaitOtherAgentsItemsAreNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
 	aprID := approvalOf(t, out).ID
 	rev := stage(t, cs, "pro")
 	_, v, _ := f.API("POST", "/v1/runs", f.Token, map[string]any{"template": "echo hi", "run_id": "not-yours"})
@@ -415,7 +415,7 @@ func TestInboxWaitProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": flows.DemoExpenseID})
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
 	aprID := approvalOf(t, out).ID
 	rev := stage(t, cs, "pro")
 

@@ -50,8 +50,10 @@ type Server struct {
 	parts []host.Part
 }
 
-// New builds a server. It registers the built-in tools and, with
-// Config.Demo, the demo workspace.
+// New builds a server and registers the built-in tools. An application
+// then adds its own (programs, tools, screens, Recipes, forms) through the
+// parts' methods (Flows, Screens, Runs, Controls) before Serve; package
+// demo is an example.
 func New(ctx context.Context, cfg host.Config) (*Server, error) {
 	h, err := host.NewHost(cfg)
 	if err != nil {

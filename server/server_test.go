@@ -359,8 +359,7 @@ func (b *syncBuffer) String() string {
 
 func TestLogsHoldNoSecrets(t *testing.T) {
 	var logs syncBuffer
-	f := assenttest.Start(t, func(c *server.Config) {
-		c.Demo = true
+	f := assenttest.StartDemo(t, func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	cookie, csrf := f.SignIn()

@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func compileOutputSchema(t *testing.T, tl *mcp.Tool) *jsonschema.Schema {
@@ -146,7 +147,7 @@ func TestToolResultsConformToOutputSchema(t *testing.T) {
 // absolute URL on the server's BaseURL, and conform to the tool's schema.
 func TestToolResultsCarryURLs(t *testing.T) {
 	const base = "http://assent.test:8080"
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true; c.BaseURL = base + "/" })
+	f := assenttest.StartDemo(t, func(c *server.Config) { c.BaseURL = base + "/" })
 	builder, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func TestToolResultsCarryURLs(t *testing.T) {
 	}{
 		{"controls_execute", map[string]any{"action": "stage", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "value": "pro"}, base + "/inbox", cs},
 		{"show_screen", map[string]any{"screen": "root = Heading(\"Hello\")\n"}, base + "/screens/", cs},
-		{"flows_prescribe", map[string]any{"instance": flows.DemoExpenseID}, base + "/flows/instances/" + flows.DemoExpenseID, cs},
+		{"flows_prescribe", map[string]any{"instance": demo.ExpenseID}, base + "/flows/instances/" + demo.ExpenseID, cs},
 		{"actors_run_spawn", map[string]any{"template": "true", "as": "run:u1"}, base + "/runs/u1", trusted},
 		{"actors_run_spawn", map[string]any{"template": "true", "as": "run:u2"}, base + "/runs/proposals/", cs},
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/unsaved"
 	"github.com/assent-run/assent/screen/confirm"
@@ -292,11 +293,15 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	if o.dropControlWrites {
 		st = unsaved.Controls(db)
 	}
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
+	cfg := server.Config{DataDir: dir, Store: st, RateLimit: -1}
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
+	if _, err := demo.Install(ctx, srv, cfg); err != nil {
+		return nil, err
+	}
 	noop := func(context.Context, confirm.Request) (confirm.Result, error) {
 		return confirm.Result{Value: map[string]any{}}, nil
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
@@ -643,8 +644,13 @@ func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, ra
 // on loopback; it returns the server, its base URL and a function that
 // stops it.
 func startNode(ctx context.Context, st store.Store, dir string) (*server.Server, string, func(), error) {
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: st, RateLimit: -1, Demo: true})
+	cfg := server.Config{DataDir: dir, Store: st, RateLimit: -1}
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
+		return nil, "", nil, err
+	}
+	if _, err := demo.Install(ctx, srv, cfg); err != nil {
+		srv.Close()
 		return nil, "", nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/server"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/store"
 )
 
@@ -205,15 +205,15 @@ summary:
 
 func TestSeedLine(t *testing.T) {
 	for _, tc := range []struct {
-		seed *server.DemoSeed
+		seed *demo.Seeded
 		want string
 	}{
 		{nil, ""},
-		{&server.DemoSeed{Proposal: "profile/plan", Screen: "scr_1", Approval: "apr-1", ApprovalStatus: "pending"},
+		{&demo.Seeded{Proposal: "profile/plan", Screen: "scr_1", Approval: "apr-1", ApprovalStatus: "pending"},
 			"Your inbox has a proposed profile change and an expense waiting for your approval. The payment screen is open under Screens."},
-		{&server.DemoSeed{Proposal: "profile/plan", Screen: "scr_1", Approval: "apr-1", ApprovalStatus: "declined"},
+		{&demo.Seeded{Proposal: "profile/plan", Screen: "scr_1", Approval: "apr-1", ApprovalStatus: "declined"},
 			"Your inbox has a proposed profile change. The payment screen is open under Screens."},
-		{&server.DemoSeed{Screen: "scr_1"}, "The payment screen is open under Screens."},
+		{&demo.Seeded{Screen: "scr_1"}, "The payment screen is open under Screens."},
 	} {
 		if got := seedLine(tc.seed); got != tc.want {
 			t.Errorf("seedLine(%+v) = %q, want %q", tc.seed, got, tc.want)

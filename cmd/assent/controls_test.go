@@ -7,15 +7,19 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
 // startServer starts a server (with the demo workspace when demo is set) on
 // a fresh data directory and returns its URL, bootstrap and store.
-func startServer(t *testing.T, demo bool) (string, auth.Bootstrap, *sqlite.DB) {
+func startServer(t *testing.T, withDemo bool) (string, auth.Bootstrap, *sqlite.DB) {
 	t.Helper()
-	k := assenttest.StartOn(t, assenttest.SQLite, func(c *server.Config) { c.Demo = demo })
+	var k *assenttest.Kit
+	if withDemo {
+		k = assenttest.StartDemoOn(t, assenttest.SQLite, nil)
+	} else {
+		k = assenttest.StartOn(t, assenttest.SQLite, nil)
+	}
 	return k.URL(), k.Boot, k.SQLite()
 }
 

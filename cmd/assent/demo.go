@@ -16,14 +16,14 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/client"
-	"github.com/assent-run/assent/server/screens"
+	"github.com/assent-run/assent/demo"
 )
 
 // Names the demo agent works with: the demo workspace's form, Recipe and
 // Flow instance.
 const (
 	demoPlayerRun   = "demo-player"
-	demoExpense     = "expense-1001"
+	demoExpense     = demo.ExpenseID
 	demoPollEvery   = time.Second
 	demoSettleLimit = 20 * time.Second
 )
@@ -324,7 +324,7 @@ func (d *demoAgent) propose(ctx context.Context) error {
 // showScreen shows the demo payment screen.
 func (d *demoAgent) showScreen(ctx context.Context) error {
 	const what = "show the payment screen"
-	text, _ := screens.DemoScreen("payment")
+	text, _ := demo.Screen("payment")
 	out, err := d.call(ctx, what, "show_screen", map[string]any{"screen": text})
 	if err != nil {
 		return err

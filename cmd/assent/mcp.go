@@ -23,6 +23,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/client"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -33,7 +34,7 @@ func newMCPCmd(c *cli) *cobra.Command {
 		o         clientOpts
 		data      string
 		storeFlag storeFlags
-		demo      bool
+		withDemo  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -62,9 +63,9 @@ process report to this process's own loopback HTTP API, so a service Run
 			out := &lockedWriter{w: c.out}
 			t := &mcp.IOTransport{Reader: io.NopCloser(jsonLines(c.in, out)), Writer: nopWriteCloser{out}}
 			if data != "" {
-				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), demo, t)
+				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), withDemo, t)
 			}
-			if demo {
+			if withDemo {
 				return usageErr("--demo goes with --data; a server started with assent serve --demo already serves the demo")
 			}
 			api, err := newAPIClient(o)
@@ -76,7 +77,7 @@ process report to this process's own loopback HTTP API, so a service Run
 	}
 	addClientFlags(cmd, &o)
 	cmd.Flags().StringVar(&data, "data", "", "run in process on this data directory instead of relaying to a server")
-	cmd.Flags().BoolVar(&demo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
+	cmd.Flags().BoolVar(&withDemo, "demo", false, "with --data: load the demo workspace, as assent serve --demo does")
 	storeFlag.add(cmd.Flags(), "with --data: "+storeFlagUsage)
 	return cmd
 }
@@ -87,8 +88,8 @@ func (nopWriteCloser) Close() error { return nil }
 
 // serveMCPInProcess runs the full runtime on the data directory and serves
 // its tools over t.
-func serveMCPInProcess(ctx context.Context, c *cli, dir string, storeFlag storeFlags, token string, demo bool, t mcp.Transport) error {
-	rt, err := startInProcess(ctx, c, dir, storeFlag, token, demo)
+func serveMCPInProcess(ctx context.Context, c *cli, dir string, storeFlag storeFlags, token string, withDemo bool, t mcp.Transport) error {
+	rt, err := startInProcess(ctx, c, dir, storeFlag, token, withDemo)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (rt *inProcess) signInLink(ctx context.Context) (string, error) {
 // HTTP API on a loopback port (so Runs can reach it) and builds an MCP
 // server over its tools that acts as the agent created at first start, or
 // as token's principal.
-func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFlags, token string, demo bool) (*inProcess, error) {
+func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFlags, token string, withDemo bool) (*inProcess, error) {
 	dir, err := absDataDir(data)
 	if err != nil {
 		return nil, err
@@ -150,13 +151,20 @@ func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFla
 	}
 	base := "http://" + ln.Addr().String()
 	log := slog.New(slog.NewTextHandler(c.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base})
+	cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base}
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return fail(refused("%v", err))
 	}
-	if demo {
-		if _, err := srv.SeedDemo(ctx); err != nil {
+	if withDemo {
+		app, err := demo.Install(ctx, srv, cfg)
+		if err != nil {
+			srv.Close()
+			ln.Close()
+			return fail(refused("%v", err))
+		}
+		if _, err := app.Seed(ctx); err != nil {
 			log.Warn("the demo inbox was not seeded", "err", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store/sqlite"
@@ -39,7 +40,7 @@ func relativeServer(t *testing.T) (base string, db *sqlite.DB, stop func()) {
 		t.Fatal(err)
 	}
 	base = "http://" + ln.Addr().String()
-	srv, err := server.New(ctx, server.Config{DataDir: "assent-data", Store: db, Demo: true, BaseURL: base, RateLimit: -1})
+	srv, _, err := demo.NewServer(ctx, server.Config{DataDir: "assent-data", Store: db, BaseURL: base, RateLimit: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

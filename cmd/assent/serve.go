@@ -15,6 +15,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -76,7 +77,7 @@ func newServeCmd(c *cli) *cobra.Command {
 		data, addr, baseURL, logFormat, runUser, node string
 		storeOpts                                     storeFlags
 		runUIDs                                       string
-		demo, oauthInsecure                           bool
+		withDemo, oauthInsecure                       bool
 		leaseTTL                                      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -177,16 +178,22 @@ down gracefully.`,
 				ln.Close()
 				return refused("bad_lease_ttl: --lease-ttl must be between 0 (the default, %s) and %s, not %s", run.DefaultLeaseTTL, store.LeaseMaxTTL, leaseTTL)
 			}
-			srv, err := server.New(ctx, server.Config{DataDir: dir, Store: db, Logger: log, Demo: demo, BaseURL: base, RunUser: runUser,
-				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure})
+			cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base, RunUser: runUser,
+				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure}
+			srv, err := server.New(ctx, cfg)
 			if err != nil {
 				ln.Close()
 				return refused("%v", err)
 			}
 			defer srv.Close()
-			var seed *server.DemoSeed
-			if demo {
-				sd, err := srv.SeedDemo(ctx)
+			var seed *demo.Seeded
+			if withDemo {
+				app, err := demo.Install(ctx, srv, cfg)
+				if err != nil {
+					ln.Close()
+					return refused("%v", err)
+				}
+				sd, err := app.Seed(ctx)
 				if err != nil {
 					log.Warn("the demo inbox was not seeded", "err", err)
 				} else {
@@ -203,8 +210,8 @@ down gracefully.`,
 					return refused("%v", err)
 				}
 			}
-			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: demo, seed: seed, self: currentInvocation()})
-			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "node", srv.Config.Node, "demo", demo)
+			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: withDemo, seed: seed, self: currentInvocation()})
+			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "node", srv.Config.Node, "demo", withDemo)
 			if err := srv.Serve(ctx, ln); err != nil {
 				return refused("%v", err)
 			}
@@ -217,7 +224,7 @@ down gracefully.`,
 	storeOpts.add(f, "PostgreSQL URL to keep state in, without a password: postgres://USER@HOST:PORT/DATABASE (default $ASSENT_STORE, else SQLite in the data directory); the password goes in ASSENT_STORE, a PGPASSFILE or --store-file")
 	f.StringVar(&addr, "addr", "127.0.0.1:7410", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&baseURL, "base-url", "", "public URL of this server, when behind a proxy (default http://ADDR)")
-	f.BoolVar(&demo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")
+	f.BoolVar(&withDemo, "demo", false, "load the demo workspace and put a proposal, a screen and an approval in the owner's inbox")
 	f.StringVar(&logFormat, "log", "text", "log format on stderr: text or json")
 	f.StringVar(&node, "node", "", "name of this node among the nodes sharing the store; unique, and the same across restarts (default $ASSENT_NODE, else the host name and a digest of the data directory)")
 	f.DurationVar(&leaseTTL, "lease-ttl", 0, "time to live of this node's Run leases: a Run whose node dies is found lost within about this time and a third (default $ASSENT_LEASE_TTL, else 15s)")
@@ -240,7 +247,7 @@ type welcome struct {
 	boot                       auth.Bootstrap
 	demo                       bool
 	// seed is what the demo put in the inbox, when it did.
-	seed *server.DemoSeed
+	seed *demo.Seeded
 	// self is how to start this assent again.
 	self invocation
 }
@@ -298,7 +305,7 @@ func printWelcome(w io.Writer, wl welcome) {
 }
 
 // seedLine says in one sentence what the demo put in the owner's inbox.
-func seedLine(seed *server.DemoSeed) string {
+func seedLine(seed *demo.Seeded) string {
 	if seed == nil {
 		return ""
 	}

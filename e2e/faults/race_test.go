@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/assent-run/assent/server/flows"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/store/postgres/pgtest"
 )
 
@@ -98,7 +98,7 @@ func fileApproval(t *testing.T, s *server, token, id string) string {
 		"facts": map[string]any{
 			"expense.amount":      map[string]any{"status": "known", "value": "1200.00 EUR"},
 			"expense.description": map[string]any{"status": "known", "value": "Race " + id},
-			"expense.payee_iban":  map[string]any{"status": "known", "value": flows.DemoPayeeIBAN},
+			"expense.payee_iban":  map[string]any{"status": "known", "value": demo.PayeeIBAN},
 		}})
 	if err != nil || code != http.StatusCreated {
 		t.Fatalf("start %s: %d %v %v", id, code, body, err)

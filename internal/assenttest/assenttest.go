@@ -38,6 +38,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
@@ -96,8 +97,11 @@ type Kit struct {
 	Boot auth.Bootstrap
 	// Token is the first agent's bearer token.
 	Token string
+	// Demo is the demo application, on a Kit that StartDemo started.
+	Demo *demo.App
 
 	sqlite *sqlite.DB // DB on SQLite, or nil
+	demo   bool       // the demo application is installed on every server
 	pgURL  string     // the URL of DB's schema on PostgreSQL
 	listen bool       // the server's BaseURL is its address
 	stop   func()     // stops the server, once
@@ -141,7 +145,35 @@ func StartIn(t testing.TB, dir string, mod func(*server.Config)) *Kit {
 // StartOn is Start on the backend b, whatever EnvBackend says.
 func StartOn(t testing.TB, b Backend, mod func(*server.Config)) *Kit {
 	t.Helper()
-	return startOn(t, b, t.TempDir(), false, mod)
+	return startOn(t, b, t.TempDir(), false, false, mod)
+}
+
+// StartDemo runs a server with the demo application installed (package
+// demo, as assent serve --demo installs it). mod, when given, may change
+// the configuration before the server is built.
+func StartDemo(t testing.TB, mod ...func(*server.Config)) *Kit {
+	t.Helper()
+	return startOn(t, DefaultBackend(t), t.TempDir(), false, true, func(c *server.Config) {
+		for _, m := range mod {
+			m(c)
+		}
+	})
+}
+
+// StartDemoOn is StartDemo on the backend b, whatever EnvBackend says.
+func StartDemoOn(t testing.TB, b Backend, mod func(*server.Config)) *Kit {
+	t.Helper()
+	return startOn(t, b, t.TempDir(), false, true, mod)
+}
+
+// StartDemoIn is StartIn with the demo application installed, as
+// StartDemo installs it.
+func StartDemoIn(t testing.TB, dir string, mod func(*server.Config)) *Kit {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return startOn(t, DefaultBackend(t), dir, true, true, mod)
 }
 
 func start(t testing.TB, listen bool, mod func(*server.Config)) *Kit {
@@ -151,13 +183,13 @@ func start(t testing.TB, listen bool, mod func(*server.Config)) *Kit {
 
 func startIn(t testing.TB, dir string, listen bool, mod func(*server.Config)) *Kit {
 	t.Helper()
-	return startOn(t, DefaultBackend(t), dir, listen, mod)
+	return startOn(t, DefaultBackend(t), dir, listen, false, mod)
 }
 
-func startOn(t testing.TB, b Backend, dir string, listen bool, mod func(*server.Config)) *Kit {
+func startOn(t testing.TB, b Backend, dir string, listen, withDemo bool, mod func(*server.Config)) *Kit {
 	t.Helper()
 	ctx := context.Background()
-	k := &Kit{T: t, Backend: b, Dir: dir}
+	k := &Kit{T: t, Backend: b, Dir: dir, demo: withDemo}
 	switch b {
 	case SQLite:
 		db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
@@ -267,6 +299,17 @@ func (k *Kit) serve(listen bool, mod func(*server.Config)) {
 		}
 		k.T.Fatal(err)
 	}
+	if k.demo {
+		// As assent serve --demo: the demo is installed before the
+		// server serves, on every start.
+		if k.Demo, err = demo.Install(context.Background(), srv, cfg); err != nil {
+			srv.Close()
+			if ln != nil {
+				ln.Close()
+			}
+			k.T.Fatal(err)
+		}
+	}
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	if ln != nil {
 		hs.Listener.Close()
@@ -290,7 +333,7 @@ func (k *Kit) serve(listen bool, mod func(*server.Config)) {
 func (k *Kit) Restart(mod func(*server.Config)) *Kit {
 	k.T.Helper()
 	k.stop()
-	next := &Kit{T: k.T, DB: k.DB, Backend: k.Backend, Dir: k.Dir, Boot: k.Boot, Token: k.Token, sqlite: k.sqlite, pgURL: k.pgURL}
+	next := &Kit{T: k.T, DB: k.DB, Backend: k.Backend, Dir: k.Dir, Boot: k.Boot, Token: k.Token, sqlite: k.sqlite, pgURL: k.pgURL, demo: k.demo}
 	next.serve(k.listen, mod)
 	return next
 }
@@ -553,9 +596,3 @@ func (k *Kit) AppsSession(token string) (*mcp.ClientSession, error) {
 // Client returns an HTTP client that sends token as a bearer token with
 // every request.
 func Client(token string) *http.Client { return &http.Client{Transport: bearerTransport(token)} }
-
-// StartDemo runs a server with the demo workspace.
-func StartDemo(t testing.TB) *Kit {
-	t.Helper()
-	return start(t, false, func(c *server.Config) { c.Demo = true })
-}

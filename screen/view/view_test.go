@@ -2,14 +2,12 @@ package view
 
 import (
 	"encoding/json"
-	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/host"
 )
 
 // TestPageNeedsNoNetwork: the document refers to nothing outside itself, so
@@ -71,20 +69,6 @@ func TestNoClose(t *testing.T) {
 			t.Errorf("noClose(%q) = %q, want %q", in, got, want)
 		}
 	}
-}
-
-// TestPageIsSmall: hosts read the resource on every show, so it stays
-// under 150 KB with the web UI's screen theme.
-func TestPageIsSmall(t *testing.T) {
-	css, err := fs.ReadFile(host.StaticFS, "static/screen.css")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := Page(Config{Tools: []string{"payments.confirm"}, CSS: string(css)})
-	if n := len(page); n > 150<<10 {
-		t.Fatalf("the view is %d bytes; keep it under %d", n, 150<<10)
-	}
-	t.Logf("the view is %d bytes with the screen theme", len(page))
 }
 
 // TestPageUsesNoForbiddenCode: the default policy of MCP Apps hosts

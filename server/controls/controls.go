@@ -105,11 +105,6 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 			return nil, err
 		}
 	}
-	if s.Config.Demo {
-		if err := s.declareDemoProfile(ctx); err != nil {
-			return nil, err
-		}
-	}
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
@@ -495,8 +490,28 @@ func writeCommandResult(w http.ResponseWriter, res control.Result) {
 	host.WriteJSON(w, resultStatus(res), answerOf(res))
 }
 
-// hostedControl is one control in a form declaration.
-type hostedControl = api.HostedControl
+// HostedControl is one control in a form declaration (see DeclareForm):
+// its id, an optional subject, what it is, and its first value.
+type HostedControl = api.HostedControl
+
+// DeclareForm hosts the controls of formID for owner, as controls_declare
+// does for an agent, or replaces those it hosted before; owner "" is the
+// application itself. The store keeps the form and its values, so an
+// application declares its forms at start only when Hosts says the store
+// did not keep them. It refuses a form another owner declared, or one that
+// holds a screen's fields.
+func (s *Part) DeclareForm(ctx context.Context, owner, formID string, ctrls []HostedControl) error {
+	return s.declareForm(ctx, owner, formID, false, ctrls)
+}
+
+// Hosts reports whether formID is a hosted form: one declared with
+// DeclareForm or controls_declare, here or at an earlier start.
+func (s *Part) Hosts(formID string) bool {
+	s.formsMu.Lock()
+	defer s.formsMu.Unlock()
+	f, ok := s.forms[formID]
+	return ok && f.hosted
+}
 
 // declareForm hosts (or replaces) the controls of formID for owner. The
 // declaration is saved before it takes effect: when the store refuses it,
@@ -505,7 +520,7 @@ type hostedControl = api.HostedControl
 // Declarations and removals of one form run one at a time (see lockForm),
 // so of two owners declaring the same form the second is refused; the
 // store write runs without formsMu held, so commands go on meanwhile.
-func (s *Part) declareForm(ctx context.Context, owner, formID string, private bool, ctrls []hostedControl) error {
+func (s *Part) declareForm(ctx context.Context, owner, formID string, private bool, ctrls []HostedControl) error {
 	unlock, err := s.lockForm(ctx, formID)
 	if err != nil {
 		return err
@@ -836,25 +851,6 @@ func labelOf(label, fallback string) string {
 		return label
 	}
 	return fallback
-}
-
-// declareDemoProfile hosts the demo "profile" form, unless the store kept
-// it from an earlier start.
-func (s *Part) declareDemoProfile(ctx context.Context) error {
-	s.formsMu.Lock()
-	_, kept := s.forms["profile"]
-	s.formsMu.Unlock()
-	if kept {
-		return nil
-	}
-	return s.declareForm(ctx, "", "profile", false, []hostedControl{
-		{ControlID: "displayName", Metadata: control.Metadata{Kind: control.KindText, Label: "Display name", Sensitivity: control.Personal}, Value: "Ada Lovelace"},
-		{ControlID: "email", Metadata: control.Metadata{Kind: control.KindEmail, Label: "Email", Sensitivity: control.Personal}, Value: "ada@example.com"},
-		{ControlID: "plan", Metadata: control.Metadata{Kind: control.KindSelect, Label: "Plan", Options: []control.Option{
-			{Value: "free", Label: "Free"}, {Value: "pro", Label: "Pro"}, {Value: "team", Label: "Team"},
-		}}, Value: "free"},
-		{ControlID: "apiKey", Metadata: control.Metadata{Kind: control.KindPassword, Label: "API key", Sensitivity: control.Secret}, Value: "sk-demo-not-a-real-key"},
-	})
 }
 
 // registerPrivateForm registers controls whose values live elsewhere (for

@@ -55,7 +55,7 @@ func (c auditedControls) SaveControlAudited(ctx context.Context, u control.Updat
 // store, is recorded after it runs; a failed write changes nothing.
 func TestCommandAuditedInOneWrite(t *testing.T) {
 	w := &auditedWrites{}
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true; c.Store = auditedStore{c.Store, w} })
+	f := assenttest.StartDemo(t, func(c *server.Config) { c.Store = auditedStore{c.Store, w} })
 	plan := map[string]any{"formId": "profile", "controlId": "plan"}
 	steps := []struct {
 		name       string

@@ -107,10 +107,10 @@ func newFormsPart(t *testing.T) (*Part, *heldControls) {
 }
 
 // textControls declares one text control for each id.
-func textControls(ids ...string) []hostedControl {
-	out := make([]hostedControl, len(ids))
+func textControls(ids ...string) []HostedControl {
+	out := make([]HostedControl, len(ids))
 	for i, id := range ids {
-		out[i] = hostedControl{ControlID: id, Metadata: control.Metadata{Kind: control.KindText, Label: id}, Value: "v"}
+		out[i] = HostedControl{ControlID: id, Metadata: control.Metadata{Kind: control.KindText, Label: id}, Value: "v"}
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func TestCatchUpAfterMissedEvents(t *testing.T) {
 		d, ok := p.forms["billing"]
 		return ok && d.hosted
 	}
-	ctrls := []hostedControl{{ControlID: "plan", Metadata: control.Metadata{Kind: "text", Label: "Plan"}, Value: "free"}}
+	ctrls := []HostedControl{{ControlID: "plan", Metadata: control.Metadata{Kind: "text", Label: "Plan"}, Value: "free"}}
 	if err := a.declareForm(ctx, "p_svc", "billing", false, ctrls); err != nil {
 		t.Fatal(err)
 	}

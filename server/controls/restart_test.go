@@ -19,10 +19,11 @@ import (
 )
 
 // restart stops f's server and starts another on its store and data
-// directory, as a new process would after the first one died.
-func restart(t *testing.T, f *assenttest.Kit, demo bool) (*server.Server, *httptest.Server) {
+// directory, as a new process would after the first one died; a Kit that
+// StartDemo started installs the demo on the new server too.
+func restart(t *testing.T, f *assenttest.Kit) (*server.Server, *httptest.Server) {
 	t.Helper()
-	next := f.Restart(func(c *server.Config) { c.Demo = demo })
+	next := f.Restart(nil)
 	return next.Srv, next.HTTP
 }
 
@@ -86,7 +87,7 @@ func TestControlsSurviveRestart(t *testing.T) {
 		t.Fatal("no page after apply")
 	}
 
-	srv, hs := restart(t, f, true)
+	srv, hs := restart(t, f)
 	reg := srv.Controls().Registry()
 	get := func(form, ctl string) control.Snapshot {
 		t.Helper()
@@ -188,7 +189,7 @@ func (c flakyControls) SaveForm(ctx context.Context, f control.SavedForm) error 
 // made, and the caller gets 503 store_unavailable, retryable.
 func TestStoreUnavailableReachesTheCaller(t *testing.T) {
 	var failing atomic.Bool
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true; c.Store = flakyStore{c.Store, &failing} })
+	f := assenttest.StartDemo(t, func(c *server.Config) { c.Store = flakyStore{c.Store, &failing} })
 	svc, _ := f.Issue(store.KindService, "billing-app")
 	failing.Store(true)
 	tests := []struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
@@ -55,16 +56,16 @@ func BenchmarkFlowPrescribeApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := flows.FlowStart(srv.Flows(), ctx, agent, flows.StartRequest{Program: p.Fingerprint(), ID: "t-1", Phase: "off"}); err != nil {
+	if _, err := srv.Flows().Start(ctx, agent, flows.StartRequest{Program: p.Fingerprint(), ID: "t-1", Phase: "off"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := flows.FlowPrescribe(srv.Flows(), ctx, agent, "t-1", flow.Request{})
+		res, err := srv.Flows().Prescribe(ctx, agent, "t-1", flow.Request{})
 		if err != nil || res.Decision.Kind != flow.Prescribed {
 			b.Fatalf("prescribe: %v %+v", err, res.Decision)
 		}
-		if _, err := flows.FlowApply(srv.Flows(), ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
+		if _, err := srv.Flows().Apply(ctx, agent, res.Decision.Prescription.ID, nil); err != nil {
 			b.Fatalf("apply: %v", err)
 		}
 	}
@@ -86,7 +87,7 @@ func BenchmarkFlowsList(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			srv, err := server.New(ctx, server.Config{DataDir: b.TempDir(), Store: db, Demo: true})
+			srv, _, err := demo.NewServer(ctx, server.Config{DataDir: b.TempDir(), Store: db})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -49,21 +49,26 @@ func (s *Part) registerFlowEffects() error {
 }
 
 // flowCallKey marks the context of a tool called by a Flow transition's
-// tool.call effect; its value is a flowCall.
+// tool.call effect; its value is an EffectCall.
 type flowCallKey struct{}
 
-// flowCall says which transition (qualified id) of which instance, running
-// which program (fingerprint), called a tool.
-type flowCall struct {
-	Instance   string
-	Program    string
+// EffectCall says which transition of which instance called a tool as the
+// tool.call effect of that transition.
+type EffectCall struct {
+	// Instance is the id of the instance the transition was applied to.
+	Instance string
+	// Program is the fingerprint of the program the instance runs.
+	Program string
+	// Transition is the qualified id of the transition.
 	Transition string
 }
 
-// flowCallFrom returns the transition that called the tool running in ctx,
-// if a Flow effect called it.
-func flowCallFrom(ctx context.Context) (flowCall, bool) {
-	c, ok := ctx.Value(flowCallKey{}).(flowCall)
+// EffectCallFrom returns the transition that called the tool running in
+// ctx, when a Flow transition's tool.call effect called it. A tool
+// registered with RegisterEffectOnlyTool reads it to act on the instance
+// it was called for.
+func EffectCallFrom(ctx context.Context) (EffectCall, bool) {
+	c, ok := ctx.Value(flowCallKey{}).(EffectCall)
 	return c, ok
 }
 
@@ -156,7 +161,7 @@ func (s *Part) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow
 		return flow.Fail(err)
 	}
 	caller := s.callerOf(ctx, req.Principal)
-	ctx = context.WithValue(ctx, flowCallKey{}, flowCall{Instance: req.Instance.ID, Program: req.Prescription.Program, Transition: req.Transition.ID})
+	ctx = context.WithValue(ctx, flowCallKey{}, EffectCall{Instance: req.Instance.ID, Program: req.Prescription.Program, Transition: req.Transition.ID})
 	res, err := s.Tools.Call(ctx, name, tool.Call{Principal: caller, Args: args})
 	if err != nil {
 		var te *tool.Error
@@ -666,7 +671,7 @@ func (s *Part) RegisterEffectOnlyTool(t tool.Tool, callers ...EffectCaller) erro
 // mayCallEffectOnly checks that the tool running in ctx was called by the
 // tool.call effect of one of callers, in an active program.
 func (s *Part) mayCallEffectOnly(ctx context.Context, name string, callers []EffectCaller) error {
-	fc, ok := flowCallFrom(ctx)
+	fc, ok := EffectCallFrom(ctx)
 	if !ok {
 		return tool.Errorf("forbidden", "%s runs only as the effect of a Flow transition allowed to call it; ask flows_prescribe for the next step of your instance", name)
 	}
@@ -685,6 +690,11 @@ func (s *Part) mayCallEffectOnly(ctx context.Context, name string, callers []Eff
 	}
 	return refuse
 }
+
+// WarningPrefix begins a line of an approval summary that warns the person
+// deciding (see RegisterApprovalSummary): the approval card shows that
+// line, without the prefix, apart from the others, so it is read first.
+const WarningPrefix = "Warning: "
 
 // ApprovalSummaryFunc writes the summary of an approval of one program's
 // transitions (see Part.RegisterApprovalSummary). Returning false leaves

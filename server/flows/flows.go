@@ -25,9 +25,8 @@ import (
 // authority class of Flow transitions.
 const grantPolicy = "policy"
 
-// Part is the Flows part of the server: the kernel, its inventory, the
-// effects that reach controls and Runs, and what the demo workspace
-// records. It serves /v1/flows, the flows_* tools, the Flow pages and the
+// Part is the Flows part of the server: the kernel, its inventory and the
+// effects that reach controls and Runs. It serves /v1/flows, the flows_* tools, the Flow pages and the
 // inbox's approvals.
 type Part struct {
 	*host.Host
@@ -52,16 +51,11 @@ type Part struct {
 	proposeMu sync.Mutex
 	// summaries are what lists show of each program.
 	summaries programSummaries
-
-	// payments are the demo payments_send tool's records.
-	paymentsMu sync.Mutex
-	payments   []demoPayment
 }
 
 // New builds the Flows part on h: the kernel on the store's Flows part,
 // with effects that command ctl's controls and start Runs on runs. It
-// settles applies cut short by a crash, and registers the flows_* tools
-// and, with Config.Demo, the demo programs.
+// settles applies cut short by a crash, and registers the flows_* tools.
 func New(ctx context.Context, h *host.Host, ctl *controls.Part, runs *run.Manager) (*Part, error) {
 	s := &Part{Host: h, controls: ctl, runs: runs, limits: DefaultLimits}
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
@@ -84,12 +78,6 @@ func New(ctx context.Context, h *host.Host, ctl *controls.Part, runs *run.Manage
 		if err := s.Tools.Register(t); err != nil {
 			s.Close()
 			return nil, err
-		}
-	}
-	if s.Config.Demo {
-		if err := s.loadDemoFlows(ctx); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("flows: demo: %w", err)
 		}
 	}
 	return s, nil
@@ -520,7 +508,7 @@ func bindingField(b flow.Binding) host.InboxField {
 		return host.InboxField{Label: "Recipe " + b.Name, Value: b.Value}
 	case flow.BindingFact:
 		if strings.HasSuffix(b.Name, "iban") && !strings.HasPrefix(b.Value, "(") {
-			return host.InboxField{Label: "Fact " + b.Name, Value: showIBAN(b.Value)}
+			return host.InboxField{Label: "Fact " + b.Name, Value: ShowIBAN(b.Value)}
 		}
 		return host.InboxField{Label: "Fact " + b.Name, Value: b.Value}
 	}

@@ -112,14 +112,18 @@ func (s *Part) findProgram(ctx context.Context, ref string) (*flow.Program, erro
 	return nil, tool.Errorf("not_found", "no active program %q is loaded; a person or the operator loads it (assent flow load FILE), or approves it in the web inbox", ref)
 }
 
-// startRequest is the body of POST /v1/flows/instances.
-type startRequest = api.StartRequest
+// StartRequest is what starting an instance takes (see Start): the body of
+// POST /v1/flows/instances and the arguments of flows_start.
+type StartRequest = api.StartRequest
 
 // instanceIDPattern bounds the instance ids a caller may choose.
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
-// flowStart starts an instance owned by p.
-func (s *Part) flowStart(ctx context.Context, p store.Principal, req startRequest) (flow.Instance, error) {
+// Start starts an instance owned by p, with the checks an agent's
+// flows_start passes: the program must be active, the instance id free,
+// and the program's start check (RegisterStartCheck) must accept the
+// facts. A Go application starts instances as its agent through it.
+func (s *Part) Start(ctx context.Context, p store.Principal, req StartRequest) (flow.Instance, error) {
 	if req.ID != "" && !instanceIDPattern.MatchString(req.ID) {
 		return flow.Instance{}, tool.Errorf("invalid_request", "instance id %q must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", req.ID)
 	}
@@ -197,22 +201,24 @@ func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval 
 	return v, nil
 }
 
-// prescribeResult is the answer to a prescribe request.
-type prescribeResult = api.Prescription
+// PrescribeResult is the answer to a prescribe request: the kernel's
+// decision and, when it waits for a person, the approval request filed
+// for them.
+type PrescribeResult = api.Prescription
 
-// flowPrescribe resolves the next step of an instance for its owner and
+// Prescribe resolves the next step of an instance for its owner p and
 // stores the prescription. A decision awaiting a person files an approval
 // request that appears in the people's inbox.
-func (s *Part) flowPrescribe(ctx context.Context, p store.Principal, id string, req flow.Request) (prescribeResult, error) {
+func (s *Part) Prescribe(ctx context.Context, p store.Principal, id string, req flow.Request) (PrescribeResult, error) {
 	if _, err := s.ownedInstance(ctx, p, id); err != nil {
-		return prescribeResult{}, err
+		return PrescribeResult{}, err
 	}
 	fp := flowPrincipal(p)
 	d, err := s.flows.Prescribe(ctx, id, fp, req)
 	if err != nil {
-		return prescribeResult{}, flowError(err)
+		return PrescribeResult{}, flowError(err)
 	}
-	res := prescribeResult{Decision: d}
+	res := PrescribeResult{Decision: d}
 	switch d.Kind {
 	case flow.Prescribed:
 		res.Next = "apply prescription " + d.Prescription.ID + " (flows_apply, or assent flow apply) before it expires at " + d.Prescription.ExpiresAt.Format("15:04:05Z07:00")
@@ -226,7 +232,7 @@ func (s *Part) flowPrescribe(ctx context.Context, p store.Principal, id string, 
 		switch d.Awaiting {
 		case flow.AuthorityHuman:
 			if err := s.checkApprovalRoom(ctx, p, id, d.Transition); err != nil {
-				return prescribeResult{}, err
+				return PrescribeResult{}, err
 			}
 			a, err := s.flows.RequestApproval(ctx, id, fp, req)
 			if err != nil {
@@ -247,9 +253,9 @@ func (s *Part) flowPrescribe(ctx context.Context, p store.Principal, id string, 
 	return res, nil
 }
 
-// flowApply applies a prescription issued to p. Parameters, when given,
+// Apply applies a prescription issued to p. Parameters, when given,
 // must be the ones the prescription binds.
-func (s *Part) flowApply(ctx context.Context, p store.Principal, prx string, params map[string]string) (flow.Receipt, error) {
+func (s *Part) Apply(ctx context.Context, p store.Principal, prx string, params map[string]string) (flow.Receipt, error) {
 	rx, err := s.flows.Prescription(ctx, prx)
 	if err != nil {
 		if flow.ErrorCode(err) == flow.CodeNotFound {
@@ -466,11 +472,11 @@ func (s *Part) handleFlowProgramDecide(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleFlowStart(w http.ResponseWriter, r *http.Request) {
-	var req startRequest
+	var req StartRequest
 	if !host.DecodeJSON(w, r, 0, &req) {
 		return
 	}
-	inst, err := s.flowStart(r.Context(), host.PrincipalOf(r), req)
+	inst, err := s.Start(r.Context(), host.PrincipalOf(r), req)
 	if err != nil {
 		writeFlowError(w, err)
 		return
@@ -526,7 +532,7 @@ func (s *Part) handleFlowPrescribe(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &req) {
 		return
 	}
-	res, err := s.flowPrescribe(r.Context(), host.PrincipalOf(r), r.PathValue("id"), req.Request)
+	res, err := s.Prescribe(r.Context(), host.PrincipalOf(r), r.PathValue("id"), req.Request)
 	if err != nil {
 		writeFlowError(w, err)
 		return
@@ -540,7 +546,7 @@ func (s *Part) handleFlowApply(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 0, &body) {
 		return
 	}
-	rc, err := s.flowApply(r.Context(), host.PrincipalOf(r), r.PathValue("id"), body.Parameters)
+	rc, err := s.Apply(r.Context(), host.PrincipalOf(r), r.PathValue("id"), body.Parameters)
 	if err != nil {
 		writeFlowError(w, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
@@ -97,7 +98,7 @@ func TestFlowProposalBounds(t *testing.T) {
 	approval := func(id string) (int, string) {
 		t.Helper()
 		code, _, raw := f.API("POST", "/v1/flows/instances", f.Token, map[string]any{"program": "expense-approval", "id": id, "phase": "draft", "objective": "expense-paid",
-			"facts": map[string]any{"expense.amount": known("900.00 EUR"), "expense.payee_iban": known(flows.DemoPayeeIBAN)}})
+			"facts": map[string]any{"expense.amount": known("900.00 EUR"), "expense.payee_iban": known(demo.PayeeIBAN)}})
 		switch code {
 		case 201: // submit it
 			_, out, raw := f.API("POST", "/v1/flows/instances/"+id+"/prescribe", f.Token, nil)

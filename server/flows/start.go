@@ -34,7 +34,7 @@ func (s *Part) RegisterStartCheck(programID string, fn StartCheckFunc) {
 // services, who act for the people that hold them, may start anywhere.
 // Then the application's start check of the program runs, whoever starts.
 // Nobody starts an instance in a phase the program does not name.
-func (s *Part) checkStart(ctx context.Context, p store.Principal, prog *flow.Program, req *startRequest) error {
+func (s *Part) checkStart(ctx context.Context, p store.Principal, prog *flow.Program, req *StartRequest) error {
 	if phases := prog.Phases(); !slices.Contains(phases, req.Phase) {
 		return tool.Errorf("invalid_request", "program %s has no phase %q, so an instance there could never move; its phases are %s", prog.ID(), req.Phase, strings.Join(phases, ", "))
 	}

@@ -111,12 +111,12 @@ func (s *Part) flowTools() []tool.Tool {
 					return nil, err
 				}
 				req := flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters}
-				res, err := s.flowPrescribe(ctx, c.Principal, a.Instance, req)
+				res, err := s.Prescribe(ctx, c.Principal, a.Instance, req)
 				if err != nil {
 					return nil, err
 				}
 				s.afterDecline(ctx, c.Principal, a.Instance, req, a.AskAgain, &res)
-				out := prescribeAnswer{prescribeResult: res}
+				out := prescribeAnswer{PrescribeResult: res}
 				if res.Decision.Kind == flow.Frontier && res.Approval != nil {
 					// A person decides the approval on the instance's page.
 					out.URL = strings.TrimRight(s.Config.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
@@ -143,7 +143,7 @@ func (s *Part) flowTools() []tool.Tool {
 				if err := tool.DecodeArgs(c.Args, &a); err != nil {
 					return nil, err
 				}
-				r, err := s.flowApply(ctx, c.Principal, a.Prescription, a.Parameters)
+				r, err := s.Apply(ctx, c.Principal, a.Prescription, a.Parameters)
 				if err != nil {
 					return nil, err
 				}
@@ -176,11 +176,11 @@ func (s *Part) flowsStartTool() tool.Tool {
 		OutputSchema: json.RawMessage(`{"$ref":"#/$defs/instance","type":"object","$defs":{` + flowSchemaInstance + `}}`),
 		Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			var req startRequest
+			var req StartRequest
 			if err := tool.DecodeArgs(c.Args, &req); err != nil {
 				return nil, err
 			}
-			inst, err := s.flowStart(ctx, c.Principal, req)
+			inst, err := s.Start(ctx, c.Principal, req)
 			if err != nil {
 				return nil, err
 			}
@@ -193,7 +193,7 @@ func (s *Part) flowsStartTool() tool.Tool {
 // prescribeAnswer is flows_prescribe's answer: the decision and, when an
 // approval awaits a person, the page where they decide it.
 type prescribeAnswer struct {
-	prescribeResult
+	PrescribeResult
 	URL string `json:"url,omitempty"`
 }
 
@@ -286,7 +286,7 @@ const (
 // and its reason and what the requester can do next, instead of sending it
 // back to the inbox; with askAgain it files a new approval request for a
 // person to decide.
-func (s *Part) afterDecline(ctx context.Context, p store.Principal, instance string, req flow.Request, askAgain bool, res *prescribeResult) {
+func (s *Part) afterDecline(ctx context.Context, p store.Principal, instance string, req flow.Request, askAgain bool, res *PrescribeResult) {
 	a := res.Approval
 	if a == nil {
 		return

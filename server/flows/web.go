@@ -268,7 +268,7 @@ func (s *Part) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg
 	}) {
 		f := v.Instance.Facts[facet]
 		if strings.HasSuffix(facet, "iban") && f.Value != "" {
-			f.Value = showIBAN(f.Value) // as on the approval card
+			f.Value = ShowIBAN(f.Value) // as on the approval card
 		}
 		facts = append(facts, factRow{Facet: facet, Status: f.Status, Value: f.Value})
 	}
@@ -367,8 +367,8 @@ func (s *Part) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg
 func decorateApprovalCard(item *host.InboxItem, a flow.Approval, person store.Principal) {
 	item.Summary, item.Lines = a.Summary, nil
 	for _, l := range a.SummaryLines {
-		if strings.HasPrefix(l, firstPayeeWarning) {
-			item.Warn = l // stands out from the card's other lines
+		if w, ok := strings.CutPrefix(l, WarningPrefix); ok {
+			item.Warn = w // stands out from the card's other lines
 			continue
 		}
 		item.Lines = append(item.Lines, l)

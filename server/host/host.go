@@ -30,8 +30,6 @@ type Config struct {
 	Store store.Store
 	// Logger receives structured logs. Secrets never reach it.
 	Logger *slog.Logger
-	// Demo loads the demo workspace.
-	Demo bool
 	// BaseURL is the externally visible URL (scheme://host:port), used in
 	// printed links and for same-origin checks. Empty means the listener's
 	// address over http.

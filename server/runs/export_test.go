@@ -4,7 +4,6 @@ package runs
 var (
 	ParseRunFilter   = parseRunFilter
 	RunStatusFilters = runStatusFilters
-	WriteDemoRecipe  = writeDemoRecipe
 )
 
 // MaxRunQuery is maxRunQuery.

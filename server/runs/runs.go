@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -96,11 +94,6 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		m.Close()
 		return nil, err
 	}
-	if s.Config.Demo {
-		if err := writeDemoRecipeFor(m.DataDir(), m.RunUserCanExecute); err != nil {
-			s.Log.Warn("demo recipe not written", "err", err)
-		}
-	}
 	s.keepLeases()
 	s.followSignals(from)
 	return s, nil
@@ -172,83 +165,6 @@ func (s *Part) LeasesCurrent(now time.Time) bool {
 
 // Manager returns the Run supervisor.
 func (s *Part) Manager() *run.Manager { return s.runs }
-
-// writeDemoRecipe installs the demo player Recipe: a service, run by this
-// binary, that accepts pause, resume and status Controls and emits Trace.
-// It is rewritten at every start, so it always names the binary that is
-// running now (a "go run" build lives in a temporary directory that is
-// gone after a restart).
-func writeDemoRecipe(dataDir string) error { return writeDemoRecipeFor(dataDir, nil) }
-
-// writeDemoRecipeFor writes the demo player Recipe into dataDir. When
-// canExecute says Runs may not execute the running binary where it is
-// (they run as an unprivileged user), it is copied to <data>/bin/assent.
-func writeDemoRecipeFor(dataDir string, canExecute func(string) bool) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return err
-	}
-	if canExecute != nil && !canExecute(exe) {
-		if exe, err = shareBinary(exe, filepath.Join(dataDir, "bin")); err != nil {
-			return err
-		}
-	}
-	recipe := map[string]any{
-		"description": "Demo player: ticks once per interval; steer it with pause, resume and status.",
-		"args":        []string{"interval:number=2", "ticks:int=0"},
-		"template":    "exec " + run.ShellQuote(exe) + " run demo-service --interval {interval} --ticks {ticks}",
-		"control":     []string{"pause", "resume", "status"},
-		"async":       true,
-		"singleton":   true,
-	}
-	b, _ := json.MarshalIndent(recipe, "", "  ")
-	p := filepath.Join(dataDir, "recipes", "demo-player.json")
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
-}
-
-// shareBinary copies the executable exe to dir/assent (dir 0711, file
-// 0755, both the server's) and returns the copy's path. The copy replaces
-// an older one by rename, so a Run still executing it is not disturbed.
-func shareBinary(exe, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return "", err
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return "", err
-	}
-	dst := filepath.Join(dir, "assent")
-	in, err := os.Open(exe)
-	if err != nil {
-		return "", err
-	}
-	defer in.Close()
-	out, err := os.CreateTemp(dir, "assent-*.tmp")
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(out.Name(), 0o755)
-	}
-	if err == nil {
-		err = os.Rename(out.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(out.Name())
-		return "", err
-	}
-	return dst, nil
-}
 
 // Close stops supervising; Runs keep running and are picked up by the next start.
 func (s *Part) Close() {

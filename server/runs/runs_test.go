@@ -21,8 +21,6 @@ import (
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/run/service"
-	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/store"
 )
 
@@ -159,7 +157,7 @@ func TestRunsToolsRegistered(t *testing.T) {
 }
 
 func TestRunsOverMCP(t *testing.T) {
-	f := newFixture(t, func(c *server.Config) { c.Demo = true })
+	f := &fixture{assenttest.StartDemo(t)}
 	// An agent trusted to run its own commands (command.execute): without
 	// the grant an inline template waits for a person's approval.
 	builder, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "builder", []string{"command.execute"}, time.Now())
@@ -213,27 +211,6 @@ func TestRunsOverMCP(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "actors_control_apply", Arguments: map[string]any{"target": "run:nope", "action": "pause"}})
 	if err != nil || !res.IsError || !strings.Contains(runsJSON(res), "not_found") {
 		t.Fatalf("control on a missing run: %v %s", err, runsJSON(res))
-	}
-}
-
-func TestDemoRecipeIsValid(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "recipes"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := runs.WriteDemoRecipe(dir); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "recipes", "demo-player.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := run.DecodeRecipe(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(r.Control, ",") != "pause,resume,status" {
-		t.Fatalf("control %v", r.Control)
 	}
 }
 

@@ -233,7 +233,7 @@ func TestDemoScreensAreNotShownTwice(t *testing.T) {
 	}
 	k := f
 	for i := range 2 {
-		k = k.Restart(func(c *server.Config) { c.Demo = true })
+		k = k.Restart(nil)
 		if n := count(k); n != first {
 			t.Fatalf("start %d: the demo shows %d screens, want %d", i+2, n, first)
 		}

@@ -146,13 +146,6 @@ func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
 		return nil, err
 	}
 	s.followOtherNodes()
-	if s.Config.Demo {
-		// The demo answers /api/generate with canned screens.
-		s.generator = MockGenerator{Screens: mockScreens(s.Config.DataDir), Delay: 40 * time.Millisecond}
-		if err := s.loadDemoScreens(ctx); err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
@@ -660,6 +653,39 @@ func (s *Part) Show(ctx context.Context, owner store.Principal, stream string, o
 		return "", err
 	}
 	return sc.id, nil
+}
+
+// LiveScreen describes a screen this node shows (see LiveScreens).
+type LiveScreen struct {
+	// ID is the screen's id.
+	ID string
+	// Owner is the id of the principal that showed it.
+	Owner string
+	// Title is its heading: the text of its first Heading, or "Untitled
+	// screen".
+	Title string
+	// Stream is the text written to it so far.
+	Stream string
+}
+
+// LiveScreens returns the screens this node shows, in no particular
+// order. An application reads it at start to show its screens only when
+// the store did not keep them from an earlier start.
+func (s *Part) LiveScreens() []LiveScreen {
+	s.scrMu.Lock()
+	open := make([]*liveScreen, 0, len(s.screens))
+	for _, sc := range s.screens {
+		open = append(open, sc)
+	}
+	s.scrMu.Unlock()
+	out := make([]LiveScreen, 0, len(open))
+	for _, sc := range open {
+		// The document is read under the write lock, as summaries read it.
+		sc.mu.Lock()
+		out = append(out, LiveScreen{ID: sc.id, Owner: sc.owner.ID, Title: render.Title(sc.doc), Stream: sc.stream.String()})
+		sc.mu.Unlock()
+	}
+	return out
 }
 
 // Update applies a live update, written by the application's code, to

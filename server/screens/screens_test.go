@@ -827,7 +827,7 @@ func luminance(hex string) float64 {
 // The example screens, which the demo shows, parse without issues under
 // the server's tools and pictures.
 func TestExampleScreensParseClean(t *testing.T) {
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true })
+	f := assenttest.StartDemo(t)
 	for name, text := range examples.Screens() {
 		if name == "gallery" {
 			continue // it shows the fallbacks on purpose
@@ -840,7 +840,7 @@ func TestExampleScreensParseClean(t *testing.T) {
 }
 
 func TestDemoScreensRender(t *testing.T) {
-	f := assenttest.Start(t, func(c *server.Config) { c.Demo = true })
+	f := assenttest.StartDemo(t)
 	cookie, _ := f.SignIn()
 	resp := f.Get("/screens", cookie)
 	b, _ := io.ReadAll(resp.Body)

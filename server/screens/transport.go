@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,21 +133,6 @@ func (m MockGenerator) Generate(ctx context.Context, prompt string, emit func(st
 	return GenerateResult{StopReason: "end_turn", Model: "mock"}, nil
 }
 
-// mockScreens returns the canned screens of the mock generator: the
-// *.omni files of DataDir/screens when that folder exists, else the
-// built-in demo screens.
-func mockScreens(dataDir string) map[string]string {
-	if dataDir != "" {
-		dir := filepath.Join(dataDir, "screens")
-		if st, err := os.Stat(dir); err == nil && st.IsDir() {
-			if m, err := LoadMockScreens(os.DirFS(dir)); err == nil && len(m) > 0 {
-				return m
-			}
-		}
-	}
-	return builtinScreens()
-}
-
 // writeEvent writes one server-sent event: an event line, one data line
 // holding one JSON object, and a blank line.
 func writeEvent(w http.ResponseWriter, name string, v any) error {
@@ -208,7 +191,7 @@ func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	gen := s.generator
 	s.scrMu.Unlock()
 	if gen == nil {
-		host.WriteError(w, wire.Unsupported, "this server has no screen generator: an application sets one (Screens().SetGenerator), and assent serve --demo answers with canned screens")
+		host.WriteError(w, wire.Unsupported, "this server has no screen generator: an application sets one (Screens().SetGenerator); assent serve --demo answers with canned screens")
 		return
 	}
 	p := host.PrincipalOf(r)

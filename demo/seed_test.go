@@ -1,19 +1,20 @@
-package server_test
+package demo_test
 
 import (
 	"context"
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/flows"
-	"github.com/assent-run/assent/server/screens"
+	"github.com/assent-run/assent/store/sqlite"
 )
 
 // pendingFor counts the pending approvals of instance.
@@ -48,7 +49,7 @@ func paymentScreens(t *testing.T, f *assenttest.Kit) int {
 	n := 0
 	for _, sc := range list {
 		id := assenttest.As[api.ScreenRow](t, sc).ID
-		if outline, _ := getJSON("/v1/screens/" + id)["outline"].(string); strings.Contains(outline, screens.DemoPaymentTitle) {
+		if outline, _ := getJSON("/v1/screens/" + id)["outline"].(string); strings.Contains(outline, demo.PaymentTitle) {
 			n++
 		}
 	}
@@ -60,7 +61,7 @@ func paymentScreens(t *testing.T, f *assenttest.Kit) int {
 func TestSeedDemoFillsTheInbox(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	ctx := context.Background()
-	seed, err := f.Srv.SeedDemo(ctx)
+	seed, err := f.Demo.Seed(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +79,11 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 		t.Error("the seeded inbox says it is empty")
 	}
 	list, _ := io.ReadAll(f.Get("/screens", cookie).Body)
-	if !strings.Contains(string(list), screens.DemoPaymentTitle) {
+	if !strings.Contains(string(list), demo.PaymentTitle) {
 		t.Error("the screens page lacks the payment screen")
 	}
 
-	again, err := f.Srv.SeedDemo(ctx)
+	again, err := f.Demo.Seed(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 	if n := len(f.Srv.Controls().VisibleProposals(ctx, f.Boot.Owner)); n != 1 {
 		t.Errorf("%d proposals after seeding twice, want 1", n)
 	}
-	if n := pendingFor(t, f.Srv, flows.DemoSeedExpenseID); n != 1 {
+	if n := pendingFor(t, f.Srv, demo.SeedExpenseID); n != 1 {
 		t.Errorf("%d pending approvals after seeding twice, want 1", n)
 	}
 	if n := paymentScreens(t, f); n != 1 {
@@ -105,18 +106,18 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 func TestSeedDemoAfterRestart(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	ctx := context.Background()
-	first, err := f.Srv.SeedDemo(ctx)
+	first, err := f.Demo.Seed(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := f
-	restart := func() *server.Server {
+	restart := func() (*server.Server, *demo.App) {
 		t.Helper()
-		k = k.Restart(func(c *server.Config) { c.Demo = true })
-		return k.Srv
+		k = k.Restart(nil)
+		return k.Srv, k.Demo
 	}
-	srv := restart()
-	second, err := srv.SeedDemo(ctx)
+	srv, app := restart()
+	second, err := app.Seed(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	if n := len(srv.Controls().VisibleProposals(ctx, f.Boot.Owner)); n != 1 {
 		t.Fatalf("%d proposals after restart, want 1", n)
 	}
-	if n := pendingFor(t, srv, flows.DemoSeedExpenseID); n != 1 {
+	if n := pendingFor(t, srv, demo.SeedExpenseID); n != 1 {
 		t.Fatalf("%d pending approvals after restart, want 1", n)
 	}
 
@@ -134,15 +135,15 @@ func TestSeedDemoAfterRestart(t *testing.T) {
 	if _, _, err := srv.Flows().Decide(ctx, f.Boot.Owner, first.Approval, "decline", "not this month"); err != nil {
 		t.Fatal(err)
 	}
-	srv = restart()
-	third, err := srv.SeedDemo(ctx)
+	srv, app = restart()
+	third, err := app.Seed(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if third.Approval != first.Approval || third.ApprovalStatus != string(flow.ApprovalDeclined) {
 		t.Fatalf("after a decline the seed reports %+v", third)
 	}
-	if n := pendingFor(t, srv, flows.DemoSeedExpenseID); n != 0 {
+	if n := pendingFor(t, srv, demo.SeedExpenseID); n != 0 {
 		t.Fatalf("%d pending approvals after a decline and a restart, want 0", n)
 	}
 }
@@ -154,7 +155,7 @@ func TestSeedDemoLeavesADecidedPlan(t *testing.T) {
 		t.Run(string(action), func(t *testing.T) {
 			f := assenttest.StartDemo(t)
 			ctx := context.Background()
-			if _, err := f.Srv.SeedDemo(ctx); err != nil {
+			if _, err := f.Demo.Seed(ctx); err != nil {
 				t.Fatal(err)
 			}
 			res := f.Srv.Controls().Exec(ctx, f.Boot.Owner, control.Command{Action: action, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
@@ -162,8 +163,9 @@ func TestSeedDemoLeavesADecidedPlan(t *testing.T) {
 			if !res.OK {
 				t.Fatalf("the person's %s: %s %s", action, res.Reason, res.Message)
 			}
-			srv := f.Restart(func(c *server.Config) { c.Demo = true }).Srv
-			if _, err := srv.SeedDemo(ctx); err != nil {
+			k := f.Restart(nil)
+			srv := k.Srv
+			if _, err := k.Demo.Seed(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if got := srv.Controls().VisibleProposals(ctx, f.Boot.Owner); len(got) != 0 {
@@ -173,9 +175,25 @@ func TestSeedDemoLeavesADecidedPlan(t *testing.T) {
 	}
 }
 
-func TestSeedDemoNeedsTheDemo(t *testing.T) {
-	f := assenttest.Start(t, nil)
-	if _, err := f.Srv.SeedDemo(context.Background()); err == nil || !strings.Contains(err.Error(), "Config.Demo") {
-		t.Fatalf("seeding without the demo: %v", err)
+// TestSeedNeedsAWorkspace: the demo installs on a store nobody
+// bootstrapped, and seeding it then says what is missing.
+func TestSeedNeedsAWorkspace(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	srv, app, err := demo.NewServer(ctx, server.Config{DataDir: dir, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	if _, err := app.Seed(ctx); err == nil || !strings.Contains(err.Error(), "EnsureBootstrap") {
+		t.Fatalf("seeding without a workspace: %v", err)
+	}
+	if _, err := srv.Flows().Kernel().Instance(ctx, demo.ExpenseID); err == nil {
+		t.Fatal("the demo started an expense with no agent to own it")
 	}
 }
