@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/assent-run/assent/event"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )

@@ -22,7 +22,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/oauth"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
@@ -286,3 +286,6 @@ func (s *Server) Flows() *flows.Part { return s.flows }
 
 // Config is the configuration of a Server.
 type Config = host.Config
+
+// SessionCookie names the cookie that carries a person's web session.
+const SessionCookie = host.SessionCookie

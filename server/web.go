@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 

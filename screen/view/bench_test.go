@@ -1,9 +1,9 @@
 package view
 
 import (
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +13,6 @@ import (
 	"github.com/assent-run/assent/internal/browsertest"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/host"
 )
 
 // firstLine is the first complete line of the payment screen.
@@ -36,7 +35,7 @@ const afterPaint = `new Promise(function (resolve) { requestAnimationFrame(funct
 // each step starts from a freshly loaded page.
 func BenchmarkFirstPaint(b *testing.B) {
 	ctx := browsertest.New(b, 10*time.Minute)
-	css, _ := fs.ReadFile(host.StaticFS, "static/screen.css")
+	css, _ := os.ReadFile(screenCSS)
 	viewPage := Page(Config{Tools: []string{"billing.pay"}, CSS: string(css)})
 	webPage := []byte(`<!doctype html><html><head><meta charset="utf-8"><style>` + string(css) +
 		`</style></head><body><main><div id="screen-region"></div></main><script>document.documentElement.dataset.ready = "true";</script></body></html>`)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/control"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 

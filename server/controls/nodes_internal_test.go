@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/control"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store/sqlite"
 )
 

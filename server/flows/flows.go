@@ -16,7 +16,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/controls"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )

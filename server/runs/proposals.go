@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )

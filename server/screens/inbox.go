@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/server/controls"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )

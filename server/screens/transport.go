@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/screen"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
