@@ -87,11 +87,7 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		forms:     map[string]*formDecl{},
 		declaring: map[string]bool{},
 	}
-	var persister control.Persister = h.Store.ControlRegistry
-	if ac, ok := h.Store.ControlRegistry.(store.AuditedControls); ok {
-		persister = auditedControls{ac, s}
-	}
-	s.controls = control.New(control.Config{Now: h.Now, Store: persister})
+	s.controls = control.New(control.Config{Now: h.Now, Store: auditedControls{h.Store.ControlRegistry, s}})
 	restored, err := s.controls.Restore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controls: %w", err)
@@ -171,11 +167,10 @@ type pendingAudit struct {
 // pendingAuditKey is the context key of the *pendingAudit of Exec.
 type pendingAuditKey struct{}
 
-// auditedControls is the registry's store when the store keeps control
-// state and the audit log in one database: it saves the change of a
+// auditedControls is the registry's store: it saves the change of a
 // command run by Exec in the same transaction as its audit record.
 type auditedControls struct {
-	store.AuditedControls
+	store.Controls
 	part *Part
 }
 
