@@ -293,14 +293,14 @@ func NewHost(cfg Config) (*Host, error) {
 	return s, nil
 }
 
-// openBus returns the event bus. On PostgreSQL, which several nodes may
-// share, it runs on the store's event log: every node delivers every
-// node's events, in one order and with one numbering, so a client resumes
-// (Last-Event-ID) on any node. On SQLite, where one node owns the store,
+// openBus returns the event bus. On a store several nodes may share
+// (PostgreSQL), it runs on the store's event log: every node delivers
+// every node's events, in one order and with one numbering, so a client
+// resumes (Last-Event-ID) on any node. On a store one node owns (SQLite),
 // the bus stays in this process.
 func openBus(cfg Config) (bus *event.Bus, shared bool, err error) {
 	opts := event.Options{Now: cfg.Now, Logger: cfg.Logger}
-	if cfg.Store.Kind() != "postgres" {
+	if !cfg.Store.Shared() {
 		return event.New(opts), false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
