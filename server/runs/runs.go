@@ -90,7 +90,10 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		return nil, err
 	}
 	s.runs = m
-	s.runTools = run.NewToolSet(m, s.Tools)
+	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals}); err != nil {
+		m.Close()
+		return nil, err
+	}
 	if err := s.runTools.Register(ctx); err != nil {
 		m.Close()
 		return nil, err
