@@ -248,7 +248,7 @@ func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []wa
 		case it.Approval != "":
 			o, err = s.approvalOutcome(ctx, p, it.Approval)
 		case it.Screen != "":
-			o = s.screenPressOutcome(p, it.Screen)
+			o = s.screenPressOutcome(ctx, p, it.Screen)
 		default:
 			o, err = s.commandProposalOutcome(ctx, p, it.CommandProposal)
 		}
@@ -267,7 +267,7 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 	o := waitOutcome{Kind: "proposal", ID: id.String(), Revision: rev, Status: outcomeNotFound,
 		Next: "stage a value with controls_execute and pass the revision of its result; only your own proposals are reported"}
 	var cur *control.Proposal
-	if snap, ok := s.controls.Registry().Get(ctx, id); ok && s.controls.FormVisible(p, id.FormID) {
+	if snap, ok := s.controls.Registry().Get(ctx, id); ok && s.controls.FormVisible(ctx, p, id.FormID) {
 		cur = snap.State.Staged
 	}
 	if rev == 0 {
@@ -317,8 +317,8 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 
 // screenPressOutcome reports what became of the last press filed from a
 // screen view on the screen id.
-func (s *Server) screenPressOutcome(p store.Principal, id string) waitOutcome {
-	status, _, by := s.screens.PressOutcome(p, id)
+func (s *Server) screenPressOutcome(ctx context.Context, p store.Principal, id string) waitOutcome {
+	status, _, by := s.screens.PressOutcome(ctx, p, id)
 	o := waitOutcome{Kind: "screen", ID: id, Status: status, DecidedBy: by}
 	switch status {
 	case screens.PressPending:

@@ -52,7 +52,7 @@ type Server struct {
 // New builds a server. It registers the built-in tools and, with
 // Config.Demo, the demo workspace.
 func New(ctx context.Context, cfg host.Config) (*Server, error) {
-	h, err := host.NewHost(cfg)
+	h, err := host.NewHost(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

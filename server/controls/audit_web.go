@@ -83,7 +83,7 @@ func (s *Part) auditVisible(ctx context.Context, p store.Principal, rec store.Au
 	if f, ok := parseAuditDetail(rec.Detail); ok && f.FormOwner != nil {
 		return seen[*f.FormOwner] || s.Oversees(ctx, p, *f.FormOwner)
 	}
-	return rec.FormID != "" && s.FormVisible(p, rec.FormID)
+	return rec.FormID != "" && s.FormVisible(ctx, p, rec.FormID)
 }
 
 // auditRow is one line of the audit page.

@@ -143,15 +143,15 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
 // register its own controls.
 func (s *Part) Registry() *control.Registry { return s.controls }
 
-// formVisible reports whether p may see the controls of formID.
-func (s *Part) FormVisible(p store.Principal, formID string) bool {
+// FormVisible reports whether p may see the controls of formID.
+func (s *Part) FormVisible(ctx context.Context, p store.Principal, formID string) bool {
 	s.formsMu.Lock()
 	f, ok := s.forms[formID]
 	s.formsMu.Unlock()
 	if !ok || !f.private || f.owner == p.ID {
 		return true
 	}
-	return s.Oversees(context.Background(), p, f.owner)
+	return s.Oversees(ctx, p, f.owner)
 }
 
 // pendingAudit is the audit record of a command under way in Exec, which
@@ -214,7 +214,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 			return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: ce.Reason, Message: ce.Message}
 		}
 	}
-	if !s.FormVisible(p, cmd.Identity.FormID) {
+	if !s.FormVisible(ctx, p, cmd.Identity.FormID) {
 		return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: control.ReasonNotFound,
 			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
 	}
@@ -373,7 +373,7 @@ func (s *Part) List(ctx context.Context, p store.Principal, formID string) []con
 	all := s.controls.List(ctx, formID)
 	out := all[:0:0]
 	for _, snap := range all {
-		if s.FormVisible(p, snap.Identity.FormID) {
+		if s.FormVisible(ctx, p, snap.Identity.FormID) {
 			out = append(out, snap)
 		}
 	}
@@ -407,7 +407,7 @@ func (s *Part) Inspect(ctx context.Context, p store.Principal, id control.Identi
 		return control.Snapshot{}, tool.Errorf("invalid_request", "%v", err)
 	}
 	snap, ok := s.controls.Get(ctx, id)
-	if !ok || !s.FormVisible(p, id.FormID) {
+	if !ok || !s.FormVisible(ctx, p, id.FormID) {
 		return control.Snapshot{}, tool.Errorf("not_found", "no control %s is registered; list the controls to see what exists", id)
 	}
 	return snap, nil
@@ -740,7 +740,7 @@ func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.
 func (s *Part) VisibleProposals(ctx context.Context, p store.Principal) []control.Snapshot {
 	var out []control.Snapshot
 	for _, snap := range s.controls.Proposals(ctx, "") {
-		if s.FormVisible(p, snap.Identity.FormID) {
+		if s.FormVisible(ctx, p, snap.Identity.FormID) {
 			out = append(out, snap)
 		}
 	}
@@ -753,7 +753,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 	props := s.VisibleProposals(ctx, p)
 	var changes []control.Change
 	for _, c := range s.controls.Changes(ctx, "") {
-		if s.FormVisible(p, c.Identity.FormID) {
+		if s.FormVisible(ctx, p, c.Identity.FormID) {
 			changes = append(changes, c)
 		}
 	}

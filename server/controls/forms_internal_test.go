@@ -89,7 +89,7 @@ func newFormsPart(t *testing.T) (*Part, *heldControls) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h, err := host.NewHost(host.Config{DataDir: t.TempDir(), Store: db})
+	h, err := host.NewHost(t.Context(), host.Config{DataDir: t.TempDir(), Store: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestFormWriteDoesNotStallCommands(t *testing.T) {
 						return
 					}
 				}
-				if !p.FormVisible(agent, "slow") || len(p.List(ctx, agent, "other")) != 1 {
+				if !p.FormVisible(ctx, agent, "slow") || len(p.List(ctx, agent, "other")) != 1 {
 					commands <- errors.New("the forms are not listed as declared")
 					return
 				}

@@ -23,7 +23,7 @@ func TestCatchUpAfterMissedEvents(t *testing.T) {
 	// Two parts on one store that hear nothing of each other, as a node
 	// that missed every event.
 	build := func() *Part {
-		h, err := host.NewHost(host.Config{DataDir: t.TempDir(), Store: db})
+		h, err := host.NewHost(t.Context(), host.Config{DataDir: t.TempDir(), Store: db})
 		if err != nil {
 			t.Fatal(err)
 		}

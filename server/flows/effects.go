@@ -144,7 +144,7 @@ func (s *Part) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow
 	if _, ok := s.Tools.Lookup(name); !ok {
 		return flow.Fail(fmt.Errorf("no tool is named %q; register it before applying %s", name, req.Transition.ID))
 	}
-	if err := checkBoundTool(s, req, name); err != nil {
+	if err := checkBoundTool(ctx, s, req, name); err != nil {
 		return flow.Fail(err)
 	}
 	params := req.Parameters
@@ -212,11 +212,11 @@ func decodeToolFacts(raw map[string]json.RawMessage) (map[string]flow.Fact, erro
 
 // checkBoundTool refuses, for a transition a person approved, a tool that is
 // not the one the approval recorded.
-func checkBoundTool(s *Part, req *flow.EffectRequest, name string) error {
+func checkBoundTool(ctx context.Context, s *Part, req *flow.EffectRequest, name string) error {
 	if req.Bindings == nil {
 		return nil
 	}
-	now, err := s.toolCallBind(context.Background(), req)
+	now, err := s.toolCallBind(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (s *Part) controlProposals(ctx context.Context, req *flow.EffectRequest) ([
 		form, ctl, one := strings.Cut(arg, "/")
 		found := false
 		for _, snap := range s.controls.Registry().Proposals(ctx, form) {
-			if one && snap.Identity.ControlID != ctl || !s.controls.FormVisible(owner, snap.Identity.FormID) {
+			if one && snap.Identity.ControlID != ctl || !s.controls.FormVisible(ctx, owner, snap.Identity.FormID) {
 				continue
 			}
 			if snap.State.Staged.Stale {

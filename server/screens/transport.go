@@ -224,7 +224,7 @@ func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return writeEvent(w, "chunk", map[string]string{"text": text})
 	}
 	if err := send(screen.FormatMarker + "\n"); err != nil {
-		s.endScreen(sc)
+		s.endScreen(context.WithoutCancel(r.Context()), sc)
 		return
 	}
 
@@ -257,18 +257,18 @@ func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			if err := send(text); err != nil {
 				cancel()
 				<-done
-				s.endScreen(sc)
+				s.endScreen(context.WithoutCancel(ctx), sc)
 				return
 			}
 		case <-tick.C:
 			if ping(w) != nil {
 				cancel()
 				<-done
-				s.endScreen(sc)
+				s.endScreen(context.WithoutCancel(ctx), sc)
 				return
 			}
 		case out := <-done:
-			s.endScreen(sc)
+			s.endScreen(context.WithoutCancel(ctx), sc)
 			if out.err != nil {
 				var ge *GenerateError
 				switch {
@@ -308,7 +308,7 @@ func (s *Part) handleLive(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	sc, ok := s.screenFor(host.PrincipalOf(r), q.Get("screen"))
+	sc, ok := s.screenFor(r.Context(), host.PrincipalOf(r), q.Get("screen"))
 	if !ok {
 		host.WriteError(w, wire.NotFound, "no such screen is followed for you; generate or show it again")
 		return

@@ -227,8 +227,9 @@ func SecurityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// NewHost applies cfg's defaults and builds what the parts share.
-func NewHost(cfg Config) (*Host, error) {
+// NewHost applies cfg's defaults and builds what the parts share. ctx
+// bounds the reads of the store it makes while it is built.
+func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: no store")
 	}
@@ -275,7 +276,7 @@ func NewHost(cfg Config) (*Host, error) {
 		s.Config.Node = cfg.Node
 	}
 	var err error
-	if s.Bus, s.SharedBus, err = openBus(cfg); err != nil {
+	if s.Bus, s.SharedBus, err = openBus(ctx, cfg); err != nil {
 		return nil, err
 	}
 	s.Streams, s.cancelStream = context.WithCancel(context.Background())
@@ -298,12 +299,12 @@ func NewHost(cfg Config) (*Host, error) {
 // every node's events, in one order and with one numbering, so a client
 // resumes (Last-Event-ID) on any node. On a store one node owns (SQLite),
 // the bus stays in this process.
-func openBus(cfg Config) (bus *event.Bus, shared bool, err error) {
+func openBus(ctx context.Context, cfg Config) (bus *event.Bus, shared bool, err error) {
 	opts := event.Options{Now: cfg.Now, Logger: cfg.Logger}
 	if !cfg.Store.Shared() {
 		return event.New(opts), false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	b, err := event.Open(ctx, cfg.Store.Cluster().EventLog(), opts)
 	if err != nil {
