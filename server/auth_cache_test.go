@@ -39,7 +39,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 			}
 			// What the server announces when it revokes a principal.
 			data, _ := json.Marshal(map[string]string{"principal": p.ID})
-			f.Srv.Bus.Publish(event.Event{Type: host.PrincipalRevoked, Owner: p.ID, Data: data})
+			f.Srv.Events().Publish(event.Event{Type: host.PrincipalRevoked, Owner: p.ID, Data: data})
 			return 0
 		}},
 		{"in the store only, as another process does", func(t *testing.T, f *assenttest.Kit, p store.Principal) time.Duration {

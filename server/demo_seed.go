@@ -33,17 +33,17 @@ type DemoSeed struct {
 // decided and is not filed again.
 func (s *Server) SeedDemo(ctx context.Context) (DemoSeed, error) {
 	var out DemoSeed
-	if !s.Config.Demo {
+	if !s.host.Config.Demo {
 		return out, errors.New("server: the demo workspace is not loaded; start with Config.Demo")
 	}
-	agentID, err := s.Store.Setting(ctx, auth.SettingAgent)
+	agentID, err := s.host.Store.Setting(ctx, auth.SettingAgent)
 	if errors.Is(err, store.ErrNotFound) {
 		return out, errors.New("server: no workspace yet; bootstrap it (EnsureBootstrap) before seeding the demo")
 	}
 	if err != nil {
 		return out, err
 	}
-	agent, err := s.Store.Principal(ctx, agentID)
+	agent, err := s.host.Store.Principal(ctx, agentID)
 	if err != nil {
 		return out, fmt.Errorf("server: the workspace's agent: %w", err)
 	}

@@ -71,7 +71,7 @@ func (o waitOutcome) decided() bool { return o.Status != outcomePending }
 
 // initInboxWait registers the inbox_wait tool.
 func (s *Server) initInboxWait(context.Context) error {
-	return s.Tools.Register(s.inboxWaitTool())
+	return s.host.Tools.Register(s.inboxWaitTool())
 }
 
 // inboxWaitTool lets an agent wait for people's decisions instead of
@@ -145,11 +145,11 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 	// wctx bounds the waiting; ctx, the caller's, the reading of state.
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stop := context.AfterFunc(s.Streams, cancel)
+	stop := context.AfterFunc(s.host.Streams, cancel)
 	defer stop()
 
 	hist := newProposalHistory()
-	after := s.Bus.Seq()
+	after := s.host.Bus.Seq()
 	proposals, commands := false, false
 	for _, it := range items {
 		proposals = proposals || it.Proposal != nil
@@ -161,7 +161,7 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 		// before the wait started reports its outcome.
 		replayTo, after = after, max(0, after-waitReplay)
 	}
-	sub := s.Bus.Subscribe(after, waitReplay+256, nil)
+	sub := s.host.Bus.Subscribe(after, waitReplay+256, nil)
 	defer sub.Close()
 	for replayTo > 0 {
 		e, err := sub.Next(wctx)

@@ -259,7 +259,7 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 	defer cs.Close()
 	ctx := context.Background()
 	refusals := 0
-	for _, tl := range f.Srv.Tools.List() {
+	for _, tl := range f.Srv.Tools().List() {
 		if server.AppOnly(server.MCPTool(tl)) {
 			// SPEC 10.28 fixes a view tool's refusal as {code, message};
 			// TestScreenViewRefusalShape covers it.
@@ -297,9 +297,9 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d tools, %d refusals checked", len(f.Srv.Tools.List()), refusals)
-	if refusals < len(f.Srv.Tools.List()) {
-		t.Errorf("only %d refusals over %d tools; the bad arguments no longer reach the tools", refusals, len(f.Srv.Tools.List()))
+	t.Logf("%d tools, %d refusals checked", len(f.Srv.Tools().List()), refusals)
+	if refusals < len(f.Srv.Tools().List()) {
+		t.Errorf("only %d refusals over %d tools; the bad arguments no longer reach the tools", refusals, len(f.Srv.Tools().List()))
 	}
 }
 

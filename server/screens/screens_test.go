@@ -1155,7 +1155,7 @@ d = Text("not a number", format="currency")
 // screenPage returns the template of the screen page.
 func screenPage(t *testing.T, f *assenttest.Kit) *template.Template {
 	t.Helper()
-	tpl, ok := f.Srv.Web.Page("screen")
+	tpl, ok := f.Srv.Screens().Web.Page("screen")
 	if !ok {
 		t.Fatal("no screen page")
 	}
