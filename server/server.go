@@ -258,12 +258,12 @@ func (s *Server) countOpen(ctx context.Context, p store.Principal) map[string]in
 // parts it was built on.
 func (s *Server) buildParts(ctx context.Context) error {
 	var err error
-	if s.controls, err = controls.New(ctx, s.host); err != nil {
+	if s.controls, err = controls.New(ctx, controlsDeps(s.host)); err != nil {
 		return err
 	}
 	s.parts = append(s.parts, s.controls)
 	s.onClose(s.controls.Close)
-	if s.screens, err = screens.New(ctx, s.host, s.controls); err != nil {
+	if s.screens, err = screens.New(ctx, screensDeps(s.host, s.controls)); err != nil {
 		return err
 	}
 	s.parts = append(s.parts, s.screens)

@@ -29,7 +29,7 @@ const grantSpeakForUser = "control.speak_for_user"
 // see which form. It serves /v1/controls, /v1/forms, /v1/audit, the
 // controls_* tools, the control and audit pages and the inbox's proposals.
 type Part struct {
-	*host.Host
+	Deps
 	controls *control.Registry
 
 	// formsMu guards forms and declaring. It is held only to read or
@@ -78,16 +78,19 @@ func (s *Part) lockForm(ctx context.Context, formID string) (unlock func(), err 
 	return unlock, nil
 }
 
-// New builds the controls part on h and registers its tools. The registry
+// New builds the controls part on d and registers its tools. The registry
 // writes through to the store and starts with what the store kept: open
 // proposals, undo histories and hosted forms with their values.
-func New(ctx context.Context, h *host.Host) (*Part, error) {
+func New(ctx context.Context, d Deps) (*Part, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	s := &Part{
-		Host:      h,
+		Deps:      d,
 		forms:     map[string]*formDecl{},
 		declaring: map[string]bool{},
 	}
-	s.controls = control.New(control.Config{Now: h.Now, Store: auditedControls{h.Store.ControlRegistry, s}})
+	s.controls = control.New(control.Config{Now: d.Now, Store: auditedControls{d.Store.ControlRegistry, s}})
 	restored, err := s.controls.Restore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controls: %w", err)

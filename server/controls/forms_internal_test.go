@@ -95,7 +95,7 @@ func newFormsPart(t *testing.T) (*Part, *heldControls) {
 	}
 	held := &heldControls{Controls: h.Store.ControlRegistry}
 	h.Store.ControlRegistry = held
-	p, err := New(ctx, h)
+	p, err := New(ctx, hostDeps(h))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestCatchUpAfterMissedEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := New(ctx, h)
+		p, err := New(ctx, hostDeps(h))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,11 +52,11 @@ func twoNodes(t *testing.T) (a, b node, agent store.Principal) {
 			h.Bus = shared.Bus
 		}
 		h.SharedBus = true
-		ctl, err := controls.New(ctx, h)
+		ctl, err := controls.New(ctx, hostControlsDeps(h))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := New(ctx, h, ctl)
+		p, err := New(ctx, hostDeps(h, ctl))
 		if err != nil {
 			t.Fatal(err)
 		}

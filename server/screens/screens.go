@@ -24,7 +24,6 @@ import (
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
@@ -85,9 +84,9 @@ type Tool struct {
 // idempotency keys of /api/mutate. It serves /v1/screens, /api/mutate,
 // /api/live, show_screen and the screen view's tools, and the screen pages.
 type Part struct {
-	*host.Host
+	Deps
 	// controls holds the screens' fields as private forms.
-	controls *controls.Part
+	controls Controls
 
 	screenTools *confirm.Registry
 	// screenMessages are the sentences shown for field problems.
@@ -113,12 +112,15 @@ type Part struct {
 	stopFollowing func()
 }
 
-// New builds the screens part on h, with the screens' fields held as
-// private forms of ctl, and registers its tools.
-func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
+// New builds the screens part on d, with the screens' fields held as
+// private forms of d.Controls, and registers its tools.
+func New(ctx context.Context, d Deps) (*Part, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	s := &Part{
-		Host:         h,
-		controls:     ctl,
+		Deps:         d,
+		controls:     d.Controls,
 		screenTools:  &confirm.Registry{},
 		screens:      map[string]*liveScreen{},
 		toolAccess:   map[string]Access{},

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/assent-run/assent/store"
 )
@@ -31,4 +32,10 @@ type Inboxer interface {
 type Counter interface {
 	// CountOpen returns the kind of item counted and how many p has.
 	CountOpen(ctx context.Context, p store.Principal) (kind string, n int)
+}
+
+// MissingDep is the error of a part built without the dependency named
+// field.
+func MissingDep(part, field string) error {
+	return fmt.Errorf("%s: built without %s", part, field)
 }
