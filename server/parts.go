@@ -2,7 +2,9 @@ package server
 
 import (
 	"github.com/assent-run/assent/server/controls"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
 )
 
@@ -38,5 +40,37 @@ func screensDeps(h *host.Host, ctl screens.Controls) screens.Deps {
 		Started:   h.Started,
 		Web:       h.Web,
 		Config:    screens.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, Demo: h.Config.Demo},
+	}
+}
+
+func runsDeps(h *host.Host) runs.Deps {
+	st := h.Store
+	return runs.Deps{
+		Gate: h,
+		Store: runs.Stores{Audit: st.Audit, Runs: st.Runs, Proposals: st.Proposals, Principals: st.Principals,
+			Cluster: st.Backend.Cluster(), Backend: st.Backend},
+		Bus:       h.Bus,
+		SharedBus: h.SharedBus,
+		Tools:     h.Tools,
+		Log:       h.Log,
+		Now:       h.Now,
+		Web:       h.Web,
+		Config: runs.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, RunUser: h.Config.RunUser,
+			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL, Demo: h.Config.Demo},
+	}
+}
+
+func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
+	return flows.Deps{
+		Gate:     h,
+		Store:    flows.Stores{Principals: h.Store.Principals, Settings: h.Store.Settings, Flows: h.Store.Flows},
+		Controls: ctl,
+		Runs:     runs,
+		Bus:      h.Bus,
+		Tools:    h.Tools,
+		Log:      h.Log,
+		Now:      h.Now,
+		Web:      h.Web,
+		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, Demo: h.Config.Demo},
 	}
 }

@@ -87,7 +87,21 @@ func (s *Server) build(ctx context.Context, cfg Config) error {
 	if err := s.initInboxWait(ctx); err != nil {
 		return err
 	}
-	s.oauth = oauth.New(s.host, oauth.Options{InsecureClientIDs: cfg.OAuthInsecureClientIDs})
+	h := s.host
+	var err error
+	s.oauth, err = oauth.New(oauth.Deps{
+		Gate:    h,
+		Store:   oauth.Stores{Principals: h.Store.Principals, Audit: h.Store.Audit, OAuth: h.Store.Backend.OAuth()},
+		Log:     h.Log,
+		Now:     h.Now,
+		Web:     h.Web,
+		BaseURL: h.Config.BaseURL,
+	}, oauth.Options{InsecureClientIDs: cfg.OAuthInsecureClientIDs})
+	if err != nil {
+		return err
+	}
+	// The authorization server's access tokens authenticate requests.
+	h.AccessTokens = s.oauth.PrincipalOfAccessToken
 	s.mcp = newMCPEndpoint(s)
 	s.onClose(s.mcp.close)
 	// Streams end first when the server closes.
@@ -272,11 +286,11 @@ func (s *Server) buildParts(ctx context.Context) error {
 	// screens unregister their fields without erasing what the store
 	// keeps for them. (Closing it twice is harmless.)
 	s.onClose(s.controls.Close)
-	if s.runs, err = runs.New(ctx, s.host); err != nil {
+	if s.runs, err = runs.New(ctx, runsDeps(s.host)); err != nil {
 		return err
 	}
 	s.onClose(s.runs.Close)
-	if s.flows, err = flows.New(ctx, s.host, s.controls, s.runs.Manager()); err != nil {
+	if s.flows, err = flows.New(ctx, flowsDeps(s.host, s.controls, s.runs.Manager())); err != nil {
 		return err
 	}
 	s.onClose(s.flows.Close)
