@@ -8,8 +8,8 @@ import (
 )
 
 // Part is one part of the server's surface — controls, screens, Runs,
-// Flows — built on what it needs of a Host. It registers its own tools when it is built;
-// the server mounts its routes and pages.
+// Flows — built on what it needs of a Host. It registers its own tools
+// when it is built; the server mounts its routes and pages.
 //
 // A part may also implement Inboxer, Counter and io.Closer; the server
 // discovers them with a type assertion, the way net/http discovers
