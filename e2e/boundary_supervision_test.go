@@ -92,7 +92,7 @@ func TestBoundarySupervisorSeesOnlyTheirAgents(t *testing.T) {
 	agentB := a.newSupervisedAgent("agent-b", q.ID)
 	a.act(agentA, "a")
 	a.act(agentB, "b")
-	a.Srv.Bus.Publish(event.Event{Type: "test.marker"})
+	a.Srv.Events().Publish(event.Event{Type: "test.marker"})
 
 	// P's browser: every page names A's items and shows none of B's.
 	ctx := browser(t)

@@ -193,7 +193,7 @@ func TestToolProcessGetsItsOwnUID(t *testing.T) {
 		f.waitEnded("live")
 	})
 	runUID := waitFile(t, filepath.Join(v.StateDir, "me.txt"))
-	ts := NewToolSet(f.m, tool.NewRegistry())
+	ts := mustToolSet(t, f.db, f.m, tool.NewRegistry())
 	dir, err := os.MkdirTemp("", "assent-tool-test-")
 	if err != nil {
 		t.Fatal(err)

@@ -262,9 +262,6 @@ func (ts *ToolSet) ProposalURL(id string) string {
 
 // file stores a new pending proposal of p, within p's bound.
 func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal) (*tool.Result, error) {
-	if ts.props == nil {
-		return nil, &tool.Error{Code: CodeApprovalRequired, Message: "Running your own commands needs the command.execute grant, and this server keeps no proposals for a person to approve; use a Recipe from the recipes directory."}
-	}
 	pending, err := ts.props.ListProposals(ctx, store.ProposalPending, p.ID, maxPendingProposals)
 	if err != nil {
 		return nil, err
@@ -371,7 +368,7 @@ func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name stri
 // gets not_found.
 func (ts *ToolSet) proposal(ctx context.Context, viewer store.Principal, id string) (store.Proposal, error) {
 	notFound := errorf(CodeNotFound, "Proposal not found: %s.", id)
-	if ts.props == nil || id == "" || len(id) > 128 {
+	if id == "" || len(id) > 128 {
 		return store.Proposal{}, notFound
 	}
 	p, err := ts.props.Proposal(ctx, id)
@@ -405,9 +402,6 @@ func (ts *ToolSet) Proposal(ctx context.Context, viewer store.Principal, id stri
 func (ts *ToolSet) Proposals(ctx context.Context, viewer store.Principal, status string) ([]store.Proposal, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
-	}
-	if ts.props == nil {
-		return nil, nil
 	}
 	proposer := viewer.ID
 	if viewer.Kind == store.KindHuman {
@@ -533,10 +527,8 @@ func (ts *ToolSet) Approve(ctx context.Context, decider store.Principal, id stri
 	if err != nil {
 		return p, err
 	}
-	if ps, ok := ts.m.st.(store.Principals); ok {
-		if proposer, err := ps.Principal(ctx, p.ProposerID); err != nil || proposer.Revoked {
-			return p, errorf(CodeStaleProposal, "Proposal %s was filed by a principal that no longer exists or was revoked; decline it.", id)
-		}
+	if proposer, err := ts.principals.Principal(ctx, p.ProposerID); err != nil || proposer.Revoked {
+		return p, errorf(CodeStaleProposal, "Proposal %s was filed by a principal that no longer exists or was revoked; decline it.", id)
 	}
 	// The working directory is recorded relative to the Run root, which
 	// every node keeps under its own data directory, so any node carries

@@ -32,7 +32,7 @@ func newToolSet(t *testing.T, f *fixture) (*ToolSet, *tool.Registry) {
 			t.Fatal(err)
 		}
 	}
-	ts := NewToolSet(f.m, reg)
+	ts := mustToolSet(t, f.db, f.m, reg)
 	if err := ts.Register(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,7 @@ func TestProposalApprovedOnAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.m.Close() })
-	tsB := NewToolSet(b.m, tool.NewRegistry())
+	tsB := mustToolSet(t, a.db, b.m, tool.NewRegistry())
 	pr, err := tsB.Approve(context.Background(), person, id)
 	if err != nil || pr.Status != store.ProposalApproved {
 		t.Fatalf("approve on node B = %+v, %v", pr, err)

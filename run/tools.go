@@ -50,18 +50,34 @@ var reservedToolNames = map[string]bool{
 type ToolSet struct {
 	m     *Manager
 	reg   *tool.Registry
-	props store.Proposals // nil when the store keeps no proposals
+	props store.Proposals
+	// principals tells whether a proposal's proposer still exists.
+	principals store.Principals
 
 	mu sync.Mutex // serializes registrations
 }
 
-// NewToolSet returns the tools of m, to be added to reg. When m's store
-// also keeps proposals (store.Proposals), the commands of agents without
-// GrantCommandExecute are filed there for a person's approval; otherwise
-// they are refused.
-func NewToolSet(m *Manager, reg *tool.Registry) *ToolSet {
-	props, _ := m.st.(store.Proposals)
-	return &ToolSet{m: m, reg: reg, props: props}
+// ToolStores are the stores a ToolSet needs besides its Manager's: the
+// commands of agents without GrantCommandExecute are filed in Proposals for
+// a person's approval, and a proposal is carried out only while its
+// proposer, looked up in Principals, exists and is not revoked.
+type ToolStores struct {
+	Proposals  store.Proposals
+	Principals store.Principals
+}
+
+// NewToolSet returns the tools of m, to be added to reg. Both stores of st
+// are needed.
+func NewToolSet(m *Manager, reg *tool.Registry, st ToolStores) (*ToolSet, error) {
+	switch {
+	case m == nil || reg == nil:
+		return nil, errors.New("run: a tool set needs a Manager and a tool registry")
+	case st.Proposals == nil:
+		return nil, errors.New("run: a tool set needs a proposals store")
+	case st.Principals == nil:
+		return nil, errors.New("run: a tool set needs a principals store")
+	}
+	return &ToolSet{m: m, reg: reg, props: st.Proposals, principals: st.Principals}, nil
 }
 
 // Register adds the actors_* tools and their hidden aliases to the

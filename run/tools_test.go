@@ -36,7 +36,7 @@ func TestToolSurface(t *testing.T) {
 	if err := reg.Register(tool.Tool{Name: "controls_list", Handler: func(context.Context, tool.Call) (*tool.Result, error) { return nil, nil }}); err != nil {
 		t.Fatal(err)
 	}
-	ts := NewToolSet(f.m, reg)
+	ts := mustToolSet(t, f.db, f.m, reg)
 	if err := ts.Register(context.Background()); err != nil {
 		t.Fatal(err)
 	}

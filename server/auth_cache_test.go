@@ -13,7 +13,7 @@ import (
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testclock"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -42,9 +42,9 @@ func TestRevokedTokenRefused(t *testing.T) {
 			// On PostgreSQL the bus is the store's shared log: the event
 			// reaches this node's subscribers, the cache among them, after
 			// a round trip.
-			sub := f.Srv.Bus.Subscribe(f.Srv.Bus.Seq(), 0, func(e event.Event) bool { return e.Type == host.PrincipalRevoked })
+			sub := f.Srv.Events().Subscribe(f.Srv.Events().Seq(), 0, func(e event.Event) bool { return e.Type == host.PrincipalRevoked })
 			defer sub.Close()
-			f.Srv.Bus.Publish(event.Event{Type: host.PrincipalRevoked, Owner: p.ID, Data: data})
+			f.Srv.Events().Publish(event.Event{Type: host.PrincipalRevoked, Owner: p.ID, Data: data})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if _, err := sub.Next(ctx); err != nil {

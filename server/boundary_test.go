@@ -15,7 +15,7 @@ import (
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/assent-run/assent/event"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -32,10 +32,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		after = n
 	}
 	if after < 0 {
-		after = s.Bus.Seq() // a fresh client starts from now
+		after = s.host.Bus.Seq() // a fresh client starts from now
 	}
 	human := p.Kind == store.KindHuman
-	sub := s.Bus.Subscribe(after, 256, func(e event.Event) bool { return e.VisibleTo(p.ID, human) })
+	sub := s.host.Bus.Subscribe(after, 256, func(e event.Event) bool { return e.VisibleTo(p.ID, human) })
 	defer sub.Close()
-	s.ServeSSE(w, r, sub)
+	s.host.ServeSSE(w, r, sub)
 }

@@ -71,7 +71,7 @@ func (o waitOutcome) decided() bool { return o.Status != outcomePending }
 
 // initInboxWait registers the inbox_wait tool.
 func (s *Server) initInboxWait(context.Context) error {
-	return s.Tools.Register(s.inboxWaitTool())
+	return s.host.Tools.Register(s.inboxWaitTool())
 }
 
 // inboxWaitTool lets an agent wait for people's decisions instead of
@@ -145,11 +145,11 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 	// wctx bounds the waiting; ctx, the caller's, the reading of state.
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stop := context.AfterFunc(s.Streams, cancel)
+	stop := context.AfterFunc(s.host.Streams, cancel)
 	defer stop()
 
 	hist := newProposalHistory()
-	after := s.Bus.Seq()
+	after := s.host.Bus.Seq()
 	proposals, commands := false, false
 	for _, it := range items {
 		proposals = proposals || it.Proposal != nil
@@ -161,7 +161,7 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 		// before the wait started reports its outcome.
 		replayTo, after = after, max(0, after-waitReplay)
 	}
-	sub := s.Bus.Subscribe(after, waitReplay+256, nil)
+	sub := s.host.Bus.Subscribe(after, waitReplay+256, nil)
 	defer sub.Close()
 	for replayTo > 0 {
 		e, err := sub.Next(wctx)
@@ -248,7 +248,7 @@ func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []wa
 		case it.Approval != "":
 			o, err = s.approvalOutcome(ctx, p, it.Approval)
 		case it.Screen != "":
-			o = s.screenPressOutcome(p, it.Screen)
+			o = s.screenPressOutcome(ctx, p, it.Screen)
 		default:
 			o, err = s.commandProposalOutcome(ctx, p, it.CommandProposal)
 		}
@@ -267,7 +267,7 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 	o := waitOutcome{Kind: "proposal", ID: id.String(), Revision: rev, Status: outcomeNotFound,
 		Next: "stage a value with controls_execute and pass the revision of its result; only your own proposals are reported"}
 	var cur *control.Proposal
-	if snap, ok := s.controls.Registry().Get(ctx, id); ok && s.controls.FormVisible(p, id.FormID) {
+	if snap, ok := s.controls.Registry().Get(ctx, id); ok && s.controls.FormVisible(ctx, p, id.FormID) {
 		cur = snap.State.Staged
 	}
 	if rev == 0 {
@@ -317,8 +317,8 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 
 // screenPressOutcome reports what became of the last press filed from a
 // screen view on the screen id.
-func (s *Server) screenPressOutcome(p store.Principal, id string) waitOutcome {
-	status, _, by := s.screens.PressOutcome(p, id)
+func (s *Server) screenPressOutcome(ctx context.Context, p store.Principal, id string) waitOutcome {
+	status, _, by := s.screens.PressOutcome(ctx, p, id)
 	o := waitOutcome{Kind: "screen", ID: id, Status: status, DecidedBy: by}
 	switch status {
 	case screens.PressPending:

@@ -262,7 +262,7 @@ func TestInboxWaitCommandProposal(t *testing.T) {
 	}
 	// The decision is an event the proposer can see, so a waiting agent
 	// learns it at once rather than at its next look.
-	sub := f.Srv.Bus.Subscribe(f.Srv.Bus.Seq(), 64, func(e event.Event) bool {
+	sub := f.Srv.Events().Subscribe(f.Srv.Events().Seq(), 64, func(e event.Event) bool {
 		return e.Type == "run.proposal" && e.VisibleTo(f.Boot.Agent.ID, false)
 	})
 	defer sub.Close()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -39,7 +39,7 @@ type mcpEndpoint struct {
 }
 
 func newMCPEndpoint(s *Server) *mcpEndpoint {
-	srv, stop := NewMCPServer(s.Tools, s.Log, principalFromTokenInfo)
+	srv, stop := NewMCPServer(s.host.Tools, s.host.Log, principalFromTokenInfo)
 	s.screens.AddView(srv)
 	verify := func(ctx context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
 		// The bearer token was already checked by bearerOnly; hand the
@@ -48,17 +48,17 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		if !ok {
 			return nil, mcpauth.ErrInvalidToken
 		}
-		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.Now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p, "base": s.BaseURLOf(r)}}, nil
+		return &mcpauth.TokenInfo{UserID: p.ID, Expiration: s.host.Now().Add(24 * 365 * 3600e9), Extra: map[string]any{"principal": p, "base": s.host.BaseURLOf(r)}}, nil
 	}
 	requireToken := mcpauth.RequireBearerToken(verify, nil)
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	return &mcpEndpoint{
-		streams:  s.Streams,
+		streams:  s.host.Streams,
 		server:   srv,
 		stop:     stop,
-		sessions: newMCPSessions(srv, s.Config.MaxSessions, s.Hold, s.Now),
+		sessions: newMCPSessions(srv, s.host.Config.MaxSessions, s.host.Hold, s.host.Now),
 		stateful: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			SessionTimeout:      s.Config.SessionTimeout,
+			SessionTimeout:      s.host.Config.SessionTimeout,
 			MaxRequestBodyBytes: 4 << 20,
 		})),
 		stateless: requireToken(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{

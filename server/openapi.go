@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/assent-run/assent/api"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 

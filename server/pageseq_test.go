@@ -23,11 +23,11 @@ func TestPageStreamStartsWhereThePageWasDrawn(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the page names no event sequence:\n%.400s", page)
 	}
-	if want := k.Srv.Bus.Seq(); m[1] != strconv.FormatInt(want, 10) {
+	if want := k.Srv.Events().Seq(); m[1] != strconv.FormatInt(want, 10) {
 		t.Fatalf("data-seq = %s, want %d, the bus's sequence when the page was drawn", m[1], want)
 	}
 	// Published after the page was drawn, before its stream opens.
-	k.Srv.Bus.Publish(event.Event{Type: "test.between", Data: json.RawMessage(`{}`)})
+	k.Srv.Events().Publish(event.Event{Type: "test.between", Data: json.RawMessage(`{}`)})
 	sse := assenttest.NewSSE(k.Req("GET", "/v1/events?after="+m[1], k.Token, nil, nil))
 	defer sse.Resp.Body.Close()
 	if e := sse.Next(t); e.Type != "test.between" {

@@ -21,20 +21,24 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/oauth"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Server serves assent. Create it with New, start it with Serve.
+// Server serves assent. Create it with New, start it with Serve, and
+// release it with Close.
 type Server struct {
-	*host.Host
+	host    *host.Host
 	handler http.Handler
 	mcp     *mcpEndpoint
 
@@ -48,39 +52,69 @@ type Server struct {
 	oauth    *oauth.Server
 	// parts lists every part once, in the order of the inbox's sections.
 	parts []host.Part
+	// closers release what New built, in the order it was built; Close
+	// calls them last first.
+	closers []func()
 }
 
-// New builds a server and registers the built-in tools. An application
-// then adds its own (programs, tools, screens, Recipes, forms) through the
-// parts' methods (Flows, Screens, Runs, Controls) before Serve; package
-// demo is an example.
-func New(ctx context.Context, cfg host.Config) (*Server, error) {
-	h, err := host.NewHost(cfg)
+// New builds a server on cfg.Store, reading the store under ctx while it
+// is built, and registers the built-in tools. An application then adds its
+// own (programs, tools, screens, Recipes, forms) through the parts' methods
+// (Flows, Screens, Runs, Controls) before Serve; package demo is an
+// example. The caller closes the server, then the store.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	h, err := host.NewHost(ctx, host.Config(cfg))
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Host: h}
-	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
-		s.Host.Close()
-		return nil, err
-	}
-	s.Host.OpenItems = s.countOpen
-	if err := s.Tools.Register(s.runtimeStatusTool()); err != nil {
-		return nil, err
-	}
-	if err := s.buildParts(ctx); err != nil {
+	s := &Server{host: h}
+	s.onClose(h.Close)
+	if err := s.build(ctx, cfg); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if err := s.initInboxWait(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.oauth = oauth.New(s.Host, oauth.Options{InsecureClientIDs: cfg.OAuthInsecureClientIDs})
-	s.mcp = newMCPEndpoint(s)
-	s.handler = s.routes()
 	return s, nil
 }
+
+func (s *Server) build(ctx context.Context, cfg Config) error {
+	if err := s.host.Web.AddPages(templateFS, "templates/*.html"); err != nil {
+		return err
+	}
+	s.host.OpenItems = s.countOpen
+	if err := s.host.Tools.Register(s.runtimeStatusTool()); err != nil {
+		return err
+	}
+	if err := s.buildParts(ctx); err != nil {
+		return err
+	}
+	if err := s.initInboxWait(ctx); err != nil {
+		return err
+	}
+	h := s.host
+	var err error
+	s.oauth, err = oauth.New(oauth.Deps{
+		Gate:    h,
+		Store:   oauth.Stores{Principals: h.Store.Principals, Audit: h.Store.Audit, OAuth: h.Store.Backend.OAuth()},
+		Log:     h.Log,
+		Now:     h.Now,
+		Web:     h.Web,
+		BaseURL: h.Config.BaseURL,
+	}, oauth.Options{InsecureClientIDs: cfg.OAuthInsecureClientIDs})
+	if err != nil {
+		return err
+	}
+	// The authorization server's access tokens authenticate requests.
+	h.AccessTokens = s.oauth.PrincipalOfAccessToken
+	s.mcp = newMCPEndpoint(s)
+	s.onClose(s.mcp.close)
+	// Streams end first when the server closes.
+	s.onClose(s.host.EndStreams)
+	s.handler = s.routes()
+	return nil
+}
+
+// onClose adds f to what Close calls; Close calls the last added first.
+func (s *Server) onClose(f func()) { s.closers = append(s.closers, f) }
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -93,16 +127,16 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/ready", s.handleReady)
 	mux.HandleFunc("GET "+api.OpenAPIPath, handleOpenAPI)
-	mux.Handle("GET /v1/whoami", s.Authed(http.HandlerFunc(s.handleWhoami)))
-	mux.Handle("GET /v1/events", s.Authed(http.HandlerFunc(s.handleEvents)))
-	mux.Handle("/mcp", s.BearerOnly(s.mcp))
+	mux.Handle("GET /v1/whoami", s.host.Authed(http.HandlerFunc(s.handleWhoami)))
+	mux.Handle("GET /v1/events", s.host.Authed(http.HandlerFunc(s.handleEvents)))
+	mux.Handle("/mcp", s.host.BearerOnly(s.mcp))
 	s.oauth.Routes(mux)
 	s.routesWeb(mux)
 	for _, p := range s.parts {
 		p.Routes(mux)
 	}
 	s.patterns = mux.Patterns()
-	return s.Recoverer(host.SecurityHeaders(s.BodyDeadline(s.oauth.WithResource(s.ScopeGate(mux.ServeMux)))))
+	return s.host.Recoverer(host.SecurityHeaders(s.host.BodyDeadline(s.oauth.WithResource(s.host.ScopeGate(mux.ServeMux)))))
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: it stops
@@ -118,10 +152,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(s.host.Log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	srv.RegisterOnShutdown(s.EndStreams)
+	srv.RegisterOnShutdown(s.host.EndStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -129,8 +163,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	s.Log.Info("shutting down", "grace", s.Config.ShutdownGrace.String())
-	sctx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
+	s.host.Log.Info("shutting down", "grace", s.host.Config.ShutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.host.Config.ShutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	s.mcp.close()
@@ -139,32 +173,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		srv.Close()
-		return fmt.Errorf("shutdown: in-flight requests did not finish within %s", s.Config.ShutdownGrace)
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s", s.host.Config.ShutdownGrace)
 	}
 	return err
 }
 
-// Close releases what the server holds (not the store).
+// Close releases what the server holds, in the reverse order of its
+// building: streams and MCP sessions end first, then each part closes
+// after the parts built on it. It does not close the store.
 func (s *Server) Close() {
-	s.EndStreams()
-	if s.mcp != nil {
-		s.mcp.close()
+	for _, f := range slices.Backward(s.closers) {
+		f()
 	}
-	if s.controls != nil {
-		// The registry stops writing first, so the screens closing next
-		// unregister their fields without erasing what the store keeps.
-		s.controls.Close()
-	}
-	for _, p := range slices.Backward(s.parts) {
-		if c, ok := p.(interface{ Close() }); ok {
-			c.Close()
-		}
-	}
-	s.Host.Close()
+	s.closers = nil
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	host.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Version: assent.Version, Store: s.Store.Backend.Kind()})
+	host.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Version: assent.Version, Store: s.host.Store.Backend.Kind()})
 }
 
 // readyTimeout bounds the store check of GET /v1/ready, so that a load
@@ -179,11 +204,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	storeOK := true
-	if _, err := s.Store.Backend.Settings().Setting(ctx, readyProbeSetting); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.host.Store.Backend.Settings().Setting(ctx, readyProbeSetting); err != nil && !errors.Is(err, store.ErrNotFound) {
 		storeOK = false
 	}
 	leasesOK := s.runs == nil || s.runs.LeasesCurrent(time.Now())
-	body := api.Ready{Status: "ready", Store: "ok", Leases: "ok", Version: assent.Version, Node: s.Config.Node}
+	body := api.Ready{Status: "ready", Store: "ok", Leases: "ok", Version: assent.Version, Node: s.host.Config.Node}
 	status := http.StatusOK
 	if !storeOK {
 		body.Store, body.Status, status = "unreachable", "not_ready", http.StatusServiceUnavailable
@@ -207,7 +232,7 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	sup := []api.Supervisor{}
 	for _, id := range p.Supervisors {
 		name := ""
-		if sp, err := s.Store.Principal(r.Context(), id); err == nil {
+		if sp, err := s.host.Store.Principal(r.Context(), id); err == nil {
 			name = sp.Name
 		}
 		sup = append(sup, api.Supervisor{ID: id, Name: name})
@@ -232,24 +257,32 @@ func (s *Server) countOpen(ctx context.Context, p store.Principal) map[string]in
 
 // buildParts builds the parts on the host, each given the parts it
 // calls: screens hold their fields as private forms of controls, and Flow
-// effects command controls and start Runs.
+// effects command controls and start Runs. Each part closes before the
+// parts it was built on.
 func (s *Server) buildParts(ctx context.Context) error {
 	var err error
-	if s.controls, err = controls.New(ctx, s.Host); err != nil {
+	if s.controls, err = controls.New(ctx, controlsDeps(s.host)); err != nil {
 		return err
 	}
 	s.parts = append(s.parts, s.controls)
-	if s.screens, err = screens.New(ctx, s.Host, s.controls); err != nil {
+	s.onClose(s.controls.Close)
+	if s.screens, err = screens.New(ctx, screensDeps(s.host, s.controls)); err != nil {
 		return err
 	}
 	s.parts = append(s.parts, s.screens)
-	if s.runs, err = runs.New(ctx, s.Host); err != nil {
+	s.onClose(s.screens.Close)
+	// The registry stops writing before the screens close, so that the
+	// screens unregister their fields without erasing what the store
+	// keeps for them. (Closing it twice is harmless.)
+	s.onClose(s.controls.Close)
+	if s.runs, err = runs.New(ctx, runsDeps(s.host)); err != nil {
 		return err
 	}
-	if s.flows, err = flows.New(ctx, s.Host, s.controls, s.runs.Manager()); err != nil {
-		s.runs.Close()
+	s.onClose(s.runs.Close)
+	if s.flows, err = flows.New(ctx, flowsDeps(s.host, s.controls, s.runs.Manager())); err != nil {
 		return err
 	}
+	s.onClose(s.flows.Close)
 	s.parts = append(s.parts, s.flows, s.runs)
 	return nil
 }
@@ -273,5 +306,62 @@ func (s *Server) Runs() *runs.Part { return s.runs }
 // summaries and effect-only tools.
 func (s *Server) Flows() *flows.Part { return s.flows }
 
-// Config is the configuration of a Server.
-type Config = host.Config
+// SessionCookie names the cookie that carries a person's web session.
+const SessionCookie = "assent_session"
+
+// Tools returns the tool registry the server offers at /mcp, where an
+// application registers its own tools next to the built-in ones.
+func (s *Server) Tools() *tool.Registry { return s.host.Tools }
+
+// Events returns the event bus behind GET /v1/events: an application
+// publishes its own events on it.
+func (s *Server) Events() *event.Bus { return s.host.Bus }
+
+// Node returns the name of this node among the nodes sharing the store
+// (Config.Node, or the default the server chose).
+func (s *Server) Node() string { return s.host.Config.Node }
+
+// Bootstrap creates, on the workspace's first start, the person who owns
+// it and a first agent with a bearer token (returned only then); later
+// calls return the same two principals.
+func (s *Server) Bootstrap(ctx context.Context) (auth.Bootstrap, error) {
+	return auth.EnsureBootstrap(ctx, s.host.Config.Store, s.host.Now())
+}
+
+// SignInLink returns a one-time link that signs the person principalID in
+// to the web UI, under baseURL: the address people reach the server at,
+// such as the embedding program's own. An empty baseURL means
+// Config.BaseURL.
+func (s *Server) SignInLink(ctx context.Context, principalID, baseURL string) (string, error) {
+	if baseURL == "" {
+		baseURL = s.host.Config.BaseURL
+	}
+	if baseURL == "" {
+		return "", errors.New("server: a sign-in link needs a base URL; pass one or set Config.BaseURL")
+	}
+	p, err := s.host.Store.Principal(ctx, principalID)
+	if err != nil {
+		return "", fmt.Errorf("server: sign-in link for %s: %w", principalID, err)
+	}
+	if p.Kind != store.KindHuman || p.Revoked {
+		return "", fmt.Errorf("server: sign-in link for %s: only a person who is not revoked signs in to the web UI", principalID)
+	}
+	return auth.NewSignInLink(ctx, s.host.Store.Sessions, principalID, baseURL, s.host.Now())
+}
+
+// AddAgent creates an agent named name with grants, supervised by the
+// people supervisors names (the workspace's owner when none), and returns
+// its bearer token, shown only here.
+func (s *Server) AddAgent(ctx context.Context, name string, grants []string, supervisors ...string) (token string, p store.Principal, err error) {
+	token, p, err = auth.IssueTokenFor(ctx, s.host.Config.Store, store.KindAgent, name, grants, supervisors, s.host.Now())
+	if err != nil {
+		return "", store.Principal{}, fmt.Errorf("server: add agent %q: %w", name, err)
+	}
+	return token, p, nil
+}
+
+// RevokePrincipal revokes principalID: its token and web sessions stop
+// working, and the event streams and MCP sessions it holds end.
+func (s *Server) RevokePrincipal(ctx context.Context, principalID string) error {
+	return s.host.RevokePrincipal(ctx, principalID)
+}

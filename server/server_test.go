@@ -154,7 +154,7 @@ func TestEventsResumeWithoutGaps(t *testing.T) {
 	f := assenttest.Start(t, nil)
 	s := f.Events("")
 	for i := 0; i < 5; i++ {
-		f.Srv.Bus.Publish(event.Event{Type: "test.n", Data: json.RawMessage(`{"i":` + string(rune('0'+i)) + `}`)})
+		f.Srv.Events().Publish(event.Event{Type: "test.n", Data: json.RawMessage(`{"i":` + string(rune('0'+i)) + `}`)})
 	}
 	var last string
 	for i := 0; i < 3; i++ {
@@ -165,7 +165,7 @@ func TestEventsResumeWithoutGaps(t *testing.T) {
 		last = e.ID
 	}
 	s.Resp.Body.Close() // disconnect after the third
-	f.Srv.Bus.Publish(event.Event{Type: "test.n", Data: json.RawMessage(`{"i":5}`)})
+	f.Srv.Events().Publish(event.Event{Type: "test.n", Data: json.RawMessage(`{"i":5}`)})
 	s2 := f.Events(last)
 	want := []string{`{"i":3}`, `{"i":4}`, `{"i":5}`}
 	for i, w := range want {
@@ -178,8 +178,8 @@ func TestEventsResumeWithoutGaps(t *testing.T) {
 func TestEventsFilteredByOwner(t *testing.T) {
 	f := assenttest.Start(t, nil)
 	s := f.Events("")
-	f.Srv.Bus.Publish(event.Event{Type: "private", Owner: "someone-else"})
-	f.Srv.Bus.Publish(event.Event{Type: "mine", Owner: f.Boot.Agent.ID})
+	f.Srv.Events().Publish(event.Event{Type: "private", Owner: "someone-else"})
+	f.Srv.Events().Publish(event.Event{Type: "mine", Owner: f.Boot.Agent.ID})
 	if e := s.Next(t); e.Type != "mine" {
 		t.Fatalf("first visible event %q", e.Type)
 	}
@@ -228,7 +228,7 @@ func TestMCPRuntimeStatus(t *testing.T) {
 func TestMCPRefusesBadTokens(t *testing.T) {
 	f := assenttest.Start(t, nil)
 	ran := make(chan struct{}, 1)
-	f.Srv.Tools.Register(tool.Tool{Name: "probe", Handler: func(context.Context, tool.Call) (*tool.Result, error) {
+	f.Srv.Tools().Register(tool.Tool{Name: "probe", Handler: func(context.Context, tool.Call) (*tool.Result, error) {
 		ran <- struct{}{}
 		return &tool.Result{}, nil
 	}})
@@ -251,7 +251,7 @@ func TestMCPRefusesBadTokens(t *testing.T) {
 
 func TestMCPHiddenToolsCallableNotListed(t *testing.T) {
 	f := assenttest.Start(t, nil)
-	f.Srv.Tools.Register(tool.Tool{Name: "legacy_alias", Hidden: true, Handler: func(context.Context, tool.Call) (*tool.Result, error) {
+	f.Srv.Tools().Register(tool.Tool{Name: "legacy_alias", Hidden: true, Handler: func(context.Context, tool.Call) (*tool.Result, error) {
 		return &tool.Result{Text: "alias ran"}, nil
 	}})
 	cs, err := f.MCPSession(f.Token, "")
@@ -286,7 +286,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	}
 	defer srv.Close()
 	started, release := make(chan struct{}), make(chan struct{})
-	srv.Tools.Register(tool.Tool{Name: "slow", Handler: func(context.Context, tool.Call) (*tool.Result, error) {
+	srv.Tools().Register(tool.Tool{Name: "slow", Handler: func(context.Context, tool.Call) (*tool.Result, error) {
 		close(started)
 		<-release
 		return &tool.Result{Text: "finished"}, nil
@@ -400,5 +400,13 @@ func TestRenamedFieldsHaveOneSpelling(t *testing.T) {
 	st, isErr := assenttest.CallTool(t, cs, "runtime_status", map[string]any{})
 	if _, old := st["uptimeSeconds"]; isErr || st["uptime_seconds"] == nil || old {
 		t.Fatalf("runtime_status = %v", st)
+	}
+}
+
+// TestSessionCookieIsTheHosts: the cookie name embedders read is the one
+// the server sets.
+func TestSessionCookieIsTheHosts(t *testing.T) {
+	if server.SessionCookie != server.HostSessionCookie {
+		t.Fatalf("server.SessionCookie = %q, the host sets %q", server.SessionCookie, server.HostSessionCookie)
 	}
 }

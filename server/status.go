@@ -102,9 +102,9 @@ func (s *Server) runtimeStatusTool() tool.Tool {
 			return &tool.Result{Structured: runtimeStatus{
 				Version:   assent.Version,
 				Principal: statusPrincipal{ID: c.Principal.ID, Kind: c.Principal.Kind},
-				Uptime:    int64(s.Now().Sub(s.Started).Seconds()),
-				Open: memo.get(s.Bus, c.Principal, func() map[string]int {
-					return s.OpenItems(ctx, c.Principal)
+				Uptime:    int64(s.host.Now().Sub(s.host.Started).Seconds()),
+				Open: memo.get(s.host.Bus, c.Principal, func() map[string]int {
+					return s.host.OpenItems(ctx, c.Principal)
 				}),
 			}}, nil
 		},

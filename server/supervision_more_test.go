@@ -286,7 +286,7 @@ func TestEventsReachOnlyOwnerAndSupervisors(t *testing.T) {
 	// that everyone receives ends each reader's wait.
 	body := map[string]any{"action": "stage", "identity": map[string]any{"formId": tm.aScreen, "controlId": "note"}, "value": "again"}
 	f.API("POST", "/v1/controls/execute", tm.aTok, body)
-	f.Srv.Bus.Publish(markerEvent)
+	f.Srv.Events().Publish(markerEvent)
 	for who, want := range map[string]bool{"P": true, "Q": false, "A": true, "B": false} {
 		got := false
 		for {

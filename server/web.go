@@ -4,13 +4,13 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
 func (s *Server) routesWeb(mux *host.Mux) {
-	s.RoutesSignIn(mux)
-	mux.Handle("GET /inbox", s.WebPage(s.handleInbox))
+	s.host.RoutesSignIn(mux)
+	mux.Handle("GET /inbox", s.host.WebPage(s.handleInbox))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.handleNotFound(w, r, mux.ServeMux) })
 }
 
@@ -40,10 +40,10 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request, mux *htt
 		return
 	}
 	pg := host.Page{Title: "Not found"}
-	if p, sess, ok := s.WebSession(r); ok {
+	if p, sess, ok := s.host.WebSession(r); ok {
 		pg.Principal, pg.CSRF = &p, sess.CSRF
 	}
-	s.Web.Render(w, http.StatusNotFound, "notfound", pg)
+	s.host.Web.Render(w, http.StatusNotFound, "notfound", pg)
 }
 
 func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg host.Page) {
@@ -55,7 +55,7 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg host.Pag
 		}
 		secs, err := in.Inbox(r.Context(), *pg.Principal)
 		if err != nil {
-			s.Log.Error("inbox section failed", "part", part.Name(), "err", err)
+			s.host.Log.Error("inbox section failed", "part", part.Name(), "err", err)
 			continue
 		}
 		sections = append(sections, secs...)
@@ -63,9 +63,9 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg host.Pag
 	pg.Title = "Inbox"
 	pg.Data = map[string]any{"Sections": sections}
 	if r.URL.Query().Get("partial") == "1" {
-		s.Web.RenderPartial(w, "inbox", "sections", pg)
+		s.host.Web.RenderPartial(w, "inbox", "sections", pg)
 		return
 	}
-	pg.Data = map[string]any{"Sections": sections, "Notice": s.TakeNotice(w, r)}
-	s.Web.Render(w, http.StatusOK, "inbox", pg)
+	pg.Data = map[string]any{"Sections": sections, "Notice": s.host.TakeNotice(w, r)}
+	s.host.Web.Render(w, http.StatusOK, "inbox", pg)
 }

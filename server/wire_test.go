@@ -17,7 +17,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
@@ -258,7 +258,7 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 	defer cs.Close()
 	ctx := context.Background()
 	refusals := 0
-	for _, tl := range f.Srv.Tools.List() {
+	for _, tl := range f.Srv.Tools().List() {
 		if server.AppOnly(server.MCPTool(tl)) {
 			// SPEC 10.28 fixes a view tool's refusal as {code, message};
 			// TestScreenViewRefusalShape covers it.
@@ -296,9 +296,9 @@ func TestEveryToolErrorHasTheWireShape(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d tools, %d refusals checked", len(f.Srv.Tools.List()), refusals)
-	if refusals < len(f.Srv.Tools.List()) {
-		t.Errorf("only %d refusals over %d tools; the bad arguments no longer reach the tools", refusals, len(f.Srv.Tools.List()))
+	t.Logf("%d tools, %d refusals checked", len(f.Srv.Tools().List()), refusals)
+	if refusals < len(f.Srv.Tools().List()) {
+		t.Errorf("only %d refusals over %d tools; the bad arguments no longer reach the tools", refusals, len(f.Srv.Tools().List()))
 	}
 }
 

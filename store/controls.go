@@ -12,8 +12,10 @@ import (
 // open proposal (value, base value, revision, provenance, time) and the
 // bounded undo history of every control, the hosted forms with their
 // declarations and current values, and the highest proposal revision handed
-// out. It is the registry's [control.Persister]: a server passes it as
-// control.Config.Store and calls Registry.Restore once at start.
+// out. The backend also holds the audit log, so that a control command's
+// change and its audit record are written in one transaction. It is the registry's [control.Persister]: a server
+// passes it as control.Config.Store and calls Registry.Restore once at
+// start.
 //
 // A backend applies each call in one transaction, so a change is saved
 // whole or not at all, and keeps values and declarations byte for byte.
@@ -28,18 +30,12 @@ type Controls interface {
 	control.Persister
 	control.ControlLoader
 	control.FormLoader
-}
-
-// AuditedControls is implemented by a [Controls] whose backend also holds
-// the audit log, so that a control command's change and its audit record
-// are written in one transaction. A server records a command that changes
-// a control this way, and appends to the audit log alone (see
-// [Audit.AppendAudit]) the commands that change nothing.
-type AuditedControls interface {
-	Controls
 	// SaveControlAudited applies u as SaveControl does and, in the same
-	// transaction, appends rec to the audit log as AppendAudit does: both
-	// are saved or neither is. It returns rec's sequence number.
+	// transaction, appends rec to the audit log as [Audit.AppendAudit]
+	// does: both are saved or neither is. It returns rec's sequence
+	// number. A server records a control command that changes a control
+	// this way, and appends to the audit log alone the commands that
+	// change nothing.
 	SaveControlAudited(ctx context.Context, u control.Update, rec AuditRecord) (int64, error)
 }
 

@@ -4,51 +4,23 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/assent-run/assent/run/record"
 )
 
 // Kinds of RunRequest.
 const (
-	// RunRequestLogs asks for the tail of a Run's stdout or stderr.
-	RunRequestLogs = "logs"
-	// RunRequestKill asks for a Run's process to be killed.
-	RunRequestKill = "kill"
+	RunRequestLogs = record.RequestLogs
+	RunRequestKill = record.RequestKill
 )
 
 // RunRequestTextMaxBytes bounds the answer text of a RunRequest: the
 // tail of a log, as much as a node reads of it.
 const RunRequestTextMaxBytes = 1 << 20
 
-// RunRequest is what one node asks of the node supervising a Run, whose
-// process and files are on that node's machine: the tail of a log, or a
-// kill. The asking node adds the request, signals the supervising node,
-// waits for the answer and deletes the request. The supervising node acts
-// only on what the request and the Run's record say.
-type RunRequest struct {
-	// ID is the request's id, chosen by the asking node.
-	ID string
-	// RunID and InstanceID name the Run and the generation asked about.
-	RunID      string
-	InstanceID string
-	// Node names the supervising node asked to answer.
-	Node string
-	// Kind is RunRequestLogs or RunRequestKill.
-	Kind string
-	// Stream ("stdout" or "stderr") and Lines (the last Lines lines, all
-	// when not positive) say which tail a logs request asks for.
-	Stream string
-	Lines  int
-	// RequestedAt is when the request was added.
-	RequestedAt time.Time
-	// AnsweredAt is when it was answered; zero while it waits.
-	AnsweredAt time.Time
-	// Text is the answer: the log tail, or the kill's outcome as JSON.
-	Text string
-	// Error, when the supervising node could not answer, says why.
-	Error string
-}
-
-// Answered reports whether r has been answered.
-func (r RunRequest) Answered() bool { return !r.AnsweredAt.IsZero() }
+// RunRequest is what one node asks of the node supervising a Run; it is
+// defined with the Runs, in package run/record.
+type RunRequest = record.Request
 
 // CheckRunRequest reports what makes r unfit to be added, wrapping
 // ErrInvalid.

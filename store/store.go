@@ -206,6 +206,10 @@ type Store interface {
 	OAuth() OAuth
 	// Kind names the backend ("sqlite").
 	Kind() string
+	// Shared reports whether several nodes may serve from the store at
+	// once, so that each must learn of the others' changes through the
+	// store's event log (see [Cluster.EventLog]).
+	Shared() bool
 	// Close releases the backend; the parts must not be used after it.
 	Close() error
 }

@@ -764,7 +764,7 @@ func (e *benchEnv) fanOutRow(ctx context.Context, name string, subs int) (benchR
 			var err error
 			if isA {
 				s, err = e.fanOut(ctx, subs, e.base+"/v1/events", e.token, func(data []byte) {
-					e.srv.Bus.Publish(event.Event{Type: "bench.tick", Data: data})
+					e.srv.Events().Publish(event.Event{Type: "bench.tick", Data: data})
 				})
 				as = append(as, s)
 			} else {

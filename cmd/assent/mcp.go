@@ -176,7 +176,7 @@ func startInProcess(ctx context.Context, c *cli, data string, storeFlag storeFla
 			log.Warn("in-process HTTP API stopped", "err", err)
 		}
 	}()
-	ms, stop := server.NewMCPServer(srv.Tools, log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
+	ms, stop := server.NewMCPServer(srv.Tools(), log, func(context.Context, *mcp.CallToolRequest) (store.Principal, bool) { return p, true })
 	srv.AddScreenView(ms)
 	return &inProcess{mcp: ms, base: base, db: db, owner: boot.Owner.ID, close: func() {
 		stop()

@@ -211,7 +211,7 @@ down gracefully.`,
 				}
 			}
 			printWelcome(c.out, welcome{base: base, dir: dir, storeKind: db.Kind(), link: link, boot: boot, demo: withDemo, seed: seed, self: currentInvocation()})
-			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "node", srv.Config.Node, "demo", withDemo)
+			log.Info("serving", "addr", ln.Addr().String(), "data", dir, "store", db.Kind(), "node", srv.Node(), "demo", withDemo)
 			if err := srv.Serve(ctx, ln); err != nil {
 				return refused("%v", err)
 			}

@@ -40,7 +40,6 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/postgres"
 	"github.com/assent-run/assent/store/postgres/pgtest"
@@ -433,7 +432,7 @@ func (k *Kit) SignInAs(id string) (*http.Cookie, string) {
 	resp := k.PostForm("/signin", url.Values{"link": {link[strings.LastIndex(link, "/")+1:]}}, nil, k.HTTP.URL)
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == host.SessionCookie {
+		if c.Name == server.SessionCookie {
 			cookie = c
 		}
 	}

@@ -112,11 +112,11 @@ func MustJSON(v any) []byte {
 // trip; on SQLite it is delivered at once.
 func (k *Kit) Publish(e event.Event) event.Event {
 	k.T.Helper()
-	sub := k.Srv.Bus.Subscribe(k.Srv.Bus.Seq(), 0, func(got event.Event) bool {
+	sub := k.Srv.Events().Subscribe(k.Srv.Events().Seq(), 0, func(got event.Event) bool {
 		return got.Type == e.Type && got.Owner == e.Owner
 	})
 	defer sub.Close()
-	k.Srv.Bus.Publish(e)
+	k.Srv.Events().Publish(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	got, err := sub.Next(ctx)

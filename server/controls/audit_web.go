@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/control"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -83,7 +83,7 @@ func (s *Part) auditVisible(ctx context.Context, p store.Principal, rec store.Au
 	if f, ok := parseAuditDetail(rec.Detail); ok && f.FormOwner != nil {
 		return seen[*f.FormOwner] || s.Oversees(ctx, p, *f.FormOwner)
 	}
-	return rec.FormID != "" && s.FormVisible(p, rec.FormID)
+	return rec.FormID != "" && s.FormVisible(ctx, p, rec.FormID)
 }
 
 // auditRow is one line of the audit page.

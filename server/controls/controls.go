@@ -15,7 +15,7 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/keylock"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -30,7 +30,7 @@ const grantSpeakForUser = "control.speak_for_user"
 // see which form. It serves /v1/controls, /v1/forms, /v1/audit, the
 // controls_* tools, the control and audit pages and the inbox's proposals.
 type Part struct {
-	*host.Host
+	Deps
 	controls *control.Registry
 
 	// formsMu guards forms and declaring. It is held only to read or
@@ -79,20 +79,19 @@ func (s *Part) lockForm(ctx context.Context, formID string) (unlock func(), err 
 	return unlock, nil
 }
 
-// New builds the controls part on h and registers its tools. The registry
+// New builds the controls part on d and registers its tools. The registry
 // writes through to the store and starts with what the store kept: open
 // proposals, undo histories and hosted forms with their values.
-func New(ctx context.Context, h *host.Host) (*Part, error) {
+func New(ctx context.Context, d Deps) (*Part, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	s := &Part{
-		Host:      h,
+		Deps:      d,
 		forms:     map[string]*formDecl{},
 		declaring: map[string]bool{},
 	}
-	var persister control.Persister = h.Store.ControlRegistry
-	if ac, ok := h.Store.ControlRegistry.(store.AuditedControls); ok {
-		persister = auditedControls{ac, s}
-	}
-	s.controls = control.New(control.Config{Now: h.Now, Store: persister})
+	s.controls = control.New(control.Config{Now: d.Now, Store: auditedControls{d.Store.ControlRegistry, s}})
 	restored, err := s.controls.Restore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controls: %w", err)
@@ -143,15 +142,15 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
 // register its own controls.
 func (s *Part) Registry() *control.Registry { return s.controls }
 
-// formVisible reports whether p may see the controls of formID.
-func (s *Part) FormVisible(p store.Principal, formID string) bool {
+// FormVisible reports whether p may see the controls of formID.
+func (s *Part) FormVisible(ctx context.Context, p store.Principal, formID string) bool {
 	s.formsMu.Lock()
 	f, ok := s.forms[formID]
 	s.formsMu.Unlock()
 	if !ok || !f.private || f.owner == p.ID {
 		return true
 	}
-	return s.Oversees(context.Background(), p, f.owner)
+	return s.Oversees(ctx, p, f.owner)
 }
 
 // pendingAudit is the audit record of a command under way in Exec, which
@@ -167,11 +166,10 @@ type pendingAudit struct {
 // pendingAuditKey is the context key of the *pendingAudit of Exec.
 type pendingAuditKey struct{}
 
-// auditedControls is the registry's store when the store keeps control
-// state and the audit log in one database: it saves the change of a
+// auditedControls is the registry's store: it saves the change of a
 // command run by Exec in the same transaction as its audit record.
 type auditedControls struct {
-	store.AuditedControls
+	store.Controls
 	part *Part
 }
 
@@ -215,7 +213,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 			return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: ce.Reason, Message: ce.Message}
 		}
 	}
-	if !s.FormVisible(p, cmd.Identity.FormID) {
+	if !s.FormVisible(ctx, p, cmd.Identity.FormID) {
 		return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: control.ReasonNotFound,
 			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
 	}
@@ -374,7 +372,7 @@ func (s *Part) List(ctx context.Context, p store.Principal, formID string) []con
 	all := s.controls.List(ctx, formID)
 	out := all[:0:0]
 	for _, snap := range all {
-		if s.FormVisible(p, snap.Identity.FormID) {
+		if s.FormVisible(ctx, p, snap.Identity.FormID) {
 			out = append(out, snap)
 		}
 	}
@@ -408,7 +406,7 @@ func (s *Part) Inspect(ctx context.Context, p store.Principal, id control.Identi
 		return control.Snapshot{}, tool.Errorf("invalid_request", "%v", err)
 	}
 	snap, ok := s.controls.Get(ctx, id)
-	if !ok || !s.FormVisible(p, id.FormID) {
+	if !ok || !s.FormVisible(ctx, p, id.FormID) {
 		return control.Snapshot{}, tool.Errorf("not_found", "no control %s is registered; list the controls to see what exists", id)
 	}
 	return snap, nil
@@ -747,7 +745,7 @@ func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.
 func (s *Part) VisibleProposals(ctx context.Context, p store.Principal) []control.Snapshot {
 	var out []control.Snapshot
 	for _, snap := range s.controls.Proposals(ctx, "") {
-		if s.FormVisible(p, snap.Identity.FormID) {
+		if s.FormVisible(ctx, p, snap.Identity.FormID) {
 			out = append(out, snap)
 		}
 	}
@@ -760,7 +758,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 	props := s.VisibleProposals(ctx, p)
 	var changes []control.Change
 	for _, c := range s.controls.Changes(ctx, "") {
-		if s.FormVisible(p, c.Identity.FormID) {
+		if s.FormVisible(ctx, p, c.Identity.FormID) {
 			changes = append(changes, c)
 		}
 	}

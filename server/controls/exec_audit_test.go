@@ -29,17 +29,17 @@ type auditedWrites struct {
 }
 
 func (s auditedStore) ControlRegistry() store.Controls {
-	return auditedControls{s.Store.ControlRegistry().(store.AuditedControls), s.w}
+	return auditedControls{s.Store.ControlRegistry(), s.w}
 }
 
 type auditedControls struct {
-	store.AuditedControls
+	store.Controls
 	w *auditedWrites
 }
 
 func (c auditedControls) SaveControl(ctx context.Context, u control.Update) error {
 	c.w.plain.Add(1)
-	return c.AuditedControls.SaveControl(ctx, u)
+	return c.Controls.SaveControl(ctx, u)
 }
 
 func (c auditedControls) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
@@ -47,7 +47,7 @@ func (c auditedControls) SaveControlAudited(ctx context.Context, u control.Updat
 		return 0, errAuditedDown
 	}
 	c.w.withRecord.Add(1)
-	return c.AuditedControls.SaveControlAudited(ctx, u, rec)
+	return c.Controls.SaveControlAudited(ctx, u, rec)
 }
 
 // TestCommandAuditedInOneWrite: a command that changes a control is saved

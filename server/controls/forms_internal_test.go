@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/control"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 	"github.com/assent-run/assent/tool"
@@ -89,13 +89,13 @@ func newFormsPart(t *testing.T) (*Part, *heldControls) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h, err := host.NewHost(host.Config{DataDir: t.TempDir(), Store: db})
+	h, err := host.NewHost(t.Context(), host.Config{DataDir: t.TempDir(), Store: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	held := &heldControls{Controls: h.Store.ControlRegistry}
 	h.Store.ControlRegistry = held
-	p, err := New(ctx, h)
+	p, err := New(ctx, hostDeps(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestFormWriteDoesNotStallCommands(t *testing.T) {
 						return
 					}
 				}
-				if !p.FormVisible(agent, "slow") || len(p.List(ctx, agent, "other")) != 1 {
+				if !p.FormVisible(ctx, agent, "slow") || len(p.List(ctx, agent, "other")) != 1 {
 					commands <- errors.New("the forms are not listed as declared")
 					return
 				}

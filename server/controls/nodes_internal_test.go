@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/control"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store/sqlite"
 )
 
@@ -23,11 +23,11 @@ func TestCatchUpAfterMissedEvents(t *testing.T) {
 	// Two parts on one store that hear nothing of each other, as a node
 	// that missed every event.
 	build := func() *Part {
-		h, err := host.NewHost(host.Config{DataDir: t.TempDir(), Store: db})
+		h, err := host.NewHost(t.Context(), host.Config{DataDir: t.TempDir(), Store: db})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := New(ctx, h)
+		p, err := New(ctx, hostDeps(h))
 		if err != nil {
 			t.Fatal(err)
 		}

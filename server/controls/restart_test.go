@@ -178,6 +178,13 @@ func (c flakyControls) SaveControl(ctx context.Context, u control.Update) error 
 	return c.Controls.SaveControl(ctx, u)
 }
 
+func (c flakyControls) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+	if c.failing.Load() {
+		return 0, errDown
+	}
+	return c.Controls.SaveControlAudited(ctx, u, rec)
+}
+
 func (c flakyControls) SaveForm(ctx context.Context, f control.SavedForm) error {
 	if c.failing.Load() {
 		return errDown

@@ -149,7 +149,7 @@ func (s *Part) toolCallEffect(ctx context.Context, req *flow.EffectRequest) flow
 	if _, ok := s.Tools.Lookup(name); !ok {
 		return flow.Fail(fmt.Errorf("no tool is named %q; register it before applying %s", name, req.Transition.ID))
 	}
-	if err := checkBoundTool(s, req, name); err != nil {
+	if err := checkBoundTool(ctx, s, req, name); err != nil {
 		return flow.Fail(err)
 	}
 	params := req.Parameters
@@ -217,11 +217,11 @@ func decodeToolFacts(raw map[string]json.RawMessage) (map[string]flow.Fact, erro
 
 // checkBoundTool refuses, for a transition a person approved, a tool that is
 // not the one the approval recorded.
-func checkBoundTool(s *Part, req *flow.EffectRequest, name string) error {
+func checkBoundTool(ctx context.Context, s *Part, req *flow.EffectRequest, name string) error {
 	if req.Bindings == nil {
 		return nil
 	}
-	now, err := s.toolCallBind(context.Background(), req)
+	now, err := s.toolCallBind(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *Part) controlProposals(ctx context.Context, req *flow.EffectRequest) ([
 		form, ctl, one := strings.Cut(arg, "/")
 		found := false
 		for _, snap := range s.controls.Registry().Proposals(ctx, form) {
-			if one && snap.Identity.ControlID != ctl || !s.controls.FormVisible(owner, snap.Identity.FormID) {
+			if one && snap.Identity.ControlID != ctl || !s.controls.FormVisible(ctx, owner, snap.Identity.FormID) {
 				continue
 			}
 			if snap.State.Staged.Stale {
@@ -392,18 +392,12 @@ func (s *Part) boundProposals(ctx context.Context, req *flow.EffectRequest, now 
 	return now, nil
 }
 
-// runSpawner starts Recipes and reports on Runs; *run.Manager is one.
-type runSpawner interface {
-	Spawn(ctx context.Context, ownerID string, req run.SpawnRequest) (*run.Run, error)
-	Status(ctx context.Context, ownerID, id string) (*run.Run, error)
-}
-
 // flowRunWatch runs run.spawn and turns the progress of the Runs it
 // started into facts "run.<transition>" of their instances: "running" at
 // start, then "succeeded" or "failed" when the Run ends.
 type flowRunWatch struct {
 	s      *Part
-	runs   runSpawner
+	runs   Runs
 	sub    *event.Subscription
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -419,7 +413,7 @@ type runWatch struct {
 	facet    string
 }
 
-func newFlowRunWatch(s *Part, runs runSpawner) *flowRunWatch {
+func newFlowRunWatch(s *Part, runs Runs) *flowRunWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &flowRunWatch{s: s, runs: runs, cancel: cancel, done: make(chan struct{}), watched: map[string]runWatch{}}
 	w.sub = s.Bus.Subscribe(s.Bus.Seq(), 256, func(e event.Event) bool { return e.Type == "run.status" })
@@ -561,11 +555,6 @@ func spawnValues(req *flow.EffectRequest) (values map[string]json.RawMessage, se
 	return values, secret, nil
 }
 
-// recipeLoader reads a Recipe's stored definition; *run.Manager is one.
-type recipeLoader interface {
-	LoadRecipe(stem string) (*run.Recipe, json.RawMessage, error)
-}
-
 // spawnBind records, for an approval, the Recipe a run.spawn transition
 // will start (with a digest of its stored definition, so that a Recipe
 // rewritten after the approval was filed makes it stale) and the values it
@@ -575,15 +564,12 @@ func (w *flowRunWatch) spawnBind(_ context.Context, req *flow.EffectRequest) ([]
 	if err != nil {
 		return nil, err
 	}
-	b := flow.Binding{Kind: "recipe", Name: req.Arguments[0]}
-	if rl, ok := w.runs.(recipeLoader); ok {
-		_, raw, err := rl.LoadRecipe(req.Arguments[0])
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(raw)
-		b.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	_, raw, err := w.runs.LoadRecipe(req.Arguments[0])
+	if err != nil {
+		return nil, err
 	}
+	sum := sha256.Sum256(raw)
+	b := flow.Binding{Kind: "recipe", Name: req.Arguments[0], Digest: "sha256:" + hex.EncodeToString(sum[:])}
 	var args []string
 	for _, k := range slices.Sorted(maps.Keys(values)) {
 		v := string(values[k])

@@ -14,9 +14,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/flow"
-	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/server/controls"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -29,9 +27,9 @@ const grantPolicy = "policy"
 // effects that reach controls and Runs. It serves /v1/flows, the flows_* tools, the Flow pages and the
 // inbox's approvals.
 type Part struct {
-	*host.Host
-	controls *controls.Part
-	runs     *run.Manager
+	Deps
+	controls Controls
+	runs     Runs
 
 	flows    *flow.Kernel
 	flowInv  *flow.Inventory
@@ -55,9 +53,13 @@ type Part struct {
 
 // New builds the Flows part on h: the kernel on the store's Flows part,
 // with effects that command ctl's controls and start Runs on runs. It
-// settles applies cut short by a crash, and registers the flows_* tools.
-func New(ctx context.Context, h *host.Host, ctl *controls.Part, runs *run.Manager) (*Part, error) {
-	s := &Part{Host: h, controls: ctl, runs: runs, limits: DefaultLimits}
+// settles applies cut short by a crash, and registers the flows_*
+// tools.
+func New(ctx context.Context, d Deps) (*Part, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	s := &Part{Deps: d, controls: d.Controls, runs: d.Runs, limits: DefaultLimits}
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}

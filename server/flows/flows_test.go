@@ -457,7 +457,7 @@ func TestFlowRunSpawn(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	// The demo wrote the deploy Recipe; a quicker one keeps the test short.
 	recipe := `{"description":"test deploy","args":["environment","version"],"template":"echo deploying {version} to {environment}"}`
-	if err := os.WriteFile(filepath.Join(f.Srv.Config.DataDir, "recipes", "deploy.json"), []byte(recipe), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(f.Dir, "recipes", "deploy.json"), []byte(recipe), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tok, _ := f.Issue(store.KindService, "deployer", "command.execute", "state.write")
@@ -715,7 +715,7 @@ func TestFlowEffectOnlyToolNamesItsCallers(t *testing.T) {
 func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 	f := assenttest.Start(t, nil)
 	var calls atomic.Int32
-	err := f.Srv.Tools.Register(tool.Tool{Name: "bank_send", Description: "test bank", Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
+	err := f.Srv.Tools().Register(tool.Tool{Name: "bank_send", Description: "test bank", Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
 		calls.Add(1)
 		return nil, tool.Errorf("tool_failed", "the bank answered 500")
 	}})
@@ -751,10 +751,10 @@ func TestFlowToolFailureAfterTheCallIsUncertain(t *testing.T) {
 func TestFlowRunSpawnKeepsSecretParameters(t *testing.T) {
 	f := assenttest.Start(t, nil)
 	recipe := `{"description":"test","args":["witness"],"template":"echo started"}`
-	if err := os.MkdirAll(filepath.Join(f.Srv.Config.DataDir, "recipes"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(f.Dir, "recipes"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.Srv.Config.DataDir, "recipes", "sealed.json"), []byte(recipe), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(f.Dir, "recipes", "sealed.json"), []byte(recipe), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	prog := `{

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/flow"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )

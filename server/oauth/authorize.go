@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 

@@ -28,7 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -67,15 +67,19 @@ type Options struct {
 // Server is the authorization server. Create it with New, mount it with
 // Routes.
 type Server struct {
-	h     *host.Host
+	h     Deps
 	st    store.OAuth
 	opt   Options
 	fetch *http.Client
 }
 
-// New returns the authorization server of h and sets h.AccessTokens so that
-// its access tokens authenticate requests.
-func New(h *host.Host, opt Options) *Server {
+// New returns the authorization server built on d. Its
+// PrincipalOfAccessToken authenticates the requests that carry its access
+// tokens.
+func New(d Deps, opt Options) (*Server, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	if opt.AccessTTL <= 0 {
 		opt.AccessTTL = DefaultAccessTTL
 	}
@@ -85,12 +89,11 @@ func New(h *host.Host, opt Options) *Server {
 	if opt.CodeTTL <= 0 {
 		opt.CodeTTL = DefaultCodeTTL
 	}
-	s := &Server{h: h, st: h.Store.Backend.OAuth(), opt: opt, fetch: opt.Fetch}
+	s := &Server{h: d, st: d.Store.OAuth, opt: opt, fetch: opt.Fetch}
 	if s.fetch == nil {
 		s.fetch = newFetchClient(opt.InsecureClientIDs)
 	}
-	h.AccessTokens = s.principalOfAccessToken
-	return s
+	return s, nil
 }
 
 // Routes registers the metadata documents, the endpoints and the consent
@@ -219,15 +222,17 @@ func hashOf(secret string) []byte {
 	return h[:]
 }
 
-// principalOfAccessToken is the host's AccessTokens hook.
-func (s *Server) principalOfAccessToken(ctx context.Context, tok string) (store.Principal, error) {
+// PrincipalOfAccessToken returns the principal of the access token tok:
+// ErrNotFound when it is unknown, expired, revoked or meant for another
+// server.
+func (s *Server) PrincipalOfAccessToken(ctx context.Context, tok string) (store.Principal, error) {
 	g, err := s.st.OAuthGrant(ctx, hashOf(tok), store.OAuthAccess, s.h.Now())
 	if err != nil {
 		return store.Principal{}, err
 	}
 	base, _ := ctx.Value(resourceKey{}).(string)
-	if base == "" && s.h.Config.BaseURL != "" {
-		base = strings.TrimRight(s.h.Config.BaseURL, "/")
+	if base == "" && s.h.BaseURL != "" {
+		base = strings.TrimRight(s.h.BaseURL, "/")
 	}
 	var d grantData
 	if json.Unmarshal(g.Data, &d) != nil || base == "" || !slices.Contains(resources(base), d.Resource) {

@@ -17,7 +17,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )
@@ -26,7 +26,7 @@ import (
 // tools. It serves /v1/runs, the Runs pages and the inbox's tool and
 // Recipe proposals.
 type Part struct {
-	*host.Host
+	Deps
 	runs     *run.Manager
 	runTools *run.ToolSet
 
@@ -58,10 +58,13 @@ func (t runTokens) RevokeRunToken(ctx context.Context, tokenID string) error {
 	return t.s.RevokePrincipal(ctx, tokenID)
 }
 
-// New builds the Runs part on h: it starts the supervisor, which picks up
+// New builds the Runs part on d: it starts the supervisor, which picks up
 // the Runs a previous process left, and registers the actors_* tools.
-func New(ctx context.Context, h *host.Host) (*Part, error) {
-	s := &Part{Host: h}
+func New(ctx context.Context, d Deps) (*Part, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	s := &Part{Deps: d}
 	if err := s.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
@@ -76,9 +79,9 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 	// while it re-adopts this node's Runs is not missed.
 	from := s.Bus.Seq()
 	m, err := run.New(ctx, run.Config{
-		Store: s.Store, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
+		Store: s.Store.Runs, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
 		Tokens: runTokens{s}, URL: s.Config.BaseURL, Version: assent.Version, RunUser: s.Config.RunUser,
-		Node: s.Config.Node, Leases: s.Store.Backend.Cluster(), LeaseTTL: s.Config.LeaseTTL,
+		Node: s.Config.Node, Leases: s.Store.Cluster, LeaseTTL: s.Config.LeaseTTL,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
 			s.Bus.Publish(s.OwnedEvent(kind, ownerID, data))
@@ -89,7 +92,10 @@ func New(ctx context.Context, h *host.Host) (*Part, error) {
 		return nil, err
 	}
 	s.runs = m
-	s.runTools = run.NewToolSet(m, s.Tools)
+	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals}); err != nil {
+		m.Close()
+		return nil, err
+	}
 	if err := s.runTools.Register(ctx); err != nil {
 		m.Close()
 		return nil, err

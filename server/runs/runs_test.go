@@ -146,7 +146,7 @@ func runsJSON(v any) string {
 func TestRunsToolsRegistered(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, name := range []string{"actors_run_spawn", "actors_inspect", "actors_control_apply", "actors_tool_register", "spawn", "inspect", "message", "register_tool"} {
-		tl, ok := f.Srv.Tools.Lookup(name)
+		tl, ok := f.Srv.Tools().Lookup(name)
 		if !ok {
 			t.Fatalf("%s not registered", name)
 		}

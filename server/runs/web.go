@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 )

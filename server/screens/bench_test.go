@@ -68,7 +68,7 @@ func BenchmarkLiveFeed1000Subscribers(b *testing.B) {
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		cctx, cancel := context.WithCancel(ctx)
-		sc, _ := screens.ScreenFor(srv.Screens(), boot.Agent, id)
+		sc, _ := screens.ScreenFor(srv.Screens(), context.Background(), boot.Agent, id)
 		start := sc.Seq()
 		ready.Add(subscribers)
 		finished.Add(subscribers)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -96,8 +96,8 @@ func (s *Part) decideViewPress(screen, press, status, by string) bool {
 // view on the screen id: pending (none filed yet, or one waits for a
 // person), approved (confirmed; the tool ran), failed (confirmed; the tool
 // failed), declined, or not_found (no such screen of p's).
-func (s *Part) PressOutcome(p store.Principal, id string) (status, press, by string) {
-	if _, ok := s.screenFor(p, id); !ok {
+func (s *Part) PressOutcome(ctx context.Context, p store.Principal, id string) (status, press, by string) {
+	if _, ok := s.screenFor(ctx, p, id); !ok {
 		return PressNotFound, "", ""
 	}
 	v := s.outcomes()
@@ -164,7 +164,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		at                                                  time.Time
 	}
 	var all []waiting
-	for _, sc := range s.visibleScreens(p) {
+	for _, sc := range s.visibleScreens(ctx, p) {
 		sc.mu.RLock()
 		if !sc.closed && len(sc.presses) > 0 {
 			title := render.Title(sc.doc)

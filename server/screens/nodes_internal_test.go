@@ -17,7 +17,7 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server/controls"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 )
@@ -44,7 +44,7 @@ func twoNodes(t *testing.T) (a, b node, agent store.Principal) {
 	}
 	var shared *host.Host
 	build := func() node {
-		h, err := host.NewHost(host.Config{DataDir: t.TempDir(), Store: db})
+		h, err := host.NewHost(t.Context(), host.Config{DataDir: t.TempDir(), Store: db})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,11 +53,11 @@ func twoNodes(t *testing.T) (a, b node, agent store.Principal) {
 			h.Bus = shared.Bus
 		}
 		h.SharedBus = true
-		ctl, err := controls.New(ctx, h)
+		ctl, err := controls.New(ctx, hostControlsDeps(h))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := New(ctx, h, ctl)
+		p, err := New(ctx, hostDeps(h, ctl))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,23 +103,23 @@ func TestScreenLoadedOnMiss(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, ok := b.screenFor(agent, tc.id)
+			sc, ok := b.screenFor(ctx, agent, tc.id)
 			if ok != tc.want {
 				t.Fatalf("screenFor(%q) on B = %v, want %v", tc.id, ok, tc.want)
 			}
 			if !ok {
 				return
 			}
-			want, _ := a.screenFor(agent, tc.id)
+			want, _ := a.screenFor(ctx, agent, tc.id)
 			if got, exp := sc.summary(), want.summary(); got.Outline != exp.Outline || got.Components != exp.Components || !got.Ended {
 				t.Errorf("B shows %+v, A %+v", got, exp)
 			}
-			if again, _ := b.screenFor(agent, tc.id); again != sc {
+			if again, _ := b.screenFor(ctx, agent, tc.id); again != sc {
 				t.Error("B read the screen again instead of holding it")
 			}
 		})
 	}
-	if got := b.visibleScreens(agent); len(got) != 1 || got[0].id != id {
+	if got := b.visibleScreens(ctx, agent); len(got) != 1 || got[0].id != id {
 		t.Errorf("B lists %d screens, want the one shown on A", len(got))
 	}
 }
@@ -131,7 +131,7 @@ func TestScreenFollowsOtherNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onB, ok := b.screenFor(agent, id)
+	onB, ok := b.screenFor(ctx, agent, id)
 	if !ok {
 		t.Fatal("B does not serve the screen")
 	}
@@ -153,7 +153,7 @@ func TestScreenFollowsOtherNode(t *testing.T) {
 			t.Errorf("%s: B's live feed after %d = %+v (closed %v)", st.name, i, ups, closed)
 		}
 	}
-	if err := a.removeScreen(mustScreen(t, a, agent, id)); err != nil {
+	if err := a.removeScreen(ctx, mustScreen(t, a, agent, id)); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 10*time.Second, func() bool {
@@ -161,14 +161,14 @@ func TestScreenFollowsOtherNode(t *testing.T) {
 		defer onB.mu.RUnlock()
 		return onB.closed
 	}, "removal")
-	if _, ok := b.screenFor(agent, id); ok {
+	if _, ok := b.screenFor(ctx, agent, id); ok {
 		t.Error("B still serves a screen removed on A")
 	}
 }
 
 func mustScreen(t *testing.T, n node, p store.Principal, id string) *liveScreen {
 	t.Helper()
-	sc, ok := n.screenFor(p, id)
+	sc, ok := n.screenFor(t.Context(), p, id)
 	if !ok {
 		t.Fatalf("screen %s not served", id)
 	}
@@ -341,7 +341,7 @@ func TestSecretValueKeptWhenFollowing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onB, ok := b.screenFor(agent, id)
+	onB, ok := b.screenFor(ctx, agent, id)
 	if !ok {
 		t.Fatal("B does not serve the screen")
 	}
@@ -551,7 +551,7 @@ func TestRemovedScreenNotServedAgain(t *testing.T) {
 				removed = other
 			}
 			hs.afterLoad = func() {
-				if err := a.removeScreen(mustScreen(t, a, agent, removed)); err != nil {
+				if err := a.removeScreen(ctx, mustScreen(t, a, agent, removed)); err != nil {
 					t.Error(err)
 				}
 				// The removal reaches B now, between its read and its
@@ -568,7 +568,7 @@ func TestRemovedScreenNotServedAgain(t *testing.T) {
 			if held != tc.want {
 				t.Errorf("B holds the screen: %v, want %v", held, tc.want)
 			}
-			if _, ok := b.screenFor(agent, id); ok != tc.want {
+			if _, ok := b.screenFor(ctx, agent, id); ok != tc.want {
 				t.Errorf("B serves the screen: %v, want %v", ok, tc.want)
 			}
 			if sc != nil && tc.want {
@@ -600,7 +600,7 @@ func TestFieldSetOnScreenRemovedElsewhere(t *testing.T) {
 	// B's save finds its copy stale; by the time B reads the screen
 	// again, A has removed it.
 	hs.update = func() error {
-		if err := a.removeScreen(mustScreen(t, a, agent, id)); err != nil {
+		if err := a.removeScreen(ctx, mustScreen(t, a, agent, id)); err != nil {
 			t.Error(err)
 		}
 		return store.ErrConflict
@@ -633,7 +633,7 @@ func TestFieldSetOnScreenRemovedElsewhere(t *testing.T) {
 		_, ok := b.controls.Registry().Get(ctx, note)
 		return !ok
 	}, "the removed screen's field no longer a control on B")
-	if _, ok := b.screenFor(agent, id); ok {
+	if _, ok := b.screenFor(ctx, agent, id); ok {
 		t.Error("B still serves a screen removed on A")
 	}
 }
@@ -707,7 +707,7 @@ func TestChangeToScreenRemovedUnheard(t *testing.T) {
 	if !isToolCode(err, "not_found") {
 		t.Fatalf("update of a removed screen: %v; want not_found", err)
 	}
-	if _, ok := b.screenFor(agent, id); ok {
+	if _, ok := b.screenFor(ctx, agent, id); ok {
 		t.Error("the node still serves a screen the store no longer keeps")
 	}
 }
@@ -725,7 +725,7 @@ func TestListingFollowsTheStore(t *testing.T) {
 	}
 	listed := func() []string {
 		var out []string
-		for _, sc := range b.visibleScreens(agent) {
+		for _, sc := range b.visibleScreens(ctx, agent) {
 			out = append(out, sc.id)
 		}
 		return out

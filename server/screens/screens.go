@@ -25,8 +25,7 @@ import (
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/controls"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -86,9 +85,9 @@ type Tool struct {
 // idempotency keys of /api/mutate. It serves /v1/screens, /api/mutate,
 // /api/live, show_screen and the screen view's tools, and the screen pages.
 type Part struct {
-	*host.Host
+	Deps
 	// controls holds the screens' fields as private forms.
-	controls *controls.Part
+	controls Controls
 
 	screenTools *confirm.Registry
 	// screenMessages are the sentences shown for field problems.
@@ -114,12 +113,15 @@ type Part struct {
 	stopFollowing func()
 }
 
-// New builds the screens part on h, with the screens' fields held as
-// private forms of ctl, and registers its tools.
-func New(ctx context.Context, h *host.Host, ctl *controls.Part) (*Part, error) {
+// New builds the screens part on d, with the screens' fields held as
+// private forms of d.Controls, and registers its tools.
+func New(ctx context.Context, d Deps) (*Part, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	s := &Part{
-		Host:         h,
-		controls:     ctl,
+		Deps:         d,
+		controls:     d.Controls,
 		screenTools:  &confirm.Registry{},
 		screens:      map[string]*liveScreen{},
 		toolAccess:   map[string]Access{},
@@ -490,19 +492,19 @@ func storeUnavailable(what string) *tool.Error {
 
 // screenFor returns the screen id if p may see it: its owner and the
 // people who oversee the owner.
-func (s *Part) screenFor(p store.Principal, id string) (*liveScreen, bool) {
-	sc, ok := s.getScreen(context.Background(), id)
-	if !ok || !s.Oversees(context.Background(), p, sc.owner.ID) {
+func (s *Part) screenFor(ctx context.Context, p store.Principal, id string) (*liveScreen, bool) {
+	sc, ok := s.getScreen(ctx, id)
+	if !ok || !s.Oversees(ctx, p, sc.owner.ID) {
 		return nil, false
 	}
 	return sc, true
 }
 
 // visibleScreens lists the screens p may see, newest first.
-func (s *Part) visibleScreens(p store.Principal) []*liveScreen {
+func (s *Part) visibleScreens(ctx context.Context, p store.Principal) []*liveScreen {
 	if s.SharedBus {
 		// Other nodes show screens too: list what the store keeps.
-		s.syncList(context.Background())
+		s.syncList(ctx)
 	}
 	s.scrMu.Lock()
 	var out []*liveScreen
@@ -514,7 +516,7 @@ func (s *Part) visibleScreens(p store.Principal) []*liveScreen {
 	s.scrMu.Unlock()
 	// Whom a person oversees is decided outside the lock: it may read the
 	// store.
-	out = slices.DeleteFunc(out, func(sc *liveScreen) bool { return !s.Oversees(context.Background(), p, sc.owner.ID) })
+	out = slices.DeleteFunc(out, func(sc *liveScreen) bool { return !s.Oversees(ctx, p, sc.owner.ID) })
 	slices.SortFunc(out, func(a, b *liveScreen) int { return b.created.Compare(a.created) })
 	return out
 }
@@ -522,8 +524,8 @@ func (s *Part) visibleScreens(p store.Principal) []*liveScreen {
 // removeScreen deletes a screen from the store, then closes it and forgets
 // it. When the store refuses, the screen stays and the error is
 // store_unavailable.
-func (s *Part) removeScreen(sc *liveScreen) error {
-	if err := s.Store.Screens.DeleteScreen(context.Background(), sc.id); err != nil && !errors.Is(err, store.ErrNotFound) {
+func (s *Part) removeScreen(ctx context.Context, sc *liveScreen) error {
+	if err := s.Store.Screens.DeleteScreen(ctx, sc.id); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.Log.Error("a screen could not be deleted", "screen", sc.id, "err", err)
 		return storeUnavailable("the removal of the screen")
 	}
@@ -586,12 +588,12 @@ func (s *Part) writeScreen(sc *liveScreen, b []byte) {
 // endScreen ends the screen's stream and saves the screen. The error, a
 // *tool.Error, is store_unavailable when the store refused it: the screen
 // shows, but a restart would lose what its stream wrote.
-func (s *Part) endScreen(sc *liveScreen) error {
+func (s *Part) endScreen(ctx context.Context, sc *liveScreen) error {
 	sc.mu.Lock()
 	sc.doc = sc.parser.End()
 	sc.bumpLocked()
 	sc.mu.Unlock()
-	err := s.saveScreen(context.Background(), sc)
+	err := s.saveScreen(ctx, sc)
 	s.screenChanged(sc)
 	return err
 }
@@ -649,7 +651,7 @@ func (s *Part) Show(ctx context.Context, owner store.Principal, stream string, o
 		return "", err
 	}
 	s.writeScreen(sc, []byte(stream))
-	if err := s.endScreen(sc); err != nil {
+	if err := s.endScreen(ctx, sc); err != nil {
 		return "", err
 	}
 	return sc.id, nil
@@ -894,7 +896,7 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				_ = s.removeScreen(sc)
+				_ = s.removeScreen(r.Context(), sc)
 				host.WriteError(w, wire.TooLarge, fmt.Sprintf("a screen's stream may be at most %d bytes", maxScreenBytes))
 				return
 			}
@@ -902,8 +904,10 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	if err := s.endScreen(sc); err != nil {
-		_ = s.removeScreen(sc)
+	// The screen is saved even when the writer went away.
+	ctx := context.WithoutCancel(r.Context())
+	if err := s.endScreen(ctx, sc); err != nil {
+		_ = s.removeScreen(ctx, sc)
 		host.WriteToolError(w, err)
 		return
 	}
@@ -912,7 +916,7 @@ func (s *Part) handleScreenCreate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Part) handleScreenList(w http.ResponseWriter, r *http.Request) {
 	out := api.ScreenList{Screens: []api.ScreenRow{}}
-	for _, sc := range s.visibleScreens(host.PrincipalOf(r)) {
+	for _, sc := range s.visibleScreens(r.Context(), host.PrincipalOf(r)) {
 		sum := sc.summary()
 		out.Screens = append(out.Screens, api.ScreenRow{ID: sc.id, Owner: sc.owner.ID, Created: sc.created.UTC(), Components: sum.Components, Ended: sum.Ended, URL: sum.URL})
 	}
@@ -920,7 +924,7 @@ func (s *Part) handleScreenList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Part) handleScreenGet(w http.ResponseWriter, r *http.Request) {
-	sc, ok := s.screenFor(host.PrincipalOf(r), r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), host.PrincipalOf(r), r.PathValue("id"))
 	if !ok {
 		host.WriteError(w, wire.NotFound, "no such screen is open for you; list your screens with GET /v1/screens")
 		return
@@ -930,12 +934,12 @@ func (s *Part) handleScreenGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Part) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
 	p := host.PrincipalOf(r)
-	sc, ok := s.screenFor(p, r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), p, r.PathValue("id"))
 	if !ok || sc.owner.ID != p.ID {
 		host.WriteError(w, wire.NotFound, "you have no such screen open; list your screens with GET /v1/screens")
 		return
 	}
-	if err := s.removeScreen(sc); err != nil {
+	if err := s.removeScreen(r.Context(), sc); err != nil {
 		host.WriteToolError(w, err)
 		return
 	}
@@ -946,7 +950,7 @@ func (s *Part) handleScreenDelete(w http.ResponseWriter, r *http.Request) {
 // owner (the application's code) sends a live update as the body.
 func (s *Part) handleScreenUpdate(w http.ResponseWriter, r *http.Request) {
 	p := host.PrincipalOf(r)
-	sc, ok := s.screenFor(p, r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), p, r.PathValue("id"))
 	if !ok || sc.owner.ID != p.ID {
 		host.WriteError(w, wire.NotFound, "you have no such screen open; only the screen's owner updates it")
 		return
@@ -1036,7 +1040,7 @@ func (s *Part) showScreenTool() tool.Tool {
 				return nil, tool.Errorf("invalid_request", "screen must be 1 to %d characters; it has %d", maxScreenChars, n)
 			}
 			if args.Replaces != "" {
-				if old, ok := s.screenFor(c.Principal, args.Replaces); !ok || old.owner.ID != c.Principal.ID {
+				if old, ok := s.screenFor(ctx, c.Principal, args.Replaces); !ok || old.owner.ID != c.Principal.ID {
 					return nil, tool.Errorf("not_found", "you have no screen %q open to replace; pass the screen id a show_screen result gave you, or leave replaces out", args.Replaces)
 				}
 			}
@@ -1048,11 +1052,11 @@ func (s *Part) showScreenTool() tool.Tool {
 				return nil, err
 			}
 			if args.Replaces != "" && args.Replaces != id {
-				if err := s.replaceScreen(c.Principal, args.Replaces); err != nil {
+				if err := s.replaceScreen(ctx, c.Principal, args.Replaces); err != nil {
 					s.Log.Warn("a replaced screen could not be removed", "screen", args.Replaces, "err", err)
 				}
 			}
-			sc, _ := s.screenFor(c.Principal, id)
+			sc, _ := s.screenFor(ctx, c.Principal, id)
 			sum := sc.summary()
 			url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + id
 			return &tool.Result{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Structured: map[string]any{

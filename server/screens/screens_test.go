@@ -28,7 +28,7 @@ import (
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
@@ -599,8 +599,8 @@ func TestLiveFeed(t *testing.T) {
 	if e := rd.Next(t); e.Type != "update" || !strings.Contains(e.Data, `"seq":3`) {
 		t.Fatalf("live: %+v", e)
 	}
-	sc, _ := screens.ScreenFor(f.Srv.Screens(), owner, id)
-	screens.RemoveScreen(f.Srv.Screens(), sc)
+	sc, _ := screens.ScreenFor(f.Srv.Screens(), context.Background(), owner, id)
+	screens.RemoveScreen(f.Srv.Screens(), context.Background(), sc)
 	if e := rd.Next(t); e.Type != "end" {
 		t.Fatalf("after close: %+v", e)
 	}
@@ -614,7 +614,7 @@ func TestLiveCatchUpWhenUpdatesWereDropped(t *testing.T) {
 			t.Fatalf("update %d: %v %+v", i, err, res)
 		}
 	}
-	sc, _ := screens.ScreenFor(f.Srv.Screens(), f.Boot.Agent, id)
+	sc, _ := screens.ScreenFor(f.Srv.Screens(), context.Background(), f.Boot.Agent, id)
 	ups, _, _ := sc.UpdatesAfter(2)
 	want := fmt.Sprintf("$s = \"%d\"\na = Text($s, tone=\"muted\")\n", screens.KeptUpdates+5)
 	if len(ups) != 1 || ups[0].Seq != screens.KeptUpdates+5 || ups[0].Text != want {
@@ -849,7 +849,7 @@ func TestDemoScreensRender(t *testing.T) {
 			t.Errorf("screens page lacks %q", want)
 		}
 	}
-	for _, sc := range screens.VisibleScreens(f.Srv.Screens(), f.Boot.Owner) {
+	for _, sc := range screens.VisibleScreens(f.Srv.Screens(), context.Background(), f.Boot.Owner) {
 		resp := f.Get("/screens/"+sc.ID(), cookie)
 		page, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || !strings.Contains(string(page), `class="o-screen"`) {
@@ -945,7 +945,7 @@ func TestNewerVersionNoticeAndPlaceholders(t *testing.T) {
 			t.Errorf("while streaming, the page lacks %q", want)
 		}
 	}
-	screens.EndScreen(f.Srv.Screens(), sc)
+	screens.EndScreen(f.Srv.Screens(), context.Background(), sc)
 	if p := page(); !strings.Contains(p, `id="n-b" role="note">Component failed to load<`) {
 		t.Errorf("after the end, no fallback for the missing component:\n%s", p)
 	}
@@ -1095,7 +1095,7 @@ func TestRenderConformanceStreams(t *testing.T) {
 			for _, ch := range chunks {
 				screens.WriteScreen(f.Srv.Screens(), sc, []byte(ch))
 			}
-			screens.EndScreen(f.Srv.Screens(), sc)
+			screens.EndScreen(f.Srv.Screens(), context.Background(), sc)
 			view := screens.BuildScreenView(f.Srv.Screens(), context.Background(), sc, "csrf")
 			var out strings.Builder
 			if err := screenPage(t, f).ExecuteTemplate(&out, "screen-region", host.Page{Data: view}); err != nil {
@@ -1105,7 +1105,7 @@ func TestRenderConformanceStreams(t *testing.T) {
 			if strings.Contains(out.String(), render.WordFailedRender) {
 				t.Errorf("%s: a component failed to draw", c.ID)
 			}
-			screens.RemoveScreen(f.Srv.Screens(), sc)
+			screens.RemoveScreen(f.Srv.Screens(), context.Background(), sc)
 			drawn++
 		}
 	}
@@ -1141,7 +1141,7 @@ $n = 1500
 c = Text($n, format="currency", currency="USD")
 d = Text("not a number", format="currency")
 `, screens.Options{})
-	sc, _ := screens.ScreenFor(f.Srv.Screens(), f.Boot.Agent, id)
+	sc, _ := screens.ScreenFor(f.Srv.Screens(), context.Background(), f.Boot.Agent, id)
 	v := screens.BuildScreenView(f.Srv.Screens(), context.Background(), sc, "")
 	var got []string
 	for _, c := range v.Root.Children {
@@ -1155,7 +1155,7 @@ d = Text("not a number", format="currency")
 // screenPage returns the template of the screen page.
 func screenPage(t *testing.T, f *assenttest.Kit) *template.Template {
 	t.Helper()
-	tpl, ok := f.Srv.Web.Page("screen")
+	tpl, ok := f.Srv.Screens().Web.Page("screen")
 	if !ok {
 		t.Fatal("no screen page")
 	}

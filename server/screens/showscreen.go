@@ -123,10 +123,10 @@ func refusedScreen(issues []screen.Issue) *tool.Result {
 }
 
 // replaceScreen removes the screen id of p's that a new screen replaces.
-func (s *Part) replaceScreen(p store.Principal, id string) error {
-	sc, ok := s.screenFor(p, id)
+func (s *Part) replaceScreen(ctx context.Context, p store.Principal, id string) error {
+	sc, ok := s.screenFor(ctx, p, id)
 	if !ok || sc.owner.ID != p.ID {
 		return tool.Errorf("not_found", "you have no screen %q open to replace; pass the screen id a show_screen result gave you, or leave replaces out", id)
 	}
-	return s.removeScreen(sc)
+	return s.removeScreen(ctx, sc)
 }

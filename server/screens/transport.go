@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/assent-run/assent/screen"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 )
 
@@ -207,7 +207,7 @@ func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return writeEvent(w, "chunk", map[string]string{"text": text})
 	}
 	if err := send(screen.FormatMarker + "\n"); err != nil {
-		s.endScreen(sc)
+		s.endScreen(context.WithoutCancel(r.Context()), sc)
 		return
 	}
 
@@ -240,18 +240,18 @@ func (s *Part) handleGenerate(w http.ResponseWriter, r *http.Request) {
 			if err := send(text); err != nil {
 				cancel()
 				<-done
-				s.endScreen(sc)
+				s.endScreen(context.WithoutCancel(ctx), sc)
 				return
 			}
 		case <-tick.C:
 			if ping(w) != nil {
 				cancel()
 				<-done
-				s.endScreen(sc)
+				s.endScreen(context.WithoutCancel(ctx), sc)
 				return
 			}
 		case out := <-done:
-			s.endScreen(sc)
+			s.endScreen(context.WithoutCancel(ctx), sc)
 			if out.err != nil {
 				var ge *GenerateError
 				switch {
@@ -291,7 +291,7 @@ func (s *Part) handleLive(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	sc, ok := s.screenFor(host.PrincipalOf(r), q.Get("screen"))
+	sc, ok := s.screenFor(r.Context(), host.PrincipalOf(r), q.Get("screen"))
 	if !ok {
 		host.WriteError(w, wire.NotFound, "no such screen is followed for you; generate or show it again")
 		return

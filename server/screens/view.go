@@ -19,7 +19,7 @@ import (
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/screen/view"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/tool"
 )
@@ -171,7 +171,7 @@ func (s *Part) runViewTool(ctx context.Context, c tool.Call, name string, params
 func (s *Part) fileViewPress(ctx context.Context, c tool.Call, name string, args map[string]any) *tool.Result {
 	screenID, _ := c.Meta[metaScreen].(string)
 	button, _ := c.Meta[metaButton].(string)
-	sc, ok := s.screenFor(c.Principal, screenID)
+	sc, ok := s.screenFor(ctx, c.Principal, screenID)
 	if !ok || button == "" {
 		return nil
 	}

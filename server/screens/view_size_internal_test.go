@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/screen/view"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 )
 
 // TestViewPageIsSmall: hosts read the view's resource on every show, so

@@ -18,7 +18,7 @@ import (
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
-	"github.com/assent-run/assent/server/host"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -49,7 +49,7 @@ type screenListItem struct {
 func (s *Part) handleScreensPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	names := s.PrincipalNames(r.Context())
 	var items []screenListItem
-	for _, sc := range s.visibleScreens(*pg.Principal) {
+	for _, sc := range s.visibleScreens(r.Context(), *pg.Principal) {
 		sc.mu.Lock()
 		title := render.Title(sc.doc)
 		n := len(sc.doc.Nodes())
@@ -73,7 +73,7 @@ func (s *Part) handleScreensPage(w http.ResponseWriter, r *http.Request, pg host
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (s *Part) handleScreenPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
-	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), *pg.Principal, r.PathValue("id"))
 	if !ok {
 		pg.Title = "Screen not found"
 		pg.Data = &screenView{NotFound: true}
@@ -178,7 +178,7 @@ func (s *Part) buildScreenView(ctx context.Context, sc *liveScreen, csrf string)
 // whether they left it (so its message shows from then on). It answers with
 // the field's message, in the runtime's words, or none.
 func (s *Part) handleScreenState(w http.ResponseWriter, r *http.Request, pg host.Page) {
-	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), *pg.Principal, r.PathValue("id"))
 	if !ok {
 		host.WriteError(w, wire.NotFound, "no such screen is open for you")
 		return
@@ -269,7 +269,7 @@ func shownElsewhereLocked(d *screen.Document, fieldID, key string) bool {
 // application's confirmation (answered with the sentence for the runtime's
 // own dialog), and only then the handler.
 func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host.Page) {
-	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), *pg.Principal, r.PathValue("id"))
 	if !ok {
 		host.WriteError(w, wire.NotFound, "no such screen is open for you")
 		return
@@ -476,7 +476,7 @@ func (s *Part) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg hos
 }
 
 func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*liveScreen, *pendingPress) {
-	sc, ok := s.screenFor(*pg.Principal, r.PathValue("id"))
+	sc, ok := s.screenFor(r.Context(), *pg.Principal, r.PathValue("id"))
 	if !ok {
 		host.WriteError(w, wire.NotFound, "no such screen is open for you")
 		return nil, nil

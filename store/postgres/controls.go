@@ -94,7 +94,7 @@ func itemName(kind string, parts ...string) string {
 // controlStore implements store.Controls on the database.
 type controlStore struct{ s *DB }
 
-var _ store.AuditedControls = controlStore{}
+var _ store.Controls = controlStore{}
 
 // ControlRegistry returns the store of the control registry.
 func (s *DB) ControlRegistry() store.Controls { return controlStore{s} }
@@ -133,7 +133,7 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 	})
 }
 
-// SaveControlAudited implements store.AuditedControls. The audit record
+// SaveControlAudited implements store.Controls. The audit record
 // is written last, so the transaction holds the audit lock (see
 // AppendAudit) only from that insert to its commit.
 func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {

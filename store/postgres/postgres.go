@@ -293,6 +293,10 @@ func (s *DB) Flows() flow.Store { return flowStore{s} }
 // Kind reports "postgres".
 func (s *DB) Kind() string { return "postgres" }
 
+// Shared reports true: several nodes may serve from one PostgreSQL
+// database.
+func (s *DB) Shared() bool { return true }
+
 // Pool returns the connection pool, for packages that keep their own tables
 // in this database.
 func (s *DB) Pool() *pgxpool.Pool { return s.pool }

@@ -90,7 +90,7 @@ type controlStore struct {
 	stmts *stmtCache
 }
 
-var _ store.AuditedControls = controlStore{}
+var _ store.Controls = controlStore{}
 
 // ControlRegistry returns the store of the control registry.
 func (s *DB) ControlRegistry() store.Controls { return controlStore{s.db, s.stmts} }
@@ -118,7 +118,7 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 	return c.tx(ctx, "save control", func(ctx context.Context, tx *sql.Tx) error { return c.saveControl(ctx, tx, u) })
 }
 
-// SaveControlAudited implements store.AuditedControls.
+// SaveControlAudited implements store.Controls.
 func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
 	if err := store.CheckControlUpdate(u); err != nil {
 		return 0, err

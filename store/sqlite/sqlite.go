@@ -132,6 +132,9 @@ func restrictFile(path string, create bool) error {
 // Kind reports "sqlite".
 func (s *DB) Kind() string { return "sqlite" }
 
+// Shared reports false: one node owns a SQLite database.
+func (s *DB) Shared() bool { return false }
+
 // SQL returns the underlying database handle, for packages that keep their
 // own tables in this file.
 func (s *DB) SQL() *sql.DB { return s.db }

@@ -40,17 +40,6 @@ func testControls(t *testing.T, open func(*testing.T) store.Store) {
 	t.Run("AuditedConcurrent", func(t *testing.T) { testControlAuditedConcurrent(t, open(t)) })
 }
 
-// audited returns the store's control registry as a store.AuditedControls,
-// skipping t when the backend does not write both in one transaction.
-func audited(t *testing.T, st store.Store) store.AuditedControls {
-	t.Helper()
-	ac, ok := st.ControlRegistry().(store.AuditedControls)
-	if !ok {
-		t.Skipf("%s: the control registry's store does not implement store.AuditedControls", st.Kind())
-	}
-	return ac
-}
-
 // listAudit returns every audit record of st.
 func listAudit(t *testing.T, st store.Store) []store.AuditRecord {
 	t.Helper()
@@ -72,7 +61,7 @@ func sameRecord(got, want store.AuditRecord) bool {
 // record are saved together, in sequence with records appended alone, and
 // a write that fails leaves neither.
 func testControlAudited(t *testing.T, st store.Store) {
-	ac := audited(t, st)
+	ac := st.ControlRegistry()
 	rec := func(n int, action string) store.AuditRecord {
 		return store.AuditRecord{Time: at(time.Duration(n) * time.Second), PrincipalID: "p_a", Source: "agent", FormID: ctlRow.FormID,
 			ControlID: ctlRow.ControlID, Subject: "order:7", Action: action, OK: true, Detail: fmt.Sprintf(`{"value":%d}`, n)}
@@ -165,7 +154,7 @@ func testControlAudited(t *testing.T, st store.Store) {
 // records appended alone: every record lands once with its own sequence
 // number, and the history's bound holds.
 func testControlAuditedConcurrent(t *testing.T, st store.Store) {
-	ac := audited(t, st)
+	ac := st.ControlRegistry()
 	const n, depth = 12, 5
 	errs := race(n, func(i int) error {
 		rec := store.AuditRecord{Time: at(time.Duration(i) * time.Second), PrincipalID: fmt.Sprint("w", i), Source: "user",

@@ -2,13 +2,14 @@ package host
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/assent-run/assent/store"
 )
 
 // Part is one part of the server's surface — controls, screens, Runs,
-// Flows — built on a Host. It registers its own tools when it is built;
-// the server mounts its routes and pages.
+// Flows — built on what it needs of a Host. It registers its own tools
+// when it is built; the server mounts its routes and pages.
 //
 // A part may also implement Inboxer, Counter and io.Closer; the server
 // discovers them with a type assertion, the way net/http discovers
@@ -31,4 +32,10 @@ type Inboxer interface {
 type Counter interface {
 	// CountOpen returns the kind of item counted and how many p has.
 	CountOpen(ctx context.Context, p store.Principal) (kind string, n int)
+}
+
+// MissingDep is the error of a part built without the dependency named
+// field.
+func MissingDep(part, field string) error {
+	return fmt.Errorf("%s: built without %s", part, field)
 }

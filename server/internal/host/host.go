@@ -22,60 +22,25 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Config configures a Server.
+// Config is server.Config, which package server converts to it: the two
+// keep the same fields in the same order, documented there.
 type Config struct {
-	// DataDir is the data directory (logs, run files, recipes).
-	DataDir string
-	// Store is the persistence backend. The server does not close it.
-	Store store.Store
-	// Logger receives structured logs. Secrets never reach it.
-	Logger *slog.Logger
-	// BaseURL is the externally visible URL (scheme://host:port), used in
-	// printed links and for same-origin checks. Empty means the listener's
-	// address over http.
-	BaseURL string
-	// RateLimit is the sustained requests per second allowed per principal
-	// (default 100); RateBurst the burst (default 200). A negative RateLimit
-	// disables limiting.
-	RateLimit float64
-	RateBurst int
-	// SessionTimeout ends idle MCP sessions (default 30 minutes).
-	SessionTimeout time.Duration
-	// MaxSessions caps the live MCP sessions one principal may hold
-	// (default 32). Opening one more first closes that principal's
-	// least recently used idle session; when none is idle the new session
-	// is refused with too_many_sessions. A negative value disables the cap.
-	MaxSessions int
-	// BodyReadTimeout bounds how long reading a request body may take
-	// (default 30 seconds); a slower body is cut and its connection
-	// closed. Responses, including event and MCP streams, are not bounded
-	// by it. A negative value disables it.
-	BodyReadTimeout time.Duration
-	// SignInRate is how many sign-in attempts per minute one client
-	// address may make (default 20, which is also the burst). A negative
-	// value disables the limit.
-	SignInRate int
-	// ShutdownGrace bounds how long in-flight requests may take to finish
-	// on shutdown (default 10 seconds).
-	ShutdownGrace time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// RunUser is the user Run and tool processes run as when the server
-	// runs as root: a user name or numeric "uid:gid" (default "nobody").
-	RunUser string
-	// Node names this node among the nodes sharing the store: it holds
-	// the leases of the Runs it supervises under this name. It must be
-	// unique among them and stay the same across restarts (default:
-	// DefaultNode of the data directory).
-	Node string
-	// OAuthInsecureClientIDs lets the OAuth authorization server fetch
-	// client ID metadata documents over plain http and from loopback and
-	// private addresses. For tests and local development only.
+	DataDir                string
+	Store                  store.Store
+	Logger                 *slog.Logger
+	BaseURL                string
+	RateLimit              float64
+	RateBurst              int
+	SessionTimeout         time.Duration
+	MaxSessions            int
+	BodyReadTimeout        time.Duration
+	SignInRate             int
+	ShutdownGrace          time.Duration
+	Now                    func() time.Time
+	RunUser                string
+	Node                   string
 	OAuthInsecureClientIDs bool
-	// LeaseTTL is the time to live of the lease a node holds on each Run
-	// it supervises (default 15 seconds): a Run whose node dies is found
-	// lost within about this time and a third.
-	LeaseTTL time.Duration
+	LeaseTTL               time.Duration
 }
 
 // DefaultNode is the node name of a server that is given none: the host
@@ -225,8 +190,9 @@ func SecurityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// NewHost applies cfg's defaults and builds what the parts share.
-func NewHost(cfg Config) (*Host, error) {
+// NewHost applies cfg's defaults and builds what the parts share. ctx
+// bounds the reads of the store it makes while it is built.
+func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("server: no store")
 	}
@@ -273,7 +239,7 @@ func NewHost(cfg Config) (*Host, error) {
 		s.Config.Node = cfg.Node
 	}
 	var err error
-	if s.Bus, s.SharedBus, err = openBus(cfg); err != nil {
+	if s.Bus, s.SharedBus, err = openBus(ctx, cfg); err != nil {
 		return nil, err
 	}
 	s.Streams, s.cancelStream = context.WithCancel(context.Background())
@@ -291,17 +257,17 @@ func NewHost(cfg Config) (*Host, error) {
 	return s, nil
 }
 
-// openBus returns the event bus. On PostgreSQL, which several nodes may
-// share, it runs on the store's event log: every node delivers every
-// node's events, in one order and with one numbering, so a client resumes
-// (Last-Event-ID) on any node. On SQLite, where one node owns the store,
+// openBus returns the event bus. On a store several nodes may share
+// (PostgreSQL), it runs on the store's event log: every node delivers
+// every node's events, in one order and with one numbering, so a client
+// resumes (Last-Event-ID) on any node. On a store one node owns (SQLite),
 // the bus stays in this process.
-func openBus(cfg Config) (bus *event.Bus, shared bool, err error) {
+func openBus(ctx context.Context, cfg Config) (bus *event.Bus, shared bool, err error) {
 	opts := event.Options{Now: cfg.Now, Logger: cfg.Logger}
-	if cfg.Store.Kind() != "postgres" {
+	if !cfg.Store.Shared() {
 		return event.New(opts), false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	b, err := event.Open(ctx, cfg.Store.Cluster().EventLog(), opts)
 	if err != nil {

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/assent-run/assent/store"
+)
+
+// Config configures a Server. Only Store is required.
+type Config struct {
+	// DataDir is the data directory (logs, run files, recipes).
+	DataDir string
+	// Store is the persistence backend. The server does not close it.
+	Store store.Store
+	// Logger receives structured logs. Secrets never reach it.
+	Logger *slog.Logger
+	// BaseURL is the externally visible URL (scheme://host:port), used in
+	// printed links and for same-origin checks. Empty means the listener's
+	// address over http.
+	BaseURL string
+	// RateLimit is the sustained requests per second allowed per principal
+	// (default 100); RateBurst the burst (default 200). A negative RateLimit
+	// disables limiting.
+	RateLimit float64
+	RateBurst int
+	// SessionTimeout ends idle MCP sessions (default 30 minutes).
+	SessionTimeout time.Duration
+	// MaxSessions caps the live MCP sessions one principal may hold
+	// (default 32). Opening one more first closes that principal's
+	// least recently used idle session; when none is idle the new session
+	// is refused with too_many_sessions. A negative value disables the cap.
+	MaxSessions int
+	// BodyReadTimeout bounds how long reading a request body may take
+	// (default 30 seconds); a slower body is cut and its connection
+	// closed. Responses, including event and MCP streams, are not bounded
+	// by it. A negative value disables it.
+	BodyReadTimeout time.Duration
+	// SignInRate is how many sign-in attempts per minute one client
+	// address may make (default 20, which is also the burst). A negative
+	// value disables the limit.
+	SignInRate int
+	// ShutdownGrace bounds how long in-flight requests may take to finish
+	// on shutdown (default 10 seconds).
+	ShutdownGrace time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// RunUser is the user Run and tool processes run as when the server
+	// runs as root: a user name or numeric "uid:gid" (default "nobody").
+	RunUser string
+	// Node names this node among the nodes sharing the store: it holds
+	// the leases of the Runs it supervises under this name. It must be
+	// unique among them and stay the same across restarts (default:
+	// the host name and a digest of the data
+	// directory, stable across restarts).
+	Node string
+	// OAuthInsecureClientIDs lets the OAuth authorization server fetch
+	// client ID metadata documents over plain http and from loopback and
+	// private addresses. For tests and local development only.
+	OAuthInsecureClientIDs bool
+	// LeaseTTL is the time to live of the lease a node holds on each Run
+	// it supervises (default 15 seconds): a Run whose node dies is found
+	// lost within about this time and a third.
+	LeaseTTL time.Duration
+}

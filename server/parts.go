@@ -1,0 +1,76 @@
+package server
+
+import (
+	"github.com/assent-run/assent/server/controls"
+	"github.com/assent-run/assent/server/flows"
+	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/runs"
+	"github.com/assent-run/assent/server/screens"
+)
+
+// The parts' dependencies, taken from the host and the parts built before.
+
+func controlsDeps(h *host.Host) controls.Deps {
+	return controls.Deps{
+		Gate:      h,
+		Store:     controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry},
+		Bus:       h.Bus,
+		SharedBus: h.SharedBus,
+		Origin:    h.Origin,
+		Tools:     h.Tools,
+		Log:       h.Log,
+		Now:       h.Now,
+		Web:       h.Web,
+		Config:    controls.Config{BaseURL: h.Config.BaseURL},
+	}
+}
+
+func screensDeps(h *host.Host, ctl screens.Controls) screens.Deps {
+	return screens.Deps{
+		Gate:      h,
+		Store:     screens.Stores{Principals: h.Store.Principals, Sessions: h.Store.Sessions, Screens: h.Store.Screens},
+		Controls:  ctl,
+		Bus:       h.Bus,
+		SharedBus: h.SharedBus,
+		Origin:    h.Origin,
+		Streams:   h.Streams,
+		Tools:     h.Tools,
+		Log:       h.Log,
+		Now:       h.Now,
+		Started:   h.Started,
+		Web:       h.Web,
+		Config:    screens.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL},
+	}
+}
+
+func runsDeps(h *host.Host) runs.Deps {
+	st := h.Store
+	return runs.Deps{
+		Gate: h,
+		Store: runs.Stores{Audit: st.Audit, Runs: st.Runs, Proposals: st.Proposals, Principals: st.Principals,
+			Cluster: st.Backend.Cluster(), Backend: st.Backend},
+		Bus:       h.Bus,
+		SharedBus: h.SharedBus,
+		Tools:     h.Tools,
+		Log:       h.Log,
+		Now:       h.Now,
+		Web:       h.Web,
+		Config: runs.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, RunUser: h.Config.RunUser,
+			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL},
+	}
+}
+
+func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
+	return flows.Deps{
+		Gate:     h,
+		Store:    flows.Stores{Principals: h.Store.Principals, Settings: h.Store.Settings, Flows: h.Store.Flows},
+		Controls: ctl,
+		Runs:     runs,
+		Bus:      h.Bus,
+		Tools:    h.Tools,
+		Log:      h.Log,
+		Now:      h.Now,
+		Web:      h.Web,
+		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL},
+	}
+}
