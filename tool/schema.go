@@ -30,11 +30,15 @@ func SchemaOptions() *jsonschema.ForOptions {
 //	minimum:"0" maximum:"60000"
 //	minItems:"1" maxItems:"50"
 //
+// A type whose JSON is not what its Go shape says (a value that is a
+// string or an object, say) implements Schemer to give its own schema.
+//
 // opts may be nil for SchemaOptions().
 func SchemaFor(t reflect.Type, opts *jsonschema.ForOptions) (*jsonschema.Schema, error) {
 	if opts == nil {
 		opts = SchemaOptions()
 	}
+	own(t, opts.TypeSchemas, map[reflect.Type]bool{})
 	s, err := jsonschema.ForType(t, opts)
 	if err != nil {
 		return nil, fmt.Errorf("schema of %v: %w", t, err)
@@ -43,6 +47,35 @@ func SchemaFor(t reflect.Type, opts *jsonschema.ForOptions) (*jsonschema.Schema,
 		return nil, fmt.Errorf("schema of %v: %w", t, err)
 	}
 	return s, nil
+}
+
+// Schemer is implemented by a type that states its own JSON Schema.
+type Schemer interface {
+	JSONSchema() *jsonschema.Schema
+}
+
+// own adds the schemas of the Schemer types t holds, at any depth, to m.
+func own(t reflect.Type, m map[reflect.Type]*jsonschema.Schema, seen map[reflect.Type]bool) {
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	if t.Kind() != reflect.Pointer && t.Implements(reflect.TypeFor[Schemer]()) {
+		if _, ok := m[t]; !ok {
+			m[t] = reflect.Zero(t).Interface().(Schemer).JSONSchema()
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		own(t.Elem(), m, seen)
+	case reflect.Struct:
+		for _, f := range reflect.VisibleFields(t) {
+			if f.IsExported() {
+				own(f.Type, m, seen)
+			}
+		}
+	}
 }
 
 // UnionSchema is the schema of an answer that is a value of one of types:

@@ -16,6 +16,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
+// CodeInvalidParams is the code of a refusal of arguments that break the
+// tool's input schema.
+const CodeInvalidParams = "invalid_params"
+
 // Spec declares a tool whose arguments decode into In. Its input schema is
 // derived from In (see SchemaFor for the tags that add constraints).
 type Spec[In any] struct {
@@ -155,7 +159,7 @@ func (in *input) decode(args json.RawMessage, v any) error {
 			}
 		}
 		if len(gone) > 0 {
-			e := Errorf("invalid_params", "%s: %s", strings.Join(gone, ", "), hint)
+			e := Errorf(CodeInvalidParams, "%s: %s", strings.Join(gone, ", "), hint)
 			e.Data = map[string]any{"field": gone[0]}
 			return e
 		}
@@ -163,7 +167,7 @@ func (in *input) decode(args json.RawMessage, v any) error {
 	if err := in.compiled.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
-			return Errorf("invalid_params", "invalid arguments: %v", err)
+			return Errorf(CodeInvalidParams, "invalid arguments: %v", err)
 		}
 		return in.refusal(ve)
 	}
@@ -174,7 +178,7 @@ func (in *input) decode(args json.RawMessage, v any) error {
 func asParams(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
-		e.Code = "invalid_params"
+		e.Code = CodeInvalidParams
 	}
 	return err
 }
@@ -210,7 +214,7 @@ func (in *input) refusal(ve *jsonschema.ValidationError) *Error {
 	if len(issues) == 0 {
 		issues = []Issue{{Message: "the arguments do not match the tool's input schema"}}
 	}
-	e := Errorf("invalid_params", "invalid arguments: %s", issues[0].Message)
+	e := Errorf(CodeInvalidParams, "invalid arguments: %s", issues[0].Message)
 	first["issues"] = issues
 	e.Data = first
 	return e
