@@ -276,6 +276,9 @@ func (in *input) issue(v *jsonschema.ValidationError) (Issue, map[string]any) {
 		data["accepted"] = want
 	case *kind.MinLength:
 		msg = fmt.Sprintf("%q must be at least %d characters long; it has %d", path, k.Want, k.Got)
+		if k.Want == 1 {
+			msg = fmt.Sprintf("%q must not be empty", path)
+		}
 	case *kind.MaxLength:
 		msg = fmt.Sprintf("%q must be at most %d characters long; it has %d", path, k.Want, k.Got)
 	case *kind.MinItems:

@@ -52,7 +52,7 @@ func TestTypedRefusals(t *testing.T) {
 		{`{"action":"focus","duration":1.5}`, `"duration" must be an integer, not a number`, "duration"},
 		{`{"action":"focus","tags":["a","b","c"]}`, `"tags" must hold at most 2 items; it has 3`, "tags"},
 		{`{"action":"focus","subject":{"id":"x"}}`, `"subject.type" is required`, "subject.type"},
-		{`{"action":"focus","subject":{"type":"","id":"x"}}`, `"subject.type" must be at least 1 characters long`, "subject.type"},
+		{`{"action":"focus","subject":{"type":"","id":"x"}}`, `"subject.type" must not be empty`, "subject.type"},
 		{`{"action":"focus","facts":{"a":{"type":"t","id":"x","more":1}}}`, `unknown field "more" inside "facts.a"`, "facts.a.more"},
 		{`{"action":"focus","lines":true}`, `"lines" must be an integer or a string, not a boolean`, "lines"},
 		{`{"action":"focus","nope":1}`, `unknown argument "nope"; the tool takes "action", "name", "duration", "tags", "subject", "facts", "lines"`, "nope"},
