@@ -14,6 +14,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/assent-run/assent/internal/schemaerr"
 )
 
 // CodeInvalidParams is the code of a refusal of arguments that break the
@@ -196,21 +198,13 @@ type Issue struct {
 func (in *input) refusal(ve *jsonschema.ValidationError) *Error {
 	var issues []Issue
 	first := map[string]any{}
-	var walk func(*jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) > 0 {
-			for _, c := range v.Causes {
-				walk(c)
-			}
-			return
-		}
+	for _, v := range schemaerr.Leaves(ve) {
 		is, data := in.issue(v)
 		if len(issues) == 0 {
 			first = data
 		}
 		issues = append(issues, is)
 	}
-	walk(ve)
 	if len(issues) == 0 {
 		issues = []Issue{{Message: "the arguments do not match the tool's input schema"}}
 	}
