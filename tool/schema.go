@@ -195,3 +195,35 @@ func fieldTags(f reflect.StructField, ps *jsonschema.Schema) error {
 	}
 	return nil
 }
+
+// OpenObjects lets every object s describes, at any depth, carry
+// properties it does not name, so an answer that gains a field later
+// still conforms to the schema a client kept. New opens the output
+// schemas it derives.
+func OpenObjects(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.AdditionalProperties != nil {
+		if b, _ := json.Marshal(s.AdditionalProperties); string(b) == "false" {
+			s.AdditionalProperties = nil
+		}
+	}
+	for _, p := range s.Properties {
+		OpenObjects(p)
+	}
+	for _, d := range s.Defs {
+		OpenObjects(d)
+	}
+	for _, a := range s.AnyOf {
+		OpenObjects(a)
+	}
+	for _, a := range s.OneOf {
+		OpenObjects(a)
+	}
+	for _, a := range s.AllOf {
+		OpenObjects(a)
+	}
+	OpenObjects(s.Items)
+	OpenObjects(s.AdditionalProperties)
+}

@@ -78,6 +78,7 @@ func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in I
 	if t.OutputSchema == nil {
 		s, err := SchemaFor(reflect.TypeFor[Out](), nil)
 		if err == nil {
+			OpenObjects(s)
 			t.OutputSchema, err = json.Marshal(s)
 		}
 		if err != nil {

@@ -2,7 +2,6 @@ package controls
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/assent-run/assent/control"
@@ -34,10 +33,9 @@ func executeSpec() tool.Spec[executeArgs] {
 		Title: "Run a control command",
 		Description: "Run one command on a control: focus, reveal, highlight (durationMs 0-60000), explain, validate, or stage a proposed value. " +
 			"Apply, clear, undo and discard are a person's to give: for an agent they are refused with human_confirmation_required, and the staged proposal waits in the person's inbox.",
-		OutputSchema: controlResultSchema,
-		Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
-		Retired:      map[string]string{"source": forgedHint, "confirmed": forgedHint},
-		Example:      executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
+		Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+		Retired:     map[string]string{"source": forgedHint, "confirmed": forgedHint},
+		Example:     executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
 	}
 }
 
@@ -46,21 +44,19 @@ func executeSpec() tool.Spec[executeArgs] {
 func (s *Part) controlTools() []tool.Tool {
 	return []tool.Tool{
 		tool.New(tool.Spec[listArgs]{
-			Name:         "controls_list",
-			Title:        "List controls",
-			Description:  "List the controls you can see, optionally of one form: identity, metadata, state, and the live and staged values (hidden for secret or unreadable controls).",
-			OutputSchema: controlsListSchema,
-			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Name:        "controls_list",
+			Title:       "List controls",
+			Description: "List the controls you can see, optionally of one form: identity, metadata, state, and the live and staged values (hidden for secret or unreadable controls).",
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		}, func(ctx context.Context, c tool.Call, a listArgs) (*tool.Reply[controlsList], error) {
 			return tool.Answer(controlsList{Controls: s.List(ctx, c.Principal, a.FormID)}), nil
 		}),
 		tool.New(tool.Spec[inspectArgs]{
-			Name:         "controls_inspect",
-			Title:        "Inspect a control",
-			Description:  "Return one control's snapshot: metadata, capabilities, state (validity included), live value and any staged proposal with its revision and provenance.",
-			OutputSchema: controlSnapshotSchema,
-			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-			Example:      inspectArgs{Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
+			Name:        "controls_inspect",
+			Title:       "Inspect a control",
+			Description: "Return one control's snapshot: metadata, capabilities, state (validity included), live value and any staged proposal with its revision and provenance.",
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Example:     inspectArgs{Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
 		}, func(ctx context.Context, c tool.Call, a inspectArgs) (*tool.Reply[control.Snapshot], error) {
 			snap, terr := s.Inspect(ctx, c.Principal, a.Identity)
 			if terr != nil {
@@ -68,45 +64,26 @@ func (s *Part) controlTools() []tool.Tool {
 			}
 			return tool.Answer(snap), nil
 		}),
-		tool.New(executeSpec(), func(ctx context.Context, c tool.Call, a executeArgs) (*tool.Reply[any], error) {
+		tool.New(executeSpec(), func(ctx context.Context, c tool.Call, a executeArgs) (*tool.Reply[executeAnswer], error) {
 			cmd, cerr := a.command()
 			if cerr != nil {
-				return &tool.Reply[any]{Out: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message}), IsError: true}, nil
+				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message})}, IsError: true}, nil
 			}
 			res := s.Exec(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
 			if res.OK && res.Action == control.Stage {
 				// A staged value waits for a person in the inbox.
 				inbox := strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"
-				return &tool.Reply[any]{Out: stagedResult{Result: res, URL: inbox}, Decision: inbox}, nil
+				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(res), URL: inbox}, Decision: inbox}, nil
 			}
-			return &tool.Reply[any]{Out: answerOf(res), IsError: !res.OK}, nil
+			return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(res)}, IsError: !res.OK}, nil
 		}),
 	}
 }
 
-// stagedResult is the answer to a stage command: the command's result and
-// the page where a person decides the staged value.
-type stagedResult struct {
-	control.Result
-	URL string `json:"url"`
+// executeAnswer is controls_execute's answer: the command's result, with
+// the page where a person decides a staged value, or the refusal as the
+// one error object.
+type executeAnswer struct {
+	commandAnswer
+	URL string `json:"url,omitempty" jsonschema:"page where a person decides a staged value"`
 }
-
-// Output schemas of the controls_* tools.
-var (
-	controlResultSchema = json.RawMessage(`{"type":"object","properties":{
-"ok":{"type":"boolean"},
-"action":{"type":"string"},
-"identity":{"type":"object"},
-"snapshot":{"type":"object","description":"the control after the command"},
-"reason":{"type":"string","description":"why the command was refused"},
-"message":{"type":"string"},
-"url":{"type":"string","description":"page where a person decides a staged value"},
-"error":{"type":"object","description":"a refusal as the one error object: code (the reason), message, retryable"}},
-"required":["ok"],"additionalProperties":true}`)
-	controlsListSchema = json.RawMessage(`{"type":"object","properties":{
-"controls":{"type":["array","null"],"items":{"type":"object"}}},
-"required":["controls"],"additionalProperties":true}`)
-	controlSnapshotSchema = json.RawMessage(`{"type":"object","properties":{
-"identity":{"type":"object"},
-"state":{"type":"object"}},"additionalProperties":true}`)
-)

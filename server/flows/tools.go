@@ -2,7 +2,6 @@ package flows
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -28,11 +27,10 @@ import (
 func (s *Part) flowTools() []tool.Tool {
 	return []tool.Tool{
 		tool.New(tool.Spec[struct{}]{
-			Name:         "flows_list",
-			Title:        "List Flows",
-			Description:  "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
-			OutputSchema: flowsListSchema,
-			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Name:        "flows_list",
+			Title:       "List Flows",
+			Description: "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		}, func(ctx context.Context, c tool.Call, _ struct{}) (*tool.Reply[flowsList], error) {
 			progs, err := s.flowPrograms(ctx)
 			if err != nil {
@@ -56,15 +54,14 @@ func (s *Part) flowTools() []tool.Tool {
 			Title: "Inspect a Flow instance",
 			Description: "Return one of your Flow instances: phase, facts, objective, revision, recovery mark, the journal of applies, the receipts of committed transitions and the approvals still waiting for a person. " +
 				"Pass approval (an apr-… id from flows_prescribe) to see whether a person approved or declined it, and the receipt.",
-			OutputSchema: flowsInspectSchema,
-			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-			Example:      inspectArgs{Instance: exampleInstance},
-		}, func(ctx context.Context, c tool.Call, a inspectArgs) (*tool.Reply[any], error) {
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Example:     inspectArgs{Instance: exampleInstance},
+		}, func(ctx context.Context, c tool.Call, a inspectArgs) (*tool.Reply[instanceView], error) {
 			v, err := s.flowInspect(ctx, c.Principal, a.Instance, a.Approval)
 			if err != nil {
 				return nil, err
 			}
-			return tool.Answer[any](v), nil
+			return tool.Answer(v), nil
 		}),
 		tool.New(tool.Spec[prescribeArgs]{
 			Name:  "flows_prescribe",
@@ -73,9 +70,8 @@ func (s *Part) flowTools() []tool.Tool {
 				"or FRONTIER: awaiting a choice, parameters, or a person. When a person must approve, an approval request is filed in their inbox; wait for the decision with inbox_wait. " +
 				"When a person declined the same request, the answer says so with their reason; pass ask_again to file a new approval, or request another transition. " +
 				"Name a transition to request it explicitly; pass its parameters here (secret ones are never shown back).",
-			OutputSchema: flowsPrescribeSchema,
-			Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
-			Example:      prescribeArgs{Instance: exampleInstance},
+			Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
+			Example:     prescribeArgs{Instance: exampleInstance},
 		}, func(ctx context.Context, c tool.Call, a prescribeArgs) (*tool.Reply[prescribeAnswer], error) {
 			req := flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters}
 			res, err := s.flowPrescribe(ctx, c.Principal, a.Instance, req)
@@ -95,15 +91,14 @@ func (s *Part) flowTools() []tool.Tool {
 			Title: "Apply a Flow prescription",
 			Description: "Apply a prescription that flows_prescribe issued to you: the kernel re-resolves (STALE_PRESCRIPTION if anything changed, PRESCRIPTION_EXPIRED after two minutes), runs the transition's effect and commits a receipt. " +
 				"Applying the same prescription again returns the same receipt. parameters, when given, must be the ones the prescription binds.",
-			OutputSchema: flowsApplySchema,
-			Annotations:  tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
-			Example:      applyArgs{Prescription: "prx-0123456789abcdef"},
-		}, func(ctx context.Context, c tool.Call, a applyArgs) (*tool.Reply[any], error) {
+			Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
+			Example:     applyArgs{Prescription: "prx-0123456789abcdef"},
+		}, func(ctx context.Context, c tool.Call, a applyArgs) (*tool.Reply[flow.Receipt], error) {
 			r, err := s.flowApply(ctx, c.Principal, a.Prescription, a.Parameters)
 			if err != nil {
 				return nil, err
 			}
-			return tool.Answer[any](r), nil
+			return tool.Answer(r), nil
 		}),
 		s.flowsStartTool(),
 	}
@@ -151,8 +146,7 @@ func (s *Part) flowsStartTool() tool.Tool {
 			"An agent starts in one of the program's entry phases and gives only the facts a starter knows, never ones the program's transitions establish (an approval, a payment); the program's own start check may refuse or complete the facts. " +
 			`id is optional (letters, digits, '.', '_', '-'; one is made up when left out). facts maps a facet to {"status", "value"?}, status being known, unknown or absent (or stale, ambiguous, conflicting). ` +
 			`Example: {"program": "expense-approval", "phase": "draft", "id": "exp-lunch-42", "facts": {"expense.amount": {"status": "known", "value": "86.50 EUR"}, "expense.description": {"status": "known", "value": "Team lunch"}}, "objective": "expense-paid"}`,
-		OutputSchema: json.RawMessage(`{"$ref":"#/$defs/instance","type":"object","$defs":{` + flowSchemaInstance + `}}`),
-		Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+		Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 		Example: startRequest{Program: "expense-approval", Phase: "draft", ID: exampleInstance, Objective: "expense-paid", Facts: map[string]flow.Fact{
 			"expense.amount": {Status: flow.StatusKnown, Value: "86.50 EUR"}, "expense.description": {Status: flow.StatusKnown, Value: "Team lunch"}}},
 	}, func(ctx context.Context, c tool.Call, req startRequest) (*tool.Reply[flow.Instance], error) {
@@ -171,90 +165,6 @@ type prescribeAnswer struct {
 	prescribeResult
 	URL string `json:"url,omitempty"`
 }
-
-// Output schemas of the flows_* tools. They name every field of the
-// answers (instances, programs, decisions, approvals, receipts) and leave
-// objects open, so a field added later does not break a client.
-var (
-	flowsListSchema = json.RawMessage(`{"type":"object","properties":{
-"programs":{"type":["array","null"],"items":{"$ref":"#/$defs/program"},"description":"loaded Control Programs"},
-"instances":{"type":["array","null"],"items":{"$ref":"#/$defs/instance"},"description":"your Flow instances"}},
-"required":["programs","instances"],"$defs":{` + flowSchemaProgram + `,` + flowSchemaInstance + `}}`)
-	flowsInspectSchema = json.RawMessage(`{"type":"object","properties":{
-"instance":{"$ref":"#/$defs/instance"},
-"program":{"$ref":"#/$defs/program"},
-"journal":{"type":["array","null"],"items":{"$ref":"#/$defs/journal_entry"},"description":"the applies of the instance, oldest first"},
-"receipts":{"type":["array","null"],"items":{"$ref":"#/$defs/receipt"},"description":"committed transitions"},
-"approvals":{"type":["array","null"],"items":{"$ref":"#/$defs/approval"},"description":"approvals waiting for a person"},
-"closed_approvals":{"type":["array","null"],"items":{"$ref":"#/$defs/approval"},"description":"approvals decided or gone stale"},
-"approval":{"$ref":"#/$defs/approval","description":"the approval asked about, whatever its status"}},
-"required":["instance","program","journal","receipts","approvals","closed_approvals"],
-"$defs":{` + flowSchemaProgram + `,` + flowSchemaInstance + `,` + flowSchemaJournalEntry + `,` + flowSchemaReceipt + `,` + flowSchemaApproval + `}}`)
-	flowsPrescribeSchema = json.RawMessage(`{"type":"object","properties":{
-"decision":{"$ref":"#/$defs/decision"},
-"approval":{"$ref":"#/$defs/approval","description":"the approval request filed for a person"},
-"next":{"type":"string","description":"what the caller can do now"},
-"url":{"type":"string","description":"page where a person decides the approval"}},
-"required":["decision","next"],
-"$defs":{` + flowSchemaDecision + `,` + flowSchemaApproval + `}}`)
-	flowsApplySchema = json.RawMessage(`{"$ref":"#/$defs/receipt","type":"object","$defs":{` + flowSchemaReceipt + `}}`)
-)
-
-// Definitions shared by the flows_* output schemas.
-const (
-	flowSchemaProgram = `"program":{"type":"object","properties":{
-"program_id":{"type":"string"},"program_version":{"type":"string"},"requires_runtime":{"type":"string"},
-"fingerprint":{"type":"string"},"transitions":{"type":"integer"},
-"objectives":{"type":["array","null"],"items":{"type":"string"}},
-"status":{"type":"string","description":"active, or proposed and waiting for a person"},
-"loaded_by":{"type":"string"}},
-"required":["program_id","program_version","requires_runtime","fingerprint","transitions","objectives"]}`
-	flowSchemaInstance = `"instance":{"type":"object","properties":{
-"instance_id":{"type":"string"},"program_fingerprint":{"type":"string"},"owner":{"type":"string"},
-"phase":{"type":"string"},
-"facts":{"type":"object","additionalProperties":{"type":"object","properties":{"status":{"type":"string"},"value":{"type":"string"}},"required":["status"]}},
-"objective":{"type":"string"},"revision":{"type":"integer"},
-"recovery":{"type":["object","null"],"properties":{"transition":{"type":"string"},"prescription":{"type":"string"},"cause":{"type":"string"}},
-"required":["transition","prescription","cause"],"description":"set when an apply was interrupted"},
-"pending":{"type":"string"}},
-"required":["instance_id","program_fingerprint","phase","facts","revision"]}`
-	flowSchemaJournalEntry = `"journal_entry":{"type":"object","properties":{
-"instance_id":{"type":"string"},"prescription":{"type":"string"},"transition":{"type":"string"},"revision":{"type":"integer"},
-"status":{"type":"string","enum":["begun","executing","committed","aborted"]},"at":{"type":"string"},"error":{"type":"string"}},
-"required":["instance_id","prescription","transition","revision","status","at"]}`
-	flowSchemaReceipt = `"receipt":{"type":"object","properties":{
-"id":{"type":"string"},"prescription":{"type":"string"},"instance_id":{"type":"string"},"transition":{"type":"string"},
-"program_fingerprint":{"type":"string"},"principal":{"type":"string"},"from_revision":{"type":"integer"},"revision":{"type":"integer"},
-"phase":{"type":"string"},"snapshot_fingerprint":{"type":"string"},"committed_at":{"type":"string"}},
-"required":["id","prescription","instance_id","transition","program_fingerprint","principal","from_revision","revision","phase","snapshot_fingerprint","committed_at"]}`
-	flowSchemaApproval = `"approval":{"type":"object","properties":{
-"id":{"type":"string"},"instance_id":{"type":"string"},"revision":{"type":"integer"},"program_fingerprint":{"type":"string"},
-"transition":{"type":"string"},"objective":{"type":"string"},"requester":{"type":"string"},"awaiting":{"type":"string"},
-"operation":{"type":"string"},"arguments":{"type":["array","null"],"items":{"type":"string"}},
-"expected_postcondition":{"type":"string"},"required_capabilities":{"type":["array","null"],"items":{"type":"string"}},
-"parameters":{"type":["array","null"],"items":{"type":"object","properties":{"name":{"type":"string"},"value":{"type":"string"},"secret":{"type":"boolean"},"digest":{"type":"string"}},"required":["name"]}},
-"bindings":{"type":["array","null"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"current":{"type":"string"},"value":{"type":"string"},"revision":{"type":"integer"},"secret":{"type":"boolean"},"digest":{"type":"string"}},"required":["kind","name"]}},
-"summary":{"type":"string"},"summary_lines":{"type":["array","null"],"items":{"type":"string"}},
-"status":{"type":"string","enum":["pending","approved","declined","stale"]},
-"changed":{"type":["array","null"],"items":{"type":"string"}},
-"created_at":{"type":"string"},"decided_at":{"type":"string"},"decider":{"type":"string"},"reason":{"type":"string"},"receipt":{"type":"string"}},
-"required":["id","instance_id","revision","program_fingerprint","transition","requester","awaiting","operation","expected_postcondition","required_capabilities","status","created_at"]}`
-	flowSchemaDecision = `"decision":{"type":"object","description":"the kernel's decision","properties":{
-"kind":{"type":"string","enum":["PRESCRIBED","MARKED","BLOCKED","REFUSED","UNRESOLVED","FRONTIER"]},
-"transition":{"type":"string"},
-"candidates":{"type":["array","null"],"items":{"type":"string"}},
-"reasons":{"type":["array","null"],"items":{"type":"object","properties":{"transition":{"type":"string"},"code":{"type":"string"},"message":{"type":"string"}},"required":["transition","code","message"]}},
-"awaiting":{"type":"string"},"missing":{"type":["array","null"],"items":{"type":"string"}},
-"code":{"type":"string"},"message":{"type":"string"},
-"prescription":{"type":"object","description":"apply it with flows_apply before expires_at","properties":{
-"id":{"type":"string"},"instance_id":{"type":"string"},"revision":{"type":"integer"},"transition":{"type":"string"},
-"program_fingerprint":{"type":"string"},"snapshot_fingerprint":{"type":"string"},"authority_fingerprint":{"type":"string"},
-"required_capabilities":{"type":["array","null"],"items":{"type":"string"}},"effective_capabilities":{"type":["array","null"],"items":{"type":"string"}},
-"parameters":{"type":"object","additionalProperties":{"type":"string"}},"objective":{"type":"string"},
-"issued_at":{"type":"string"},"expires_at":{"type":"string"}},
-"required":["id","instance_id","revision","transition","program_fingerprint","issued_at","expires_at"]}},
-"required":["kind","candidates","reasons"]}`
-)
 
 // afterDecline completes a prescribe answer that found a person's approval
 // request. Pending, it names inbox_wait. Declined, it reports the decline
