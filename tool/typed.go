@@ -92,8 +92,11 @@ func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in I
 			return nil, err
 		}
 		r, err := h(ctx, call, args)
-		if err != nil || r == nil {
+		if err != nil {
 			return nil, err
+		}
+		if r == nil {
+			return &Result{}, nil
 		}
 		return &Result{Structured: r.Out, Text: r.Text, IsError: r.IsError, Decision: r.Decision}, nil
 	}
