@@ -61,7 +61,8 @@ func Answer[Out any](out Out) *Reply[Out] { return &Reply[Out]{Out: out} }
 // every constraint the schema states holds: a refusal is an *Error with
 // code "invalid_params" that names the argument at fault. The output
 // schema is derived from Out unless spec gives one. A type that has no
-// schema makes Registry.Register refuse the tool.
+// schema, or an example the input schema refuses, makes Registry.Register
+// refuse the tool.
 func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in In) (*Reply[Out], error)) Tool {
 	t := Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description, Annotations: spec.Annotations,
 		Hidden: spec.Hidden, Meta: spec.Meta, OutputSchema: spec.OutputSchema}
@@ -71,7 +72,11 @@ func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in I
 		return t
 	}
 	t.InputSchema = in.schema
-	if t.Example, err = json.Marshal(spec.Example); err != nil {
+	if t.Example, err = json.Marshal(spec.Example); err == nil {
+		var ex In
+		err = in.decode(t.Example, &ex)
+	}
+	if err != nil {
 		t.defect = fmt.Errorf("tool %q: example: %w", spec.Name, err)
 		return t
 	}

@@ -100,4 +100,8 @@ func TestTypedSchema(t *testing.T) {
 	if err := NewRegistry().Register(bad); err == nil {
 		t.Error("a tool whose answer has no schema was registered")
 	}
+	wrong := New(Spec[typedArgs]{Name: "t_wrong", Example: typedArgs{Action: "fly"}}, func(context.Context, Call, typedArgs) (*Reply[typedOut], error) { return nil, nil })
+	if err := NewRegistry().Register(wrong); err == nil || !strings.Contains(err.Error(), "example") {
+		t.Errorf("a tool whose example breaks its schema was registered: %v", err)
+	}
 }
