@@ -43,7 +43,10 @@ func writeTool(b *bytes.Buffer, t Tool) error {
 	a := t.Annotations
 	fmt.Fprintf(b, "Annotations: `readOnlyHint: %v`, `destructiveHint: %v`, `idempotentHint: %v`, `openWorldHint: %v`.\n", a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld)
 	if t.Example != nil {
-		call, err := json.Marshal(map[string]any{"name": t.Name, "arguments": json.RawMessage(t.Example)})
+		call, err := json.Marshal(struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{t.Name, t.Example})
 		if err != nil {
 			return err
 		}
