@@ -140,11 +140,11 @@ type RetainRequest struct {
 // StartRequest is the body of POST /v1/flows/instances.
 type StartRequest struct {
 	// Program is a fingerprint or a program id.
-	Program   string               `json:"program"`
-	ID        string               `json:"id,omitempty"`
-	Phase     string               `json:"phase"`
-	Facts     map[string]flow.Fact `json:"facts,omitempty"`
-	Objective string               `json:"objective,omitempty"`
+	Program   string               `json:"program" minLength:"1" maxLength:"200" jsonschema:"The program id (its active version) or a fingerprint (sha256:…)."`
+	Phase     string               `json:"phase" minLength:"1" maxLength:"128" jsonschema:"The phase to start in; for an agent, one of the program's entry phases."`
+	ID        string               `json:"id,omitempty" maxLength:"128" pattern:"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$" jsonschema:"The instance id to use; one is made up when left out."`
+	Facts     map[string]flow.Fact `json:"facts,omitempty" jsonschema:"What the starter knows, by facet."`
+	Objective string               `json:"objective,omitempty" maxLength:"128" jsonschema:"The objective the instance pursues."`
 }
 
 // DecisionRequest is the body of a person's decline of a proposal or of a

@@ -26,8 +26,10 @@ type Subject struct {
 // subject type and id are equal; a subject's label is ignored, and an
 // identity without a subject differs from one with a subject.
 type Identity struct {
-	FormID    string   `json:"formId"`
-	ControlID string   `json:"controlId"`
+	// The tags state the limits of ValidateIdentity in the schemas of
+	// the tools that take an identity.
+	FormID    string   `json:"formId" minLength:"1" maxLength:"256"`
+	ControlID string   `json:"controlId" minLength:"1" maxLength:"256"`
 	Subject   *Subject `json:"subject,omitempty"`
 }
 

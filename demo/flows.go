@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -111,56 +110,61 @@ func (a *App) loadFlows(ctx context.Context) error {
 // loaded, is refused, so a payment always passes the program's law and,
 // above the limit, a person's approval.
 func (a *App) paymentTools() (send, status tool.Tool) {
-	send = tool.Tool{
+	send = tool.New(tool.Spec[paymentArgs]{
 		Name:        "payments_send",
 		Title:       "Send a payment (demo)",
 		Description: "Demo payment rail for the expense-approval Flow: records a payment. It runs only as the effect of the Flow's pay transition.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"iban":{"type":"string","minLength":5,"maxLength":34},"reference":{"type":"string","maxLength":140}},"required":["iban"],"additionalProperties":false}`),
 		Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			var args struct {
-				IBAN      string `json:"iban"`
-				Reference string `json:"reference"`
-			}
-			if err := tool.DecodeArgs(c.Args, &args); err != nil {
-				return nil, err
-			}
-			if len(args.IBAN) < 5 {
-				return nil, tool.Errorf("invalid_request", "the IBAN is too short")
-			}
-			fc, _ := flows.EffectCallFrom(ctx)
-			if err := a.checkApprovedPayee(ctx, fc.Instance, args.IBAN); err != nil {
-				return nil, err
-			}
-			a.mu.Lock()
-			a.payments = append(a.payments, Payment{Instance: fc.Instance, Reference: args.Reference, IBANLast4: args.IBAN[len(args.IBAN)-4:], By: c.Principal.ID, At: a.now().UTC()})
-			n := len(a.payments)
-			a.mu.Unlock()
-			return &tool.Result{Structured: map[string]any{
-				"payment": fmt.Sprintf("pay-%d", n),
-				"facts":   map[string]string{"payment.status": "sent", "payment.id": fmt.Sprintf("pay-%d", n)},
-			}}, nil
-		},
-	}
-	status = tool.Tool{
+		Example:     paymentArgs{IBAN: "DE89370400440532013000", Reference: "EXP-7"},
+	}, func(ctx context.Context, c tool.Call, args paymentArgs) (*tool.Reply[paymentSent], error) {
+		fc, _ := flows.EffectCallFrom(ctx)
+		if err := a.checkApprovedPayee(ctx, fc.Instance, args.IBAN); err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		a.payments = append(a.payments, Payment{Instance: fc.Instance, Reference: args.Reference, IBANLast4: args.IBAN[len(args.IBAN)-4:], By: c.Principal.ID, At: a.now().UTC()})
+		n := len(a.payments)
+		a.mu.Unlock()
+		id := fmt.Sprintf("pay-%d", n)
+		return tool.Answer(paymentSent{Payment: id, Facts: map[string]string{"payment.status": "sent", "payment.id": id}}), nil
+	})
+	status = tool.New(tool.Spec[struct{}]{
 		Name:        "payments_status",
 		Title:       "Look up a payment (demo)",
 		Description: "Demo payment rail for the expense-approval Flow: reports whether the instance's payment was sent. It runs only as the effect of the Flow's reconcile-payment transition.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: true},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			fc, _ := flows.EffectCallFrom(ctx)
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			for _, p := range a.payments {
-				if p.Instance == fc.Instance {
-					return &tool.Result{Structured: map[string]any{"phase": "paid", "facts": map[string]string{"payment.status": "sent"}}}, nil
-				}
+	}, func(ctx context.Context, c tool.Call, _ struct{}) (*tool.Reply[paymentState], error) {
+		fc, _ := flows.EffectCallFrom(ctx)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, p := range a.payments {
+			if p.Instance == fc.Instance {
+				return tool.Answer(paymentState{Phase: "paid", Facts: map[string]string{"payment.status": "sent"}}), nil
 			}
-			return &tool.Result{Structured: map[string]any{"phase": "approved", "facts": map[string]string{"payment.status": "not_sent"}}}, nil
-		},
-	}
+		}
+		return tool.Answer(paymentState{Phase: "approved", Facts: map[string]string{"payment.status": "not_sent"}}), nil
+	})
 	return send, status
+}
+
+// paymentArgs are payments_send's arguments.
+type paymentArgs struct {
+	IBAN      string `json:"iban" minLength:"5" maxLength:"34"`
+	Reference string `json:"reference,omitempty" maxLength:"140"`
+}
+
+// paymentSent is payments_send's answer: the payment and the facts it
+// establishes.
+type paymentSent struct {
+	Payment string            `json:"payment"`
+	Facts   map[string]string `json:"facts"`
+}
+
+// paymentState is payments_status's answer: the phase the instance is in
+// and the facts the lookup establishes.
+type paymentState struct {
+	Phase string            `json:"phase"`
+	Facts map[string]string `json:"facts"`
 }
 
 // checkApprovedPayee refuses a payment to an IBAN other than the

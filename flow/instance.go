@@ -10,7 +10,7 @@ import (
 // Fact is what the runtime knows about one facet of an instance. A facet
 // with no fact has status "absent".
 type Fact struct {
-	Status string `json:"status"`
+	Status string `json:"status" enum:"known,unknown,absent,stale,ambiguous,conflicting"`
 	Value  string `json:"value,omitempty"`
 }
 

@@ -261,7 +261,7 @@ func (ts *ToolSet) ProposalURL(id string) string {
 }
 
 // file stores a new pending proposal of p, within p's bound.
-func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal) (*tool.Result, error) {
+func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal) (*tool.Reply[any], error) {
 	pending, err := ts.props.ListProposals(ctx, store.ProposalPending, p.ID, maxPendingProposals)
 	if err != nil {
 		return nil, err
@@ -292,12 +292,12 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	} else {
 		v.Tool = prop.Target
 	}
-	return &tool.Result{Text: msg + " (proposal=" + prop.ID + "; next=actors_inspect target=proposal:" + prop.ID + " view=status)", Structured: v, Decision: url}, nil
+	return &tool.Reply[any]{Text: msg + " (proposal=" + prop.ID + "; next=actors_inspect target=proposal:" + prop.ID + " view=status)", Out: v, Decision: url}, nil
 }
 
 // proposeSpawn files an inline-template spawn for a person's approval. The
 // Run id, and so the exact script, is fixed now.
-func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req SpawnRequest) (*tool.Result, error) {
+func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req SpawnRequest) (*tool.Reply[any], error) {
 	if req.Recipe != "" {
 		return nil, toolError(errorf(CodeInvalidRequest, "spawn takes recipe or template, not both."))
 	}
@@ -343,12 +343,12 @@ func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req Spaw
 	if err != nil {
 		return nil, err
 	}
-	v, _ := res.Structured.(*PendingApproval)
+	v, _ := res.Out.(*PendingApproval)
 	return v, nil
 }
 
 // proposeTool files a tool registration for a person's approval.
-func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool) (*tool.Result, error) {
+func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool) (*tool.Reply[any], error) {
 	script, err := r.Script(nil)
 	if err != nil {
 		return nil, toolError(err)

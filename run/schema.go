@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/assent-run/assent/tool"
 )
 
 // toolSchemas are the output schemas of the actors_* tools, generated from
@@ -53,32 +55,22 @@ const toolViewSchema = `{"type":"object","description":"inspect tool:<name>","pr
 "required":["name","description"],"additionalProperties":false}`
 
 func generateSchemas() (toolSchemas, error) {
-	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		// Raw JSON is any JSON value.
-		reflect.TypeFor[json.RawMessage](): {},
-	}}
-	of := func(types ...reflect.Type) ([]*jsonschema.Schema, error) {
-		out := make([]*jsonschema.Schema, len(types))
-		for i, t := range types {
-			s, err := jsonschema.ForType(t, opts)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = s
-		}
-		return out, nil
-	}
+	opts := tool.SchemaOptions()
 	// A TraceDetail carries a Control record's fields only for control
 	// items, so none of them is required there.
-	record, err := of(reflect.TypeFor[ControlRecord]())
+	record, err := tool.SchemaFor(reflect.TypeFor[ControlRecord](), opts)
 	if err != nil {
 		return toolSchemas{}, err
 	}
-	opts.TypeSchemas[reflect.TypeFor[*ControlRecord]()] = &jsonschema.Schema{Type: "object", Properties: record[0].Properties}
+	opts.TypeSchemas[reflect.TypeFor[*ControlRecord]()] = &jsonschema.Schema{Type: "object", Properties: record.Properties}
 	// A ControlResult encodes as the one result it holds.
-	results, err := of(reflect.TypeFor[ControlDelivery](), reflect.TypeFor[KillResult](), reflect.TypeFor[ArchiveResult](), reflect.TypeFor[PruneResult]())
-	if err != nil {
-		return toolSchemas{}, err
+	var results []*jsonschema.Schema
+	for _, t := range []reflect.Type{reflect.TypeFor[ControlDelivery](), reflect.TypeFor[KillResult](), reflect.TypeFor[ArchiveResult](), reflect.TypeFor[PruneResult]()} {
+		s, err := tool.SchemaFor(t, opts)
+		if err != nil {
+			return toolSchemas{}, err
+		}
+		results = append(results, s)
 	}
 	opts.TypeSchemas[reflect.TypeFor[ControlResult]()] = &jsonschema.Schema{AnyOf: results}
 
@@ -101,21 +93,9 @@ func generateSchemas() (toolSchemas, error) {
 		{&out.register, []reflect.Type{reflect.TypeFor[ToolRegistration](), reflect.TypeFor[ToolList](),
 			reflect.TypeFor[ToolDeletion](), reflect.TypeFor[PendingApproval]()}, nil},
 	} {
-		alts, err := of(g.types...)
+		b, err := tool.UnionSchema(opts, g.types, g.extra...)
 		if err != nil {
-			return toolSchemas{}, err
-		}
-		alts = append(alts, g.extra...)
-		// An output schema is an object at its root.
-		root := &jsonschema.Schema{Type: "object"}
-		if len(alts) == 1 {
-			root = alts[0]
-		} else {
-			root.AnyOf = alts
-		}
-		b, err := json.Marshal(root)
-		if err != nil {
-			return toolSchemas{}, fmt.Errorf("run: output schema: %w", err)
+			return toolSchemas{}, fmt.Errorf("run: %w", err)
 		}
 		*g.dst = b
 	}

@@ -111,39 +111,65 @@ func (ts *ToolSet) Register(ctx context.Context) error {
 	return nil
 }
 
+// spawnArgs are actors_run_spawn's arguments.
+type spawnArgs struct {
+	Recipe           string                     `json:"recipe,omitempty" jsonschema:"Recipe file stem under <data>/recipes"`
+	File             string                     `json:"file,omitempty" jsonschema:"alias of recipe"`
+	Template         json.RawMessage            `json:"template,omitempty" type:"string,array,object" jsonschema:"inline command template: a string, a list (sequence) or an object node"`
+	Values           map[string]json.RawMessage `json:"values,omitempty" jsonschema:"argument values"`
+	As               string                     `json:"as,omitempty" jsonschema:"run:<id>"`
+	Artifacts        map[string]Artifact        `json:"artifacts,omitempty"`
+	TransportContext map[string]any             `json:"transport_context,omitempty"`
+	Verbose          bool                       `json:"verbose,omitempty"`
+}
+
+// inspectArgs are actors_inspect's arguments.
+type inspectArgs struct {
+	Target   string          `json:"target" jsonschema:"runtime, run:<id>, recipes, tool:<name> or proposal:<id>"`
+	View     string          `json:"view" jsonschema:"runtime: status|runs|triage; run:<id>: status|recipe|trace|control; recipes: summary|status; tool:<name>: status|schema; proposal:<id>: status"`
+	Identity string          `json:"identity,omitempty"`
+	Lines    json.RawMessage `json:"lines,omitempty" type:"string,integer"`
+	Source   string          `json:"source,omitempty"`
+	Status   string          `json:"status,omitempty"`
+	Verbose  bool            `json:"verbose,omitempty"`
+}
+
+// controlArgs are actors_control_apply's arguments.
+type controlArgs struct {
+	Target  string          `json:"target" jsonschema:"run:<id>"`
+	Action  string          `json:"action" jsonschema:"a declared action, or kill, archive, prune"`
+	Input   json.RawMessage `json:"input,omitempty" type:"string,object,array"`
+	Verbose bool            `json:"verbose,omitempty"`
+}
+
+// registerArgs are actors_tool_register's arguments.
+type registerArgs struct {
+	Name        string                     `json:"name,omitempty" jsonschema:"owner_function, e.g. audio_transcribe; omit to list"`
+	Description string                     `json:"description,omitempty"`
+	From        *string                    `json:"from,omitempty" type:"string" jsonschema:"Recipe file stem"`
+	Template    json.RawMessage            `json:"template,omitempty" type:"string,array,object,null" jsonschema:"command template; null or \"\" deletes"`
+	Defaults    map[string]json.RawMessage `json:"defaults,omitempty"`
+	Args        string                     `json:"args,omitempty" jsonschema:"e.g. file:path,lang=ru"`
+	Async       *bool                      `json:"async,omitempty" type:"boolean"`
+	Update      bool                       `json:"update,omitempty"`
+	Expose      *bool                      `json:"expose,omitempty" type:"boolean"`
+}
+
+// Arguments the actors_* tools no longer take, with the hint a call that
+// sends one gets.
 var (
-	spawnSchema = json.RawMessage(`{"type":"object","properties":{
-"recipe":{"type":"string","description":"Recipe file stem under <data>/recipes"},
-"file":{"type":"string","description":"alias of recipe"},
-"template":{"description":"inline command template: a string, a list (sequence) or an object node","type":["string","array","object"]},
-"values":{"type":"object","description":"argument values"},
-"as":{"type":"string","description":"run:<id>"},
-"artifacts":{"type":"object"},
-"transport_context":{"type":"object"},
-"verbose":{"type":"boolean"}},"additionalProperties":false}`)
-	inspectSchema = json.RawMessage(`{"type":"object","properties":{
-"target":{"type":"string","description":"runtime, run:<id>, recipes, tool:<name> or proposal:<id>"},
-"view":{"type":"string","description":"runtime: status|runs|triage; run:<id>: status|recipe|trace|control; recipes: summary|status; tool:<name>: status|schema; proposal:<id>: status"},
-"identity":{"type":"string"},
-"lines":{"type":["string","integer"]},
-"source":{"type":"string"},
-"status":{"type":"string"},
-"verbose":{"type":"boolean"}},"required":["target","view"],"additionalProperties":false}`)
-	controlSchema = json.RawMessage(`{"type":"object","properties":{
-"target":{"type":"string","description":"run:<id>"},
-"action":{"type":"string","description":"a declared action, or kill, archive, prune"},
-"input":{"type":["string","object","array"]},
-"verbose":{"type":"boolean"}},"required":["target","action"],"additionalProperties":false}`)
-	registerSchema = json.RawMessage(`{"type":"object","properties":{
-"name":{"type":"string","description":"owner_function, e.g. audio_transcribe; omit to list"},
-"description":{"type":"string"},
-"from":{"type":"string","description":"Recipe file stem"},
-"template":{"type":["string","array","object","null"],"description":"command template; null or \"\" deletes"},
-"defaults":{"type":"object"},
-"args":{"type":"string","description":"e.g. file:path,lang=ru"},
-"async":{"type":"boolean"},
-"update":{"type":"boolean"},
-"expose":{"type":"boolean"}},"additionalProperties":false}`)
+	spawnRetired    = map[string]string{"state_dir": "spawn.state_dir is not supported; run state is runtime-owned so run:<id> remains addressable and retention-safe."}
+	registerRetired = map[string]string{
+		"values": "register_tool values was removed. Next: pass defaults={...}.",
+		"draft":  "register_tool draft is not supported; use from=<recipe> or template=...",
+	}
+	controlRetired = func() map[string]string {
+		m := map[string]string{}
+		for _, k := range []string{"body", "correlation_id", "from", "metadata", "reply_to", "summary", "to", "type"} {
+			m[k] = "actor-message fields are removed; use target, action, input, verbose"
+		}
+		return m
+	}()
 )
 
 // recipeResultSchema is the output schema of a registered Recipe tool run
@@ -163,14 +189,18 @@ func (ts *ToolSet) RunURL(id string) string {
 func (ts *ToolSet) Tools() []tool.Tool {
 	schemas := outputSchemas()
 	main := []tool.Tool{
-		{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect. An inline template from an agent without the command.execute grant is filed for a person's approval instead: the answer has status pending_approval and a proposal id to inspect.",
-			InputSchema: spawnSchema, OutputSchema: schemas.spawn, Annotations: tool.Annotations{OpenWorld: true}, Handler: ts.spawn},
-		{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema, proposal:<id> status. Only your own Runs, tools and proposals are visible.",
-			InputSchema: inspectSchema, OutputSchema: schemas.inspect, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true}, Handler: ts.inspect},
-		{Name: ToolControl, Title: "Control", Description: "Apply one Control action to an existing Run: an action its Recipe declares, or the runtime's kill (running), archive or prune (terminal).",
-			InputSchema: controlSchema, OutputSchema: schemas.control, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Handler: ts.control},
-		{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given. A registration by an agent without the command.execute grant waits for a person's approval (status pending_approval). A registered tool is visible only to you until a person publishes it.",
-			InputSchema: registerSchema, OutputSchema: schemas.register, Annotations: tool.Annotations{Destructive: true}, Handler: ts.register},
+		tool.New(tool.Spec[spawnArgs]{Name: ToolSpawn, Title: "Spawn Run", Description: "Start a long-running Run from a Recipe or an inline command template. Returns the Run's status; steer it with actors_control_apply and watch it with actors_inspect. An inline template from an agent without the command.execute grant is filed for a person's approval instead: the answer has status pending_approval and a proposal id to inspect.",
+			OutputSchema: schemas.spawn, Annotations: tool.Annotations{OpenWorld: true}, Retired: spawnRetired,
+			Example: spawnArgs{Template: json.RawMessage(`"sleep 30"`), As: "run:example-1"}}, ts.spawn),
+		tool.New(tool.Spec[inspectArgs]{Name: ToolInspect, Title: "Inspect", Description: "Read a view of the Runs runtime: runtime status|runs|triage, run:<id> status|recipe|trace|control, recipes summary, tool:<name> status|schema, proposal:<id> status. Only your own Runs, tools and proposals are visible.",
+			OutputSchema: schemas.inspect, Annotations: tool.Annotations{ReadOnly: true, Idempotent: true},
+			Example: inspectArgs{Target: "runtime", View: "status"}}, ts.inspect),
+		tool.New(tool.Spec[controlArgs]{Name: ToolControl, Title: "Control", Description: "Apply one Control action to an existing Run: an action its Recipe declares, or the runtime's kill (running), archive or prune (terminal).",
+			OutputSchema: schemas.control, Annotations: tool.Annotations{Destructive: true, OpenWorld: true}, Retired: controlRetired,
+			Example: controlArgs{Target: "run:example-1", Action: "kill"}}, ts.control),
+		tool.New(tool.Spec[registerArgs]{Name: ToolRegister, Title: "Register tool", Description: "Register a Recipe as a persistent tool named owner_function (from a Recipe file or a template), replace it with update:true, keep it unexposed with expose:false, delete it with template:null, or list tools when no name is given. A registration by an agent without the command.execute grant waits for a person's approval (status pending_approval). A registered tool is visible only to you until a person publishes it.",
+			OutputSchema: schemas.register, Annotations: tool.Annotations{Destructive: true}, Retired: registerRetired,
+			Example: registerArgs{}}, ts.register),
 	}
 	out := append([]tool.Tool(nil), main...)
 	byName := map[string]tool.Tool{}
@@ -198,51 +228,17 @@ func toolError(err error) error {
 // result answers with a one-line summary followed by the data itself, so a
 // client that shows the model only text content still gives it everything
 // structuredContent carries. verbose indents the data.
-func result(summary string, v any, verbose bool) *tool.Result {
+func result(summary string, v any, verbose bool) *tool.Reply[any] {
 	var b []byte
 	if verbose {
 		b, _ = json.MarshalIndent(v, "", "  ")
 	} else {
 		b, _ = json.Marshal(v)
 	}
-	return &tool.Result{Text: summary + "\n" + string(b), Structured: v}
+	return &tool.Reply[any]{Text: summary + "\n" + string(b), Out: v}
 }
 
-// decodeStrict decodes a tool's arguments, reporting removed and unknown
-// fields by name.
-func decodeStrict(args json.RawMessage, removed map[string]string, v any) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(args, &m); err != nil {
-		return &tool.Error{Code: CodeInvalidRequest, Message: "arguments must be a JSON object"}
-	}
-	var gone []string
-	var hint string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if h, ok := removed[k]; ok {
-			gone, hint = append(gone, k), h
-		}
-	}
-	if len(gone) > 0 {
-		return &tool.Error{Code: CodeInvalidRequest, Message: strings.Join(gone, ", ") + ": " + hint}
-	}
-	return tool.DecodeArgs(args, v)
-}
-
-func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, error) {
-	var in struct {
-		Recipe           string                     `json:"recipe"`
-		File             string                     `json:"file"`
-		Template         json.RawMessage            `json:"template"`
-		Values           map[string]json.RawMessage `json:"values"`
-		As               string                     `json:"as"`
-		Artifacts        map[string]Artifact        `json:"artifacts"`
-		TransportContext map[string]any             `json:"transport_context"`
-		Verbose          bool                       `json:"verbose"`
-	}
-	removed := map[string]string{"state_dir": "spawn.state_dir is not supported; run state is runtime-owned so run:<id> remains addressable and retention-safe."}
-	if err := decodeStrict(call.Args, removed, &in); err != nil {
-		return nil, err
-	}
+func (ts *ToolSet) spawn(ctx context.Context, call tool.Call, in spawnArgs) (*tool.Reply[any], error) {
 	if in.Recipe == "" {
 		in.Recipe = in.File
 	}
@@ -274,19 +270,7 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call) (*tool.Result, err
 	return result(text, res, in.Verbose), nil
 }
 
-func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, error) {
-	var in struct {
-		Target   string          `json:"target"`
-		View     string          `json:"view"`
-		Identity string          `json:"identity"`
-		Lines    json.RawMessage `json:"lines"`
-		Source   string          `json:"source"`
-		Status   string          `json:"status"`
-		Verbose  bool            `json:"verbose"`
-	}
-	if err := decodeStrict(call.Args, nil, &in); err != nil {
-		return nil, err
-	}
+func (ts *ToolSet) inspect(ctx context.Context, call tool.Call, in inspectArgs) (*tool.Reply[any], error) {
 	lines := 0
 	if l := strings.Trim(string(in.Lines), `" `); l != "" {
 		n, err := strconv.Atoi(l)
@@ -303,7 +287,7 @@ func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, e
 		}
 		b, _ := json.MarshalIndent(v, "", "  ")
 		if in.View == "schema" {
-			return &tool.Result{Text: string(b), Structured: v}, nil
+			return &tool.Reply[any]{Text: string(b), Out: v}, nil
 		}
 		return result(fmt.Sprintf("tool=%s callable_now=%v", v["name"], v["callable_now"]), v, in.Verbose), nil
 	}
@@ -321,20 +305,7 @@ func (ts *ToolSet) inspect(ctx context.Context, call tool.Call) (*tool.Result, e
 	return result(v.Compact(), v, in.Verbose), nil
 }
 
-func (ts *ToolSet) control(ctx context.Context, call tool.Call) (*tool.Result, error) {
-	var in struct {
-		Target  string          `json:"target"`
-		Action  string          `json:"action"`
-		Input   json.RawMessage `json:"input"`
-		Verbose bool            `json:"verbose"`
-	}
-	removed := map[string]string{}
-	for _, k := range []string{"body", "correlation_id", "from", "metadata", "reply_to", "summary", "to", "type"} {
-		removed[k] = "actor-message fields are removed; use target, action, input, verbose"
-	}
-	if err := decodeStrict(call.Args, removed, &in); err != nil {
-		return nil, err
-	}
+func (ts *ToolSet) control(ctx context.Context, call tool.Call, in controlArgs) (*tool.Reply[any], error) {
 	target := strings.TrimSpace(in.Target)
 	switch {
 	case target == "":
@@ -411,23 +382,7 @@ func splitArgs(s string) []string {
 // recipe resolves a registered tool's Recipe.
 func (ts *ToolSet) recipe(d toolDoc) (*Recipe, error) { return toolRecipe(d, ts.loadRecipe) }
 
-func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, error) {
-	var in struct {
-		Name        string                     `json:"name"`
-		Description string                     `json:"description"`
-		From        *string                    `json:"from"`
-		Template    json.RawMessage            `json:"template"`
-		Draft       string                     `json:"draft"`
-		Defaults    map[string]json.RawMessage `json:"defaults"`
-		Args        string                     `json:"args"`
-		Async       *bool                      `json:"async"`
-		Update      bool                       `json:"update"`
-		Expose      *bool                      `json:"expose"`
-	}
-	removed := map[string]string{"values": "register_tool values was removed. Next: pass defaults={...}."}
-	if err := decodeStrict(call.Args, removed, &in); err != nil {
-		return nil, err
-	}
+func (ts *ToolSet) register(ctx context.Context, call tool.Call, in registerArgs) (*tool.Reply[any], error) {
 	var hasTemplate bool
 	{
 		var m map[string]json.RawMessage
@@ -438,16 +393,13 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Tool from must be a non-empty Recipe reference."}
 	}
 	modes := 0
-	for _, b := range []bool{in.From != nil, hasTemplate, in.Draft != ""} {
+	for _, b := range []bool{in.From != nil, hasTemplate} {
 		if b {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Use exactly one register_tool source mode: from, template, or draft."}
-	}
-	if in.Draft != "" {
-		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "register_tool draft is not supported; use from=<recipe> or template=..."}
+		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "Use exactly one register_tool source mode: from or template."}
 	}
 	if in.From != nil && (in.Args != "" || in.Async != nil) {
 		return nil, &tool.Error{Code: CodeInvalidRequest, Message: "register_tool from inherits args and async behavior."}
@@ -471,13 +423,13 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		if len(names) > 0 {
 			text = "Registered tools:\n- " + strings.Join(names, "\n- ")
 		}
-		return &tool.Result{Text: text, Structured: &ToolList{Tools: names}}, nil
+		return &tool.Reply[any]{Text: text, Out: &ToolList{Tools: names}}, nil
 	}
 	// Deletion: template null or "".
 	if hasTemplate && (string(bytes.TrimSpace(in.Template)) == "null" || string(bytes.TrimSpace(in.Template)) == `""`) {
 		rec, err := ts.m.st.Tool(ctx, name)
 		if errors.Is(err, store.ErrNotFound) || err == nil && rec.OwnerID != caller.ID {
-			return &tool.Result{Text: fmt.Sprintf("Tool %q not found.", name), Structured: &ToolDeletion{Tool: name}}, nil
+			return &tool.Reply[any]{Text: fmt.Sprintf("Tool %q not found.", name), Out: &ToolDeletion{Tool: name}}, nil
 		}
 		if err != nil {
 			return nil, err
@@ -488,7 +440,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 		if t, ok := ts.reg.Lookup(name); ok && isRecipeTool(t) {
 			ts.reg.Remove(name)
 		}
-		return &tool.Result{Text: fmt.Sprintf("Deleted tool %q.", name), Structured: &ToolDeletion{Tool: name, Deleted: true}}, nil
+		return &tool.Reply[any]{Text: fmt.Sprintf("Deleted tool %q.", name), Out: &ToolDeletion{Tool: name, Deleted: true}}, nil
 	}
 	direct := MayExecute(caller)
 	prev, mine, err := ts.checkToolName(ctx, caller, name, in.Update, direct)
@@ -558,7 +510,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call) (*tool.Result, 
 	if v.Updated {
 		verb = "Updated"
 	}
-	return &tool.Result{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, v.Source, v.CallableNow), Structured: v}, nil
+	return &tool.Reply[any]{Text: fmt.Sprintf("%s tool %q (source=%s callable_now=%v).", verb, name, v.Source, v.CallableNow), Out: v}, nil
 }
 
 // recordVisible reports whether p may see the registered tool rec: its
@@ -798,7 +750,8 @@ func (ts *ToolSet) callRecipeTool(ctx context.Context, name string, call tool.Ca
 		if err != nil {
 			return nil, toolError(err)
 		}
-		return result(fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v.ID, v.Status, name), SpawnResult{Run: v, URL: ts.RunURL(v.ID)}, false), nil
+		r := result(fmt.Sprintf("run=%s status=%s launch_kind=tool tool=%s", v.ID, v.Status, name), SpawnResult{Run: v, URL: ts.RunURL(v.ID)}, false)
+		return &tool.Result{Text: r.Text, Structured: r.Out}, nil
 	}
 	vals, err := r.Resolve(values)
 	if err != nil {

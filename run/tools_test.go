@@ -85,7 +85,7 @@ func TestToolSurface(t *testing.T) {
 		{`{"name":"audio_transcribe","template":"echo"}`, CodeInvalidRequest},
 		{`{"name":"audio_transcribe","template":"echo {x}","description":"d","defaults":{"state_dir":"/"}}`, CodeInvalidRequest},
 		{`{"name":"audio_transcribe","from":"x","template":"y"}`, CodeInvalidRequest},
-		{`{"name":"audio_transcribe","template":"echo","description":"d","values":{}}`, CodeInvalidRequest},
+		{`{"name":"audio_transcribe","template":"echo","description":"d","values":{}}`, tool.CodeInvalidParams},
 	}
 	for _, tc := range tests {
 		if _, err := call(t, reg, ToolRegister, "alice", tc.args); toolCode(err) != tc.code {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,12 +45,27 @@ const (
 // control proposal, optionally at Revision), Approval or CommandProposal.
 type waitItem struct {
 	Proposal        *control.Identity `json:"proposal,omitempty"`
-	Revision        int64             `json:"revision,omitempty"`
-	Approval        string            `json:"approval,omitempty"`
-	CommandProposal string            `json:"command_proposal,omitempty"`
+	Revision        int64             `json:"revision,omitempty" minimum:"1" jsonschema:"The proposal's revision, from the stage result; default: your newest proposal for the control."`
+	Approval        string            `json:"approval,omitempty" maxLength:"80"`
+	CommandProposal string            `json:"command_proposal,omitempty" maxLength:"128"`
 	// Screen names a screen whose press, filed from a screen view, a
 	// person confirms or declines.
-	Screen string `json:"screen,omitempty"`
+	Screen string `json:"screen,omitempty" maxLength:"128"`
+}
+
+// inboxWaitArgs are inbox_wait's arguments.
+type inboxWaitArgs struct {
+	Items     []waitItem `json:"items" minItems:"1" maxItems:"50"`
+	TimeoutMs *int64     `json:"timeout_ms,omitempty" type:"integer" minimum:"0" maximum:"300000"`
+}
+
+// inboxWaitAnswer is inbox_wait's answer.
+type inboxWaitAnswer struct {
+	// Items are the items in the order asked, each with its outcome.
+	Items []waitOutcome `json:"items"`
+	// Pending counts the items still waiting for a person.
+	Pending  int  `json:"pending"`
+	TimedOut bool `json:"timed_out"`
 }
 
 // waitOutcome is what became of one item.
@@ -78,63 +92,36 @@ func (s *Server) initInboxWait(context.Context) error {
 // polling. It only reads, changes nothing, and answers from assent's own
 // state, so it is read-only, idempotent and closed-world.
 func (s *Server) inboxWaitTool() tool.Tool {
-	return tool.Tool{
+	return tool.New(tool.Spec[inboxWaitArgs]{
 		Name:  "inbox_wait",
 		Title: "Wait for a person's decisions",
 		Description: "Wait until a person has decided every item, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
 			"pending, applied, discarded, approved, declined (with the person's reason), stale or not_found. Items: " +
 			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
 			`{"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined). Only your own items are reported; anything else is not_found.`,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{
-  "items":{"type":"array","minItems":1,"maxItems":50,"items":{"type":"object","properties":{
-    "proposal":{"type":"object","properties":{
-      "formId":{"type":"string"},"controlId":{"type":"string"},
-      "subject":{"type":"object","properties":{"type":{"type":"string"},"id":{"type":"string"},"label":{"type":"string"}},"required":["type","id"]}},
-      "required":["formId","controlId"]},
-    "revision":{"type":"integer","minimum":1,"description":"The proposal's revision, from the stage result; default: your newest proposal for the control."},
-    "approval":{"type":"string","maxLength":80},
-    "command_proposal":{"type":"string","maxLength":128},
-    "screen":{"type":"string","maxLength":128}},
-    "additionalProperties":false}},
-  "timeout_ms":{"type":"integer","minimum":0,"maximum":300000}},
-  "required":["items"],"additionalProperties":false}`),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{
-"items":{"type":["array","null"],"items":{"type":"object","properties":{"outcome":{"type":"string"}}},"description":"each item with its outcome"},
-"pending":{"type":"integer","description":"items still waiting for a person"},
-"timed_out":{"type":"boolean"}},
-"required":["items","pending","timed_out"],"additionalProperties":true}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			var a struct {
-				Items     []waitItem `json:"items"`
-				TimeoutMs *int64     `json:"timeout_ms"`
+		Example:     inboxWaitArgs{Items: []waitItem{{Approval: "apr-0123456789abcdef"}}, TimeoutMs: new(int64)},
+	}, func(ctx context.Context, c tool.Call, a inboxWaitArgs) (*tool.Reply[inboxWaitAnswer], error) {
+		// The schema bounds timeout_ms by waitMax.
+		timeout := waitDefault
+		if a.TimeoutMs != nil {
+			timeout = time.Duration(*a.TimeoutMs) * time.Millisecond
+		}
+		if err := checkWaitItems(a.Items); err != nil {
+			return nil, err
+		}
+		out, timedOut, err := s.inboxWait(ctx, c.Principal, a.Items, timeout)
+		if err != nil {
+			return nil, err
+		}
+		pending := 0
+		for _, o := range out {
+			if !o.decided() {
+				pending++
 			}
-			if err := tool.DecodeArgs(c.Args, &a); err != nil {
-				return nil, err
-			}
-			timeout := waitDefault
-			if a.TimeoutMs != nil {
-				if *a.TimeoutMs < 0 || *a.TimeoutMs > waitMax.Milliseconds() {
-					return nil, tool.Errorf("invalid_request", "timeout_ms must be 0 to %d", waitMax.Milliseconds())
-				}
-				timeout = time.Duration(*a.TimeoutMs) * time.Millisecond
-			}
-			if err := checkWaitItems(a.Items); err != nil {
-				return nil, err
-			}
-			out, timedOut, err := s.inboxWait(ctx, c.Principal, a.Items, timeout)
-			if err != nil {
-				return nil, err
-			}
-			pending := 0
-			for _, o := range out {
-				if !o.decided() {
-					pending++
-				}
-			}
-			return &tool.Result{Structured: map[string]any{"items": out, "pending": pending, "timed_out": timedOut}}, nil
-		},
-	}
+		}
+		return tool.Answer(inboxWaitAnswer{Items: out, Pending: pending, TimedOut: timedOut}), nil
+	})
 }
 
 // inboxWait evaluates items for p until every one is decided or timeout

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/assent-run/assent/event"
@@ -14,10 +15,7 @@ func FuzzInboxWaitArgs(f *testing.F) {
 	f.Add([]byte(`{"items":[{"command_proposal":"x","revision":-1}]}`), []byte(`null`))
 	f.Add([]byte(`{"items":[{}]}`), []byte(`{"action":"discard"}`))
 	f.Fuzz(func(t *testing.T, args, data []byte) {
-		var a struct {
-			Items     []waitItem `json:"items"`
-			TimeoutMs *int64     `json:"timeout_ms"`
-		}
+		var a inboxWaitArgs
 		if tool.DecodeArgs(args, &a) == nil {
 			_ = checkWaitItems(a.Items)
 		}
@@ -32,4 +30,18 @@ func FuzzInboxWaitArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// inbox_wait's advertised limits are the ones the wait keeps.
+func TestInboxWaitLimitsAreAdvertised(t *testing.T) {
+	s, err := tool.SchemaFor(reflect.TypeFor[inboxWaitArgs](), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Properties["items"].MaxItems; m == nil || *m != waitMaxItems {
+		t.Errorf("items maxItems %v, want %d", m, waitMaxItems)
+	}
+	if m := s.Properties["timeout_ms"].Maximum; m == nil || int64(*m) != waitMax.Milliseconds() {
+		t.Errorf("timeout_ms maximum %v, want %d", m, waitMax.Milliseconds())
+	}
 }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -71,44 +69,24 @@ type statusPrincipal struct {
 	Kind string `json:"kind"`
 }
 
-// emptyObject reports whether args is absent or the empty JSON object.
-func emptyObject(args json.RawMessage) bool {
-	a := bytes.TrimSpace(args)
-	if len(a) == 0 || string(a) == "null" {
-		return true
-	}
-	if a[0] != '{' || a[len(a)-1] != '}' {
-		return false
-	}
-	return len(bytes.TrimSpace(a[1:len(a)-1])) == 0
-}
-
 // runtimeStatusTool reports the runtime's state to the caller.
 func (s *Server) runtimeStatusTool() tool.Tool {
 	memo := &openMemo{}
-	return tool.Tool{
+	return tool.New(tool.Spec[struct{}]{
 		Name:        "runtime_status",
 		Title:       "Runtime status",
 		Description: "Report the assent runtime's version, who you are (principal id and kind), how long it has been up, and how many items are open for you.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			if !emptyObject(c.Args) {
-				var none struct{}
-				if err := tool.DecodeArgs(c.Args, &none); err != nil {
-					return nil, err
-				}
-			}
-			return &tool.Result{Structured: runtimeStatus{
-				Version:   assent.Version,
-				Principal: statusPrincipal{ID: c.Principal.ID, Kind: c.Principal.Kind},
-				Uptime:    int64(s.host.Now().Sub(s.host.Started).Seconds()),
-				Open: memo.get(s.host.Bus, c.Principal, func() map[string]int {
-					return s.host.OpenItems(ctx, c.Principal)
-				}),
-			}}, nil
-		},
-	}
+	}, func(ctx context.Context, c tool.Call, _ struct{}) (*tool.Reply[runtimeStatus], error) {
+		return tool.Answer(runtimeStatus{
+			Version:   assent.Version,
+			Principal: statusPrincipal{ID: c.Principal.ID, Kind: c.Principal.Kind},
+			Uptime:    int64(s.host.Now().Sub(s.host.Started).Seconds()),
+			Open: memo.get(s.host.Bus, c.Principal, func() map[string]int {
+				return s.host.OpenItems(ctx, c.Principal)
+			}),
+		}), nil
+	})
 }
 
 // openMemoTTL bounds how long runtime_status trusts remembered counts of

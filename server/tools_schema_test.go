@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,12 +99,24 @@ func TestToolListOutputSchemasAndAppOnlyTools(t *testing.T) {
 	}
 }
 
-// The structured result of every tool called with empty arguments conforms
-// to the tool's outputSchema unless the result is an error, and its text
-// carries data.
-func TestToolResultsConformToOutputSchema(t *testing.T) {
+// exampleOrder is the order in which the tools' examples are called where
+// one example needs what another makes: the Run the spawn example starts
+// is the one the control example kills, and the Flow instance the start
+// example makes is the one the inspect and prescribe examples name.
+var exampleOrder = []string{"actors_run_spawn", "actors_control_apply", "flows_start", "flows_inspect", "flows_prescribe"}
+
+// Every tool assent provides declares an example call; called with it, the
+// tool answers without an error, with text, and its structuredContent
+// conforms to its outputSchema. flows_apply's example names a
+// prescription id, which only a prescribe answer gives: it is called with
+// the prescription of the prescribe example's answer.
+func TestToolExamplesConformToOutputSchema(t *testing.T) {
 	f := assenttest.StartDemo(t)
-	cs, err := f.MCPSession(f.Token, "")
+	builder, _, err := auth.IssueToken(context.Background(), f.DB, store.KindAgent, "builder", []string{"command.execute", "state.write"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.MCPSession(builder, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,24 +125,61 @@ func TestToolResultsConformToOutputSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	listed := map[string]*mcp.Tool{}
+	var names []string
 	for _, tl := range list.Tools {
-		if tl.Annotations != nil && !tl.Annotations.ReadOnlyHint {
+		listed[tl.Name] = tl
+		if !slices.Contains(exampleOrder, tl.Name) {
+			names = append(names, tl.Name)
+		}
+	}
+	names = append(slices.Clone(exampleOrder), names...)
+	ctx := context.Background()
+	var prescription string
+	called := 0
+	for _, name := range names {
+		tl := listed[name]
+		if tl == nil {
+			t.Errorf("%s is not listed", name)
 			continue
 		}
-		if tl.Name == "inbox_wait" {
-			continue // blocks until something is decided
+		def, ok := f.Srv.Tools().Lookup(name)
+		if !ok {
+			t.Errorf("%s is listed but not registered", name)
+			continue
 		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tl.Name, Arguments: map[string]any{}})
+		if def.Owner != "" {
+			continue // registered at run time by a principal, not assent's own
+		}
+		if def.Example == nil {
+			t.Errorf("%s declares no example call", name)
+			continue
+		}
+		var args map[string]any
+		if err := json.Unmarshal(def.Example, &args); err != nil {
+			t.Errorf("%s: example %s is not an object: %v", name, def.Example, err)
+			continue
+		}
+		if name == "flows_apply" {
+			if prescription == "" {
+				t.Errorf("flows_prescribe's example gave no prescription to apply")
+				continue
+			}
+			args["prescription"] = prescription
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil || res.IsError {
+			t.Errorf("%s %s: %v %s", name, def.Example, err, assenttest.MustJSON(res))
 			continue
 		}
+		called++
 		if len(res.Content) == 0 {
-			t.Errorf("%s: result has no content", tl.Name)
+			t.Errorf("%s: result has no content", name)
 		} else if tc, ok := res.Content[0].(*mcp.TextContent); !ok || len(tc.Text) < 2 {
-			t.Errorf("%s: result text is empty", tl.Name)
+			t.Errorf("%s: result text is empty", name)
 		}
 		if res.StructuredContent == nil {
+			t.Errorf("%s: result has no structuredContent", name)
 			continue
 		}
 		raw, _ := json.Marshal(res.StructuredContent)
@@ -138,9 +188,24 @@ func TestToolResultsConformToOutputSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := compileOutputSchema(t, tl).Validate(v); err != nil {
-			t.Errorf("%s: structuredContent does not conform to outputSchema: %v", tl.Name, err)
+			t.Errorf("%s: structuredContent %s does not conform to outputSchema: %v", name, raw, err)
+		}
+		if name == "flows_prescribe" {
+			var out struct {
+				Decision struct {
+					Prescription struct {
+						ID string `json:"id"`
+					} `json:"prescription"`
+				} `json:"decision"`
+			}
+			json.Unmarshal(raw, &out)
+			prescription = out.Decision.Prescription.ID
 		}
 	}
+	if called < len(exampleOrder)+1 {
+		t.Fatalf("only %d tools answered their examples", called)
+	}
+	t.Logf("%d tools answered their examples", called)
 }
 
 // Results that create something a person should see carry its page, as an

@@ -2,8 +2,10 @@ package tool
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -138,4 +140,43 @@ func fzFirst(b []byte) []byte {
 		return b
 	}
 	return raw
+}
+
+// FuzzTypedArgs feeds arbitrary arguments to a typed tool and checks:
+//   - nothing panics, and a refusal is an *Error with code invalid_params
+//     and a message;
+//   - the handler runs only with arguments that are one JSON object which
+//     the input schema accepts, every key of which names an argument.
+func FuzzTypedArgs(f *testing.F) {
+	for _, s := range []string{
+		`{"action":"focus"}`, `{"action":"stage","name":"ab","duration":3,"tags":["a"],"subject":{"type":"t","id":"1"},"facts":{"x":{"type":"t","id":"2"}},"lines":"4"}`,
+		`{"action":"fly"}`, `{}`, `null`, ``, `[]`, `{"action":"focus"} {}`, `{"action":"focus","lines":1e400}`,
+		`{"action":"focus","duration":1e400}`, `{"action":"focus","name":"\u0000"}`, `{"action":"focus","Action":"stage"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	tl := typedTool()
+	f.Fuzz(func(t *testing.T, args []byte) {
+		res, err := tl.Handler(context.Background(), Call{Args: args})
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) || te.Code != CodeInvalidParams || te.Message == "" {
+				t.Fatalf("%q: error %v is not an invalid_params *Error with a message", args, err)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(args, &m) != nil || m == nil {
+			t.Fatalf("%q: accepted, but it is not one JSON object", args)
+		}
+		accepted := jsonFields(reflect.TypeFor[typedArgs]())
+		for k := range m {
+			if !slices.Contains(accepted, k) {
+				t.Fatalf("%q: accepted the key %q, which names no argument", args, k)
+			}
+		}
+		if _, ok := res.Structured.(typedOut); !ok {
+			t.Fatalf("%q: answer %#v", args, res.Structured)
+		}
+	})
 }

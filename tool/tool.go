@@ -91,6 +91,11 @@ type Tool struct {
 	// person publishes a tool.
 	Published bool
 	Handler   Handler
+	// Example is the arguments of a valid call, for the reference and
+	// the tests; set by New.
+	Example json.RawMessage
+
+	defect error // why New could not derive the tool's schemas
 }
 
 // VisibleTo reports whether p may see and call t: a tool assent provides,
@@ -294,6 +299,9 @@ func (r *Registry) changed() {
 }
 
 func check(t Tool) error {
+	if t.defect != nil {
+		return t.defect
+	}
 	if t.Name == "" || len(t.Name) > 128 {
 		return fmt.Errorf("tool name %q must be 1 to 128 characters", t.Name)
 	}

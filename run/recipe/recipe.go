@@ -26,6 +26,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Error codes of the refusals this package returns.
@@ -343,4 +345,17 @@ func (r *Recipe) Environment(values map[string]string) []string {
 		out = append(out, k+"="+strings.ReplaceAll(Expand(r.Env[k], values), "\x00", ""))
 	}
 	return out
+}
+
+// JSONSchema states that an Artifact is a path or an object, for the
+// schemas of the tools that take one.
+func (Artifact) JSONSchema() *jsonschema.Schema {
+	// The object form's fields are Artifact's; the type has no methods,
+	// so its schema is derived from them.
+	type object Artifact
+	obj, err := jsonschema.For[object](nil)
+	if err != nil {
+		obj = &jsonschema.Schema{Type: "object"}
+	}
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "string"}, obj}}
 }

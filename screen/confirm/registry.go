@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/assent-run/assent/internal/schemaerr"
 )
 
 // MaxNameLength is the longest tool name, in bytes.
@@ -315,14 +317,7 @@ func (e *entry) check(params map[string]any) (map[string]any, error) {
 func (e *entry) issues(ve *jsonschema.ValidationError) []ParamIssue {
 	var out []ParamIssue
 	seen := map[ParamIssue]bool{}
-	var walk func(*jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) > 0 {
-			for _, c := range v.Causes {
-				walk(c)
-			}
-			return
-		}
+	for _, v := range schemaerr.Leaves(ve) {
 		is := ParamIssue{Path: strings.Join(v.InstanceLocation, ".")}
 		if len(v.InstanceLocation) > 0 && e.secret[v.InstanceLocation[0]] {
 			is.Message = "the value doesn't match the schema (it is secret, so it isn't shown)"
@@ -340,7 +335,6 @@ func (e *entry) issues(ve *jsonschema.ValidationError) []ParamIssue {
 			out = append(out, is)
 		}
 	}
-	walk(ve)
 	sortIssues(out)
 	return out
 }

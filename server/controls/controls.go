@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/assent-run/assent/api"
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/keylock"
@@ -322,13 +324,19 @@ func sourceFor(r *http.Request, p store.Principal, declared string) (control.Com
 // executeRequest is the body of POST /v1/controls/execute and the arguments
 // of controls_execute. Source and Confirmed exist only to be refused.
 type executeRequest struct {
-	Action     control.Action   `json:"action"`
-	Identity   control.Identity `json:"identity"`
-	Value      givenValue       `json:"value"`
-	DurationMs int              `json:"durationMs,omitempty"`
-	Revision   int64            `json:"revision,omitempty"`
-	Source     *string          `json:"source,omitempty"`
-	Confirmed  *bool            `json:"confirmed,omitempty"`
+	executeArgs
+	Source    *string `json:"source,omitempty"`
+	Confirmed *bool   `json:"confirmed,omitempty"`
+}
+
+// executeArgs are controls_execute's arguments: a command as an agent
+// gives it.
+type executeArgs struct {
+	Action     control.Action   `json:"action" enum:"focus,reveal,highlight,explain,validate,stage,apply,clear,undo,discard"`
+	Identity   control.Identity `json:"identity" jsonschema:"The control's stable identity."`
+	Value      givenValue       `json:"value,omitzero" jsonschema:"The value to stage."`
+	DurationMs int              `json:"durationMs,omitempty" minimum:"0" maximum:"60000"`
+	Revision   int64            `json:"revision,omitempty" minimum:"1" jsonschema:"The proposal revision you saw."`
 }
 
 // givenValue is a command value that remembers whether the request gave
@@ -346,9 +354,15 @@ func (g *givenValue) UnmarshalJSON(b []byte) error {
 
 func (g givenValue) MarshalJSON() ([]byte, error) { return json.Marshal(g.v) }
 
+// IsZero reports whether no value was given, so an example leaves it out.
+func (g givenValue) IsZero() bool { return !g.given }
+
+// JSONSchema states that a value is any JSON value.
+func (givenValue) JSONSchema() *jsonschema.Schema { return &jsonschema.Schema{} }
+
 // command returns the registry command, or an invalid_request refusal for
 // a stage without a value.
-func (r executeRequest) command() (control.Command, *control.Error) {
+func (r executeArgs) command() (control.Command, *control.Error) {
 	if r.Action == control.Stage && !r.Value.given {
 		return control.Command{}, &control.Error{Reason: control.ReasonInvalidRequest,
 			Message: `stage needs the proposed value in "value" (null proposes an empty value)`}

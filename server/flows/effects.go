@@ -86,7 +86,7 @@ type toolResultShape struct {
 // reached (a non-zero exit, a callback answering 500, a timeout, a result
 // marked as an error) may have acted.
 var toolRefusals = map[string]bool{
-	"invalid_request": true, "unknown_tool": true, "forbidden": true, "not_found": true,
+	"invalid_request": true, "invalid_params": true, "unknown_tool": true, "forbidden": true, "not_found": true,
 	"human_required": true, "unauthorized": true, "conflict": true, "limit_exceeded": true,
 	"too_large": true, "rate_limited": true,
 }

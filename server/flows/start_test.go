@@ -128,13 +128,15 @@ func TestFlowsStartTool(t *testing.T) {
 	}{
 		{"past the approval", map[string]any{"program": "expense-approval", "phase": "approved"}, "forbidden"},
 		{"same id", map[string]any{"program": "expense-approval", "phase": "draft", "id": "mcp-1"}, "already_exists"},
-		{"facts of the wrong type", map[string]any{"program": "expense-approval", "phase": "draft", "facts": []string{"x"}}, "invalid_request"},
+		{"facts of the wrong type", map[string]any{"program": "expense-approval", "phase": "draft", "facts": []string{"x"}}, "invalid_params"},
+		{"a status no fact has", map[string]any{"program": "expense-approval", "phase": "draft", "facts": map[string]any{"expense.amount": map[string]any{"status": "maybe"}}}, "invalid_params"},
+		{"an id the pattern refuses", map[string]any{"program": "expense-approval", "phase": "draft", "id": "../x"}, "invalid_params"},
 	} {
 		res, out := call(tc.args)
 		if !res.IsError || string(errorOf(t, out).Code) != tc.code {
 			t.Errorf("%s: %v, want %s", tc.name, out, tc.code)
 		}
-		if tc.code == "invalid_request" && errorOf(t, out).Data["field"] != "facts" {
+		if tc.code == "invalid_params" && errorOf(t, out).Data["field"] == nil {
 			t.Errorf("%s: %v does not name the field", tc.name, out)
 		}
 	}

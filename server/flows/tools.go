@@ -2,7 +2,6 @@ package flows
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -27,131 +26,112 @@ import (
 // receipt, so it is idempotent.
 func (s *Part) flowTools() []tool.Tool {
 	return []tool.Tool{
-		{
-			Name:         "flows_list",
-			Title:        "List Flows",
-			Description:  "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-			OutputSchema: flowsListSchema,
-			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-				var none struct{}
-				if err := tool.DecodeArgs(c.Args, &none); err != nil {
-					return nil, err
-				}
-				progs, err := s.flowPrograms(ctx)
-				if err != nil {
-					return nil, err
-				}
-				pv := make([]programView, 0, len(progs))
-				for _, p := range progs {
-					pv = append(pv, s.viewLoadedProgram(ctx, p))
-				}
-				insts, err := s.visibleInstances(ctx, c.Principal)
-				if err != nil {
-					return nil, err
-				}
-				for i := range insts {
-					insts[i].Pending = ""
-				}
-				return &tool.Result{Structured: map[string]any{"programs": pv, "instances": insts}}, nil
-			},
-		},
-		{
+		tool.New(tool.Spec[struct{}]{
+			Name:        "flows_list",
+			Title:       "List Flows",
+			Description: "List the loaded Control Programs (program id, version, fingerprint, objectives, and status: active, or proposed and waiting for a person) and the Flow instances you started, with their phase and revision.",
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+		}, func(ctx context.Context, c tool.Call, _ struct{}) (*tool.Reply[flowsList], error) {
+			progs, err := s.flowPrograms(ctx)
+			if err != nil {
+				return nil, err
+			}
+			pv := make([]programView, 0, len(progs))
+			for _, p := range progs {
+				pv = append(pv, s.viewLoadedProgram(ctx, p))
+			}
+			insts, err := s.visibleInstances(ctx, c.Principal)
+			if err != nil {
+				return nil, err
+			}
+			for i := range insts {
+				insts[i].Pending = ""
+			}
+			return tool.Answer(flowsList{Programs: pv, Instances: insts}), nil
+		}),
+		tool.New(tool.Spec[inspectArgs]{
 			Name:  "flows_inspect",
 			Title: "Inspect a Flow instance",
 			Description: "Return one of your Flow instances: phase, facts, objective, revision, recovery mark, the journal of applies, the receipts of committed transitions and the approvals still waiting for a person. " +
 				"Pass approval (an apr-… id from flows_prescribe) to see whether a person approved or declined it, and the receipt.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{
-  "instance":{"type":"string","minLength":1,"maxLength":128,"description":"The instance id."},
-  "approval":{"type":"string","maxLength":80,"description":"An approval id to report on, whatever its status."}},
-  "required":["instance"],"additionalProperties":false}`),
-			OutputSchema: flowsInspectSchema,
-			Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
-			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-				var a struct {
-					Instance string `json:"instance"`
-					Approval string `json:"approval"`
-				}
-				if err := tool.DecodeArgs(c.Args, &a); err != nil {
-					return nil, err
-				}
-				v, err := s.flowInspect(ctx, c.Principal, a.Instance, a.Approval)
-				if err != nil {
-					return nil, err
-				}
-				return &tool.Result{Structured: v}, nil
-			},
-		},
-		{
+			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
+			Example:     inspectArgs{Instance: exampleInstance},
+		}, func(ctx context.Context, c tool.Call, a inspectArgs) (*tool.Reply[instanceView], error) {
+			v, err := s.flowInspect(ctx, c.Principal, a.Instance, a.Approval)
+			if err != nil {
+				return nil, err
+			}
+			return tool.Answer(v), nil
+		}),
+		tool.New(tool.Spec[prescribeArgs]{
 			Name:  "flows_prescribe",
 			Title: "Ask a Flow for the next step",
 			Description: "Ask the kernel what to do next on one of your Flow instances. The decision is PRESCRIBED (with a prescription to apply within two minutes), MARKED (objective met), BLOCKED, REFUSED, UNRESOLVED, " +
 				"or FRONTIER: awaiting a choice, parameters, or a person. When a person must approve, an approval request is filed in their inbox; wait for the decision with inbox_wait. " +
 				"When a person declined the same request, the answer says so with their reason; pass ask_again to file a new approval, or request another transition. " +
 				"Name a transition to request it explicitly; pass its parameters here (secret ones are never shown back).",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{
-  "instance":{"type":"string","minLength":1,"maxLength":128},
-  "transition":{"type":"string","maxLength":300,"description":"A transition to request (local or qualified id)."},
-  "objective":{"type":"string","maxLength":128,"description":"The objective to pursue, when the instance has none."},
-  "parameters":{"type":"object","additionalProperties":{"type":"string"},"description":"The transition's parameters."},
-  "ask_again":{"type":"boolean","description":"After a person declined this request, file a new approval for it instead of reporting the decline."}},
-  "required":["instance"],"additionalProperties":false}`),
-			OutputSchema: flowsPrescribeSchema,
-			Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
-			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-				var a struct {
-					Instance   string            `json:"instance"`
-					Transition string            `json:"transition"`
-					Objective  string            `json:"objective"`
-					Parameters map[string]string `json:"parameters"`
-					AskAgain   bool              `json:"ask_again"`
-				}
-				if err := tool.DecodeArgs(c.Args, &a); err != nil {
-					return nil, err
-				}
-				req := flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters}
-				res, err := s.Prescribe(ctx, c.Principal, a.Instance, req)
-				if err != nil {
-					return nil, err
-				}
-				s.afterDecline(ctx, c.Principal, a.Instance, req, a.AskAgain, &res)
-				out := prescribeAnswer{PrescribeResult: res}
-				if res.Decision.Kind == flow.Frontier && res.Approval != nil {
-					// A person decides the approval on the instance's page.
-					out.URL = strings.TrimRight(s.Config.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
-				}
-				return &tool.Result{Structured: out, Decision: out.URL}, nil
-			},
-		},
-		{
+			Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
+			Example:     prescribeArgs{Instance: exampleInstance},
+		}, func(ctx context.Context, c tool.Call, a prescribeArgs) (*tool.Reply[prescribeAnswer], error) {
+			req := flow.Request{Transition: a.Transition, Objective: a.Objective, Parameters: a.Parameters}
+			res, err := s.Prescribe(ctx, c.Principal, a.Instance, req)
+			if err != nil {
+				return nil, err
+			}
+			s.afterDecline(ctx, c.Principal, a.Instance, req, a.AskAgain, &res)
+			out := prescribeAnswer{PrescribeResult: res}
+			if res.Decision.Kind == flow.Frontier && res.Approval != nil {
+				// A person decides the approval on the instance's page.
+				out.URL = strings.TrimRight(s.Config.BaseURL, "/") + "/flows/instances/" + url.PathEscape(a.Instance)
+			}
+			return &tool.Reply[prescribeAnswer]{Out: out, Decision: out.URL}, nil
+		}),
+		tool.New(tool.Spec[applyArgs]{
 			Name:  "flows_apply",
 			Title: "Apply a Flow prescription",
 			Description: "Apply a prescription that flows_prescribe issued to you: the kernel re-resolves (STALE_PRESCRIPTION if anything changed, PRESCRIPTION_EXPIRED after two minutes), runs the transition's effect and commits a receipt. " +
 				"Applying the same prescription again returns the same receipt. parameters, when given, must be the ones the prescription binds.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{
-  "prescription":{"type":"string","minLength":1,"maxLength":80,"description":"The prx-… id."},
-  "parameters":{"type":"object","additionalProperties":{"type":"string"}}},
-  "required":["prescription"],"additionalProperties":false}`),
-			OutputSchema: flowsApplySchema,
-			Annotations:  tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
-			Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-				var a struct {
-					Prescription string            `json:"prescription"`
-					Parameters   map[string]string `json:"parameters"`
-				}
-				if err := tool.DecodeArgs(c.Args, &a); err != nil {
-					return nil, err
-				}
-				r, err := s.Apply(ctx, c.Principal, a.Prescription, a.Parameters)
-				if err != nil {
-					return nil, err
-				}
-				return &tool.Result{Structured: r}, nil
-			},
-		},
+			Annotations: tool.Annotations{ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
+			Example:     applyArgs{Prescription: "prx-0123456789abcdef"},
+		}, func(ctx context.Context, c tool.Call, a applyArgs) (*tool.Reply[flow.Receipt], error) {
+			r, err := s.Apply(ctx, c.Principal, a.Prescription, a.Parameters)
+			if err != nil {
+				return nil, err
+			}
+			return tool.Answer(r), nil
+		}),
 		s.flowsStartTool(),
 	}
+}
+
+// exampleInstance is the instance the tools' examples name.
+const exampleInstance = "exp-lunch-42"
+
+// flowsList is flows_list's answer.
+type flowsList struct {
+	Programs  []programView   `json:"programs"`
+	Instances []flow.Instance `json:"instances"`
+}
+
+// inspectArgs are flows_inspect's arguments.
+type inspectArgs struct {
+	Instance string `json:"instance" minLength:"1" maxLength:"128" jsonschema:"The instance id."`
+	Approval string `json:"approval,omitempty" maxLength:"80" jsonschema:"An approval id to report on, whatever its status."`
+}
+
+// prescribeArgs are flows_prescribe's arguments.
+type prescribeArgs struct {
+	Instance   string            `json:"instance" minLength:"1" maxLength:"128"`
+	Transition string            `json:"transition,omitempty" maxLength:"300" jsonschema:"A transition to request (local or qualified id)."`
+	Objective  string            `json:"objective,omitempty" maxLength:"128" jsonschema:"The objective to pursue, when the instance has none."`
+	Parameters map[string]string `json:"parameters,omitempty" jsonschema:"The transition's parameters."`
+	AskAgain   bool              `json:"ask_again,omitempty" jsonschema:"After a person declined this request, file a new approval for it instead of reporting the decline."`
+}
+
+// applyArgs are flows_apply's arguments.
+type applyArgs struct {
+	Prescription string            `json:"prescription" minLength:"1" maxLength:"80" jsonschema:"The prx-… id."`
+	Parameters   map[string]string `json:"parameters,omitempty"`
 }
 
 // flowsStartTool starts a Flow instance, by the path and the checks of
@@ -159,35 +139,24 @@ func (s *Part) flowTools() []tool.Tool {
 // assent; calling it twice starts two instances (or, with the same id, is
 // refused as already_exists), so it is not idempotent.
 func (s *Part) flowsStartTool() tool.Tool {
-	return tool.Tool{
+	return tool.New(tool.Spec[StartRequest]{
 		Name:  "flows_start",
 		Title: "Start a Flow instance",
 		Description: "Start an instance of a loaded Control Program (see flows_list for programs and their phases), owned by you. Use it to begin a process the program governs, such as an expense to be approved and paid; then ask flows_prescribe for the next step. " +
 			"An agent starts in one of the program's entry phases and gives only the facts a starter knows, never ones the program's transitions establish (an approval, a payment); the program's own start check may refuse or complete the facts. " +
 			`id is optional (letters, digits, '.', '_', '-'; one is made up when left out). facts maps a facet to {"status", "value"?}, status being known, unknown or absent (or stale, ambiguous, conflicting). ` +
 			`Example: {"program": "expense-approval", "phase": "draft", "id": "exp-lunch-42", "facts": {"expense.amount": {"status": "known", "value": "86.50 EUR"}, "expense.description": {"status": "known", "value": "Team lunch"}}, "objective": "expense-paid"}`,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{
-  "program":{"type":"string","minLength":1,"maxLength":200,"description":"The program id (its active version) or a fingerprint (sha256:…)."},
-  "phase":{"type":"string","minLength":1,"maxLength":128,"description":"The phase to start in; for an agent, one of the program's entry phases."},
-  "id":{"type":"string","maxLength":128,"pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$","description":"The instance id to use; one is made up when left out."},
-  "facts":{"type":"object","additionalProperties":{"type":"object","properties":{"status":{"type":"string","enum":["known","unknown","absent","stale","ambiguous","conflicting"]},"value":{"type":"string"}},"required":["status"],"additionalProperties":false},"description":"What the starter knows, by facet."},
-  "objective":{"type":"string","maxLength":128,"description":"The objective the instance pursues."}},
-  "required":["program","phase"],"additionalProperties":false}`),
-		OutputSchema: json.RawMessage(`{"$ref":"#/$defs/instance","type":"object","$defs":{` + flowSchemaInstance + `}}`),
-		Annotations:  tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			var req StartRequest
-			if err := tool.DecodeArgs(c.Args, &req); err != nil {
-				return nil, err
-			}
-			inst, err := s.Start(ctx, c.Principal, req)
-			if err != nil {
-				return nil, err
-			}
-			inst.Pending = ""
-			return &tool.Result{Structured: inst}, nil
-		},
-	}
+		Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
+		Example: StartRequest{Program: "expense-approval", Phase: "draft", ID: exampleInstance, Objective: "expense-paid", Facts: map[string]flow.Fact{
+			"expense.amount": {Status: flow.StatusKnown, Value: "86.50 EUR"}, "expense.description": {Status: flow.StatusKnown, Value: "Team lunch"}}},
+	}, func(ctx context.Context, c tool.Call, req StartRequest) (*tool.Reply[flow.Instance], error) {
+		inst, err := s.Start(ctx, c.Principal, req)
+		if err != nil {
+			return nil, err
+		}
+		inst.Pending = ""
+		return tool.Answer(inst), nil
+	})
 }
 
 // prescribeAnswer is flows_prescribe's answer: the decision and, when an
@@ -196,90 +165,6 @@ type prescribeAnswer struct {
 	PrescribeResult
 	URL string `json:"url,omitempty"`
 }
-
-// Output schemas of the flows_* tools. They name every field of the
-// answers (instances, programs, decisions, approvals, receipts) and leave
-// objects open, so a field added later does not break a client.
-var (
-	flowsListSchema = json.RawMessage(`{"type":"object","properties":{
-"programs":{"type":["array","null"],"items":{"$ref":"#/$defs/program"},"description":"loaded Control Programs"},
-"instances":{"type":["array","null"],"items":{"$ref":"#/$defs/instance"},"description":"your Flow instances"}},
-"required":["programs","instances"],"$defs":{` + flowSchemaProgram + `,` + flowSchemaInstance + `}}`)
-	flowsInspectSchema = json.RawMessage(`{"type":"object","properties":{
-"instance":{"$ref":"#/$defs/instance"},
-"program":{"$ref":"#/$defs/program"},
-"journal":{"type":["array","null"],"items":{"$ref":"#/$defs/journal_entry"},"description":"the applies of the instance, oldest first"},
-"receipts":{"type":["array","null"],"items":{"$ref":"#/$defs/receipt"},"description":"committed transitions"},
-"approvals":{"type":["array","null"],"items":{"$ref":"#/$defs/approval"},"description":"approvals waiting for a person"},
-"closed_approvals":{"type":["array","null"],"items":{"$ref":"#/$defs/approval"},"description":"approvals decided or gone stale"},
-"approval":{"$ref":"#/$defs/approval","description":"the approval asked about, whatever its status"}},
-"required":["instance","program","journal","receipts","approvals","closed_approvals"],
-"$defs":{` + flowSchemaProgram + `,` + flowSchemaInstance + `,` + flowSchemaJournalEntry + `,` + flowSchemaReceipt + `,` + flowSchemaApproval + `}}`)
-	flowsPrescribeSchema = json.RawMessage(`{"type":"object","properties":{
-"decision":{"$ref":"#/$defs/decision"},
-"approval":{"$ref":"#/$defs/approval","description":"the approval request filed for a person"},
-"next":{"type":"string","description":"what the caller can do now"},
-"url":{"type":"string","description":"page where a person decides the approval"}},
-"required":["decision","next"],
-"$defs":{` + flowSchemaDecision + `,` + flowSchemaApproval + `}}`)
-	flowsApplySchema = json.RawMessage(`{"$ref":"#/$defs/receipt","type":"object","$defs":{` + flowSchemaReceipt + `}}`)
-)
-
-// Definitions shared by the flows_* output schemas.
-const (
-	flowSchemaProgram = `"program":{"type":"object","properties":{
-"program_id":{"type":"string"},"program_version":{"type":"string"},"requires_runtime":{"type":"string"},
-"fingerprint":{"type":"string"},"transitions":{"type":"integer"},
-"objectives":{"type":["array","null"],"items":{"type":"string"}},
-"status":{"type":"string","description":"active, or proposed and waiting for a person"},
-"loaded_by":{"type":"string"}},
-"required":["program_id","program_version","requires_runtime","fingerprint","transitions","objectives"]}`
-	flowSchemaInstance = `"instance":{"type":"object","properties":{
-"instance_id":{"type":"string"},"program_fingerprint":{"type":"string"},"owner":{"type":"string"},
-"phase":{"type":"string"},
-"facts":{"type":"object","additionalProperties":{"type":"object","properties":{"status":{"type":"string"},"value":{"type":"string"}},"required":["status"]}},
-"objective":{"type":"string"},"revision":{"type":"integer"},
-"recovery":{"type":["object","null"],"properties":{"transition":{"type":"string"},"prescription":{"type":"string"},"cause":{"type":"string"}},
-"required":["transition","prescription","cause"],"description":"set when an apply was interrupted"},
-"pending":{"type":"string"}},
-"required":["instance_id","program_fingerprint","phase","facts","revision"]}`
-	flowSchemaJournalEntry = `"journal_entry":{"type":"object","properties":{
-"instance_id":{"type":"string"},"prescription":{"type":"string"},"transition":{"type":"string"},"revision":{"type":"integer"},
-"status":{"type":"string","enum":["begun","executing","committed","aborted"]},"at":{"type":"string"},"error":{"type":"string"}},
-"required":["instance_id","prescription","transition","revision","status","at"]}`
-	flowSchemaReceipt = `"receipt":{"type":"object","properties":{
-"id":{"type":"string"},"prescription":{"type":"string"},"instance_id":{"type":"string"},"transition":{"type":"string"},
-"program_fingerprint":{"type":"string"},"principal":{"type":"string"},"from_revision":{"type":"integer"},"revision":{"type":"integer"},
-"phase":{"type":"string"},"snapshot_fingerprint":{"type":"string"},"committed_at":{"type":"string"}},
-"required":["id","prescription","instance_id","transition","program_fingerprint","principal","from_revision","revision","phase","snapshot_fingerprint","committed_at"]}`
-	flowSchemaApproval = `"approval":{"type":"object","properties":{
-"id":{"type":"string"},"instance_id":{"type":"string"},"revision":{"type":"integer"},"program_fingerprint":{"type":"string"},
-"transition":{"type":"string"},"objective":{"type":"string"},"requester":{"type":"string"},"awaiting":{"type":"string"},
-"operation":{"type":"string"},"arguments":{"type":["array","null"],"items":{"type":"string"}},
-"expected_postcondition":{"type":"string"},"required_capabilities":{"type":["array","null"],"items":{"type":"string"}},
-"parameters":{"type":["array","null"],"items":{"type":"object","properties":{"name":{"type":"string"},"value":{"type":"string"},"secret":{"type":"boolean"},"digest":{"type":"string"}},"required":["name"]}},
-"bindings":{"type":["array","null"],"items":{"type":"object","properties":{"kind":{"type":"string"},"name":{"type":"string"},"current":{"type":"string"},"value":{"type":"string"},"revision":{"type":"integer"},"secret":{"type":"boolean"},"digest":{"type":"string"}},"required":["kind","name"]}},
-"summary":{"type":"string"},"summary_lines":{"type":["array","null"],"items":{"type":"string"}},
-"status":{"type":"string","enum":["pending","approved","declined","stale"]},
-"changed":{"type":["array","null"],"items":{"type":"string"}},
-"created_at":{"type":"string"},"decided_at":{"type":"string"},"decider":{"type":"string"},"reason":{"type":"string"},"receipt":{"type":"string"}},
-"required":["id","instance_id","revision","program_fingerprint","transition","requester","awaiting","operation","expected_postcondition","required_capabilities","status","created_at"]}`
-	flowSchemaDecision = `"decision":{"type":"object","description":"the kernel's decision","properties":{
-"kind":{"type":"string","enum":["PRESCRIBED","MARKED","BLOCKED","REFUSED","UNRESOLVED","FRONTIER"]},
-"transition":{"type":"string"},
-"candidates":{"type":["array","null"],"items":{"type":"string"}},
-"reasons":{"type":["array","null"],"items":{"type":"object","properties":{"transition":{"type":"string"},"code":{"type":"string"},"message":{"type":"string"}},"required":["transition","code","message"]}},
-"awaiting":{"type":"string"},"missing":{"type":["array","null"],"items":{"type":"string"}},
-"code":{"type":"string"},"message":{"type":"string"},
-"prescription":{"type":"object","description":"apply it with flows_apply before expires_at","properties":{
-"id":{"type":"string"},"instance_id":{"type":"string"},"revision":{"type":"integer"},"transition":{"type":"string"},
-"program_fingerprint":{"type":"string"},"snapshot_fingerprint":{"type":"string"},"authority_fingerprint":{"type":"string"},
-"required_capabilities":{"type":["array","null"],"items":{"type":"string"}},"effective_capabilities":{"type":["array","null"],"items":{"type":"string"}},
-"parameters":{"type":"object","additionalProperties":{"type":"string"}},"objective":{"type":"string"},
-"issued_at":{"type":"string"},"expires_at":{"type":"string"}},
-"required":["id","instance_id","revision","transition","program_fingerprint","issued_at","expires_at"]}},
-"required":["kind","candidates","reasons"]}`
-)
 
 // afterDecline completes a prescribe answer that found a person's approval
 // request. Pending, it names inbox_wait. Declined, it reports the decline

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/screen"
@@ -1014,11 +1013,10 @@ func (s *Part) showScreenTool() tool.Tool {
 			desc.WriteString(";")
 		}
 	}
-	return tool.Tool{
+	return tool.New(tool.Spec[showScreenArgs]{
 		Name:        "show_screen",
 		Title:       "Show a screen",
 		Description: desc.String(),
-		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"screen":{"type":"string","minLength":1,"maxLength":%d,"description":"the screen as Omni-IR text"},"replaces":{"type":"string","maxLength":128,"description":"the id of a screen of yours that this one replaces; it is removed once this one is shown"}},"required":["screen"],"additionalProperties":false}`, maxScreenChars)),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{
 "screen":{"type":"string","description":"screen id"},
 "url":{"type":"string","description":"web page where a person sees the screen"},
@@ -1028,42 +1026,39 @@ func (s *Part) showScreenTool() tool.Tool {
 "required":["screen","url","components","outline"],"additionalProperties":true}`),
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: false, OpenWorld: false},
 		Meta:        showScreenMeta,
-		Handler: func(ctx context.Context, c tool.Call) (*tool.Result, error) {
-			var args struct {
-				Screen   string `json:"screen"`
-				Replaces string `json:"replaces"`
+		Example:     showScreenArgs{Screen: screenExample},
+	}, func(ctx context.Context, c tool.Call, args showScreenArgs) (*tool.Reply[any], error) {
+		if args.Replaces != "" {
+			if old, ok := s.screenFor(ctx, c.Principal, args.Replaces); !ok || old.owner.ID != c.Principal.ID {
+				return nil, tool.Errorf("not_found", "you have no screen %q open to replace; pass the screen id a show_screen result gave you, or leave replaces out", args.Replaces)
 			}
-			if err := tool.DecodeArgs(c.Args, &args); err != nil {
-				return nil, err
+		}
+		if issues := s.checkScreen(ctx, args.Screen); len(issues) > 0 {
+			return refusedScreen(issues), nil
+		}
+		id, err := s.Show(ctx, c.Principal, args.Screen, Options{})
+		if err != nil {
+			return nil, err
+		}
+		if args.Replaces != "" && args.Replaces != id {
+			if err := s.replaceScreen(ctx, c.Principal, args.Replaces); err != nil {
+				s.Log.Warn("a replaced screen could not be removed", "screen", args.Replaces, "err", err)
 			}
-			if n := utf8.RuneCountInString(args.Screen); n < 1 || n > maxScreenChars {
-				return nil, tool.Errorf("invalid_request", "screen must be 1 to %d characters; it has %d", maxScreenChars, n)
-			}
-			if args.Replaces != "" {
-				if old, ok := s.screenFor(ctx, c.Principal, args.Replaces); !ok || old.owner.ID != c.Principal.ID {
-					return nil, tool.Errorf("not_found", "you have no screen %q open to replace; pass the screen id a show_screen result gave you, or leave replaces out", args.Replaces)
-				}
-			}
-			if issues := s.checkScreen(ctx, args.Screen); len(issues) > 0 {
-				return refusedScreen(issues), nil
-			}
-			id, err := s.Show(ctx, c.Principal, args.Screen, Options{})
-			if err != nil {
-				return nil, err
-			}
-			if args.Replaces != "" && args.Replaces != id {
-				if err := s.replaceScreen(ctx, c.Principal, args.Replaces); err != nil {
-					s.Log.Warn("a replaced screen could not be removed", "screen", args.Replaces, "err", err)
-				}
-			}
-			sc, _ := s.screenFor(ctx, c.Principal, id)
-			sum := sc.summary()
-			url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + id
-			return &tool.Result{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Structured: map[string]any{
-				"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id, "url": url,
-			}}, nil
-		},
-	}
+		}
+		sc, _ := s.screenFor(ctx, c.Principal, id)
+		sum := sc.summary()
+		url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + id
+		return &tool.Reply[any]{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Out: map[string]any{
+			"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id, "url": url,
+		}}, nil
+	})
+}
+
+// showScreenArgs are show_screen's arguments. Screen's maxLength is
+// maxScreenChars (a test holds them equal).
+type showScreenArgs struct {
+	Screen   string `json:"screen" minLength:"1" maxLength:"200000" jsonschema:"the screen as Omni-IR text"`
+	Replaces string `json:"replaces,omitempty" maxLength:"128" jsonschema:"the id of a screen of yours that this one replaces; it is removed once this one is shown"`
 }
 
 // showScreenText writes show_screen's text result.

@@ -105,7 +105,7 @@ func (s *Part) paramsHint(name string) string {
 }
 
 // refusedScreen is show_screen's answer to a screen it does not show.
-func refusedScreen(issues []screen.Issue) *tool.Result {
+func refusedScreen(issues []screen.Issue) *tool.Reply[any] {
 	var b strings.Builder
 	b.WriteString("Not shown: the screen has errors, and a person sees a screen only once it is whole and right. Fix every line below and call show_screen again with the whole screen:")
 	for _, is := range issues {
@@ -115,7 +115,7 @@ func refusedScreen(issues []screen.Issue) *tool.Result {
 			fmt.Fprintf(&b, "\n- at the end: %s: %s", is.Code, is.Message)
 		}
 	}
-	return &tool.Result{IsError: true, Text: b.String(), Structured: map[string]any{
+	return &tool.Reply[any]{IsError: true, Text: b.String(), Out: map[string]any{
 		"code":    "screen_rejected",
 		"message": "the screen has errors and was not shown; fix the lines in issues and call show_screen again with the whole screen",
 		"issues":  issues,
