@@ -10,6 +10,7 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -28,49 +29,19 @@ var openAPI = sync.OnceValues(func() ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 })
 
-// schemaOptions are the translations of Go types whose JSON form the
-// inference cannot see.
-func schemaOptions() *jsonschema.ForOptions {
-	return &jsonschema.ForOptions{
-		IgnoreInvalidTypes: true,
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-			// Raw JSON is any JSON value.
-			reflect.TypeFor[json.RawMessage](): {},
-		},
-	}
-}
-
-// SchemaOf returns the JSON Schema of t as the document gives it: every
-// field the type always writes is required, and other fields are
-// allowed, so a server that adds a field stays valid for old clients.
+// SchemaOf returns the JSON Schema of t as the document gives it: the
+// schema a tool's types give (tool.SchemaFor, tags included), with every
+// field the type always writes required and other fields allowed, so a
+// server that adds a field stays valid for old clients.
 func SchemaOf(t reflect.Type) (*jsonschema.Schema, error) {
-	s, err := jsonschema.ForType(t, schemaOptions())
+	opts := tool.SchemaOptions()
+	opts.IgnoreInvalidTypes = true
+	s, err := tool.SchemaFor(t, opts)
 	if err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", t, err)
+		return nil, err
 	}
-	open(s)
+	tool.OpenObjects(s)
 	return s, nil
-}
-
-// open lets every object of s carry properties it does not list.
-func open(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	s.AdditionalProperties = nil
-	for _, p := range s.Properties {
-		open(p)
-	}
-	open(s.Items)
-	for _, d := range s.Defs {
-		open(d)
-	}
-	for _, d := range s.AnyOf {
-		open(d)
-	}
-	for _, d := range s.OneOf {
-		open(d)
-	}
 }
 
 type document struct {
