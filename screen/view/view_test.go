@@ -110,7 +110,3 @@ func TestTablesComeFromGo(t *testing.T) {
 		t.Error("the page does not carry the tables")
 	}
 }
-
-// screenCSS is the web UI's screen theme, which the server's pages and
-// the view share.
-const screenCSS = "../../server/internal/host/static/screen.css"
