@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/assent-run/assent"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/tool"
 	"github.com/google/jsonschema-go/jsonschema"
 )

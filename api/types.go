@@ -19,7 +19,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/screen"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

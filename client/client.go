@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // Error is an error answer of the server: the object under "error" in its

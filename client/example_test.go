@@ -13,7 +13,7 @@ import (
 	"github.com/assent-run/assent/client"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store/sqlite"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // prescriptionID returns the id of the prescription of a prescribe

@@ -12,7 +12,7 @@ import (
 
 	"github.com/assent-run/assent/store"
 
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // Several nodes share one store; a Run's process, logs and Control FIFO

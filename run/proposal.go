@@ -16,7 +16,7 @@ import (
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // GrantCommandExecute lets an agent run commands of its own making: spawn

@@ -39,7 +39,7 @@ import (
 	"github.com/assent-run/assent/run/recipe"
 	"github.com/assent-run/assent/store"
 
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // Limits of the Control envelope and the journal (see store for the
@@ -74,7 +74,7 @@ func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Error codes: the codes of the wire's one table (server/wire), under the
+// Error codes: the codes of the wire's one table (wire), under the
 // names this package gives them, so each is written once.
 const (
 	CodeInvalidRequest     = string(wire.InvalidRequest)

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // maxPlainError bounds how much of a plain-text error answer is kept for

@@ -5,7 +5,7 @@ import (
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // handleOpenAPI serves the OpenAPI document of the HTTP API. It needs no

@@ -13,7 +13,7 @@ import (
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 func (s *Server) routesWeb(mux *host.Mux) {

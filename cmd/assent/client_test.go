@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/client"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 func TestFailAPIReadsTheWireShape(t *testing.T) {

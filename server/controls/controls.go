@@ -18,7 +18,7 @@ import (
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/keylock"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )

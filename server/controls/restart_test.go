@@ -14,7 +14,7 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

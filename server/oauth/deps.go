@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

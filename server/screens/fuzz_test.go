@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // fzTopKeys returns the keys of the top-level JSON object in b, in order,

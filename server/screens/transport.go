@@ -17,7 +17,7 @@ import (
 
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 )
 
 // Generator writes screens for prompts: a model, or the mock that serves

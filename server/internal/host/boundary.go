@@ -14,7 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

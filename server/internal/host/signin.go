@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 )
 

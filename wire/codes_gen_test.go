@@ -14,8 +14,8 @@ var update = flag.Bool("update", false, "rewrite codes_gen.go and the error tabl
 
 const (
 	genFile  = "codes_gen.go"
-	docsFile = "../../docs/http.md"
-	docBegin = "<!-- error codes: generated from server/wire/codes.go; do not edit -->\n"
+	docsFile = "../docs/http.md"
+	docBegin = "<!-- error codes: generated from wire/codes.go; do not edit -->\n"
 	docEnd   = "<!-- end of error codes -->\n"
 )
 
@@ -89,10 +89,10 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		return
 	}
 	if have, _ := os.ReadFile(genFile); !bytes.Equal(have, src) {
-		t.Errorf("%s is stale; run go test ./server/wire -run TestGeneratedFilesAreCurrent -update", genFile)
+		t.Errorf("%s is stale; run go test ./wire -run TestGeneratedFilesAreCurrent -update", genFile)
 	}
 	if !bytes.Equal(docs, newDocs) {
-		t.Errorf("the error table of %s is stale; run go test ./server/wire -run TestGeneratedFilesAreCurrent -update", docsFile)
+		t.Errorf("the error table of %s is stale; run go test ./wire -run TestGeneratedFilesAreCurrent -update", docsFile)
 	}
 }
 
