@@ -128,6 +128,18 @@ var codeTable = []CodeInfo{
 	{"EffectFailed", "EFFECT_FAILED", http.StatusUnprocessableEntity, false, groupFlows, "the effect ran and failed"},
 	{"EffectUnavailable", "EFFECT_UNAVAILABLE", http.StatusUnprocessableEntity, false, groupFlows, "no handler of the effect is registered"},
 	{"EffectCapabilityDenied", "EFFECT_CAPABILITY_DENIED", http.StatusUnprocessableEntity, false, groupFlows, "the effect's capability is denied"},
+	{"ProgramInvalid", "PROGRAM_INVALID", http.StatusBadRequest, false, groupFlows, "the program document is malformed or breaks a rule of the manifest; `data.errors` lists each"},
+	{"ProgramSchemaUnsupported", "PROGRAM_SCHEMA_UNSUPPORTED", http.StatusBadRequest, false, groupFlows, "the program's `schema_version` is one this runtime does not implement"},
+	{"RuntimeTooOld", "RUNTIME_TOO_OLD", http.StatusBadRequest, false, groupFlows, "the program's `requires_runtime` is above this runtime's version"},
+	{"StateInvalid", "STATE_INVALID", http.StatusBadRequest, false, groupFlows, "an instance's state or principal is malformed"},
+	{"ObservationInvalid", "OBSERVATION_INVALID", http.StatusBadRequest, false, groupFlows, "the observation names a transition that is not observed-external, does not apply, or fails its verifier"},
+	{"ProgramDrift", "PROGRAM_DRIFT", http.StatusBadRequest, false, groupFlows, "the instance's program is not the one the request was resolved against"},
+	{"ObjectiveUnknown", "OBJECTIVE_UNKNOWN", http.StatusBadRequest, false, groupFlows, "the program has no objective of that name"},
+	{"ObjectiveConflict", "OBJECTIVE_CONFLICT", http.StatusBadRequest, false, groupFlows, "the request names an objective other than the instance's"},
+	{"TransitionUnknown", "TRANSITION_UNKNOWN", http.StatusBadRequest, false, groupFlows, "the program has no transition of that id"},
+	{"TransitionObservedOnly", "TRANSITION_OBSERVED_ONLY", http.StatusBadRequest, false, groupFlows, "the transition is only observed, never prescribed"},
+	{"TransitionNotApplicable", "TRANSITION_NOT_APPLICABLE", http.StatusBadRequest, false, groupFlows, "the transition does not apply in the instance's phase and facts"},
+	{"ParameterUnknown", "PARAMETER_UNKNOWN", http.StatusBadRequest, false, groupFlows, "the request passes a parameter the transition does not declare"},
 }
 
 // codeIndex finds a code's row.

@@ -189,4 +189,28 @@ const (
 	EffectUnavailable Code = "EFFECT_UNAVAILABLE"
 	// EffectCapabilityDenied: the effect's capability is denied (422).
 	EffectCapabilityDenied Code = "EFFECT_CAPABILITY_DENIED"
+	// ProgramInvalid: the program document is malformed or breaks a rule of the manifest; data.errors lists each (400).
+	ProgramInvalid Code = "PROGRAM_INVALID"
+	// ProgramSchemaUnsupported: the program's schema_version is one this runtime does not implement (400).
+	ProgramSchemaUnsupported Code = "PROGRAM_SCHEMA_UNSUPPORTED"
+	// RuntimeTooOld: the program's requires_runtime is above this runtime's version (400).
+	RuntimeTooOld Code = "RUNTIME_TOO_OLD"
+	// StateInvalid: an instance's state or principal is malformed (400).
+	StateInvalid Code = "STATE_INVALID"
+	// ObservationInvalid: the observation names a transition that is not observed-external, does not apply, or fails its verifier (400).
+	ObservationInvalid Code = "OBSERVATION_INVALID"
+	// ProgramDrift: the instance's program is not the one the request was resolved against (400).
+	ProgramDrift Code = "PROGRAM_DRIFT"
+	// ObjectiveUnknown: the program has no objective of that name (400).
+	ObjectiveUnknown Code = "OBJECTIVE_UNKNOWN"
+	// ObjectiveConflict: the request names an objective other than the instance's (400).
+	ObjectiveConflict Code = "OBJECTIVE_CONFLICT"
+	// TransitionUnknown: the program has no transition of that id (400).
+	TransitionUnknown Code = "TRANSITION_UNKNOWN"
+	// TransitionObservedOnly: the transition is only observed, never prescribed (400).
+	TransitionObservedOnly Code = "TRANSITION_OBSERVED_ONLY"
+	// TransitionNotApplicable: the transition does not apply in the instance's phase and facts (400).
+	TransitionNotApplicable Code = "TRANSITION_NOT_APPLICABLE"
+	// ParameterUnknown: the request passes a parameter the transition does not declare (400).
+	ParameterUnknown Code = "PARAMETER_UNKNOWN"
 )
