@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/assent-run/assent"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/run"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 func newClient(t *testing.T, f *assenttest.Kit, token string) *client.Client {

@@ -13,8 +13,8 @@ import (
 	"github.com/assent-run/assent/client"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store/sqlite"
+	"github.com/assent-run/assent/wire"
 )
 
 // serve starts a server on a fresh data directory for an example and

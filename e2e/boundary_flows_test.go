@@ -18,9 +18,9 @@ import (
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // The Flows part of the human boundary, written as the attacks: each test

@@ -6,8 +6,8 @@ import (
 
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // handleEvents serves GET /v1/events: the event stream, filtered to what the

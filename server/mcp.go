@@ -17,9 +17,9 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // StatelessRevision is the first MCP protocol revision served without

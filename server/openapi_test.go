@@ -13,8 +13,8 @@ import (
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // openAPIDoc fetches the served document without a token.

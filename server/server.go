@@ -29,9 +29,9 @@ import (
 	"github.com/assent-run/assent/server/oauth"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -18,9 +18,9 @@ import (
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/internal/keylock"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // grantSpeakForUser lets a service token send commands with source "user"

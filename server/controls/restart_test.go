@@ -14,8 +14,8 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/server"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // restart stops f's server and starts another on its store and data

@@ -9,8 +9,8 @@ import (
 
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 func (s *Part) routesFlowsWeb(mux *host.Mux) {

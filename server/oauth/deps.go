@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // Deps is what the authorization server is built on. Every field is

@@ -29,8 +29,8 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // Default lifetimes.

@@ -14,8 +14,8 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // What an agent may execute: an agent without the command.execute grant

@@ -18,8 +18,8 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // Part is the Runs part of the server: the supervisor and the actors_*

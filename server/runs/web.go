@@ -14,8 +14,8 @@ import (
 
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // The Runs pages of the web UI: the Runs a person oversees, filtered by

@@ -12,8 +12,8 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // handleMutate serves POST /api/mutate (SPEC 10.14): a client runs a

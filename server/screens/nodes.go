@@ -10,9 +10,9 @@ import (
 
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // Several nodes share one store and one event log. Each node holds the

@@ -25,9 +25,9 @@ import (
 	"github.com/assent-run/assent/screen/field"
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // Limits of the screens part.

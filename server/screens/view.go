@@ -20,8 +20,8 @@ import (
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/screen/view"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // Screens inside agents' hosts (SPEC 10.25–10.28): show_screen names the

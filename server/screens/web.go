@@ -19,9 +19,9 @@ import (
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/server/internal/host"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // wordFailed is what a person sees when a press fails: plain text, never

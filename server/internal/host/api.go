@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // WriteJSON writes v as JSON with status.

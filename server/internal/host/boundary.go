@@ -14,8 +14,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // runScopeRoutes are the only routes a run-scoped token (ASSENT_RUN_TOKEN)

@@ -16,9 +16,9 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 	"golang.org/x/time/rate"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 // RoutesSignIn registers the pages every visitor reaches: the static

@@ -16,8 +16,8 @@ import (
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
-	"github.com/assent-run/assent/wire"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
 )
 
 //go:embed templates/*.html
