@@ -70,18 +70,6 @@ func ErrCode(m map[string]any) string {
 	return c
 }
 
-// Dig walks nested objects by keys, returning nil where one is missing.
-func Dig(m any, keys ...string) any {
-	for _, key := range keys {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = mm[key]
-	}
-	return m
-}
-
 // CallTool calls an MCP tool and returns its structured result and
 // whether it was an error.
 func CallTool(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool) {

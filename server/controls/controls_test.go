@@ -133,12 +133,12 @@ func TestIdentityLimits(t *testing.T) {
 		{map[string]any{"formId": "profile", "controlId": "nope"}, "not_found"},
 	} {
 		out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "explain", "identity": tc.id})
-		if !isErr || out["reason"] != tc.want && assenttest.Dig(out, "error", "code") != tc.want {
+		if !isErr || out["reason"] != tc.want && assenttest.ErrCode(out) != tc.want {
 			t.Errorf("identity %v: %v, want %s", tc.id, out, tc.want)
 		}
 	}
 	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "highlight", "identity": map[string]any{"formId": "profile", "controlId": "plan"}, "durationMs": 60001})
-	if !isErr || assenttest.Dig(out, "error", "code") != "invalid_params" {
+	if !isErr || assenttest.ErrCode(out) != "invalid_params" {
 		t.Errorf("durationMs over limit: %v", out)
 	}
 }
