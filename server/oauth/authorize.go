@@ -345,7 +345,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := newSecret(auth.AuthCodePrefix)
-	data := grantData{RedirectURI: a.RedirectURI, Challenge: a.Challenge, Resource: a.Resource, Scope: a.Scope}
+	data := grantData{RedirectURI: a.RedirectURI, Challenge: a.Challenge, Resource: a.Resource, Scope: a.Scope, Consenter: p.ID}
 	if err := s.st.CreateOAuthGrant(r.Context(), hashOf(code), store.OAuthGrant{Kind: store.OAuthCode, ClientID: c.ID, PrincipalID: agent.ID, Data: mustJSON(data), ExpiresAt: now.Add(s.opt.CodeTTL)}); err != nil {
 		s.h.Log.Error("oauth consent failed", "err", err)
 		s.refuse(w, r, a, true, errorf("temporarily_unavailable", "the authorization could not be stored; try again"))

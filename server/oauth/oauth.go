@@ -20,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -215,6 +216,10 @@ type grantData struct {
 	Challenge   string `json:"code_challenge,omitempty"`
 	Resource    string `json:"resource"`
 	Scope       string `json:"scope,omitempty"`
+	// Consenter is the person whose consent created the authorization.
+	// Its tokens act only while that person is not revoked and still
+	// holds every grant the agent was given.
+	Consenter string `json:"consenter,omitempty"`
 }
 
 func hashOf(secret string) []byte {
@@ -246,7 +251,42 @@ func (s *Server) PrincipalOfAccessToken(ctx context.Context, tok string) (store.
 	if p.Revoked {
 		return store.Principal{}, store.ErrNotFound
 	}
+	why, err := s.consenterLost(ctx, p, d)
+	if err != nil {
+		return store.Principal{}, err
+	}
+	if why != "" {
+		s.endAuthorization(ctx, p.ID, why)
+		return store.Principal{}, store.ErrNotFound
+	}
 	return p, nil
+}
+
+// consenterLost reports why the person who consented to the authorization
+// d of agent no longer stands behind it, or "" when they do. An agent
+// connected by OAuth never keeps authority its person has lost: a person
+// revoked, or who no longer holds a grant the agent was given, ends the
+// authorization on its next use.
+//
+// An error means the store could not answer: the use is refused without
+// ending the authorization.
+func (s *Server) consenterLost(ctx context.Context, agent store.Principal, d grantData) (string, error) {
+	if d.Consenter == "" {
+		return "no consenting person is recorded for it", nil
+	}
+	c, err := s.h.Store.Principal(ctx, d.Consenter)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (c.Revoked || c.Kind != store.KindHuman)):
+		return "the person who consented was revoked", nil
+	case err != nil:
+		return "", fmt.Errorf("read the consenting person of %s: %w", agent.ID, err)
+	}
+	for _, g := range agent.Grants {
+		if !c.Has(g) {
+			return "the person who consented no longer holds " + g, nil
+		}
+	}
+	return "", nil
 }
 
 // audit records what happened to an authorization. It never records a

@@ -577,3 +577,27 @@ func TestRegistrationLimit(t *testing.T) {
 		t.Errorf("statuses %v, want 3 registrations and 3 refusals", codes)
 	}
 }
+
+// TestAgentLosesWhatItsPersonLoses: once the person who consented is
+// revoked, the agent's access token stops working and its refresh token
+// gets no new one; the agent principal is revoked too.
+func TestAgentLosesWhatItsPersonLoses(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	f := newFlow(t, k)
+	st, tk := f.exchange(f.code())
+	if st != 200 || whoami(k, tk.Access) != 200 {
+		t.Fatalf("token: %d %+v", st, tk)
+	}
+	if err := k.DB.Principals().RevokePrincipal(t.Context(), k.Boot.Owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := whoami(k, tk.Access); st != 401 {
+		t.Errorf("access token after its person was revoked: %d, want 401", st)
+	}
+	if st, out := f.refresh(tk.Refresh); st != 400 || out.Error != "invalid_grant" {
+		t.Errorf("refresh after its person was revoked: %d %+v, want invalid_grant", st, out)
+	}
+	if !oauthAgent(t, k).Revoked {
+		t.Error("the agent principal outlived its person's revocation")
+	}
+}

@@ -109,3 +109,41 @@ func (s *DB) UseOAuthGrant(ctx context.Context, hash []byte, kind string, now ti
 	}
 	return used, store.ErrConflict
 }
+
+// ExchangeOAuthGrant implements store.OAuth.
+func (s *DB) ExchangeOAuthGrant(ctx context.Context, hash []byte, kind string, now time.Time, next []store.NewOAuthGrant) (store.OAuthGrant, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	g, err := scanOAuthGrant(tx.QueryRow(ctx, `UPDATE oauth_grants SET used_at = $1
+		WHERE hash = $2 AND kind = $3 AND used_at IS NULL AND expires_at > $1
+		  AND principal_id IN (SELECT id FROM principals WHERE revoked_at IS NULL)
+		RETURNING `+oauthGrantCols, now, hash, kind))
+	if errors.Is(err, store.ErrNotFound) {
+		used, err := scanOAuthGrant(tx.QueryRow(ctx, `SELECT `+oauthGrantCols+` FROM oauth_grants
+			WHERE hash = $1 AND kind = $2 AND used_at IS NOT NULL`, hash, kind))
+		if err != nil {
+			return store.OAuthGrant{}, err
+		}
+		return used, store.ErrConflict
+	}
+	if err != nil {
+		return g, err
+	}
+	for _, n := range next {
+		data := string(n.Grant.Data)
+		if data == "" {
+			data = "{}"
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO oauth_grants (hash, kind, client_id, principal_id, data, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			n.Hash, n.Grant.Kind, n.Grant.ClientID, n.Grant.PrincipalID, data, n.Grant.ExpiresAt); err != nil {
+			return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	return g, nil
+}

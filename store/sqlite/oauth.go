@@ -77,7 +77,7 @@ func (s *DB) CreateOAuthGrant(ctx context.Context, hash []byte, g store.OAuthGra
 
 const oauthGrantCols = `g.kind, g.client_id, g.principal_id, g.data, g.expires_at`
 
-func scanOAuthGrant(row *sql.Row) (store.OAuthGrant, error) {
+func scanOAuthGrant(row interface{ Scan(...any) error }) (store.OAuthGrant, error) {
 	var g store.OAuthGrant
 	var data string
 	var exp int64
@@ -113,4 +113,42 @@ func (s *DB) UseOAuthGrant(ctx context.Context, hash []byte, kind string, now ti
 		return store.OAuthGrant{}, err
 	}
 	return used, store.ErrConflict
+}
+
+// ExchangeOAuthGrant implements store.OAuth.
+func (s *DB) ExchangeOAuthGrant(ctx context.Context, hash []byte, kind string, now time.Time, next []store.NewOAuthGrant) (store.OAuthGrant, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	defer tx.Rollback()
+	g, err := scanOAuthGrant(tx.QueryRowContext(ctx, `UPDATE oauth_grants SET used_at = ?
+		WHERE hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ?
+		  AND principal_id IN (SELECT id FROM principals WHERE revoked_at IS NULL)
+		RETURNING kind, client_id, principal_id, data, expires_at`, ms(now), hash, kind, ms(now)))
+	if errors.Is(err, store.ErrNotFound) {
+		used, err := scanOAuthGrant(tx.QueryRowContext(ctx, `SELECT `+oauthGrantCols+` FROM oauth_grants g
+			WHERE g.hash = ? AND g.kind = ? AND g.used_at IS NOT NULL`, hash, kind))
+		if err != nil {
+			return store.OAuthGrant{}, err
+		}
+		return used, store.ErrConflict
+	}
+	if err != nil {
+		return g, err
+	}
+	for _, n := range next {
+		data := string(n.Grant.Data)
+		if data == "" {
+			data = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_grants (hash, kind, client_id, principal_id, data, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			n.Hash, n.Grant.Kind, n.Grant.ClientID, n.Grant.PrincipalID, data, ms(n.Grant.ExpiresAt)); err != nil {
+			return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	return g, nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func testOAuth(t *testing.T, open func(*testing.T) store.Store) {
 	})
 
 	g := store.OAuthGrant{Kind: store.OAuthRefresh, ClientID: "c_1", PrincipalID: agent.ID, Data: []byte(`{"resource":"https://x/mcp"}`), ExpiresAt: at(time.Hour)}
-	for _, name := range []string{"r1", "r2", "race"} {
+	for _, name := range []string{"r1", "r2", "race", "x1", "xrace"} {
 		if err := o.CreateOAuthGrant(ctx(t), hash(name), g); err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +76,38 @@ func testOAuth(t *testing.T, open func(*testing.T) store.Store) {
 			return err
 		})
 		exactlyOne(t, "UseOAuthGrant", errs, store.ErrConflict)
+	})
+
+	t.Run("exchange", func(t *testing.T) {
+		access := store.OAuthGrant{Kind: store.OAuthAccess, ClientID: "c_1", PrincipalID: agent.ID, Data: g.Data, ExpiresAt: at(time.Hour)}
+		// A successor that cannot be stored (its hash is taken) leaves
+		// the grant unspent: a retry can still exchange it.
+		clash := []store.NewOAuthGrant{{Hash: hash("x-new"), Grant: access}, {Hash: hash("r2"), Grant: g}}
+		if _, err := o.ExchangeOAuthGrant(ctx(t), hash("x1"), store.OAuthRefresh, at(time.Minute), clash); err == nil {
+			t.Fatal("exchange whose successor clashes succeeded")
+		}
+		if _, err := o.OAuthGrant(ctx(t), hash("x-new"), store.OAuthAccess, at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("successor of a failed exchange stored: %v", err)
+		}
+		next := []store.NewOAuthGrant{{Hash: hash("x-access"), Grant: access}, {Hash: hash("x-refresh"), Grant: g}}
+		got, err := o.ExchangeOAuthGrant(ctx(t), hash("x1"), store.OAuthRefresh, at(time.Minute), next)
+		if err != nil || got.PrincipalID != agent.ID {
+			t.Fatalf("ExchangeOAuthGrant after a failed one = %+v, %v", got, err)
+		}
+		for _, n := range next {
+			if _, err := o.OAuthGrant(ctx(t), n.Hash, n.Grant.Kind, at(time.Minute)); err != nil {
+				t.Errorf("successor %s: %v", n.Grant.Kind, err)
+			}
+		}
+		if _, err := o.ExchangeOAuthGrant(ctx(t), hash("x1"), store.OAuthRefresh, at(time.Minute), nil); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("second exchange = %v, want ErrConflict", err)
+		}
+		errs := race(8, func(i int) error {
+			n := []store.NewOAuthGrant{{Hash: hash(fmt.Sprintf("xrace-%d", i)), Grant: access}}
+			_, err := o.ExchangeOAuthGrant(ctx(t), hash("xrace"), store.OAuthRefresh, at(time.Minute), n)
+			return err
+		})
+		exactlyOne(t, "ExchangeOAuthGrant", errs, store.ErrConflict)
 	})
 
 	t.Run("revoked principal", func(t *testing.T) {
