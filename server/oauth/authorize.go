@@ -275,6 +275,12 @@ const maxAgentName = 100
 // handleConsent takes the person's decision.
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	// Parsed before anything reads it: the CSRF token may come in a
+	// header, and then nothing else would parse the form.
+	if err := r.ParseForm(); err != nil {
+		s.h.Web.Render(w, http.StatusBadRequest, "consent", host.Page{Title: "Connect an agent", Data: consentView{Error: "the form could not be read; go back to the application and connect again"}})
+		return
+	}
 	p, sess, ok := s.h.WebSession(r)
 	if !ok {
 		s.h.Web.Render(w, http.StatusUnauthorized, "consent", host.Page{Title: "Connect an agent", Data: consentView{SignIn: true, ClientName: "An application"}})

@@ -601,3 +601,55 @@ func TestAgentLosesWhatItsPersonLoses(t *testing.T) {
 		t.Error("the agent principal outlived its person's revocation")
 	}
 }
+
+// TestConsentWithCSRFHeader: a consent whose CSRF token comes in the
+// header rather than the form is read in full.
+func TestConsentWithCSRFHeader(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	f := newFlow(t, k)
+	u, _ := url.Parse(f.authURL(nil))
+	form := u.Query()
+	form.Set("decision", "approve")
+	form.Set("name", "header agent")
+	form["grant"] = []string{"tool.invoke"}
+	form["supervisor"] = []string{k.Boot.Owner.ID}
+	req, err := http.NewRequest("POST", k.URL()+"/oauth/authorize", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", k.URL())
+	req.Header.Set("X-CSRF-Token", f.csrf)
+	req.AddCookie(f.cookie)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Query().Get("code") == "" {
+		t.Fatalf("consent with the CSRF token in a header: %d %q, want a redirect with a code", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestClientNameRevealed: a client name's hidden and bidirectional
+// characters are drawn as escapes on every form of the consent page.
+func TestClientNameRevealed(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if st := k.Do("POST", "/oauth/register", "", map[string]any{"redirect_uris": []string{callback}, "client_name": "Trusted\u202egnp.exe"}, &reg); st != 201 {
+		t.Fatalf("register: %d", st)
+	}
+	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {callback},
+		"code_challenge": {challenge(strings.Repeat("v", 43))}, "code_challenge_method": {"S256"}}
+	for name, hdr := range map[string]map[string]string{"sign in": nil, "continue": {"Sec-Fetch-Site": "cross-site"}} {
+		resp := k.Req("GET", "/oauth/authorize?"+q.Encode(), "", nil, hdr)
+		body := assenttest.ReadAll(resp)
+		if strings.Contains(body, "\u202e") || !strings.Contains(body, "U+202E") {
+			t.Errorf("%s page draws the client name raw:\n%s", name, body)
+		}
+	}
+}
