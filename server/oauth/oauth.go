@@ -61,7 +61,8 @@ type Options struct {
 	InsecureClientIDs bool
 	// Fetch is the HTTP client that fetches client ID metadata documents
 	// (default: one with a 5-second timeout that follows no redirects and,
-	// without InsecureClientIDs, dials only public addresses).
+	// without InsecureClientIDs, resolves a host once and dials only the
+	// public address it checked).
 	Fetch *http.Client
 }
 
@@ -72,6 +73,7 @@ type Server struct {
 	st    store.OAuth
 	opt   Options
 	fetch *http.Client
+	docs  *docCache
 }
 
 // New returns the authorization server built on d. Its
@@ -90,9 +92,9 @@ func New(d Deps, opt Options) (*Server, error) {
 	if opt.CodeTTL <= 0 {
 		opt.CodeTTL = DefaultCodeTTL
 	}
-	s := &Server{h: d, st: d.Store.OAuth, opt: opt, fetch: opt.Fetch}
+	s := &Server{h: d, st: d.Store.OAuth, opt: opt, fetch: opt.Fetch, docs: newDocCache()}
 	if s.fetch == nil {
-		s.fetch = newFetchClient(opt.InsecureClientIDs)
+		s.fetch = newFetchClient(opt.InsecureClientIDs, nil)
 	}
 	return s, nil
 }
