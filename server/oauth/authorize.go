@@ -50,6 +50,10 @@ var pkceChallenge = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 // known is shown to the person (redirect is false); after, it goes back to
 // the client at a.RedirectURI.
 func (s *Server) check(ctx context.Context, r *http.Request, a *authRequest) (c client, redirect bool, err error) {
+	base, e := s.baseOf(r)
+	if e != nil {
+		return c, false, e
+	}
 	c, err = s.clientByID(ctx, a.ClientID)
 	if err != nil {
 		return c, false, err
@@ -69,7 +73,6 @@ func (s *Server) check(ctx context.Context, r *http.Request, a *authRequest) (c 
 	if !pkceChallenge.MatchString(a.Challenge) {
 		return c, true, errorf("invalid_request", "code_challenge must be the unpadded base64url SHA-256 of the code verifier")
 	}
-	base := s.h.BaseURLOf(r)
 	if a.Resource == "" {
 		a.Resource = base + "/mcp"
 	}
@@ -89,7 +92,9 @@ func (s *Server) redirectBack(w http.ResponseWriter, r *http.Request, a authRequ
 	if a.State != "" {
 		q.Set("state", a.State)
 	}
-	q.Set("iss", s.h.BaseURLOf(r))
+	if base, e := s.baseOf(r); e == nil {
+		q.Set("iss", base)
+	}
 	u, _ := url.Parse(a.RedirectURI)
 	if u.RawQuery != "" {
 		u.RawQuery += "&" + q.Encode()

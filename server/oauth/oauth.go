@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -120,7 +119,9 @@ func (s *Server) Routes(mux *host.Mux) {
 // an access token is checked. It wraps the whole handler.
 func (s *Server) WithResource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := s.h.BaseURLOf(r)
+		// A request under a name the server does not answer to gets no
+		// base: its access token is then refused.
+		base, _ := s.baseOf(r)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resourceKey{}, base)))
 	})
 }
@@ -145,7 +146,12 @@ func preflight(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleResourceMetadata(w http.ResponseWriter, r *http.Request) {
-	base := s.h.BaseURLOf(r)
+	base, e := s.baseOf(r)
+	if e != nil {
+		cors(w)
+		writeBaseError(w, e)
+		return
+	}
 	resource := base
 	switch p := r.PathValue("path"); p {
 	case "":
@@ -184,8 +190,12 @@ type serverMetadata struct {
 }
 
 func (s *Server) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
-	base := s.h.BaseURLOf(r)
 	cors(w)
+	base, e := s.baseOf(r)
+	if e != nil {
+		writeBaseError(w, e)
+		return
+	}
 	host.WriteJSON(w, http.StatusOK, serverMetadata{
 		Issuer:                            base,
 		AuthorizationEndpoint:             base + PathAuthorize,
@@ -238,9 +248,6 @@ func (s *Server) PrincipalOfAccessToken(ctx context.Context, tok string) (store.
 		return store.Principal{}, err
 	}
 	base, _ := ctx.Value(resourceKey{}).(string)
-	if base == "" && s.h.BaseURL != "" {
-		base = strings.TrimRight(s.h.BaseURL, "/")
-	}
 	var d grantData
 	if json.Unmarshal(g.Data, &d) != nil || base == "" || !slices.Contains(resources(base), d.Resource) {
 		// Issued for another resource: not a token of this server.

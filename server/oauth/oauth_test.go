@@ -653,3 +653,46 @@ func TestClientNameRevealed(t *testing.T) {
 		}
 	}
 }
+
+// TestHostHeaderNamesNothing: the address in metadata documents and the
+// audience of tokens come from the base URL, or without one from the
+// address the connection reached; a made-up Host header is refused.
+func TestHostHeaderNamesNothing(t *testing.T) {
+	get := func(k *assenttest.Kit, path, host string) (int, string) {
+		r, _ := http.NewRequest("GET", k.URL()+path, nil)
+		r.Host = host
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, assenttest.ReadAll(resp)
+	}
+	k := assenttest.Start(t, nil)
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp"} {
+		st, body := get(k, path, "evil.example")
+		if st != http.StatusMisdirectedRequest || strings.Contains(body, "http://evil.example") || !strings.Contains(body, "--base-url") {
+			t.Errorf("%s under a made-up Host without a base URL: %d %s; want 421 naming --base-url", path, st, body)
+		}
+		if st, body := get(k, path, strings.TrimPrefix(k.URL(), "http://")); st != 200 || !strings.Contains(body, k.URL()) {
+			t.Errorf("%s under the listener's address: %d %s", path, st, body)
+		}
+	}
+	f := newFlow(t, k)
+	u, _ := url.Parse(f.authURL(func(q url.Values) { q.Set("resource", "http://evil.example/mcp") }))
+	r, _ := http.NewRequest("GET", k.URL()+u.RequestURI(), nil)
+	r.Host = "evil.example"
+	r.AddCookie(f.cookie)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := assenttest.ReadAll(resp); resp.StatusCode != 400 || strings.Contains(body, `id="consent-form"`) {
+		t.Errorf("authorization for resource evil.example under Host evil.example: %d, want refused\n%s", resp.StatusCode, body)
+	}
+
+	based := assenttest.Start(t, func(c *server.Config) { c.BaseURL = "https://assent.example/" })
+	st, body := get(based, "/.well-known/oauth-authorization-server", "evil.example")
+	if st != 200 || strings.Contains(body, "evil.example") || !strings.Contains(body, `"issuer":"https://assent.example"`) {
+		t.Errorf("metadata with a base URL under a made-up Host: %d %s; want the base URL", st, body)
+	}
+}
