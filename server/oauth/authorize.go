@@ -345,6 +345,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	grants = slices.Compact(grants)
 	slices.Sort(sups)
 	sups = slices.Compact(sups)
+	s.pruneSometimes(r.Context())
 	now := s.h.Now().UTC()
 	agent := store.Principal{ID: auth.NewID("p_"), Kind: store.KindAgent, Name: name, Grants: grants, Supervisors: sups, CreatedAt: now}
 	if grants == nil {

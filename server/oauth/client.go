@@ -178,6 +178,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		SoftwareVersion:         m.SoftwareVersion,
 	}
 	b, _ := json.Marshal(kept)
+	s.pruneSometimes(r.Context())
 	now := s.h.Now().UTC()
 	if err := s.st.CreateOAuthClient(r.Context(), store.OAuthClient{ID: id, Metadata: b, CreatedAt: now}); err != nil {
 		s.h.Log.Error("oauth register failed", "err", err)

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -73,6 +74,9 @@ type Server struct {
 	opt   Options
 	fetch *http.Client
 	docs  *docCache
+
+	pruneMu   sync.Mutex
+	lastPrune time.Time
 }
 
 // New returns the authorization server built on d. Its

@@ -147,3 +147,30 @@ func (s *DB) ExchangeOAuthGrant(ctx context.Context, hash []byte, kind string, n
 	}
 	return g, nil
 }
+
+// PruneOAuth implements store.OAuth.
+func (s *DB) PruneOAuth(ctx context.Context, now, stale time.Time) ([]string, error) {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM oauth_clients WHERE created_at < $1 AND id NOT IN (SELECT client_id FROM oauth_grants)`, stale); err != nil {
+		return nil, fmt.Errorf("prune oauth clients: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT g.principal_id FROM oauth_grants g JOIN principals p ON p.id = g.principal_id
+		WHERE p.revoked_at IS NULL GROUP BY g.principal_id
+		HAVING SUM(CASE WHEN g.kind = 'code' AND g.used_at IS NULL AND g.expires_at <= $1 THEN 0 ELSE 1 END) = 0
+		ORDER BY g.principal_id LIMIT 100`, now)
+	if err != nil {
+		return nil, fmt.Errorf("prune oauth grants: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("prune oauth grants: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prune oauth grants: %w", err)
+	}
+	return ids, nil
+}

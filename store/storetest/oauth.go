@@ -110,6 +110,42 @@ func testOAuth(t *testing.T, open func(*testing.T) store.Store) {
 		exactlyOne(t, "ExchangeOAuthGrant", errs, store.ErrConflict)
 	})
 
+	t.Run("prune", func(t *testing.T) {
+		for _, id := range []string{"p_orphan", "p_done", "p_waiting"} {
+			if err := st.Principals().CreatePrincipal(ctx(t), store.Principal{ID: id, Kind: store.KindAgent, Name: id, CreatedAt: epoch}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code := func(principal, client string, exp time.Duration) []byte {
+			h := hash(principal + "-code")
+			if err := o.CreateOAuthGrant(ctx(t), h, store.OAuthGrant{Kind: store.OAuthCode, ClientID: client, PrincipalID: principal, ExpiresAt: at(exp)}); err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		code("p_orphan", "c_old_used", time.Minute)
+		done := code("p_done", "c_old_used", time.Minute)
+		code("p_waiting", "c_old_used", time.Hour)
+		if _, err := o.UseOAuthGrant(ctx(t), done, store.OAuthCode, at(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []store.OAuthClient{{ID: "c_old_unused", CreatedAt: at(0)}, {ID: "c_old_used", CreatedAt: at(0)}, {ID: "c_new_unused", CreatedAt: at(time.Hour)}} {
+			c.Metadata = []byte(`{}`)
+			if err := o.CreateOAuthClient(ctx(t), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids, err := o.PruneOAuth(ctx(t), at(10*time.Minute), at(time.Minute))
+		if err != nil || len(ids) != 1 || ids[0] != "p_orphan" {
+			t.Errorf("PruneOAuth = %v, %v; want only p_orphan", ids, err)
+		}
+		for id, want := range map[string]error{"c_old_unused": store.ErrNotFound, "c_old_used": nil, "c_new_unused": nil} {
+			if _, err := o.OAuthClient(ctx(t), id); !errors.Is(err, want) {
+				t.Errorf("client %s after pruning: %v, want %v", id, err, want)
+			}
+		}
+	})
+
 	t.Run("revoked principal", func(t *testing.T) {
 		if err := st.Principals().RevokePrincipal(ctx(t), agent.ID); err != nil {
 			t.Fatal(err)
