@@ -53,3 +53,31 @@ func TestPruneRevokesOrphans(t *testing.T) {
 		}
 	}
 }
+
+// TestConsenterLost: an authorization stands only while its person is an
+// unrevoked person holding every grant the agent was given.
+func TestConsenterLost(t *testing.T) {
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now().UTC()
+	for _, p := range []store.Principal{
+		{ID: "p_ana", Kind: store.KindHuman, Name: "ana", Grants: []string{"tool.invoke", "state.write"}, CreatedAt: now},
+		{ID: "p_bo", Kind: store.KindHuman, Name: "bo", Grants: []string{"tool.invoke"}, CreatedAt: now},
+		{ID: "p_svc", Kind: store.KindService, Name: "svc", Grants: []string{"tool.invoke", "state.write"}, CreatedAt: now},
+	} {
+		if err := db.Principals().CreatePrincipal(t.Context(), p, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Server{h: Deps{Store: Stores{Principals: db.Principals()}}}
+	agent := store.Principal{ID: "p_agent", Kind: store.KindAgent, Grants: []string{"tool.invoke", "state.write"}}
+	for consenter, lost := range map[string]bool{"p_ana": false, "p_bo": true, "p_svc": true, "p_nobody": true, "": true} {
+		why, err := s.consenterLost(t.Context(), agent, grantData{Consenter: consenter})
+		if err != nil || (why != "") != lost {
+			t.Errorf("consenter %q: %q, %v; want lost %v", consenter, why, err, lost)
+		}
+	}
+}
