@@ -22,7 +22,17 @@ import (
 func TestBoundaryRecipeValueInjectsShellInsideQuotes(t *testing.T) {
 	a := newAppIn(t, t.TempDir(), false, nil)
 	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke") // no command.execute
-	recipe := `{"description":"append a note","args":["msg"],"template":"echo \"note: {msg}\" > note.txt"}`
+	// A value with "$" is refused unless the argument is declared
+	// !special; declared, it must still stand as written.
+	plain := `{"description":"append a note","args":["msg"],"template":"echo \"note: {msg}\" > note.txt"}`
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "plainnote.json"), []byte(plain), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, raw := a.API("POST", "/v1/runs", agent, map[string]any{"recipe": "plainnote", "run_id": "note0",
+		"values": map[string]any{"msg": "$(echo INJECTED-BY-AGENT)"}}); code/100 != 4 || !strings.Contains(string(raw), "invalid_value") {
+		t.Fatalf("a value with $ for an argument not declared !special: %d %s, want a 4xx invalid_value", code, raw)
+	}
+	recipe := `{"description":"append a note","args":["msg:string!special"],"template":"echo \"note: {msg}\" > note.txt"}`
 	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "note.json"), []byte(recipe), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -56,4 +56,21 @@ type OAuth interface {
 	// of a revoked principal, gives ErrNotFound. Of concurrent uses of one
 	// grant exactly one succeeds.
 	UseOAuthGrant(ctx context.Context, hash []byte, kind string, now time.Time) (OAuthGrant, error)
+	// ExchangeOAuthGrant marks that grant used and stores next in the
+	// same transaction, so that a grant is never spent without its
+	// successors nor its successors stored without it being spent. Its
+	// answers are those of UseOAuthGrant; on any error nothing changes.
+	ExchangeOAuthGrant(ctx context.Context, hash []byte, kind string, now time.Time, next []NewOAuthGrant) (OAuthGrant, error)
+	// PruneOAuth clears what was started and never finished. It deletes
+	// the clients registered before stale that no grant names, and
+	// returns the unrevoked principals (at most 100) whose every grant is
+	// an authorization code that expired unexchanged by now: a person
+	// consented and the client never came back. The caller revokes them.
+	PruneOAuth(ctx context.Context, now, stale time.Time) ([]string, error)
+}
+
+// NewOAuthGrant is a grant to store under the hash of its secret.
+type NewOAuthGrant struct {
+	Hash  []byte
+	Grant OAuthGrant
 }

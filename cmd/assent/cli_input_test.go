@@ -155,7 +155,7 @@ func TestWelcomeSecondStart(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"/opt/assent token create --kind agent --name NAME --grant state.write,tool.invoke --data /srv/assent",
-		"/opt/assent demo agent --url http://127.0.0.1:7410 --token asnt_…",
+		"ASSENT_TOKEN=asnt_… /opt/assent demo agent --url http://127.0.0.1:7410",
 		`"Authorization": "Bearer asnt_…"`,
 		`"ASSENT_TOKEN": "asnt_…"`,
 		`"command": "/opt/assent"`,

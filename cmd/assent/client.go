@@ -19,15 +19,56 @@ const defaultURL = "http://127.0.0.1:7410"
 
 // clientOpts are the flags of commands that talk to a running server.
 type clientOpts struct {
-	url   string
-	token string
+	url       string
+	token     string // only to refuse it
+	tokenFile string
 }
 
-// addClientFlags adds --url and --token. Their defaults come from
-// ASSENT_URL and ASSENT_TOKEN (or ASSENT_RUN_TOKEN inside a Run).
+// addClientFlags adds --url and --token-file. Their defaults come from
+// ASSENT_URL and ASSENT_TOKEN (or ASSENT_RUN_TOKEN inside a Run). A hidden
+// --token is there only to be refused: a token on the command line is
+// readable by every process on the machine.
 func addClientFlags(cmd *cobra.Command, o *clientOpts) {
 	cmd.Flags().StringVar(&o.url, "url", "", "server URL (default $ASSENT_URL or "+defaultURL+")")
-	cmd.Flags().StringVar(&o.token, "token", "", "bearer token (default $ASSENT_TOKEN, or $ASSENT_RUN_TOKEN inside a Run)")
+	addTokenFlags(cmd, &o.token, &o.tokenFile, "(default $ASSENT_TOKEN, or $ASSENT_RUN_TOKEN inside a Run)")
+}
+
+// addTokenFlags adds --token-file and the hidden, refused --token.
+func addTokenFlags(cmd *cobra.Command, token, file *string, defaults string) {
+	cmd.Flags().StringVar(file, "token-file", "", "file whose first line is the bearer token "+defaults)
+	cmd.Flags().StringVar(token, "token", "", "refused: set $ASSENT_TOKEN or use --token-file")
+	_ = cmd.Flags().MarkHidden("token")
+}
+
+// readToken returns the bearer token: from the file when one is named,
+// otherwise from the first of env that is set. A token given on the
+// command line is refused secret_on_command_line.
+func readToken(flag, file string, env ...string) (string, error) {
+	if flag != "" {
+		return "", usageErr("%s: --token puts the token where any process on this machine can read it (/proc/PID/cmdline, ps); set ASSENT_TOKEN in the environment, or write it to a file readable only by you and pass --token-file FILE", codeSecretOnCommandLine)
+	}
+	if file == "" {
+		vals := make([]string, len(env))
+		for i, e := range env {
+			vals[i] = os.Getenv(e)
+		}
+		return firstNonEmpty(vals...), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", refused("bad_token_file: cannot read --token-file %s: %v; write the token on its first line", file, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if line = strings.TrimSpace(line); line == "" {
+		return "", refused("bad_token_file: --token-file %s is empty; write the token on its first line", file)
+	}
+	return line, nil
+}
+
+// bearer returns the token of o: --token-file, ASSENT_TOKEN, or
+// ASSENT_RUN_TOKEN inside a Run.
+func (o clientOpts) bearer() (string, error) {
+	return readToken(o.token, o.tokenFile, "ASSENT_TOKEN", "ASSENT_RUN_TOKEN")
 }
 
 // newAPIClient resolves the flags and environment into a client of the
@@ -37,9 +78,12 @@ func newAPIClient(o clientOpts) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok := firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN"), os.Getenv("ASSENT_RUN_TOKEN"))
+	tok, err := o.bearer()
+	if err != nil {
+		return nil, err
+	}
 	if tok == "" {
-		return nil, usageErr("no token: pass --token or set ASSENT_TOKEN (assent serve prints one; assent token create makes more)")
+		return nil, usageErr("no token: set ASSENT_TOKEN or pass --token-file FILE (assent serve prints one; assent token create makes more)")
 	}
 	return client.New(u, tok, nil)
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,5 +55,32 @@ func TestFailAPIReadsTheWireShape(t *testing.T) {
 	}
 	if _, ok := client.AsError(wire.New(wire.NotFound, "x")); !ok {
 		t.Fatal("a wire error is not a client error")
+	}
+}
+
+// TestTokenNeverOnTheCommandLine: every command that takes a bearer token
+// refuses one given as --token, before it reaches any server, and says
+// where to put it instead.
+func TestTokenNeverOnTheCommandLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"mcp", "--url", "http://127.0.0.1:1"},
+		{"mcp", "--data", t.TempDir()},
+		{"demo", "agent", "--url", "http://127.0.0.1:1", "--no-wait"},
+		{"run", "inspect", "r1", "--url", "http://127.0.0.1:1"},
+		{"screen", "fetch", "http://127.0.0.1:1/api/generate"},
+	} {
+		var out, errw bytes.Buffer
+		code := execute(append(args, "--token", "asnt_secret"), strings.NewReader(""), &out, &errw)
+		if code != exitUsage || !strings.Contains(errw.String(), "secret_on_command_line") || !strings.Contains(errw.String(), "ASSENT_TOKEN") || !strings.Contains(errw.String(), "--token-file") || strings.Contains(errw.String(), "asnt_secret") {
+			t.Errorf("%v --token: exit %d, stderr %q; want a usage refusal secret_on_command_line naming ASSENT_TOKEN and --token-file", args, code, errw.String())
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var errw bytes.Buffer
+	if code := execute([]string{"run", "inspect", "r1", "--url", "http://127.0.0.1:1", "--token-file", empty}, strings.NewReader(""), io.Discard, &errw); code == 0 || !strings.Contains(errw.String(), "bad_token_file") {
+		t.Errorf("empty --token-file: exit %d, %q; want bad_token_file", code, errw.String())
 	}
 }

@@ -21,7 +21,7 @@ func newControlsCmd(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controls",
 		Short: "List, inspect and command the controls of a running server, and read its audit log",
-		Long: `Clients of a running assent server (--url, --token or ASSENT_URL, ASSENT_TOKEN).
+		Long: `Clients of a running assent server (--url or ASSENT_URL; the token in ASSENT_TOKEN or --token-file).
 
 Commands run with the source your token's kind gives: an agent's apply, clear,
 undo or discard is refused with human_confirmation_required; a person applies

@@ -34,7 +34,7 @@ func TestControlsCommands(t *testing.T) {
 	url, token := demoServer(t)
 	run := func(args ...string) (int, string, string) {
 		var out, errw bytes.Buffer
-		code := execute(append(args, "--url", url, "--token", token), strings.NewReader(""), &out, &errw)
+		code := execute(append(args, "--url", url, "--token-file", writeTokenFile(t, token)), strings.NewReader(""), &out, &errw)
 		return code, out.String(), errw.String()
 	}
 	code, out, _ := run("controls", "list", "--form", "profile")

@@ -36,7 +36,7 @@ func newDemoCmd(c *cli) *cobra.Command {
 
 "assent demo agent" is a scripted agent: it connects over MCP like any
 client and walks through every part while you watch in the browser.`,
-		Example: `  assent demo agent --url http://127.0.0.1:7410 --token asnt_…`,
+		Example: `  ASSENT_TOKEN=asnt_… assent demo agent --url http://127.0.0.1:7410`,
 	}
 	cmd.AddCommand(newDemoAgentCmd(c))
 	return cmd
@@ -63,14 +63,15 @@ where to look in the browser:
   6. ask the expense Flow for its next step (flows_prescribe): a person must approve
   7. wait for your decision (flows_inspect), up to --wait, and print it
 
-It connects to --url (or ASSENT_URL) with --token (or ASSENT_TOKEN), or,
+It connects to --url (or ASSENT_URL) with the token in ASSENT_TOKEN (or
+the first line of --token-file; --token on the command line is refused), or,
 with --data, runs in process on a data directory as "assent mcp --data"
 does, and prints a sign-in link to that process's own web UI.
 
 A step that fails prints the step, the tool's error code and message, and
 exits 1. Ctrl-C while waiting for your decision stops waiting (exit 0);
 earlier, it stops the tour (exit 1).`,
-		Example: `  assent demo agent --url http://127.0.0.1:7410 --token asnt_…
+		Example: `  ASSENT_TOKEN=asnt_… assent demo agent --url http://127.0.0.1:7410
   assent demo agent --no-wait
   assent demo agent --wait 5m`,
 		Args: usageArgs(cobra.NoArgs),
@@ -88,7 +89,11 @@ earlier, it stops the tour (exit 1).`,
 			}
 			var cs *mcp.ClientSession
 			if data != "" {
-				rt, err := startInProcess(ctx, c, data, storeFlags{}, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), true)
+				tok, err := readToken(o.token, o.tokenFile, "ASSENT_TOKEN")
+				if err != nil {
+					return err
+				}
+				rt, err := startInProcess(ctx, c, data, storeFlags{}, tok, true)
 				if err != nil {
 					return err
 				}

@@ -44,8 +44,10 @@ type served struct {
 	base  string
 	dir   string
 	token string // empty after the first start
-	link  string
-	stop  func() int
+	// tokenFile holds token, for --token-file.
+	tokenFile string
+	link      string
+	stop      func() int
 }
 
 // serveInProcess runs "assent serve ARGS…" until the test ends (or stop)
@@ -91,6 +93,7 @@ func serveInProcess(t *testing.T, args ...string) *served {
 	}
 	if m := regexp.MustCompile(`shown once; keep it secret\):\n  (asnt_\S+)`).FindStringSubmatch(text); m != nil {
 		s.token = m[1]
+		s.tokenFile = writeTokenFile(t, s.token)
 	}
 	s.link = regexp.MustCompile(`http://\S+/signin/\S+`).FindString(text)
 	if s.link == "" && strings.Contains(text, "token link owner --data") {
@@ -214,7 +217,7 @@ func TestServeDemoTour(t *testing.T) {
 	if strings.Contains(text, `\u003c`) || strings.Contains(text, `\u003e`) || strings.Contains(text, `\u0026`) {
 		t.Errorf("HTML-escaped JSON in:\n%s", text)
 	}
-	if want := "demo agent --url " + s.base + " --token " + s.token; !strings.Contains(text, want) {
+	if want := "ASSENT_TOKEN=" + s.token + " " + os.Args[0] + " demo agent --url " + s.base; !strings.Contains(text, want) {
 		t.Errorf("welcome lacks %q:\n%s", want, text)
 	}
 	cfg := mcpConfig(t, text)
@@ -246,13 +249,13 @@ func TestServeDemoTour(t *testing.T) {
 	var agentErr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- executeContext(context.Background(), []string{"demo", "agent", "--url", strings.TrimPrefix(s.base, "http://"), "--token", s.token, "--wait", "2m"},
+		done <- executeContext(context.Background(), []string{"demo", "agent", "--url", strings.TrimPrefix(s.base, "http://"), "--token-file", s.tokenFile, "--wait", "2m"},
 			strings.NewReader(""), agentOut, &agentErr)
 	}()
 	// The player outlives the server that started it: stop it before the
 	// server (and before the data directory is removed, on failure too).
 	killPlayer := func() {
-		execute([]string{"run", "kill", demoPlayerRun, "--url", s.base, "--token", s.token}, strings.NewReader(""), io.Discard, io.Discard)
+		execute([]string{"run", "kill", demoPlayerRun, "--url", s.base, "--token-file", s.tokenFile}, strings.NewReader(""), io.Discard, io.Discard)
 	}
 	t.Cleanup(killPlayer)
 	testwait.EventuallyC(t, 90*time.Second, func(c *testwait.C) {
@@ -335,10 +338,10 @@ func TestDemoAgentRefusals(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--url", url, "--token", boot.AgentToken, "--no-wait"}, exitRefused, "step 1 (propose a profile change): not_found"},
-		{[]string{"--url", url, "--token", "asnt_wrong"}, exitRefused, "sign_in_required"},
-		{[]string{"--url", "http://[::1", "--token", "x"}, exitUsage, "bad_url"},
-		{[]string{"--url", url, "--token", "x", "--wait", "-1s"}, exitUsage, "--wait"},
+		{[]string{"--url", url, "--token-file", writeTokenFile(t, boot.AgentToken), "--no-wait"}, exitRefused, "step 1 (propose a profile change): not_found"},
+		{[]string{"--url", url, "--token-file", writeTokenFile(t, "asnt_wrong")}, exitRefused, "sign_in_required"},
+		{[]string{"--url", "http://[::1", "--token-file", writeTokenFile(t, "x")}, exitUsage, "bad_url"},
+		{[]string{"--url", url, "--token-file", writeTokenFile(t, "x"), "--wait", "-1s"}, exitUsage, "--wait"},
 	} {
 		var out, errw bytes.Buffer
 		if code := execute(append([]string{"demo", "agent"}, tc.args...), strings.NewReader(""), &out, &errw); code != tc.code || !strings.Contains(errw.String(), tc.want) {
@@ -363,10 +366,10 @@ func TestDemoAgentInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errw bytes.Buffer
-	code := execute([]string{"demo", "agent", "--data", dir, "--token", boot.AgentToken, "--no-wait"}, strings.NewReader(""), &out, &errw)
+	code := execute([]string{"demo", "agent", "--data", dir, "--token-file", writeTokenFile(t, boot.AgentToken), "--no-wait"}, strings.NewReader(""), &out, &errw)
 	s := serveInProcess(t, "--data", dir)
 	t.Cleanup(func() {
-		execute([]string{"run", "kill", demoPlayerRun, "--url", s.base, "--token", boot.AgentToken}, strings.NewReader(""), io.Discard, io.Discard)
+		execute([]string{"run", "kill", demoPlayerRun, "--url", s.base, "--token-file", writeTokenFile(t, boot.AgentToken)}, strings.NewReader(""), io.Discard, io.Discard)
 	})
 	if code != 0 {
 		t.Fatalf("demo agent --data: exit %d\n%s\n%s", code, out.String(), errw.String())
@@ -376,15 +379,26 @@ func TestDemoAgentInProcess(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if got := runOK(t, &served{base: s.base, token: boot.AgentToken}, "run", "inspect", demoPlayerRun, "--view", "trace", "--json"); !strings.Contains(got, "player.resumed") {
+	if got := runOK(t, &served{base: s.base, token: boot.AgentToken, tokenFile: writeTokenFile(t, boot.AgentToken)}, "run", "inspect", demoPlayerRun, "--view", "trace", "--json"); !strings.Contains(got, "player.resumed") {
 		t.Errorf("the player's Trace after the in-process tour: %s", got)
 	}
 	// The player reported to the tour's process, gone now: it was stopped.
-	if got := runOK(t, &served{base: s.base, token: boot.AgentToken}, "run", "inspect", demoPlayerRun, "--json"); !strings.Contains(got, `"killed"`) {
+	if got := runOK(t, &served{base: s.base, token: boot.AgentToken, tokenFile: writeTokenFile(t, boot.AgentToken)}, "run", "inspect", demoPlayerRun, "--json"); !strings.Contains(got, `"killed"`) {
 		t.Errorf("the player after the in-process tour is not killed: %s", got)
 	}
 	p := signInPerson(t, s.base, s.link)
 	if inbox := p.get("/inbox"); !strings.Contains(inbox, "expense-approval/approve") {
 		t.Error("the approval the in-process agent asked for is not in the server's inbox")
 	}
+}
+
+// writeTokenFile writes tok to a file of its own, for --token-file: a
+// token on the command line is refused.
+func writeTokenFile(t testing.TB, tok string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -137,7 +137,7 @@ func TestHelpExamplesRun(t *testing.T) {
 	// failure too.
 	t.Cleanup(func() {
 		for _, id := range []string{demoPlayerRun, "deploy-staging"} {
-			execute([]string{"run", "kill", id, "--url", s.base, "--token", s.token}, strings.NewReader(""), new(bytes.Buffer), new(bytes.Buffer))
+			execute([]string{"run", "kill", id, "--url", s.base, "--token-file", s.tokenFile}, strings.NewReader(""), new(bytes.Buffer), new(bytes.Buffer))
 		}
 	})
 
@@ -260,7 +260,7 @@ func withFixtureFlags(root *cobra.Command, args []string, s *served) []string {
 		out = append(out, "--url", s.base)
 	}
 	if cmd.Flags().Lookup("token") != nil && !has("token") && !has("data") {
-		out = append(out, "--token", s.token)
+		out = append(out, "--token-file", s.tokenFile)
 	}
 	return out
 }
@@ -274,7 +274,7 @@ func runExample(args []string) (int, string, string) {
 // runOK runs a command against s and fails the test unless it succeeds.
 func runOK(t *testing.T, s *served, args ...string) string {
 	t.Helper()
-	code, out, errs := runExample(append(args, "--url", s.base, "--token", s.token))
+	code, out, errs := runExample(append(args, "--url", s.base, "--token-file", s.tokenFile))
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s %s", args, code, out, errs)
 	}

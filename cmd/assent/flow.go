@@ -24,7 +24,8 @@ process may take, who may take them and with which capabilities.
 
 check, fingerprint, canonical and resolve work offline, on files, without a
 server. load, start, list, inspect, prescribe and apply are clients of a
-running server (--url, --token or ASSENT_URL, ASSENT_TOKEN).`,
+running server (--url or ASSENT_URL; the token in ASSENT_TOKEN or
+--token-file).`,
 		Example: `  assent flow check examples/flows/expense-approval.json
   assent flow fingerprint examples/flows/deployment.json
   assent flow resolve examples/flows/deployment.json --state examples/flows/inputs/deployment-ready.json

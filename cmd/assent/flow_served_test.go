@@ -30,7 +30,7 @@ func TestFlowServedCommands(t *testing.T) {
 	url, first, payer := flowServer(t)
 	run := func(token string, stdin string, args ...string) (int, string, string) {
 		var out, errw bytes.Buffer
-		code := execute(append(args, "--url", url, "--token", token), strings.NewReader(stdin), &out, &errw)
+		code := execute(append(args, "--url", url, "--token-file", writeTokenFile(t, token)), strings.NewReader(stdin), &out, &errw)
 		return code, out.String(), errw.String()
 	}
 	const iban = "DE89370400440532013000"

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -42,12 +41,13 @@ func newMCPCmd(c *cli) *cobra.Command {
 		Long: `Serve the Model Context Protocol on standard input and output.
 
 With --url (or ASSENT_URL) it relays to a running assent server with the
-bearer token from --token or ASSENT_TOKEN: the instructions, the tools, their
+bearer token from ASSENT_TOKEN or --token-file (a token on the command line,
+--token, is refused secret_on_command_line): the instructions, the tools, their
 results and their refusals, and the resources (the screen view an MCP Apps
 host draws show_screen with) are the server's; a client that declares MCP
 Apps support also sees the tools meant for a view. With --data it runs in process on a data directory
-instead, acting as the agent created at first start (or as --token's
-principal). With --data and --demo it loads the same demo workspace as
+instead, acting as the agent created at first start (or as the principal of
+the token in ASSENT_TOKEN or --token-file). With --data and --demo it loads the same demo workspace as
 "assent serve --demo": the profile form, the screens, the player Recipe and
 the Flows. Proposals and screens made in process are kept in the store, but
 a server already running on it reads them only when it next starts; Runs
@@ -63,7 +63,11 @@ process report to this process's own loopback HTTP API, so a service Run
 			out := &lockedWriter{w: c.out}
 			t := &mcp.IOTransport{Reader: io.NopCloser(jsonLines(c.in, out)), Writer: nopWriteCloser{out}}
 			if data != "" {
-				return serveMCPInProcess(ctx, c, data, storeFlag, firstNonEmpty(o.token, os.Getenv("ASSENT_TOKEN")), withDemo, t)
+				tok, err := readToken(o.token, o.tokenFile, "ASSENT_TOKEN")
+				if err != nil {
+					return err
+				}
+				return serveMCPInProcess(ctx, c, data, storeFlag, tok, withDemo, t)
 			}
 			if withDemo {
 				return usageErr("--demo goes with --data; a server started with assent serve --demo already serves the demo")

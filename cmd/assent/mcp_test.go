@@ -109,7 +109,7 @@ func TestMCPStdioRelay(t *testing.T) {
 	defer hs.Close()
 	defer hs.CloseClientConnections()
 
-	cs, _ := stdioSession(t, "mcp", "--url", hs.URL, "--token", boot.AgentToken)
+	cs, _ := stdioSession(t, "mcp", "--url", hs.URL, "--token-file", writeTokenFile(t, boot.AgentToken))
 	st := callStatus(t, cs)
 	if p, _ := st["principal"].(map[string]any); p["id"] != boot.Agent.ID {
 		t.Fatalf("status = %v", st)
@@ -138,7 +138,7 @@ func TestMCPStdioRelay(t *testing.T) {
 	}
 	caps := &mcp.ClientCapabilities{}
 	caps.AddExtension(server.AppsExtension, map[string]any{"mimeTypes": []string{view.MIMEType}})
-	host, _ := stdioSessionWith(t, &mcp.ClientOptions{Capabilities: caps}, "mcp", "--url", hs.URL, "--token", boot.AgentToken)
+	host, _ := stdioSessionWith(t, &mcp.ClientOptions{Capabilities: caps}, "mcp", "--url", hs.URL, "--token-file", writeTokenFile(t, boot.AgentToken))
 	listed := func(cs *mcp.ClientSession) bool {
 		t.Helper()
 		list, err := cs.ListTools(ctx, nil)
@@ -155,14 +155,14 @@ func TestMCPStdioRelay(t *testing.T) {
 	if !listed(host) {
 		t.Error("a view's tool is not listed to an MCP Apps host through the relay")
 	}
-	plain, _ := stdioSession(t, "mcp", "--url", hs.URL, "--token", boot.AgentToken)
+	plain, _ := stdioSession(t, "mcp", "--url", hs.URL, "--token-file", writeTokenFile(t, boot.AgentToken))
 	if listed(plain) {
 		t.Error("a view's tool is listed to a client without MCP Apps support")
 	}
 
 	// A wrong token is refused before anything is served.
 	var stderr bytes.Buffer
-	code := execute([]string{"mcp", "--url", hs.URL, "--token", "asnt_wrong"}, strings.NewReader(""), io.Discard, &stderr)
+	code := execute([]string{"mcp", "--url", hs.URL, "--token-file", writeTokenFile(t, "asnt_wrong")}, strings.NewReader(""), io.Discard, &stderr)
 	if code != exitRefused || !strings.Contains(stderr.String(), "sign_in_required") {
 		t.Fatalf("wrong token: exit %d, stderr %q", code, stderr.String())
 	}
@@ -274,7 +274,7 @@ func TestMCPRelayTokenStaysWithItsOrigin(t *testing.T) {
 	}
 	// The relay: refused, and the other origin saw no token.
 	var out, errw bytes.Buffer
-	code := execute([]string{"mcp", "--url", first.URL, "--token", token}, strings.NewReader(""), &out, &errw)
+	code := execute([]string{"mcp", "--url", first.URL, "--token-file", writeTokenFile(t, token)}, strings.NewReader(""), &out, &errw)
 	if code == 0 {
 		t.Errorf("the relay followed a redirect to another origin: exit 0")
 	}

@@ -69,7 +69,7 @@ Start a server on the embedded default store:
 
 Open the sign-in link it prints, then watch a scripted agent work:
 
-  assent demo agent --url http://127.0.0.1:7410 --token asnt_…
+  ASSENT_TOKEN=asnt_… assent demo agent --url http://127.0.0.1:7410
 
 Connect your own MCP client with the same token.`,
 		SilenceUsage:  true,

@@ -26,8 +26,8 @@ func newRunCmd(c *cli) *cobra.Command {
 		Use:   "run",
 		Short: "Start, steer, inspect and retire Runs on a server",
 		Long: `Runs are long-running work started from a Recipe or an inline command
-template. Every command here talks to a running server (--url, --token, or
-ASSENT_URL and ASSENT_TOKEN; inside a Run, ASSENT_RUN_TOKEN).`,
+template. Every command here talks to a running server (--url or ASSENT_URL;
+the token in ASSENT_TOKEN or --token-file; inside a Run, ASSENT_RUN_TOKEN).`,
 		Example: `  assent run spawn --recipe demo-player
   assent run control demo-player pause --input '{"reason":"operator"}'
   assent run inspect demo-player --view trace

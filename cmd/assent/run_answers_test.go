@@ -79,7 +79,7 @@ func TestRunCommandsPrintAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errw bytes.Buffer
-			code := execute(append(tc.args, "--url", srv.URL, "--token", "t"), strings.NewReader(""), &out, &errw)
+			code := execute(append(tc.args, "--url", srv.URL, "--token-file", writeTokenFile(t, "t")), strings.NewReader(""), &out, &errw)
 			if code != tc.code || out.String() != tc.out || !strings.Contains(errw.String(), tc.err) {
 				t.Fatalf("exit %d, out %q, err %q; want %d, %q, %q", code, out.String(), errw.String(), tc.code, tc.out, tc.err)
 			}

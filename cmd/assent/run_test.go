@@ -49,7 +49,7 @@ func newRunServer(t *testing.T) runServer {
 func (s runServer) cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errw bytes.Buffer
-	code := execute(append(args, "--url", s.url, "--token", s.token), strings.NewReader(""), &out, &errw)
+	code := execute(append(args, "--url", s.url, "--token-file", writeTokenFile(t, s.token)), strings.NewReader(""), &out, &errw)
 	return out.String(), errw.String(), code
 }
 
@@ -139,7 +139,7 @@ func TestControlAdmissionProcesses(t *testing.T) {
 	cmds := make([]*exec.Cmd, workers)
 	errs := make([]*bytes.Buffer, workers)
 	for i := range cmds {
-		cmd := exec.Command(os.Args[0], "run", "control", "holder", "pause", "--url", s.url, "--token", s.token)
+		cmd := exec.Command(os.Args[0], "run", "control", "holder", "pause", "--url", s.url, "--token-file", writeTokenFile(t, s.token))
 		cmd.Env = append(os.Environ(), "ASSENT_TEST_AS_CLI=1")
 		errs[i] = &bytes.Buffer{}
 		cmd.Stderr = errs[i]

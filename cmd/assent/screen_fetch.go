@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,7 +17,7 @@ import (
 // for a screen and reads the stream the way every client must (SPEC
 // 10.1–10.12).
 func newScreenFetchCmd(c *cli) *cobra.Command {
-	var version, prompt, token string
+	var version, prompt, token, tokenFile string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "fetch [--version X.Y] [--json] URL",
@@ -41,7 +40,8 @@ streaming, nothing is written and the parser is not ended; otherwise it is
 ended however the response ends, and a response that ends without done or
 error is connection_lost.
 
-The bearer token, if any, comes from --token or $ASSENT_TOKEN.
+The bearer token, if any, comes from --token-file or $ASSENT_TOKEN; a token
+given on the command line (--token) is refused secret_on_command_line.
 Exit status: 0 when the stream ended with done, 1 for an error outcome, 2 for
 a malformed command line.`,
 		Example: `  assent screen fetch --prompt "A payment screen" http://127.0.0.1:7410/api/generate
@@ -62,7 +62,11 @@ a malformed command line.`,
 				prompt = strings.TrimRight(string(data), "\r\n")
 			}
 			req := sse.Request{URL: args[0], Prompt: prompt, Version: version}
-			if token = firstNonEmpty(token, os.Getenv("ASSENT_TOKEN")); token != "" {
+			token, err := readToken(token, tokenFile, "ASSENT_TOKEN")
+			if err != nil {
+				return err
+			}
+			if token != "" {
 				req.Header = http.Header{"Authorization": {"Bearer " + token}}
 			}
 			sink := &fetchSink{p: screen.NewParser(screen.Options{})}
@@ -97,7 +101,7 @@ a malformed command line.`,
 	}
 	cmd.Flags().StringVar(&version, "version", "", "the stream format to ask for, MAJOR.MINOR (default: none, the server's own)")
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt to send; - reads it from standard input")
-	cmd.Flags().StringVar(&token, "token", "", "bearer token (default $ASSENT_TOKEN; none when both are empty)")
+	addTokenFlags(cmd, &token, &tokenFile, "(default $ASSENT_TOKEN; none when both are empty)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"written", "ended", "outcome"} as JSON at the end`)
 	return cmd
 }

@@ -106,12 +106,12 @@ func TestScreenFetchRequest(t *testing.T) {
 	}{
 		{"defaults", "", "", nil,
 			fetchRequest{"POST", "", "", "text/event-stream", "application/json", ""}},
-		{"version, prompt and token", "", "", []string{"--version", "0.8", "--prompt", "A payment screen", "--token", "t0k"},
+		{"version, prompt and token", "", "", []string{"--version", "0.8", "--prompt", "A payment screen", "--token-file", writeTokenFile(t, "t0k")},
 			fetchRequest{"POST", "version=0.8", "Bearer t0k", "text/event-stream", "application/json", "A payment screen"}},
 		{"prompt from stdin, token from env", "Sign up\n", "envtok", []string{"--prompt", "-"},
 			fetchRequest{"POST", "", "Bearer envtok", "text/event-stream", "application/json", "Sign up"}},
-		{"flag token wins", "", "envtok", []string{"--token", "flagtok"},
-			fetchRequest{"POST", "", "Bearer flagtok", "text/event-stream", "application/json", ""}},
+		{"token file wins", "", "envtok", []string{"--token-file", writeTokenFile(t, "filetok")},
+			fetchRequest{"POST", "", "Bearer filetok", "text/event-stream", "application/json", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -274,11 +274,13 @@ func printWelcome(w io.Writer, wl welcome) {
 			fmt.Fprintln(w, line)
 		}
 		fmt.Fprintln(w, "Watch an agent walk through every part (propose, show a screen, start and steer a Run, ask for an approval):")
-		args := []string{"demo", "agent", "--url", wl.base, "--token"}
+		// The token goes in the environment: on a command line every
+		// process on the machine could read it.
+		cmdline := wl.self.shell("demo", "agent", "--url", wl.base)
 		if token != "" {
-			fmt.Fprintf(w, "  %s\n\n", wl.self.shell(append(args, token)...))
+			fmt.Fprintf(w, "  ASSENT_TOKEN=%s %s\n\n", shellWord(token), cmdline)
 		} else {
-			fmt.Fprintf(w, "  %s %s   (with an agent token in place of %s)\n\n", wl.self.shell(args...), tokenPlaceholder, tokenPlaceholder)
+			fmt.Fprintf(w, "  ASSENT_TOKEN=%s %s   (with an agent token in place of %s)\n\n", tokenPlaceholder, cmdline, tokenPlaceholder)
 		}
 	}
 	shown := token

@@ -28,14 +28,27 @@ type Arg struct {
 	// Without it such a value is refused, so a value never becomes an
 	// option of the program it is given to.
 	Options bool `json:"options,omitempty"`
+	// Special lets a string or path value contain "[", "$" or "`".
+	// Without it such a value is refused: bash evaluates a name or an
+	// arithmetic operand that holds "a[$(cmd)]" and runs cmd, and a
+	// template can reach that evaluation through variables, declare,
+	// printf -v, [[ -v ]] and namerefs.
+	Special bool `json:"special,omitempty"`
 }
 
 // The markers after an argument's type, in any order: "!secret" marks a
-// secret, "!options" an argument whose value may be an option.
+// secret, "!options" an argument whose value may be an option, "!special"
+// one whose value may contain "[", "$" or "`".
 const (
 	secretMarker  = "!secret"
 	optionsMarker = "!options"
+	specialMarker = "!special"
 )
+
+// specialChars are the characters without which no value makes bash run a
+// command when it evaluates the value as a name or in arithmetic: an array
+// subscript ("["), expanded there ("$" or "`").
+const specialChars = "[$`"
 
 var (
 	argNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -61,6 +74,10 @@ func ParseArg(decl string) (Arg, error) {
 		}
 		if s, ok := strings.CutSuffix(rest, optionsMarker); ok && !a.Options {
 			a.Options, rest = true, s
+			continue
+		}
+		if s, ok := strings.CutSuffix(rest, specialMarker); ok && !a.Special {
+			a.Special, rest = true, s
 			continue
 		}
 		break
@@ -90,6 +107,9 @@ func ParseArg(decl string) (Arg, error) {
 	if a.Options && (a.Type == "bool" || a.Type == "enum") {
 		return a, fmt.Errorf("%s in %q: only a string, path, int, number or array argument may take options (a negative number reads as one)", optionsMarker, decl)
 	}
+	if a.Special && a.Type != "string" && a.Type != "path" && a.Type != "array" {
+		return a, fmt.Errorf("%s in %q: only a string, path or array argument may take the characters %s", specialMarker, decl, specialChars)
+	}
 	if a.HasDefault {
 		if _, err := a.coerce(json.RawMessage(strconv.Quote(*a.Default))); err != nil {
 			return a, fmt.Errorf("default of %s: %v", a.Name, err)
@@ -101,6 +121,10 @@ func ParseArg(decl string) (Arg, error) {
 // errOption refuses a value that begins with "-" for an argument not
 // declared to take options.
 var errOption = errors.New(`begins with "-", which the program it is handed to would read as an option; pass a value that does not begin with "-" (for a file, write ./-name), or declare the argument with ` + optionsMarker + ` in the Recipe when it is meant to be an option`)
+
+// errSpecial refuses a value that contains "[", "$" or "`" for an
+// argument not declared to take them.
+var errSpecial = errors.New("contains [, $ or `, which bash would evaluate if the Recipe's script ever used the value as a name or in arithmetic (a[$(cmd)] runs cmd); pass a value without them, or declare the argument with " + specialMarker + " in the Recipe when it must carry them and the script never evaluates it")
 
 // coerce checks v against the argument's type and returns its shell text
 // (already quoted for arrays).
@@ -121,6 +145,9 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 		}
 		if strings.HasPrefix(s, "-") && !a.Options {
 			return "", errOption
+		}
+		if strings.ContainsAny(s, specialChars) && !a.Special {
+			return "", errSpecial
 		}
 		return s, nil
 	case "int":
@@ -161,8 +188,8 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 		}
 		parts := make([]string, len(items))
 		for i, it := range items {
-			t, err := Arg{Type: "string", Options: a.Options}.coerce(it)
-			if errors.Is(err, errOption) {
+			t, err := Arg{Type: "string", Options: a.Options, Special: a.Special}.coerce(it)
+			if errors.Is(err, errOption) || errors.Is(err, errSpecial) {
 				return "", err
 			}
 			if err != nil {
@@ -191,7 +218,7 @@ func (r *Recipe) Resolve(values map[string]json.RawMessage) (map[string]string, 
 		for _, m := range []map[string]json.RawMessage{r.Defaults, r.Values, values} {
 			for k, v := range m {
 				s, err := Arg{Name: k, Type: "string"}.coerce(v)
-				if errors.Is(err, errOption) {
+				if errors.Is(err, errOption) || errors.Is(err, errSpecial) {
 					return nil, errorf(CodeInvalidValue, "value %s %v", k, err)
 				}
 				if err != nil {
@@ -217,7 +244,7 @@ func (r *Recipe) Resolve(values map[string]json.RawMessage) (map[string]string, 
 			return nil, errorf(CodeInvalidRequest, "missing value for Recipe argument %s", a.Name)
 		}
 		s, err := a.coerce(v)
-		if errors.Is(err, errOption) {
+		if errors.Is(err, errOption) || errors.Is(err, errSpecial) {
 			return nil, errorf(CodeInvalidValue, "value %s %v", a.Name, err)
 		}
 		if err != nil {

@@ -552,3 +552,106 @@ func TestValueNeverAnOption(t *testing.T) {
 		t.Errorf("ParseArg with options and a default: %+v, %v", a, err)
 	}
 }
+
+// evaluatingTemplates reach bash's evaluation of a name or an arithmetic
+// operand through a variable or a builtin rather than a placeholder
+// written in arithmetic; a value "a[$(cmd)]" there runs cmd.
+var evaluatingTemplates = []string{
+	"x={n}; echo $((x))",
+	"declare -i x={n}; echo $x",
+	"[[ -v {n} ]] && echo set",
+	"printf -v {n} %s 1",
+	"declare -n r={n}; echo $r",
+	"a=([{n}]=1); echo ${a[@]}",
+}
+
+// TestValueNeverEvaluated: a value with "[", "$" or "`" is refused
+// invalid_value unless its argument is declared !special, so no template
+// can hand bash a subscript to expand. The declared case runs each
+// template under bash and shows the command does run there: what the
+// refusal prevents is real.
+func TestValueNeverEvaluated(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	for _, tmpl := range evaluatingTemplates {
+		for _, args := range [][]string{{"n"}, {"n:string"}, {"n:path"}, {"n:string!secret"}} {
+			b, _ := json.Marshal(map[string]any{"args": args, "template": tmpl})
+			r, err := Parse(b)
+			if err != nil {
+				t.Fatalf("%s: %v", tmpl, err)
+			}
+			for _, v := range []string{"a[$(touch pwned)]", "a[`touch pwned`]", "$HOME", "a[1]"} {
+				_, err := r.Resolve(map[string]json.RawMessage{"n": json.RawMessage(strconv.Quote(v))})
+				if e, ok := err.(*Error); !ok || e.Code != CodeInvalidValue {
+					t.Errorf("template %q, args %v, value %q: %v; want invalid_value", tmpl, args, v, err)
+				}
+			}
+			if _, err := r.Resolve(map[string]json.RawMessage{"n": json.RawMessage(`"plain_name"`)}); err != nil {
+				t.Errorf("template %q refused a plain value: %v", tmpl, err)
+			}
+		}
+
+		b, _ := json.Marshal(map[string]any{"args": []string{"n:string!special"}, "template": tmpl})
+		r, err := Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		values, err := r.Resolve(map[string]json.RawMessage{"n": json.RawMessage(`"a[$(touch pwned)]"`)})
+		if err != nil {
+			t.Fatalf("declared !special: %v", err)
+		}
+		script, err := r.Script(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		cmd := exec.Command(bash, "-c", script)
+		cmd.Dir = dir
+		_ = cmd.Run()
+		if _, err := os.Stat(filepath.Join(dir, "pwned")); err != nil {
+			t.Errorf("template %q under bash did not run the value's command; the case does not show what it claims", tmpl)
+		}
+	}
+}
+
+// FuzzResolveValue: a value the Resolve of a plain string argument
+// accepts carries none of "[", "$" and "`" and begins with no "-", and the
+// script built from it never fails to build for it.
+func FuzzResolveValue(f *testing.F) {
+	for _, tmpl := range evaluatingTemplates {
+		f.Add(tmpl, "a[$(touch pwned)]")
+	}
+	f.Add("echo {n}", "plain")
+	f.Add("echo $(( {n} + 1 ))", "7")
+	f.Fuzz(func(t *testing.T, tmpl, v string) {
+		b, _ := json.Marshal(map[string]any{"args": []string{"n:string"}, "template": tmpl})
+		r, err := Parse(b)
+		if err != nil {
+			return
+		}
+		raw, _ := json.Marshal(v)
+		values, err := r.Resolve(map[string]json.RawMessage{"n": raw})
+		if err != nil {
+			return
+		}
+		if got := values["n"]; strings.ContainsAny(got, "[$`") || strings.HasPrefix(got, "-") {
+			t.Fatalf("value %q accepted", got)
+		}
+		_, _ = r.Script(values)
+	})
+}
+
+func TestSpecialMarker(t *testing.T) {
+	for _, decl := range []string{"n:int!special", "b:bool!special", "m:enum(a,b)!special", "x:string=$HOME", "x=a[1]"} {
+		if _, err := ParseArg(decl); err == nil {
+			t.Errorf("ParseArg(%q) accepted", decl)
+		}
+	}
+	for _, decl := range []string{"x:string!special=$HOME", "p:path!secret!special", "l:array!special!options"} {
+		if a, err := ParseArg(decl); err != nil || !a.Special {
+			t.Errorf("ParseArg(%q) = %+v, %v; want special", decl, a, err)
+		}
+	}
+}

@@ -50,6 +50,10 @@ var pkceChallenge = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 // known is shown to the person (redirect is false); after, it goes back to
 // the client at a.RedirectURI.
 func (s *Server) check(ctx context.Context, r *http.Request, a *authRequest) (c client, redirect bool, err error) {
+	base, e := s.baseOf(r)
+	if e != nil {
+		return c, false, e
+	}
 	c, err = s.clientByID(ctx, a.ClientID)
 	if err != nil {
 		return c, false, err
@@ -69,7 +73,6 @@ func (s *Server) check(ctx context.Context, r *http.Request, a *authRequest) (c 
 	if !pkceChallenge.MatchString(a.Challenge) {
 		return c, true, errorf("invalid_request", "code_challenge must be the unpadded base64url SHA-256 of the code verifier")
 	}
-	base := s.h.BaseURLOf(r)
 	if a.Resource == "" {
 		a.Resource = base + "/mcp"
 	}
@@ -89,7 +92,9 @@ func (s *Server) redirectBack(w http.ResponseWriter, r *http.Request, a authRequ
 	if a.State != "" {
 		q.Set("state", a.State)
 	}
-	q.Set("iss", s.h.BaseURLOf(r))
+	if base, e := s.baseOf(r); e == nil {
+		q.Set("iss", base)
+	}
 	u, _ := url.Parse(a.RedirectURI)
 	if u.RawQuery != "" {
 		u.RawQuery += "&" + q.Encode()
@@ -275,6 +280,12 @@ const maxAgentName = 100
 // handleConsent takes the person's decision.
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	// Parsed before anything reads it: the CSRF token may come in a
+	// header, and then nothing else would parse the form.
+	if err := r.ParseForm(); err != nil {
+		s.h.Web.Render(w, http.StatusBadRequest, "consent", host.Page{Title: "Connect an agent", Data: consentView{Error: "the form could not be read; go back to the application and connect again"}})
+		return
+	}
 	p, sess, ok := s.h.WebSession(r)
 	if !ok {
 		s.h.Web.Render(w, http.StatusUnauthorized, "consent", host.Page{Title: "Connect an agent", Data: consentView{SignIn: true, ClientName: "An application"}})
@@ -334,6 +345,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	grants = slices.Compact(grants)
 	slices.Sort(sups)
 	sups = slices.Compact(sups)
+	s.pruneSometimes(r.Context())
 	now := s.h.Now().UTC()
 	agent := store.Principal{ID: auth.NewID("p_"), Kind: store.KindAgent, Name: name, Grants: grants, Supervisors: sups, CreatedAt: now}
 	if grants == nil {
@@ -345,7 +357,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := newSecret(auth.AuthCodePrefix)
-	data := grantData{RedirectURI: a.RedirectURI, Challenge: a.Challenge, Resource: a.Resource, Scope: a.Scope}
+	data := grantData{RedirectURI: a.RedirectURI, Challenge: a.Challenge, Resource: a.Resource, Scope: a.Scope, Consenter: p.ID}
 	if err := s.st.CreateOAuthGrant(r.Context(), hashOf(code), store.OAuthGrant{Kind: store.OAuthCode, ClientID: c.ID, PrincipalID: agent.ID, Data: mustJSON(data), ExpiresAt: now.Add(s.opt.CodeTTL)}); err != nil {
 		s.h.Log.Error("oauth consent failed", "err", err)
 		s.refuse(w, r, a, true, errorf("temporarily_unavailable", "the authorization could not be stored; try again"))

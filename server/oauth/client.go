@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -180,6 +178,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		SoftwareVersion:         m.SoftwareVersion,
 	}
 	b, _ := json.Marshal(kept)
+	s.pruneSometimes(r.Context())
 	now := s.h.Now().UTC()
 	if err := s.st.CreateOAuthClient(r.Context(), store.OAuthClient{ID: id, Metadata: b, CreatedAt: now}); err != nil {
 		s.h.Log.Error("oauth register failed", "err", err)
@@ -232,71 +231,66 @@ func (s *Server) checkClientIDURL(id string) error {
 	return nil
 }
 
-// fetchClient fetches and checks the client ID metadata document at id.
+// fetchClient returns the client of the client ID metadata document at
+// id, from the cache when it was fetched or refused lately.
 func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 	if err := s.checkClientIDURL(id); err != nil {
 		return client{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	now := s.h.Now()
+	if e, ok := s.docs.get(id, now); ok {
+		return e.c, e.err
+	}
+	host := hostOf(id)
+	if !s.docs.allow(host, now) {
+		return client{}, errorf("temporarily_unavailable", "too many client ID metadata documents were fetched from %s lately; try again in a minute", host)
+	}
+	c, ttl, err := s.fetchDocument(ctx, id)
+	var oe *oauthError
+	switch {
+	case errors.As(err, &oe):
+		s.docs.put(id, docEntry{err: err, expires: now.Add(docRefusalTTL)}, now)
+	case err == nil && ttl > 0:
+		s.docs.put(id, docEntry{c: c, expires: now.Add(ttl)}, now)
+	}
+	return c, err
+}
+
+// fetchDocument fetches and checks the client ID metadata document at id,
+// and returns how long it may be kept.
+func (s *Server) fetchDocument(ctx context.Context, id string) (client, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
-		return client{}, errorf("invalid_client", "client_id %q cannot be fetched", id)
+		return client{}, 0, errorf("invalid_client", "client_id %q cannot be fetched", id)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.fetch.Do(req)
 	if err != nil {
-		return client{}, errorf("invalid_client", "the client ID metadata document at %q could not be fetched", id)
+		return client{}, 0, errorf("invalid_client", "the client ID metadata document at %q could not be fetched", id)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return client{}, errorf("invalid_client", "the client ID metadata document at %q answered %d", id, resp.StatusCode)
+		return client{}, 0, errorf("invalid_client", "the client ID metadata document at %q answered %d", id, resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxClientDocument+1))
 	if err != nil || len(b) > maxClientDocument {
-		return client{}, errorf("invalid_client", "the client ID metadata document at %q is unreadable or larger than %d bytes", id, maxClientDocument)
+		return client{}, 0, errorf("invalid_client", "the client ID metadata document at %q is unreadable or larger than %d bytes", id, maxClientDocument)
 	}
 	var doc struct {
 		ClientID string `json:"client_id"`
 		oauthex.ClientRegistrationMetadata
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return client{}, errorf("invalid_client", "the client ID metadata document at %q is not a JSON object", id)
+		return client{}, 0, errorf("invalid_client", "the client ID metadata document at %q is not a JSON object", id)
 	}
 	if doc.ClientID != id {
-		return client{}, errorf("invalid_client", "the client ID metadata document at %q names client_id %q; it must name its own URL", id, doc.ClientID)
+		return client{}, 0, errorf("invalid_client", "the client ID metadata document at %q names client_id %q; it must name its own URL", id, doc.ClientID)
 	}
 	c, err := checkMetadata(id, &doc.ClientRegistrationMetadata)
 	if err != nil {
-		return client{}, err
+		return client{}, 0, err
 	}
-	return c, nil
-}
-
-// newFetchClient returns the client that fetches client ID metadata
-// documents. Unless insecure, it dials only public addresses, so a client
-// cannot make the server reach into its own network.
-func newFetchClient(insecure bool) *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second}
-	if !insecure {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return err
-			}
-			a := ap.Addr().Unmap()
-			if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() {
-				return fmt.Errorf("address %s is not public", a)
-			}
-			return nil
-		}
-	}
-	tr := &http.Transport{DialContext: d.DialContext, TLSHandshakeTimeout: 5 * time.Second, ResponseHeaderTimeout: 5 * time.Second, MaxIdleConns: 4}
-	return &http.Client{
-		Transport: tr,
-		Timeout:   5 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return c, cacheLifetime(resp.Header), nil
 }

@@ -22,7 +22,9 @@ type Deps struct {
 	Now   func() time.Time
 	// Web receives the consent page.
 	Web *host.WebUI
-	// BaseURL is the server's externally visible URL.
+	// BaseURL is the server's externally visible URL. Without it, OAuth
+	// answers only requests whose Host names the address their
+	// connection reached.
 	BaseURL string
 }
 
@@ -30,7 +32,6 @@ type Deps struct {
 type Gate interface {
 	WebSession(r *http.Request) (store.Principal, store.Session, bool)
 	CheckWebChange(r *http.Request, sess store.Session) *wire.Error
-	BaseURLOf(r *http.Request) string
 	AnonymousDelay(r *http.Request) time.Duration
 	RevokePrincipal(ctx context.Context, id string) error
 }

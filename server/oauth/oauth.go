@@ -20,9 +20,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -60,7 +61,8 @@ type Options struct {
 	InsecureClientIDs bool
 	// Fetch is the HTTP client that fetches client ID metadata documents
 	// (default: one with a 5-second timeout that follows no redirects and,
-	// without InsecureClientIDs, dials only public addresses).
+	// without InsecureClientIDs, resolves a host once and dials only the
+	// public address it checked).
 	Fetch *http.Client
 }
 
@@ -71,6 +73,10 @@ type Server struct {
 	st    store.OAuth
 	opt   Options
 	fetch *http.Client
+	docs  *docCache
+
+	pruneMu   sync.Mutex
+	lastPrune time.Time
 }
 
 // New returns the authorization server built on d. Its
@@ -89,9 +95,9 @@ func New(d Deps, opt Options) (*Server, error) {
 	if opt.CodeTTL <= 0 {
 		opt.CodeTTL = DefaultCodeTTL
 	}
-	s := &Server{h: d, st: d.Store.OAuth, opt: opt, fetch: opt.Fetch}
+	s := &Server{h: d, st: d.Store.OAuth, opt: opt, fetch: opt.Fetch, docs: newDocCache()}
 	if s.fetch == nil {
-		s.fetch = newFetchClient(opt.InsecureClientIDs)
+		s.fetch = newFetchClient(opt.InsecureClientIDs, nil)
 	}
 	return s, nil
 }
@@ -117,7 +123,9 @@ func (s *Server) Routes(mux *host.Mux) {
 // an access token is checked. It wraps the whole handler.
 func (s *Server) WithResource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := s.h.BaseURLOf(r)
+		// A request under a name the server does not answer to gets no
+		// base: its access token is then refused.
+		base, _ := s.baseOf(r)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resourceKey{}, base)))
 	})
 }
@@ -142,7 +150,12 @@ func preflight(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleResourceMetadata(w http.ResponseWriter, r *http.Request) {
-	base := s.h.BaseURLOf(r)
+	base, e := s.baseOf(r)
+	if e != nil {
+		cors(w)
+		writeBaseError(w, e)
+		return
+	}
 	resource := base
 	switch p := r.PathValue("path"); p {
 	case "":
@@ -181,8 +194,12 @@ type serverMetadata struct {
 }
 
 func (s *Server) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
-	base := s.h.BaseURLOf(r)
 	cors(w)
+	base, e := s.baseOf(r)
+	if e != nil {
+		writeBaseError(w, e)
+		return
+	}
 	host.WriteJSON(w, http.StatusOK, serverMetadata{
 		Issuer:                            base,
 		AuthorizationEndpoint:             base + PathAuthorize,
@@ -215,6 +232,10 @@ type grantData struct {
 	Challenge   string `json:"code_challenge,omitempty"`
 	Resource    string `json:"resource"`
 	Scope       string `json:"scope,omitempty"`
+	// Consenter is the person whose consent created the authorization.
+	// Its tokens act only while that person is not revoked and still
+	// holds every grant the agent was given.
+	Consenter string `json:"consenter,omitempty"`
 }
 
 func hashOf(secret string) []byte {
@@ -231,9 +252,6 @@ func (s *Server) PrincipalOfAccessToken(ctx context.Context, tok string) (store.
 		return store.Principal{}, err
 	}
 	base, _ := ctx.Value(resourceKey{}).(string)
-	if base == "" && s.h.BaseURL != "" {
-		base = strings.TrimRight(s.h.BaseURL, "/")
-	}
 	var d grantData
 	if json.Unmarshal(g.Data, &d) != nil || base == "" || !slices.Contains(resources(base), d.Resource) {
 		// Issued for another resource: not a token of this server.
@@ -246,7 +264,42 @@ func (s *Server) PrincipalOfAccessToken(ctx context.Context, tok string) (store.
 	if p.Revoked {
 		return store.Principal{}, store.ErrNotFound
 	}
+	why, err := s.consenterLost(ctx, p, d)
+	if err != nil {
+		return store.Principal{}, err
+	}
+	if why != "" {
+		s.endAuthorization(ctx, p.ID, why)
+		return store.Principal{}, store.ErrNotFound
+	}
 	return p, nil
+}
+
+// consenterLost reports why the person who consented to the authorization
+// d of agent no longer stands behind it, or "" when they do. An agent
+// connected by OAuth never keeps authority its person has lost: a person
+// revoked, or who no longer holds a grant the agent was given, ends the
+// authorization on its next use.
+//
+// An error means the store could not answer: the use is refused without
+// ending the authorization.
+func (s *Server) consenterLost(ctx context.Context, agent store.Principal, d grantData) (string, error) {
+	if d.Consenter == "" {
+		return "no consenting person is recorded for it", nil
+	}
+	c, err := s.h.Store.Principal(ctx, d.Consenter)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (c.Revoked || c.Kind != store.KindHuman)):
+		return "the person who consented was revoked", nil
+	case err != nil:
+		return "", fmt.Errorf("read the consenting person of %s: %w", agent.ID, err)
+	}
+	for _, g := range agent.Grants {
+		if !c.Has(g) {
+			return "the person who consented no longer holds " + g, nil
+		}
+	}
+	return "", nil
 }
 
 // audit records what happened to an authorization. It never records a

@@ -577,3 +577,122 @@ func TestRegistrationLimit(t *testing.T) {
 		t.Errorf("statuses %v, want 3 registrations and 3 refusals", codes)
 	}
 }
+
+// TestAgentLosesWhatItsPersonLoses: once the person who consented is
+// revoked, the agent's access token stops working and its refresh token
+// gets no new one; the agent principal is revoked too.
+func TestAgentLosesWhatItsPersonLoses(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	f := newFlow(t, k)
+	st, tk := f.exchange(f.code())
+	if st != 200 || whoami(k, tk.Access) != 200 {
+		t.Fatalf("token: %d %+v", st, tk)
+	}
+	if err := k.DB.Principals().RevokePrincipal(t.Context(), k.Boot.Owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := whoami(k, tk.Access); st != 401 {
+		t.Errorf("access token after its person was revoked: %d, want 401", st)
+	}
+	if st, out := f.refresh(tk.Refresh); st != 400 || out.Error != "invalid_grant" {
+		t.Errorf("refresh after its person was revoked: %d %+v, want invalid_grant", st, out)
+	}
+	if !oauthAgent(t, k).Revoked {
+		t.Error("the agent principal outlived its person's revocation")
+	}
+}
+
+// TestConsentWithCSRFHeader: a consent whose CSRF token comes in the
+// header rather than the form is read in full.
+func TestConsentWithCSRFHeader(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	f := newFlow(t, k)
+	u, _ := url.Parse(f.authURL(nil))
+	form := u.Query()
+	form.Set("decision", "approve")
+	form.Set("name", "header agent")
+	form["grant"] = []string{"tool.invoke"}
+	form["supervisor"] = []string{k.Boot.Owner.ID}
+	req, err := http.NewRequest("POST", k.URL()+"/oauth/authorize", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", k.URL())
+	req.Header.Set("X-CSRF-Token", f.csrf)
+	req.AddCookie(f.cookie)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Query().Get("code") == "" {
+		t.Fatalf("consent with the CSRF token in a header: %d %q, want a redirect with a code", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestClientNameRevealed: a client name's hidden and bidirectional
+// characters are drawn as escapes on every form of the consent page.
+func TestClientNameRevealed(t *testing.T) {
+	k := assenttest.Start(t, nil)
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if st := k.Do("POST", "/oauth/register", "", map[string]any{"redirect_uris": []string{callback}, "client_name": "Trusted\u202egnp.exe"}, &reg); st != 201 {
+		t.Fatalf("register: %d", st)
+	}
+	q := url.Values{"response_type": {"code"}, "client_id": {reg.ClientID}, "redirect_uri": {callback},
+		"code_challenge": {challenge(strings.Repeat("v", 43))}, "code_challenge_method": {"S256"}}
+	for name, hdr := range map[string]map[string]string{"sign in": nil, "continue": {"Sec-Fetch-Site": "cross-site"}} {
+		resp := k.Req("GET", "/oauth/authorize?"+q.Encode(), "", nil, hdr)
+		body := assenttest.ReadAll(resp)
+		if strings.Contains(body, "\u202e") || !strings.Contains(body, "U+202E") {
+			t.Errorf("%s page draws the client name raw:\n%s", name, body)
+		}
+	}
+}
+
+// TestHostHeaderNamesNothing: the address in metadata documents and the
+// audience of tokens come from the base URL, or without one from the
+// address the connection reached; a made-up Host header is refused.
+func TestHostHeaderNamesNothing(t *testing.T) {
+	get := func(k *assenttest.Kit, path, host string) (int, string) {
+		r, _ := http.NewRequest("GET", k.URL()+path, nil)
+		r.Host = host
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, assenttest.ReadAll(resp)
+	}
+	k := assenttest.Start(t, nil)
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp"} {
+		st, body := get(k, path, "evil.example")
+		if st != http.StatusMisdirectedRequest || strings.Contains(body, "http://evil.example") || !strings.Contains(body, "--base-url") {
+			t.Errorf("%s under a made-up Host without a base URL: %d %s; want 421 naming --base-url", path, st, body)
+		}
+		if st, body := get(k, path, strings.TrimPrefix(k.URL(), "http://")); st != 200 || !strings.Contains(body, k.URL()) {
+			t.Errorf("%s under the listener's address: %d %s", path, st, body)
+		}
+	}
+	f := newFlow(t, k)
+	u, _ := url.Parse(f.authURL(func(q url.Values) { q.Set("resource", "http://evil.example/mcp") }))
+	r, _ := http.NewRequest("GET", k.URL()+u.RequestURI(), nil)
+	r.Host = "evil.example"
+	r.AddCookie(f.cookie)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := assenttest.ReadAll(resp); resp.StatusCode != 400 || strings.Contains(body, `id="consent-form"`) {
+		t.Errorf("authorization for resource evil.example under Host evil.example: %d, want refused\n%s", resp.StatusCode, body)
+	}
+
+	based := assenttest.Start(t, func(c *server.Config) { c.BaseURL = "https://assent.example/" })
+	st, body := get(based, "/.well-known/oauth-authorization-server", "evil.example")
+	if st != 200 || strings.Contains(body, "evil.example") || !strings.Contains(body, `"issuer":"https://assent.example"`) {
+		t.Errorf("metadata with a base URL under a made-up Host: %d %s; want the base URL", st, body)
+	}
+}

@@ -73,22 +73,24 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// useGrant spends the grant of kind whose secret is secret. A grant spent
-// before ends its whole authorization: a code or refresh token presented
-// twice has been copied.
-func (s *Server) useGrant(w http.ResponseWriter, r *http.Request, secret, kind string) (store.OAuthGrant, grantData, bool) {
-	g, err := s.st.UseOAuthGrant(r.Context(), hashOf(secret), kind, s.h.Now())
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		s.endAuthorization(r.Context(), g.PrincipalID, kind+" presented a second time")
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "this "+kindName(kind)+" was already used; the authorization it belongs to is now revoked, so ask the person to connect again")
-		return g, grantData{}, false
-	case errors.Is(err, store.ErrNotFound):
-		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "the "+kindName(kind)+" is unknown, expired or revoked; start the authorization again")
-		return g, grantData{}, false
-	case err != nil:
-		s.h.Log.Error("oauth token failed", "err", err)
-		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the server could not read the grant; try again")
+// readGrant reads the unspent grant of kind whose secret is secret and
+// checks it against the request, spending nothing: a request refused here
+// leaves the grant as it was. A grant spent before ends its whole
+// authorization: a code or refresh token presented twice has been copied.
+func (s *Server) readGrant(w http.ResponseWriter, r *http.Request, secret, kind string) (store.OAuthGrant, grantData, bool) {
+	g, err := s.st.OAuthGrant(r.Context(), hashOf(secret), kind, s.h.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		// Unknown, expired, revoked or spent: only a spent one is
+		// reported by UseOAuthGrant as a conflict, and it changes
+		// nothing for the others, which it cannot spend.
+		g, err = s.st.UseOAuthGrant(r.Context(), hashOf(secret), kind, s.h.Now())
+		if err == nil {
+			// Became readable between the two reads; treat as not found
+			// rather than hand out tokens without a successor check.
+			err = store.ErrNotFound
+		}
+	}
+	if !s.grantError(w, r, g, kind, err) {
 		return g, grantData{}, false
 	}
 	var d grantData
@@ -108,6 +110,24 @@ func (s *Server) useGrant(w http.ResponseWriter, r *http.Request, secret, kind s
 	return g, d, true
 }
 
+// grantError answers err from reading or spending a grant of kind and
+// reports whether there was none.
+func (s *Server) grantError(w http.ResponseWriter, r *http.Request, g store.OAuthGrant, kind string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, store.ErrConflict):
+		s.endAuthorization(r.Context(), g.PrincipalID, kind+" presented a second time")
+		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "this "+kindName(kind)+" was already used; the authorization it belongs to is now revoked, so ask the person to connect again")
+	case errors.Is(err, store.ErrNotFound):
+		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "the "+kindName(kind)+" is unknown, expired or revoked; start the authorization again")
+	default:
+		s.h.Log.Error("oauth token failed", "err", err)
+		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the server could not store the tokens; nothing was spent, so retry with the same "+kindName(kind))
+	}
+	return false
+}
+
 func kindName(kind string) string {
 	switch kind {
 	case store.OAuthCode:
@@ -125,7 +145,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, http.StatusBadRequest, "invalid_request", "code and code_verifier are required")
 		return
 	}
-	g, d, ok := s.useGrant(w, r, code, store.OAuthCode)
+	g, d, ok := s.readGrant(w, r, code, store.OAuthCode)
 	if !ok {
 		return
 	}
@@ -139,7 +159,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)")
 		return
 	}
-	s.issue(w, r, g, grantData{Resource: d.Resource, Scope: d.Scope})
+	s.issue(w, r, code, g, grantData{Resource: d.Resource, Scope: d.Scope, Consenter: d.Consenter})
 }
 
 func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
@@ -148,34 +168,50 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, http.StatusBadRequest, "invalid_request", "refresh_token is required")
 		return
 	}
-	g, d, ok := s.useGrant(w, r, rt, store.OAuthRefresh)
+	g, d, ok := s.readGrant(w, r, rt, store.OAuthRefresh)
 	if !ok {
 		return
 	}
-	s.issue(w, r, g, d)
+	s.issue(w, r, rt, g, d)
 }
 
-// issue answers with a new access token and a new refresh token for the
-// authorization of g.
-func (s *Server) issue(w http.ResponseWriter, r *http.Request, g store.OAuthGrant, d grantData) {
+// issue spends the grant g, whose secret is spent, and answers with a new
+// access token and a new refresh token for its authorization. Spending and
+// storing the successors is one store transaction: a failure or a crash
+// in between leaves the grant unspent, so the client's retry succeeds
+// instead of looking like a replay.
+func (s *Server) issue(w http.ResponseWriter, r *http.Request, spent string, g store.OAuthGrant, d grantData) {
 	p, err := s.h.Store.Principal(r.Context(), g.PrincipalID)
 	if err != nil || p.Revoked {
 		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "the authorization was revoked; ask the person to connect again")
 		return
 	}
+	why, err := s.consenterLost(r.Context(), p, d)
+	if err != nil {
+		s.h.Log.Error("oauth token failed", "err", err)
+		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the server could not check the authorization; retry")
+		return
+	}
+	if why != "" {
+		s.endAuthorization(r.Context(), p.ID, why)
+		writeOAuthError(w, http.StatusBadRequest, "invalid_grant", "the authorization ended: "+why+"; ask a person to connect the agent again")
+		return
+	}
 	now := s.h.Now().UTC()
 	access, refresh := newSecret(auth.AccessTokenPrefix), newSecret(auth.RefreshTokenPrefix)
-	data := mustJSON(grantData{Resource: d.Resource, Scope: d.Scope})
+	data := mustJSON(grantData{Resource: d.Resource, Scope: d.Scope, Consenter: d.Consenter})
+	var next []store.NewOAuthGrant
 	for _, t := range []struct {
 		secret, kind string
 		ttl          time.Duration
 	}{{access, store.OAuthAccess, s.opt.AccessTTL}, {refresh, store.OAuthRefresh, s.opt.RefreshTTL}} {
-		ng := store.OAuthGrant{Kind: t.kind, ClientID: g.ClientID, PrincipalID: g.PrincipalID, Data: data, ExpiresAt: now.Add(t.ttl)}
-		if err := s.st.CreateOAuthGrant(r.Context(), hashOf(t.secret), ng); err != nil {
-			s.h.Log.Error("oauth token failed", "err", err)
-			writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the token could not be stored; try again")
-			return
-		}
+		next = append(next, store.NewOAuthGrant{Hash: hashOf(t.secret), Grant: store.OAuthGrant{
+			Kind: t.kind, ClientID: g.ClientID, PrincipalID: g.PrincipalID, Data: data, ExpiresAt: now.Add(t.ttl),
+		}})
+	}
+	got, err := s.st.ExchangeOAuthGrant(r.Context(), hashOf(spent), g.Kind, s.h.Now(), next)
+	if !s.grantError(w, r, got, g.Kind, err) {
+		return
 	}
 	host.WriteJSON(w, http.StatusOK, tokenResponse{
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(s.opt.AccessTTL.Seconds()),

@@ -109,3 +109,68 @@ func (s *DB) UseOAuthGrant(ctx context.Context, hash []byte, kind string, now ti
 	}
 	return used, store.ErrConflict
 }
+
+// ExchangeOAuthGrant implements store.OAuth.
+func (s *DB) ExchangeOAuthGrant(ctx context.Context, hash []byte, kind string, now time.Time, next []store.NewOAuthGrant) (store.OAuthGrant, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	g, err := scanOAuthGrant(tx.QueryRow(ctx, `UPDATE oauth_grants SET used_at = $1
+		WHERE hash = $2 AND kind = $3 AND used_at IS NULL AND expires_at > $1
+		  AND principal_id IN (SELECT id FROM principals WHERE revoked_at IS NULL)
+		RETURNING `+oauthGrantCols, now, hash, kind))
+	if errors.Is(err, store.ErrNotFound) {
+		used, err := scanOAuthGrant(tx.QueryRow(ctx, `SELECT `+oauthGrantCols+` FROM oauth_grants
+			WHERE hash = $1 AND kind = $2 AND used_at IS NOT NULL`, hash, kind))
+		if err != nil {
+			return store.OAuthGrant{}, err
+		}
+		return used, store.ErrConflict
+	}
+	if err != nil {
+		return g, err
+	}
+	for _, n := range next {
+		data := string(n.Grant.Data)
+		if data == "" {
+			data = "{}"
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO oauth_grants (hash, kind, client_id, principal_id, data, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			n.Hash, n.Grant.Kind, n.Grant.ClientID, n.Grant.PrincipalID, data, n.Grant.ExpiresAt); err != nil {
+			return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	return g, nil
+}
+
+// PruneOAuth implements store.OAuth.
+func (s *DB) PruneOAuth(ctx context.Context, now, stale time.Time) ([]string, error) {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM oauth_clients WHERE created_at < $1 AND id NOT IN (SELECT client_id FROM oauth_grants)`, stale); err != nil {
+		return nil, fmt.Errorf("prune oauth clients: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT g.principal_id FROM oauth_grants g JOIN principals p ON p.id = g.principal_id
+		WHERE p.revoked_at IS NULL GROUP BY g.principal_id
+		HAVING SUM(CASE WHEN g.kind = 'code' AND g.used_at IS NULL AND g.expires_at <= $1 THEN 0 ELSE 1 END) = 0
+		ORDER BY g.principal_id LIMIT 100`, now)
+	if err != nil {
+		return nil, fmt.Errorf("prune oauth grants: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("prune oauth grants: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prune oauth grants: %w", err)
+	}
+	return ids, nil
+}

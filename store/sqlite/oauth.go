@@ -77,7 +77,7 @@ func (s *DB) CreateOAuthGrant(ctx context.Context, hash []byte, g store.OAuthGra
 
 const oauthGrantCols = `g.kind, g.client_id, g.principal_id, g.data, g.expires_at`
 
-func scanOAuthGrant(row *sql.Row) (store.OAuthGrant, error) {
+func scanOAuthGrant(row interface{ Scan(...any) error }) (store.OAuthGrant, error) {
 	var g store.OAuthGrant
 	var data string
 	var exp int64
@@ -113,4 +113,69 @@ func (s *DB) UseOAuthGrant(ctx context.Context, hash []byte, kind string, now ti
 		return store.OAuthGrant{}, err
 	}
 	return used, store.ErrConflict
+}
+
+// ExchangeOAuthGrant implements store.OAuth.
+func (s *DB) ExchangeOAuthGrant(ctx context.Context, hash []byte, kind string, now time.Time, next []store.NewOAuthGrant) (store.OAuthGrant, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	defer tx.Rollback()
+	g, err := scanOAuthGrant(tx.QueryRowContext(ctx, `UPDATE oauth_grants SET used_at = ?
+		WHERE hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ?
+		  AND principal_id IN (SELECT id FROM principals WHERE revoked_at IS NULL)
+		RETURNING kind, client_id, principal_id, data, expires_at`, ms(now), hash, kind, ms(now)))
+	if errors.Is(err, store.ErrNotFound) {
+		used, err := scanOAuthGrant(tx.QueryRowContext(ctx, `SELECT `+oauthGrantCols+` FROM oauth_grants g
+			WHERE g.hash = ? AND g.kind = ? AND g.used_at IS NOT NULL`, hash, kind))
+		if err != nil {
+			return store.OAuthGrant{}, err
+		}
+		return used, store.ErrConflict
+	}
+	if err != nil {
+		return g, err
+	}
+	for _, n := range next {
+		data := string(n.Grant.Data)
+		if data == "" {
+			data = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_grants (hash, kind, client_id, principal_id, data, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			n.Hash, n.Grant.Kind, n.Grant.ClientID, n.Grant.PrincipalID, data, ms(n.Grant.ExpiresAt)); err != nil {
+			return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return store.OAuthGrant{}, fmt.Errorf("exchange oauth grant: %w", err)
+	}
+	return g, nil
+}
+
+// PruneOAuth implements store.OAuth.
+func (s *DB) PruneOAuth(ctx context.Context, now, stale time.Time) ([]string, error) {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM oauth_clients WHERE created_at < ? AND id NOT IN (SELECT client_id FROM oauth_grants)`, ms(stale)); err != nil {
+		return nil, fmt.Errorf("prune oauth clients: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT g.principal_id FROM oauth_grants g JOIN principals p ON p.id = g.principal_id
+		WHERE p.revoked_at IS NULL GROUP BY g.principal_id
+		HAVING SUM(CASE WHEN g.kind = 'code' AND g.used_at IS NULL AND g.expires_at <= ? THEN 0 ELSE 1 END) = 0
+		ORDER BY g.principal_id LIMIT 100`, ms(now))
+	if err != nil {
+		return nil, fmt.Errorf("prune oauth grants: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("prune oauth grants: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prune oauth grants: %w", err)
+	}
+	return ids, nil
 }
