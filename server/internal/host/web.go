@@ -220,6 +220,10 @@ type InboxAction struct {
 	// Input, when set, names a text field the person fills in before
 	// pressing the button (for example a reason); InputLabel labels it.
 	Input, InputLabel string
+	// Undo marks an action the page may take back for a few seconds
+	// after it succeeds (a control's apply: its Undo is offered on the
+	// card, where the person just pressed).
+	Undo bool
 }
 
 func (ui *WebUI) RenderPartial(w http.ResponseWriter, name, block string, p Page) {
