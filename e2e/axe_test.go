@@ -61,7 +61,7 @@ func axeCheck(t *testing.T, ctx context.Context, script string) []axeViolation {
 }
 
 // TestPagesPassAxe: every page a person reaches — the inbox with its
-// cards, the audit log, tools, Runs and a Run, a Run proposal, screens and a
+// cards (a control's card also right after Apply), the audit log, tools, Runs and a Run, a Run proposal, screens and a
 // screen, Flows and a Flow instance, sign-in, signed-out and not-found —
 // has no axe-core violation at a desktop's 1280 px and a phone's 390 px.
 func TestPagesPassAxe(t *testing.T) {
@@ -78,6 +78,14 @@ func TestPagesPassAxe(t *testing.T) {
 		t.Fatalf("show_screen: %v", out)
 	}
 	screen := out["screen"].(string)
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	stage := func(v string) {
+		t.Helper()
+		if out, isErr := assenttest.CallTool(t, agent, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": v}); isErr {
+			t.Fatalf("stage: %v", out)
+		}
+	}
+	stage("pro")
 	code, v := a.execAPI("POST", "/v1/runs", a.Boot.AgentToken, map[string]any{"template": "echo hello", "run_id": "axe-proposed"})
 	if code >= 300 || v["proposal"] == nil {
 		t.Fatalf("proposing a Run: %d %v", code, v)
@@ -88,7 +96,6 @@ func TestPagesPassAxe(t *testing.T) {
 		t.Fatalf("starting a Run: %d %v", code, v)
 	}
 
-	link := a.signInLink()
 	pages := []string{"/inbox", "/audit", "/tools", "/runs", "/runs/axe-run", "/runs/proposals/" + proposal,
 		"/screens", "/screens/" + screen, "/flows", "/flows/instances/expense-1001", "/no/such/page"}
 	for _, width := range []int64{1280, 390} {
@@ -106,14 +113,17 @@ func TestPagesPassAxe(t *testing.T) {
 				t.Errorf("%s at %d px: %s (%s)\n  %s", name, width, v.ID, v.Help, strings.Join(where, "\n  "))
 			}
 		}
-		if width == 1280 {
-			if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("signin-continue"))); err != nil {
-				t.Fatal(err)
-			}
-			check("sign-in")
-			if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("signin-continue")), chromedp.WaitVisible(chromedp.ID("who-name"))); err != nil {
-				t.Fatal(err)
-			}
+		// Signed out, then the sign-in page, then every page signed in.
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox"), chromedp.WaitReady("main")); err != nil {
+			t.Fatal(err)
+		}
+		check("signed out")
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.signInLink()), chromedp.WaitVisible(chromedp.ID("signin-continue"))); err != nil {
+			t.Fatal(err)
+		}
+		check("sign-in")
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("signin-continue")), chromedp.WaitVisible(chromedp.ID("who-name"))); err != nil {
+			t.Fatal(err)
 		}
 		for _, p := range pages {
 			if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+p), chromedp.WaitReady("main")); err != nil {
@@ -123,6 +133,25 @@ func TestPagesPassAxe(t *testing.T) {
 			if p == "/inbox" && os.Getenv("ASSENT_SCREENSHOTS") != "" {
 				screenshot(t, ctx, fmt.Sprintf("inbox-%d", width))
 			}
+		}
+		// A control's card right after Apply, offering its Undo.
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox"),
+			chromedp.Click(chromedp.CSS(`#section-proposals form[action="/web/controls/apply"] button`)),
+			chromedp.WaitVisible(chromedp.CSS(".undo-offer button.undo"))); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+		check("the undo offer")
+		if os.Getenv("ASSENT_SCREENSHOTS") != "" {
+			screenshot(t, ctx, fmt.Sprintf("undo-%d", width))
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".undo-offer button.undo"))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the undo", `(document.querySelector(".undo-offer")?.textContent || "").includes("Undone")`)
+		stage("team")
+		// Signed out again for the next width.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/signout"] button`)), chromedp.WaitReady("main")); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -36,4 +37,15 @@ func PlainValue(v string) string {
 		}
 	}
 	return strings.NewReplacer("_", " ", "-", " ").Replace(v)
+}
+
+// ReadableTime shows an RFC 3339 instant ("2026-12-06T08:31:28.909Z") as a
+// person reads it in UTC ("2026-12-06 08:31:28 UTC"); anything else is
+// returned as it is.
+func ReadableTime(iso string) string {
+	t, err := time.Parse(time.RFC3339Nano, iso)
+	if err != nil {
+		return iso
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }

@@ -43,6 +43,10 @@ func newWebUI() (*WebUI, error) {
 			// hiddenchars counts them, for a warning above such text.
 			"reveal":      Reveal,
 			"hiddenchars": countHidden,
+			// readable is a <time> element's text for readers without
+			// scripts: an RFC 3339 instant as "2026-12-06 08:31:28 UTC";
+			// the page's script shows it in the reader's own zone.
+			"readable": ReadableTime,
 		},
 		pages: map[string]*template.Template{},
 	}
