@@ -130,8 +130,8 @@ func TestPagesPassAxe(t *testing.T) {
 				t.Fatalf("%s: %v", p, err)
 			}
 			check(p)
-			if p == "/inbox" && os.Getenv("ASSENT_SCREENSHOTS") != "" {
-				screenshot(t, ctx, fmt.Sprintf("inbox-%d", width))
+			if os.Getenv("ASSENT_SCREENSHOTS") != "" {
+				screenshot(t, ctx, fmt.Sprintf("%s-%d", strings.ReplaceAll(strings.Trim(p, "/"), "/", "-"), width))
 			}
 		}
 		// A control's card right after Apply, offering its Undo.
