@@ -321,7 +321,8 @@ func (a *App) expenseSummary(ctx context.Context, req *flow.SummaryRequest) (flo
 		return flow.Summary{}, false
 	}
 	for _, as := range req.Transition.Assignments {
-		sum.Lines = append(sum.Lines, fmt.Sprintf("Sets %s to %s", as.Facet, as.Value))
+		name := as.Facet[strings.LastIndexByte(as.Facet, '.')+1:]
+		sum.Lines = append(sum.Lines, fmt.Sprintf("Records the %s as “%s”", strings.ReplaceAll(name, "_", " "), strings.ReplaceAll(as.Value, "_", " ")))
 	}
 	return sum, true
 }

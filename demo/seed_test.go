@@ -70,7 +70,7 @@ func TestSeedDemoFillsTheInbox(t *testing.T) {
 	}
 	cookie, _ := f.SignIn()
 	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
-	for _, want := range []string{"Plan", "pro", "agent (agent)", "expense-approval/approve", seed.Approval} {
+	for _, want := range []string{"Plan", "<dt>Proposed</dt><dd>Pro</dd>", "<dt>Proposed by</dt><dd>agent</dd>", "expense-approval/approve", seed.Approval} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("inbox lacks %q", want)
 		}

@@ -40,20 +40,39 @@ func TestAgentProposesPersonApplies(t *testing.T) {
 		t.Fatalf("proposal did not appear: %v", err)
 	}
 	item := text(t, ctx, chromedp.CSS("#section-proposals .item"))
-	for _, want := range []string{"Email", "ada@example.com", "ada@analytical.engine", "agent (agent)"} {
+	for _, want := range []string{"Email", "ada@example.com", "ada@analytical.engine", "Proposed by"} {
 		if !strings.Contains(item, want) {
 			t.Errorf("proposal card lacks %q: %s", want, item)
 		}
 	}
 	screenshot(t, ctx, "proposal")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(apply)), chromedp.WaitVisible(chromedp.CSS(`form[action="/web/controls/undo"] button`))); err != nil {
+	// Apply says it is done on the card itself and offers Undo for ten
+	// seconds; the inbox keeps the card there meanwhile.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(apply)), chromedp.WaitVisible(chromedp.CSS(`#section-proposals .undo-offer button.undo`))); err != nil {
+		screenshot(t, ctx, "timeout")
 		t.Fatalf("apply: %v", err)
 	}
+	offer := text(t, ctx, chromedp.CSS("#section-proposals .undo-offer"))
+	if !strings.Contains(offer, "Applied: Email") || !strings.Contains(offer, "You can undo for") {
+		t.Fatalf("the card after apply reads %q", offer)
+	}
+	if name := eval[string](t, ctx, `document.querySelector("#section-proposals .undo-offer button.undo").textContent`); name != "Undo: Email" {
+		t.Fatalf("the Undo button is named %q", name)
+	}
 	screenshot(t, ctx, "applied")
-
-	snap, _ := assenttest.CallTool(t, agent, "controls_inspect", map[string]any{"identity": email})
-	if v := snap["state"].(map[string]any)["value"]; v != "ada@analytical.engine" {
+	value := func() any {
+		snap, _ := assenttest.CallTool(t, agent, "controls_inspect", map[string]any{"identity": email})
+		return snap["state"].(map[string]any)["value"]
+	}
+	if v := value(); v != "ada@analytical.engine" {
 		t.Fatalf("value after the person's apply = %v", v)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#section-proposals .undo-offer button.undo`))); err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	waitFor(t, ctx, "the undo", `(document.querySelector("#section-proposals .undo-offer")?.textContent || "").includes("Undone")`)
+	if v := value(); v != "ada@example.com" {
+		t.Fatalf("value after the person's undo = %v", v)
 	}
 	recs, err := a.DB.Audit().ListAudit(context.Background(), store.AuditFilter{FormID: "profile"})
 	if err != nil {
@@ -63,7 +82,7 @@ func TestAgentProposesPersonApplies(t *testing.T) {
 	for _, r := range recs {
 		trail = append(trail, r.Source+" "+r.Action+" "+r.Reason)
 	}
-	want := []string{"agent stage ", "agent apply human_confirmation_required", "user apply "}
+	want := []string{"agent stage ", "agent apply human_confirmation_required", "user apply ", "user undo "}
 	if strings.Join(trail, "|") != strings.Join(want, "|") {
 		t.Fatalf("audit trail %q, want %q", trail, want)
 	}

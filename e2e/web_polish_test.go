@@ -65,6 +65,17 @@ func TestNarrowPagesDoNotScrollSideways(t *testing.T) {
 			t.Errorf("%s is %d px wide at a 390 px viewport", path, w)
 		}
 	}
+	// Tables become cards: each row a block, each value under its
+	// column's name, no column left off screen.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/flows/instances/expense-1001"), chromedp.WaitReady("#flow-facts")); err != nil {
+		t.Fatal(err)
+	}
+	if d := js[string](t, ctx, `getComputedStyle(document.querySelector("#flow-facts tbody tr")).display`); d != "block" {
+		t.Errorf("a Facts row on a phone is drawn as %q, want a block", d)
+	}
+	if c := js[string](t, ctx, `getComputedStyle(document.querySelector("#flow-facts tbody td"), "::before").content`); c != `"Status"` {
+		t.Errorf("a Facts cell on a phone is labelled %s, want \"Status\"", c)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/screens"), chromedp.WaitReady("time[datetime]")); err != nil {
 		t.Fatal(err)
 	}

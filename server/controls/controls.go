@@ -789,14 +789,20 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		item := host.InboxItem{
 			Title: labelOf(snap.Metadata.Label, snap.Identity.ControlID),
 			Fields: withSubject(snap.Identity,
-				host.InboxField{Label: "Form", Value: snap.Identity.FormID},
-				host.InboxField{Label: "Current value", Value: host.DisplayValue(st.Value, st.ValueRedacted)},
-				host.InboxField{Label: "Proposed value", Value: host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
-				host.InboxField{Label: "Proposed by", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, st.Staged.Provenance.PrincipalID), st.Staged.Provenance.Source)},
+				host.InboxField{Label: "Now", Value: valueText(snap.Metadata, st.Value, st.ValueRedacted)},
+				host.InboxField{Label: "Proposed", Value: valueText(snap.Metadata, st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)},
+				host.InboxField{Label: "Proposed by", Value: host.NameOr(names, st.Staged.Provenance.PrincipalID)},
 				host.InboxTime("When", st.Staged.StagedAt),
 			),
+			Details: []host.InboxField{
+				{Label: "Form", Value: snap.Identity.FormID},
+				{Label: "Control", Value: snap.Identity.ControlID},
+				{Label: "Source", Value: string(st.Staged.Provenance.Source)},
+				{Label: "Proposal revision", Value: strconv.FormatInt(st.Staged.Revision, 10)},
+			},
+			Note: "Applying sets the value shown. You can undo it afterwards.",
 			Actions: []host.InboxAction{
-				{Label: "Apply", URL: "/web/controls/apply", Values: idv, Primary: true},
+				{Label: "Apply", URL: "/web/controls/apply", Values: idv, Primary: true, Undo: true},
 				{Label: "Discard", URL: "/web/controls/discard", Values: identityValues(snap.Identity)},
 			},
 		}
@@ -814,15 +820,23 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		if i == recent {
 			break
 		}
+		var meta control.Metadata
+		if snap, ok := s.controls.Get(ctx, c.Identity); ok {
+			meta = snap.Metadata
+		}
 		item := host.InboxItem{
 			Title: "Changed: " + labelOf(c.Label, c.Identity.ControlID),
 			Fields: withSubject(c.Identity,
-				host.InboxField{Label: "Form", Value: c.Identity.FormID},
-				host.InboxField{Label: "Was", Value: host.DisplayValue(c.Previous, c.ValueRedacted)},
-				host.InboxField{Label: "Now", Value: host.DisplayValue(c.Applied, c.ValueRedacted)},
-				host.InboxField{Label: "By", Value: fmt.Sprintf("%s (%s)", host.NameOr(names, c.Provenance.PrincipalID), c.Provenance.Source)},
+				host.InboxField{Label: "Was", Value: valueText(meta, c.Previous, c.ValueRedacted)},
+				host.InboxField{Label: "Now", Value: valueText(meta, c.Applied, c.ValueRedacted)},
+				host.InboxField{Label: "By", Value: host.NameOr(names, c.Provenance.PrincipalID)},
 				host.InboxTime("When", c.At),
 			),
+			Details: []host.InboxField{
+				{Label: "Form", Value: c.Identity.FormID},
+				{Label: "Control", Value: c.Identity.ControlID},
+				{Label: "Source", Value: string(c.Provenance.Source)},
+			},
 			Actions: []host.InboxAction{{Label: "Undo", URL: "/web/controls/undo", Values: identityValues(c.Identity)}},
 		}
 		if c.Stale {
@@ -856,6 +870,25 @@ func identityValues(id control.Identity) map[string]string {
 		v["subjectType"], v["subjectId"] = id.Subject.Type, id.Subject.ID
 	}
 	return v
+}
+
+// valueText shows a control's value as a person reads it: a choice by its
+// option's label, a number or text with the control's unit ("1250 EUR"),
+// a hidden value as hidden.
+func valueText(meta control.Metadata, v any, redacted bool) string {
+	shown := host.DisplayValue(v, redacted)
+	if redacted || v == nil || v == "" {
+		return shown
+	}
+	for _, o := range meta.Options {
+		if fmt.Sprint(o.Value) == fmt.Sprint(v) && o.Label != "" {
+			return o.Label
+		}
+	}
+	if meta.Unit != "" {
+		return shown + " " + meta.Unit
+	}
+	return shown
 }
 
 func labelOf(label, fallback string) string {

@@ -54,7 +54,9 @@ func TestAgentStagesPersonApplies(t *testing.T) {
 	// The person sees it in the inbox and applies it.
 	cookie, csrf := f.SignIn()
 	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
-	for _, want := range []string{"Plan", "pro", "agent (agent)", "Apply", "Discard"} {
+	// Values read as the options' labels, and each button names the
+	// control it acts on.
+	for _, want := range []string{"Plan", "<dt>Now</dt><dd>Free</dd>", "<dt>Proposed</dt><dd>Pro</dd>", "<dt>Proposed by</dt><dd>agent</dd>", `Apply<span class="visually-hidden">: Plan</span>`, "Discard"} {
 		if !strings.Contains(string(page), want) {
 			t.Fatalf("inbox lacks %q", want)
 		}

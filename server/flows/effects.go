@@ -17,6 +17,7 @@ import (
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -791,7 +792,7 @@ func (s *Part) effectSummary(ctx context.Context, req *flow.SummaryRequest) flow
 	default:
 		sum.Text = fmt.Sprintf("Move %s from %s to %s", req.Instance.ID, req.Instance.Phase, strings.Join(t.TargetPhases, " or "))
 		for _, a := range t.Assignments {
-			sum.Lines = append(sum.Lines, fmt.Sprintf("Sets %s to %s", a.Facet, a.Value))
+			sum.Lines = append(sum.Lines, fmt.Sprintf("%s becomes “%s”", host.PlainName(a.Facet), host.PlainValue(a.Value)))
 		}
 		sum.Lines = append(sum.Lines, parameterLines(req.Parameters)...)
 	}

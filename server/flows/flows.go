@@ -414,15 +414,17 @@ func (s *Part) inboxProgramProposals(ctx context.Context, names map[string]strin
 		item := host.InboxItem{
 			Title: fmt.Sprintf("Load program %s (version %s)?", p.ID(), p.Version()),
 			Fields: []host.InboxField{
-				{Label: "Program", Value: p.ID()},
-				{Label: "Fingerprint", Value: p.Fingerprint()},
+				{Label: "Process", Value: p.ID()},
 				{Label: "Proposed by", Value: host.NameOr(names, l.LoadedBy)},
-				{Label: "Transitions", Value: fmt.Sprint(p.Len())},
+				{Label: "Steps", Value: fmt.Sprint(p.Len())},
 			},
-			Note: "Approving makes this program the one its id names: it can start instances, and its transitions can call the tools it names. Read it on the Flows page first.",
+			Details: []host.InboxField{
+				{Label: "Fingerprint", Value: p.Fingerprint()},
+			},
+			Note: "Approving puts this version of the process in use under its name: it can be started, and its steps can call the tools it names. Read it on the Flows page first.",
 			Actions: []host.InboxAction{
 				{Label: "Approve", URL: "/web/flows/programs/" + p.Fingerprint() + "/approve", Primary: true},
-				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
+				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
 		}
 		if cur, err := s.flows.ActiveProgram(ctx, p.ID()); err == nil {
@@ -454,23 +456,24 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 		programID = p.ID()
 	}
 	item := host.InboxItem{
-		Title: fmt.Sprintf("Approval needed: %s on %s", flow.LocalID(a.Transition), a.Instance),
+		Title: fmt.Sprintf("Step “%s” of %s waits for your approval", host.PlainValue(flow.LocalID(a.Transition)), a.Instance),
 		Fields: []host.InboxField{
-			{Label: "Expected result", Value: a.ExpectedPostcondition},
-			{Label: "Requested by", Value: host.NameOr(names, a.Requester)},
-			{Label: "Program", Value: programID},
+			{Label: "What approving achieves", Value: a.ExpectedPostcondition},
+			{Label: "Asked by", Value: host.NameOr(names, a.Requester)},
+			{Label: "Process", Value: programID},
 		},
 		Details: []host.InboxField{
 			{Label: "Transition", Value: a.Transition},
 			{Label: "Operation", Value: a.Operation},
 			{Label: "Capabilities", Value: host.JoinOr(a.RequiredCapabilities, "none")},
+			{Label: "Approval adds", Value: flow.CapabilityHumanApprove + ", for this one admission"},
 			{Label: "Program fingerprint", Value: a.Program},
 			{Label: "Instance revision", Value: fmt.Sprint(a.Revision)},
 		},
-		Note: "Approving admits this transition once, with your grants plus human.approve, and applies exactly what is shown here; if any of it has changed since, nothing is applied.",
+		Note: "Approving lets this step run once, with your permissions, and applies exactly what is shown here. If any of it has changed since it was asked, nothing is applied.",
 		Actions: []host.InboxAction{
 			{Label: "Approve", URL: "/web/flows/approvals/" + a.ID + "/approve", Primary: true},
-			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true, Input: "reason", InputLabel: "Reason"},
+			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 		},
 	}
 	decorateApprovalCard(&item, a, person)
@@ -478,45 +481,54 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 		item.Details = append(item.Details, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
 	}
 	if a.Objective != "" {
-		item.Fields = append(item.Fields, host.InboxField{Label: "Objective", Value: a.Objective})
+		item.Fields = append(item.Fields, host.InboxField{Label: "Goal", Value: host.PlainValue(a.Objective)})
+		item.Details = append(item.Details, host.InboxField{Label: "Objective", Value: a.Objective})
 	}
 	for _, b := range a.Bindings {
 		item.Fields = append(item.Fields, bindingField(b))
+		if b.Kind == flow.BindingFact {
+			item.Details = append(item.Details, host.InboxField{Label: "Fact " + b.Name, Value: b.Value})
+		}
+		if b.Kind == "control" {
+			item.Details = append(item.Details, host.InboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("proposal revision %d", b.Revision)})
+		}
 	}
 	for _, prm := range a.Parameters {
 		v := prm.Value
 		if prm.Secret {
 			v = "(secret, hidden)"
 		}
-		item.Fields = append(item.Fields, host.InboxField{Label: "Parameter " + prm.Name, Value: v})
+		item.Fields = append(item.Fields, host.InboxField{Label: host.PlainName(prm.Name), Value: v})
+		item.Details = append(item.Details, host.InboxField{Label: "Parameter", Value: prm.Name})
 	}
 	return item
 }
 
-// bindingField shows one binding of an approval.
+// bindingField shows one binding of an approval in a person's words; the
+// runtime's names and revisions go to the card's technical details.
 func bindingField(b flow.Binding) host.InboxField {
 	switch b.Kind {
 	case "control":
 		if b.Secret {
-			return host.InboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("a hidden value (proposal revision %d)", b.Revision)}
+			return host.InboxField{Label: b.Name, Value: "changes to a hidden value"}
 		}
-		return host.InboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("now %q → proposed %q (proposal revision %d)", b.Current, b.Value, b.Revision)}
+		return host.InboxField{Label: b.Name, Value: fmt.Sprintf("changes from %q to %q", b.Current, b.Value)}
 	case "tool":
 		return host.InboxField{Label: "Tool", Value: b.Value}
 	case "recipe":
 		if b.Value == "" {
-			return host.InboxField{Label: "Recipe " + b.Name, Value: "(no values)"}
+			return host.InboxField{Label: "Command " + b.Name, Value: "(no values)"}
 		}
-		return host.InboxField{Label: "Recipe " + b.Name, Value: b.Value}
+		return host.InboxField{Label: "Command " + b.Name, Value: b.Value}
 	case flow.BindingFact:
 		if strings.HasSuffix(b.Name, "iban") && !strings.HasPrefix(b.Value, "(") {
-			return host.InboxField{Label: "Fact " + b.Name, Value: ShowIBAN(b.Value)}
+			return host.InboxField{Label: host.PlainName(b.Name), Value: ShowIBAN(b.Value)}
 		}
-		return host.InboxField{Label: "Fact " + b.Name, Value: b.Value}
+		return host.InboxField{Label: host.PlainName(b.Name), Value: host.PlainValue(b.Value)}
 	}
 	v := b.Value
 	if b.Secret {
 		v = "(secret, hidden)"
 	}
-	return host.InboxField{Label: b.Kind + " " + b.Name, Value: v}
+	return host.InboxField{Label: host.PlainName(b.Kind + " " + b.Name), Value: v}
 }

@@ -74,7 +74,7 @@ func TestFlowDemoApprovalByPerson(t *testing.T) {
 		t.Fatalf("approve without CSRF: %d", resp.StatusCode)
 	}
 	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie)
-	if loc != "/flows/instances/"+demo.ExpenseID || !strings.Contains(page, "Approved and applied") {
+	if loc != "/flows/instances/"+demo.ExpenseID || !strings.Contains(page, "Approved: step") {
 		t.Fatalf("approve: %s\n%s", loc, page)
 	}
 	if !strings.Contains(page, "rcp-") || !strings.Contains(page, "approver") || !strings.Contains(page, `id="flow-phase">approved<`) {
@@ -302,7 +302,7 @@ func TestFlowControlApplyNeedsAPerson(t *testing.T) {
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, "Control profile/plan") || !strings.Contains(inbox, "team") {
 		t.Fatalf("the card does not show the staged plan:\n%s", inbox)
 	}
-	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved: step") {
 		t.Fatalf("approve: %s", page)
 	}
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
@@ -932,7 +932,7 @@ func TestFlowExpenseCardReadsLikeTheDecision(t *testing.T) {
 		}
 	}
 	loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}, "back": {"/flows/instances/" + demo.ExpenseID}}, cookie)
-	if loc != "/flows/instances/"+demo.ExpenseID || !strings.Contains(page, "Approved and applied") {
+	if loc != "/flows/instances/"+demo.ExpenseID || !strings.Contains(page, "Approved: step") {
 		t.Fatalf("approve from the instance page: %s\n%s", loc, page)
 	}
 	// The decided approval keeps its summary for the agent.
@@ -953,7 +953,7 @@ func TestFlowCardNamesANewPayee(t *testing.T) {
 	cookie, csrf := f.SignInAs(person.ID)
 	_, out, _ := f.API("POST", "/v1/flows/instances/"+demo.ExpenseID+"/prescribe", f.Token, nil)
 	aprID := approvalOf(t, out).ID
-	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved: step") {
 		t.Fatalf("approve: %s", page)
 	}
 	for _, tc := range []struct {
@@ -1004,7 +1004,7 @@ func TestFlowPayOnlyToTheApprovedPayee(t *testing.T) {
 	aprID := approvalOf(t, out).ID
 	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
-	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+	if _, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved: step") {
 		t.Fatalf("approve: %s", page)
 	}
 	pay := func(iban string) (int, map[string]any) {
@@ -1229,7 +1229,7 @@ func TestFlowControlApplyNamesTheRecord(t *testing.T) {
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(inbox, "for customer mallory (Mallory)") {
 		t.Fatalf("the card does not say whose limit changes:\n%s", inbox)
 	}
-	if loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved and applied") {
+	if loc, page := f.Decide("/web/flows/approvals/"+aprID+"/approve", url.Values{"csrf": {csrf}}, cookie); !strings.Contains(page, "Approved: step") {
 		t.Fatalf("approve: %s\n%s", loc, page)
 	}
 	for id, want := range map[string]float64{"alice": 800, "mallory": 10000} {
@@ -1250,7 +1250,7 @@ func TestApprovalCardFoldsTechnicalDetails(t *testing.T) {
 	}
 	cookie, _ := f.SignIn()
 	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
-	i := strings.Index(inbox, "Approval needed")
+	i := strings.Index(inbox, "waits for your approval")
 	if i < 0 {
 		t.Fatalf("no approval card in the inbox:\n%s", inbox)
 	}
@@ -1260,7 +1260,7 @@ func TestApprovalCardFoldsTechnicalDetails(t *testing.T) {
 	if fold < 0 {
 		t.Fatalf("the card folds nothing:\n%s", card)
 	}
-	for _, shown := range []string{"Expected result", "Requested by"} {
+	for _, shown := range []string{"What approving achieves", "Asked by"} {
 		if j := strings.Index(card, shown); j < 0 || j > fold {
 			t.Errorf("%q is not shown before the folded details", shown)
 		}

@@ -23,8 +23,28 @@ func (s *Part) routesFlowsWeb(mux *host.Mux) {
 // transitionRow is one transition as the programs page shows it.
 type transitionRow struct {
 	ID, Class, Effect, Verifier, Operation, Expected string
-	Priority                                         int64
-	From, To, Authority, Capabilities, Parameters    string
+	// When says in words when the step may be taken (its class).
+	When                                          string
+	Priority                                      int64
+	From, To, Authority, Capabilities, Parameters string
+}
+
+// classWords says in a person's words when a step of a selection class
+// runs; the class itself stays beside it for those who know the runtime.
+func classWords(class string) string {
+	switch class {
+	case flow.Recovery:
+		return "to recover after a failed step"
+	case flow.ObjectiveRequired:
+		return "when it serves the goal"
+	case flow.Progress:
+		return "as the next step"
+	case flow.ExplicitOnly:
+		return "only when asked for by name"
+	case flow.ObservedExternal:
+		return "records something that happened outside; never run"
+	}
+	return class
 }
 
 // programPage is one program on the programs page.
@@ -202,7 +222,7 @@ func (s *Part) handleFlowsPage(w http.ResponseWriter, r *http.Request, pg host.P
 		pp.Graph = layoutPhases(ts)
 		for _, t := range ts {
 			row := transitionRow{
-				ID: t.ID, Class: t.SelectionClass, Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
+				ID: t.ID, Class: t.SelectionClass, When: classWords(t.SelectionClass), Priority: t.Priority, Effect: t.Effect, Verifier: t.Verifier,
 				From: host.JoinOr(t.SourcePhases, ""), To: host.JoinOr(t.TargetPhases, ""),
 				Authority: host.JoinOr(t.Authority, ""), Capabilities: host.JoinOr(t.RequiredCapabilities, "none"),
 			}
@@ -326,12 +346,14 @@ func (s *Part) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg ho
 		http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
 		return
 	}
-	notice := "Declined " + a.Transition + "."
+	step := fmt.Sprintf("step “%s” of %s", host.PlainValue(flow.LocalID(a.Transition)), a.Instance)
+	notice := "Declined: " + step + " will not run."
 	if rc, ok := out.(flow.Receipt); ok {
-		notice = fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision)
+		notice = fmt.Sprintf("Approved: %s is done (receipt %s).", step, rc.ID)
 	}
 	s.SetNotice(w, r, notice)
-	http.Redirect(w, r, "/flows/instances/"+url.PathEscape(a.Instance), http.StatusSeeOther)
+	// Back where the person decided: the inbox stays where it was.
+	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/flows/instances/"+url.PathEscape(a.Instance)), http.StatusSeeOther)
 }
 
 // handleWebProgramDecide is a person's Approve or Decline of a proposed

@@ -274,17 +274,20 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 			Fields: []host.InboxField{
 				{Label: "Proposed by", Value: host.NameOr(names, pr.ProposerID)},
 				{Label: "Command", Value: script},
+				{Label: "Values", Value: host.JoinOr(values, "none")},
+				host.InboxTime("Asked", pr.CreatedAt),
+			},
+			Details: []host.InboxField{
 				{Label: "Working directory", Value: pr.WorkDir},
 				{Label: "Environment", Value: host.JoinOr(pr.EnvNames, "none")},
 				{Label: "Controls", Value: host.JoinOr(pr.Controls, "none")},
-				{Label: "Values", Value: host.JoinOr(values, "none")},
-				{Label: "Filed", Value: store.FormatTime(pr.CreatedAt)},
-				{Label: "Details", Value: base},
+				{Label: "Proposal", Value: pr.ID},
 			},
+			Link: base, LinkLabel: "Open the full proposal",
 			Note: "Approving runs exactly this command, as the proposer's own Run, with the Run user's rights.",
 			Actions: []host.InboxAction{
-				{Label: "Approve", URL: base + "/approve", Values: map[string]string{"back": "/inbox"}, Primary: true},
-				{Label: "Decline", URL: base + "/decline", Values: map[string]string{"back": "/inbox"}, Danger: true},
+				{Label: "Approve", URL: base + "/approve", Primary: true},
+				{Label: "Decline", URL: base + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
 		}
 		if pr.Kind == store.ProposalTool {

@@ -483,7 +483,7 @@ func TestRunPageControlButtons(t *testing.T) {
 		t.Fatalf("a Control form killed the Run: %v", v)
 	}
 	page = webBody(f.Get("/runs/steered", cookie))
-	for _, want := range []string{`<td class="sender">` + f.Boot.Owner.Name + `</td>`, `<td class="sender">` + f.Boot.Agent.Name + `</td>`} {
+	for _, want := range []string{`<td class="sender" data-label="Sent by">` + f.Boot.Owner.Name + `</td>`, `<td class="sender" data-label="Sent by">` + f.Boot.Agent.Name + `</td>`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("control journal lacks %s: %s", want, page)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,15 @@ type runRow struct {
 	Generation                         any
 }
 
-type runTraceRow struct{ TS, Kind, Summary, Level string }
+// runTraceRow is one Trace event on a Run's page; Seq numbers it from the
+// oldest event kept (1).
+type runTraceRow struct {
+	Seq                      int
+	TS, Kind, Summary, Level string
+}
+
+// tracePageSize is how many Trace events a Run's page shows at once.
+const tracePageSize = 50
 
 type runControlRow struct{ Action, Status, Sender, SentAt, TS, Error string }
 
@@ -46,9 +55,15 @@ type runPage struct {
 	Steer          []string
 	Trace          []runTraceRow
 	TraceCompacted bool
-	Controls       []runControlRow
-	Stdout, Stderr string
-	Confirm        *runConfirm
+	// TraceTotal is how many events the Trace keeps; TraceOlder and
+	// TraceNewer link to the pages before and after this one ("" at the
+	// ends), and TraceBefore is this page's bound (0: the newest page).
+	TraceTotal, TraceFirst, TraceLast int
+	TraceOlder, TraceNewer            string
+	TraceBefore                       int
+	Controls                          []runControlRow
+	Stdout, Stderr                    string
+	Confirm                           *runConfirm
 }
 
 // runOption is one choice of a filter.
@@ -317,7 +332,10 @@ var runConfirms = map[string]runConfirm{
 
 // runPageData gathers what the Run page shows of Run id; ok is false when
 // the person cannot see it.
-func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runPage, ok bool) {
+//
+// The Trace is shown a page at a time, oldest first: the newest
+// tracePageSize events, or with before > 0 those numbered below it.
+func (s *Part) runPageData(ctx context.Context, pg host.Page, id string, before int) (p runPage, ok bool) {
 	owner, _ := s.runActor(ctx, *pg.Principal, id)
 	st, err := s.runs.Status(ctx, owner, id)
 	if err != nil {
@@ -349,15 +367,7 @@ func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runP
 	} else if st.Status == run.StatusRunning {
 		p.Steer = p.Actions
 	}
-	if v, err := s.runs.Inspect(ctx, owner, run.InspectRequest{Target: "run:" + id, View: "trace", Source: "all", LocalOnly: true}); err == nil {
-		tv := v.(*run.TraceView)
-		for _, it := range tv.Items {
-			if it.Source == "lifecycle" || it.Source == "runtime" {
-				p.Trace = append(p.Trace, runTraceRow{TS: it.TS, Kind: it.Kind, Summary: it.Summary, Level: it.Level})
-			}
-		}
-		p.TraceCompacted = tv.Summary.Compacted
-	}
+	s.tracePage(ctx, &p, before)
 	if st.Status == run.StatusRunning {
 		p.Paused = s.runPaused(ctx, owner, id)
 	}
@@ -372,6 +382,52 @@ func (s *Part) runPageData(ctx context.Context, pg host.Page, id string) (p runP
 	p.Stdout, _ = s.runs.Logs(logCtx, owner, id, "stdout", 40)
 	wg.Wait()
 	return p, true
+}
+
+// tracePage fills p's Trace with the page of events numbered below before
+// (the newest page when before is 0 or past the end), oldest first, with
+// links to the older and newer pages. The Trace is bounded by compaction,
+// so reading it whole is bounded too.
+func (s *Part) tracePage(ctx context.Context, p *runPage, before int) {
+	evs, err := s.Store.Runs.Trace(ctx, p.ID, 0)
+	if err != nil {
+		return
+	}
+	p.TraceTotal = len(evs)
+	for _, e := range evs {
+		if e.Kind == store.TraceCompactedKind {
+			p.TraceCompacted = true
+			break
+		}
+	}
+	if before <= 0 || before > len(evs) {
+		before = len(evs) + 1
+	} else {
+		p.TraceBefore = before
+	}
+	first := max(1, before-tracePageSize)
+	for n := first; n < before; n++ {
+		e := evs[n-1]
+		summary := e.Summary
+		if summary == "" {
+			summary = e.Kind
+		}
+		p.Trace = append(p.Trace, runTraceRow{Seq: n, TS: store.FormatTime(e.TS), Kind: e.Kind, Summary: run.RedactText(summary), Level: e.Level})
+	}
+	if len(p.Trace) > 0 {
+		p.TraceFirst, p.TraceLast = first, before-1
+	}
+	base := "/runs/" + url.PathEscape(p.ID)
+	if first > 1 {
+		p.TraceOlder = base + "?before=" + strconv.Itoa(first) + "#trace-title"
+	}
+	if before <= len(evs) {
+		if next := before + tracePageSize; next <= len(evs) {
+			p.TraceNewer = base + "?before=" + strconv.Itoa(next) + "#trace-title"
+		} else {
+			p.TraceNewer = base + "#trace-title"
+		}
+	}
 }
 
 // pageLogsWait bounds how long a Run's page waits for its logs.
@@ -398,7 +454,8 @@ func (s *Part) runPaused(ctx context.Context, owner, id string) bool {
 
 func (s *Part) handleRunPage(w http.ResponseWriter, r *http.Request, pg host.Page) {
 	id := r.PathValue("id")
-	p, ok := s.runPageData(r.Context(), pg, id)
+	before, _ := strconv.Atoi(r.URL.Query().Get("before"))
+	p, ok := s.runPageData(r.Context(), pg, id, before)
 	if !ok {
 		pg.Title = "Run not found"
 		pg.Data = runPage{ID: id, Notice: "There is no Run with this id that you can see. The Runs you and your agents started are listed under Runs."}
@@ -442,7 +499,7 @@ func (s *Part) handleRunWebControl(w http.ResponseWriter, r *http.Request, pg ho
 		return
 	}
 	notice, code := runNotice(err)
-	p, ok := s.runPageData(ctx, pg, id)
+	p, ok := s.runPageData(ctx, pg, id, 0)
 	status := runWebStatus(code)
 	if !ok {
 		status = http.StatusNotFound

@@ -256,5 +256,5 @@ func (s *Part) handleInboxPress(w http.ResponseWriter, r *http.Request, pg host.
 		return
 	}
 	s.SetNotice(w, r, notice)
-	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
 }

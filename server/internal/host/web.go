@@ -43,6 +43,10 @@ func newWebUI() (*WebUI, error) {
 			// hiddenchars counts them, for a warning above such text.
 			"reveal":      Reveal,
 			"hiddenchars": countHidden,
+			// readable is a <time> element's text for readers without
+			// scripts: an RFC 3339 instant as "2026-12-06 08:31:28 UTC";
+			// the page's script shows it in the reader's own zone.
+			"readable": ReadableTime,
 		},
 		pages: map[string]*template.Template{},
 	}
@@ -220,6 +224,10 @@ type InboxAction struct {
 	// Input, when set, names a text field the person fills in before
 	// pressing the button (for example a reason); InputLabel labels it.
 	Input, InputLabel string
+	// Undo marks an action the page may take back for a few seconds
+	// after it succeeds (a control's apply: its Undo is offered on the
+	// card, where the person just pressed).
+	Undo bool
 }
 
 func (ui *WebUI) RenderPartial(w http.ResponseWriter, name, block string, p Page) {

@@ -22,6 +22,94 @@
   }
   localTimes(document);
 
+  // afterHold redraws the regions a card held while it offered an undo
+  // (set below once the live refresh runs).
+  let afterHold = function () {};
+
+  // send posts params to url as the page's forms do, asking for JSON; it
+  // returns whether it succeeded and the server's message.
+  async function send(url, params) {
+    try {
+      const res = await fetch(url, { method: "POST", body: params, credentials: "same-origin", headers: { Accept: "application/json" } });
+      let out = {};
+      try { out = await res.json(); } catch (e) { /* no body */ }
+      const msg = out.message || (out.error && out.error.message) || "";
+      return { ok: res.ok && out.ok !== false, msg: msg };
+    } catch (e) {
+      return { ok: false, msg: "The server could not be reached; reload the page and try again." };
+    }
+  }
+
+  // An action the page may take back (a form with data-undo, a control's
+  // Apply) is sent from the card: the card then says it is done and
+  // offers Undo for ten seconds, and stays where it is meanwhile.
+  const undoSeconds = 10;
+  document.addEventListener("submit", async function (ev) {
+    const form = ev.target;
+    if (!(form instanceof HTMLFormElement) || !form.dataset.undo || !window.fetch) return;
+    ev.preventDefault();
+    const card = form.closest(".item") || form.parentElement;
+    const heading = card.querySelector("h3");
+    const name = heading ? heading.textContent.trim() : "";
+    const params = new URLSearchParams(new FormData(form));
+    for (const b of card.querySelectorAll("button")) b.disabled = true;
+    const done = await send(form.action, params);
+    if (!done.ok) {
+      for (const b of card.querySelectorAll("button")) b.disabled = false;
+      const warn = document.createElement("p");
+      warn.className = "warn";
+      warn.setAttribute("role", "alert");
+      warn.textContent = "Not applied: " + (done.msg || "the server refused it; reload the page and try again.");
+      form.parentElement.before(warn);
+      return;
+    }
+    card.dataset.hold = "1";
+    const offer = document.createElement("div");
+    offer.className = "undo-offer";
+    const said = document.createElement("p");
+    said.setAttribute("role", "status");
+    said.textContent = "Applied: " + name + ".";
+    const undo = document.createElement("button");
+    undo.type = "button";
+    undo.className = "undo";
+    undo.append("Undo");
+    const hidden = document.createElement("span");
+    hidden.className = "visually-hidden";
+    hidden.textContent = ": " + name;
+    undo.append(hidden);
+    const left = document.createElement("span");
+    left.className = "undo-left kind";
+    offer.append(said, undo, left);
+    card.replaceChildren(offer);
+    undo.focus();
+    let n = undoSeconds;
+    const tick = function () { left.textContent = "You can undo for " + n + " s."; };
+    tick();
+    const timer = setInterval(function () {
+      n--;
+      if (n > 0) { tick(); return; }
+      finish();
+    }, 1000);
+    function finish() {
+      clearInterval(timer);
+      undo.remove();
+      left.remove();
+      delete card.dataset.hold;
+      afterHold();
+    }
+    undo.addEventListener("click", async function () {
+      clearInterval(timer);
+      undo.disabled = true;
+      const back = new URLSearchParams();
+      for (const k of ["csrf", "formId", "controlId", "subjectType", "subjectId"]) {
+        if (params.has(k)) back.set(k, params.get(k));
+      }
+      const r = await send(form.dataset.undo, back);
+      said.textContent = r.ok ? "Undone: " + name + " has its earlier value again." : "Not undone: " + (r.msg || "the server refused it.");
+      finish();
+    });
+  });
+
   if (!window.EventSource || !document.querySelector("nav")) return;
   const regions = document.querySelectorAll("[data-refresh]");
   let pending = null;
@@ -85,6 +173,8 @@
     pending = setTimeout(async function () {
       pending = null;
       for (const el of Array.from(waiting)) {
+        // A card offering an undo keeps its region until the offer ends.
+        if (el.querySelector("[data-hold]")) continue;
         if (editing(document.activeElement) && el.contains(document.activeElement)) {
           if (!el.dataset.deferred) {
             el.dataset.deferred = "1";
@@ -109,6 +199,7 @@
       if (live && regions.length) live.textContent = "Updated.";
     }, 150);
   }
+  afterHold = refresh;
   // The page was drawn as of event data-seq: the stream starts after it,
   // so a change made between drawing the page and opening the stream
   // still arrives and draws the regions again.
