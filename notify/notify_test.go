@@ -134,3 +134,38 @@ func FuzzParseSecret(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSMTPURL(t *testing.T) {
+	good, err := ParseSMTPURL("smtp://ops@mail.example.com:587", "assent@example.com")
+	if err != nil || good.Addr != "mail.example.com:587" || good.Username != "ops" || good.From != "assent@example.com" {
+		t.Fatalf("ParseSMTPURL = %+v, %v", good, err)
+	}
+	if _, err := ParseSMTPURL("smtp://ops:hunter2@mail.example.com:587", "a@example.com"); !errors.Is(err, ErrPasswordInURL) {
+		t.Errorf("password in URL: err = %v", err)
+	} else if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+	for _, raw := range []string{"", "mail.example.com:25", "http://h:25", "smtp://h", "smtp://:25", "smtp://h:25/x"} {
+		if _, err := ParseSMTPURL(raw, "a@example.com"); err == nil {
+			t.Errorf("ParseSMTPURL(%q) accepted", raw)
+		}
+	}
+	if _, err := ParseSMTPURL("smtp://h:25", "not an address"); err == nil {
+		t.Error("bad --mail-from accepted")
+	}
+}
+
+func FuzzParseSMTPURL(f *testing.F) {
+	f.Add("smtp://ops@mail.example.com:587", "a@example.com")
+	f.Add("smtp://u:p@h:1", "x")
+	f.Add("%", "")
+	f.Fuzz(func(t *testing.T, raw, from string) {
+		s, err := ParseSMTPURL(raw, from)
+		if err != nil {
+			return
+		}
+		if s.Password != "" || s.Addr == "" || s.From == "" {
+			t.Fatalf("accepted %q as %+v", raw, s)
+		}
+	})
+}

@@ -97,6 +97,9 @@ type Notify interface {
 	// lease: delivered, pending again at a.Retry, or dead. A message not
 	// leased to a.Node gives ErrConflict; an unknown one ErrNotFound.
 	FinishAttempt(ctx context.Context, a Attempt) error
+	// ReleaseMessages ends every lease node holds, so that a node that
+	// restarts delivers at once what it held when it stopped.
+	ReleaseMessages(ctx context.Context, node string) error
 	// ListMessages returns the messages with status (every one when
 	// empty), newest first, at most limit (OutboxListMax when not
 	// positive or larger).

@@ -141,6 +141,14 @@ func (s *DB) outboxMiss(ctx context.Context, id string) error {
 	return store.ErrConflict
 }
 
+// ReleaseMessages implements store.Notify.
+func (s *DB) ReleaseMessages(ctx context.Context, node string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE notify_outbox SET lease_node = '', lease_until = 'epoch' WHERE lease_node = $1 AND status = 'pending'`, node); err != nil {
+		return fmt.Errorf("release messages: %w", err)
+	}
+	return nil
+}
+
 // ListMessages implements store.Notify.
 func (s *DB) ListMessages(ctx context.Context, status string, limit int) ([]store.OutboxMessage, error) {
 	if limit <= 0 || limit > store.OutboxListMax {

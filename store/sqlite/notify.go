@@ -69,7 +69,6 @@ func (s *DB) EnqueueMessages(ctx context.Context, msgs []store.OutboxMessage) (i
 	return n, nil
 }
 
-
 const outboxCols = `id, channel, item, payload, status, attempts, last_error, created_at, next_at, delivered_at`
 
 func scanMessages(rows *sql.Rows) ([]store.OutboxMessage, error) {
@@ -146,6 +145,14 @@ func (s *DB) outboxMiss(ctx context.Context, id string) error {
 		return fmt.Errorf("outbox %s: %w", id, err)
 	}
 	return store.ErrConflict
+}
+
+// ReleaseMessages implements store.Notify.
+func (s *DB) ReleaseMessages(ctx context.Context, node string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE notify_outbox SET lease_node = '', lease_until = 0 WHERE lease_node = ? AND status = 'pending'`, node); err != nil {
+		return fmt.Errorf("release messages: %w", err)
+	}
+	return nil
 }
 
 // ListMessages implements store.Notify.

@@ -93,6 +93,14 @@ func testNotify(t *testing.T, open func(*testing.T) store.Store) {
 		if err != nil || len(ms) != 1 || ms[0].Attempts != 2 {
 			t.Fatalf("claim after lease = %+v, %v", ms, err)
 		}
+		// A node that restarts releases what it held.
+		if err := n.ReleaseMessages(ctx(t), "b"); err != nil {
+			t.Fatal(err)
+		}
+		ms, err = n.ClaimMessages(ctx(t), "b", at(time.Minute+time.Second), time.Minute, 1)
+		if err != nil || len(ms) != 1 || ms[0].Attempts != 3 {
+			t.Fatalf("claim after release = %+v, %v", ms, err)
+		}
 	})
 
 	t.Run("dead letter and replay", func(t *testing.T) {
