@@ -19,9 +19,14 @@ import (
 // setup starts a server that mails through smtp and posts to hooks, with
 // the owner's address set to ada@example.com.
 func setup(t testing.TB, smtp *smtpServer, hooks *hookReceiver) (*assenttest.Kit, func(*server.Config)) {
+	return setupPoll(t, smtp, hooks, 50*time.Millisecond)
+}
+
+// setupPoll is setup with the given poll interval (0: the default).
+func setupPoll(t testing.TB, smtp *smtpServer, hooks *hookReceiver, poll time.Duration) (*assenttest.Kit, func(*server.Config)) {
 	mod := func(c *server.Config) {
 		c.Notify.SMTP = &notify.SMTP{Addr: smtp.Addr(), From: "assent@example.com"}
-		c.Notify.Poll = 50 * time.Millisecond
+		c.Notify.Poll = poll
 	}
 	k := assenttest.StartListening(t, mod)
 	ctx := context.Background()
