@@ -85,6 +85,7 @@ func notifyDeps(h *host.Host) notifypart.Deps {
 		Bus:     h.Bus,
 		Log:     h.Log,
 		Now:     h.Now,
+		Web:     h.Web,
 		BaseURL: h.Config.BaseURL,
 		Node:    h.Config.Node,
 		Options: h.Config.Notify,

@@ -37,6 +37,9 @@ type Gate interface {
 	SameOrigin(r *http.Request) bool
 	WebSession(r *http.Request) (store.Principal, store.Session, bool)
 	AnonymousDelay(r *http.Request) time.Duration
+	WebPage(h func(w http.ResponseWriter, r *http.Request, pg host.Page)) http.Handler
+	SetNotice(w http.ResponseWriter, r *http.Request, msg string)
+	TakeNotice(w http.ResponseWriter, r *http.Request) string
 }
 
 // Stores are the stores the part reads and writes.
@@ -51,11 +54,13 @@ type Stores struct {
 
 // Deps is what New needs.
 type Deps struct {
-	Gate    Gate
-	Store   Stores
-	Bus     *event.Bus
-	Log     *slog.Logger
-	Now     func() time.Time
+	Gate  Gate
+	Store Stores
+	Bus   *event.Bus
+	Log   *slog.Logger
+	Now   func() time.Time
+	// Web receives the settings page.
+	Web     *host.WebUI
 	BaseURL string
 	// Node names this node; a claimed message is leased to it.
 	Node    string
@@ -73,6 +78,8 @@ func (d Deps) check() error {
 		return errors.New("notify: a store is missing")
 	case d.Bus == nil:
 		return errors.New("notify: no event bus")
+	case d.Web == nil:
+		return errors.New("notify: no web UI")
 	case d.Log == nil || d.Now == nil:
 		return errors.New("notify: no log or clock")
 	case d.Node == "":
@@ -108,6 +115,9 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	if d.Options.Poll <= 0 {
 		d.Options.Poll = 250 * time.Millisecond
 	}
+	if err := d.Web.AddPages(templateFS, "templates/*.html"); err != nil {
+		return nil, err
+	}
 	p := &Part{Deps: d, client: d.Client, wake: make(chan struct{}, 1), send: make(chan struct{}, 1), seen: map[string]bool{}}
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 10 * time.Second}
@@ -130,10 +140,12 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 // Name implements host.Part.
 func (p *Part) Name() string { return "notify" }
 
-// Routes implements host.Part: the decision links of mail.
+// Routes implements host.Part: the decision links of mail and the
+// notifications settings page.
 func (p *Part) Routes(mux *host.Mux) {
 	mux.HandleFunc("GET /notify/open/{link}", p.handleOpenPage)
 	mux.HandleFunc("POST /notify/open", p.handleOpen)
+	p.routesWeb(mux)
 }
 
 // Close stops the loops; messages claimed but not finished are delivered
