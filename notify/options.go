@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,9 @@ type SMTP struct {
 	// Username and Password authenticate; Username defaults to From.
 	Username string
 	Password string `json:"-"`
+	// RootCAs, when set, are the authorities the server's certificate
+	// is checked against instead of the system's (a private CA).
+	RootCAs *x509.CertPool `json:"-"`
 }
 
 // ErrPasswordInURL is returned by ParseSMTPURL for a URL with a password.

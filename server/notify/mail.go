@@ -89,7 +89,7 @@ func sendSMTP(ctx context.Context, cfg *notify.SMTP, to string, msg []byte) erro
 	}
 	defer c.Close()
 	if ok, _ := c.Extension("STARTTLS"); ok {
-		if err := c.StartTLS(&tls.Config{ServerName: host}); err != nil {
+		if err := c.StartTLS(&tls.Config{ServerName: host, RootCAs: cfg.RootCAs}); err != nil {
 			return fmt.Errorf("smtp starttls: %w", err)
 		}
 	}

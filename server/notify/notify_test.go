@@ -2,7 +2,10 @@ package notify_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -242,4 +245,27 @@ func TestRestartLosesNothing(t *testing.T) {
 		}
 		return false
 	}, "webhook delivered after the restart")
+}
+
+// The mail server offers STARTTLS and wants a password: the mail goes over
+// TLS, authenticated.
+func TestMailOverSTARTTLSWithAuth(t *testing.T) {
+	certSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer certSrv.Close()
+	smtp := startSMTP(t)
+	smtp.TLS = &tls.Config{Certificates: certSrv.TLS.Certificates}
+	smtp.Auth = "ops\x00s3cret-pw"
+	roots := x509.NewCertPool()
+	roots.AddCert(certSrv.Certificate())
+	k := assenttest.StartListening(t, func(c *server.Config) {
+		c.Notify.SMTP = &notify.SMTP{Addr: smtp.Addr(), From: "assent@example.com", Username: "ops", Password: "s3cret-pw", RootCAs: roots}
+		c.Notify.Poll = 50 * time.Millisecond
+	})
+	if err := notifypart.SetEmail(context.Background(), k.DB.Settings(), k.Boot.Owner.ID, "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	id := propose(t, k, k.Token, "echo tls")
+	if m := mailFor(t, smtp, id); m.To != "ada@example.com" {
+		t.Errorf("mail to %q", m.To)
+	}
 }

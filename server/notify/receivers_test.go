@@ -2,6 +2,8 @@ package notify_test
 
 import (
 	"bufio"
+	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"mime"
@@ -41,6 +43,10 @@ func (m mail) Subject() string {
 // smtpServer is a small SMTP server that accepts every message: enough of
 // RFC 5321 (EHLO, MAIL, RCPT, DATA, QUIT, RSET, NOOP) for net/smtp.
 type smtpServer struct {
+	// TLS, when set, is offered by STARTTLS; Auth, when set, is the
+	// "user\x00password" AUTH PLAIN must give before MAIL.
+	TLS  *tls.Config
+	Auth string
 	ln   net.Listener
 	mu   sync.Mutex
 	got  []mail
@@ -69,10 +75,11 @@ func startSMTP(t testing.TB) *smtpServer {
 func (s *smtpServer) Addr() string { return s.ln.Addr().String() }
 
 func (s *smtpServer) serve(c net.Conn) {
-	defer c.Close()
+	defer func() { c.Close() }()
 	tp := textproto.NewConn(c)
 	tp.PrintfLine("220 test ESMTP")
 	var m mail
+	secure, authed := false, s.Auth == ""
 	for {
 		line, err := tp.ReadLine()
 		if err != nil {
@@ -81,8 +88,35 @@ func (s *smtpServer) serve(c net.Conn) {
 		verb, arg, _ := strings.Cut(line, " ")
 		switch strings.ToUpper(verb) {
 		case "EHLO", "HELO":
-			tp.PrintfLine("250-test\r\n250 8BITMIME")
+			switch {
+			case s.TLS != nil && !secure:
+				tp.PrintfLine("250-test\r\n250-8BITMIME\r\n250 STARTTLS")
+			case s.Auth != "":
+				tp.PrintfLine("250-test\r\n250-8BITMIME\r\n250 AUTH PLAIN")
+			default:
+				tp.PrintfLine("250-test\r\n250 8BITMIME")
+			}
+		case "STARTTLS":
+			tp.PrintfLine("220 go ahead")
+			tc := tls.Server(c, s.TLS)
+			if tc.Handshake() != nil {
+				return
+			}
+			c, tp, secure = tc, textproto.NewConn(tc), true
+		case "AUTH":
+			mech, resp, _ := strings.Cut(arg, " ")
+			dec, _ := base64.StdEncoding.DecodeString(resp)
+			if !secure || mech != "PLAIN" || string(dec) != "\x00"+s.Auth {
+				tp.PrintfLine("535 authentication failed")
+				continue
+			}
+			authed = true
+			tp.PrintfLine("235 ok")
 		case "MAIL":
+			if !authed || (s.TLS != nil && !secure) {
+				tp.PrintfLine("530 authenticate first")
+				continue
+			}
 			m = mail{From: arg}
 			tp.PrintfLine("250 ok")
 		case "RCPT":
