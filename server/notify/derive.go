@@ -192,9 +192,11 @@ func (p *Part) proposalItem(ctx context.Context, pr store.Proposal) (pending, er
 func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, error) {
 	it := notify.Item{Kind: notify.KindFlowApproval, ID: a.ID, CreatedAt: a.CreatedAt,
 		URL: p.BaseURL + "/flows/instances/" + a.Instance}
+	// The title is the summary's first sentence (the decision in a
+	// person's words), else the operation.
 	it.Title = "Approve " + a.Operation
-	if a.Transition != "" {
-		it.Title += " (" + a.Transition + ")"
+	if first, _, _ := strings.Cut(strings.TrimSpace(a.Summary), "\n"); first != "" {
+		it.Title = shorten(first, 120)
 	}
 	lines := append([]string{a.Summary}, a.SummaryLines...)
 	it.Summary = strings.TrimSpace(strings.Join(lines, "\n"))
@@ -230,4 +232,13 @@ func (p *Part) route(ctx context.Context, it notify.Item, agentID, supervisor st
 		}
 	}
 	return pending{item: it, to: to}, nil
+}
+
+// shorten returns s cut to at most n runes, with an ellipsis when cut.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
