@@ -21,11 +21,14 @@ const (
 	KindRunProposal = "run.proposal"
 	// KindFlowApproval is an approval request a Flow filed.
 	KindFlowApproval = "flow.approval"
+	// KindControlProposal is a value an agent staged on a control.
+	KindControlProposal = "control.proposal"
 )
 
 // Item is a decision that waits for a person, as a message tells it.
 type Item struct {
-	// Kind is what the item is (KindRunProposal, KindFlowApproval).
+	// Kind is what the item is (KindRunProposal, KindFlowApproval,
+	// KindControlProposal).
 	Kind string `json:"kind"`
 	// ID is the item's own id (a proposal's, an approval's).
 	ID string `json:"id"`

@@ -76,18 +76,19 @@ func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 	}
 }
 
-func notifyDeps(h *host.Host) notifypart.Deps {
+func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 	st := h.Store
 	return notifypart.Deps{
 		Gate: h,
 		Store: notifypart.Stores{Notify: st.Backend.Notify(), Proposals: st.Proposals, Flows: st.Flows,
 			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions},
-		Bus:     h.Bus,
-		Log:     h.Log,
-		Now:     h.Now,
-		Web:     h.Web,
-		BaseURL: h.Config.BaseURL,
-		Node:    h.Config.Node,
-		Options: h.Config.Notify,
+		Controls: ctl,
+		Bus:      h.Bus,
+		Log:      h.Log,
+		Now:      h.Now,
+		Web:      h.Web,
+		BaseURL:  h.Config.BaseURL,
+		Node:     h.Config.Node,
+		Options:  h.Config.Notify,
 	}
 }

@@ -286,7 +286,7 @@ func (s *Server) buildParts(ctx context.Context) error {
 	}
 	s.onClose(s.flows.Close)
 	s.parts = append(s.parts, s.flows, s.runs)
-	if s.notify, err = notifypart.New(ctx, notifyDeps(s.host)); err != nil {
+	if s.notify, err = notifypart.New(ctx, notifyDeps(s.host, s.controls.Registry())); err != nil {
 		return err
 	}
 	s.onClose(s.notify.Close)

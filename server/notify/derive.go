@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/store"
@@ -146,6 +147,23 @@ func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
 		}
 		out = append(out, it)
 	}
+	for _, snap := range p.Controls.Proposals(ctx, "") {
+		st := snap.State.Staged
+		if st == nil || st.Provenance.Source != control.SourceAgent {
+			continue
+		}
+		id := fmt.Sprintf("%s@%d", snap.Identity.String(), st.Revision)
+		key := notify.KindControlProposal + ":" + id
+		live[key] = true
+		if p.known(key) {
+			continue
+		}
+		it, err := p.controlItem(ctx, id, snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
 	// Forget the items decided since, so the set stays as small as what
 	// is pending.
 	p.mu.Lock()
@@ -201,6 +219,25 @@ func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, erro
 	lines := append([]string{a.Summary}, a.SummaryLines...)
 	it.Summary = strings.TrimSpace(strings.Join(lines, "\n"))
 	return p.route(ctx, it, a.Requester, "")
+}
+
+func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot) (pending, error) {
+	st := snap.State
+	name := snap.Metadata.Label
+	if name == "" {
+		name = snap.Identity.ControlID
+	}
+	it := notify.Item{Kind: notify.KindControlProposal, ID: id, CreatedAt: st.Staged.StagedAt, URL: p.BaseURL + "/inbox"}
+	it.Title = shorten("Change "+name, 120)
+	if st.ValueRedacted || st.StagedValueRedacted {
+		it.Summary = fmt.Sprintf("The agent proposes a new value for %s (%s); the value is secret and shown only on the card.", name, snap.Identity)
+	} else {
+		from, _ := json.Marshal(st.Value)
+		to, _ := json.Marshal(st.StagedValue)
+		it.Title = shorten(fmt.Sprintf("Change %s to %s", name, to), 120)
+		it.Summary = fmt.Sprintf("The agent proposes to change %s (%s)\nfrom: %s\nto:   %s", name, snap.Identity, from, to)
+	}
+	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "")
 }
 
 // route names the item's agent and the people it goes to: the supervisor

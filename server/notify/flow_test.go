@@ -14,8 +14,9 @@ import (
 	"github.com/assent-run/assent/store"
 )
 
-// A Flow's approval request is announced like a proposal: the demo's
-// expense approval reaches the webhook and the owner's mail.
+// A Flow's approval request and a value an agent staged on a control are
+// announced like a command proposal: the demo's expense approval and
+// profile change reach the webhook and the owner's mail.
 func TestFlowApprovalAnnounced(t *testing.T) {
 	smtp, hooks := startSMTP(t), startHooks(t, 0)
 	k := assenttest.StartDemo(t, func(c *server.Config) {
@@ -46,6 +47,21 @@ func TestFlowApprovalAnnounced(t *testing.T) {
 	}, "webhook about the approval")
 	if hook.Body.Data.Kind != notify.KindFlowApproval || hook.Body.Data.Summary == "" || hook.Body.Data.Agent == "" {
 		t.Errorf("webhook = %+v", hook.Body.Data)
+	}
+	// The agent's proposed profile change (plan → pro) is announced too,
+	// with both values.
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		got, _, _ := hooks.Got()
+		for _, h := range got {
+			if h.Body.Data.Kind == notify.KindControlProposal && strings.Contains(h.Body.Data.ItemID, "profile") {
+				hook = h
+				return true
+			}
+		}
+		return false
+	}, "webhook about the control proposal")
+	if !strings.Contains(hook.Body.Data.Summary, `"pro"`) || !strings.HasPrefix(hook.Body.Data.Title, "Change ") {
+		t.Errorf("control proposal webhook = %+v", hook.Body.Data)
 	}
 	m := mailFor(t, smtp, seeded.Approval)
 	if m.To != "ada@example.com" || !strings.HasPrefix(m.Subject(), "Approve 860.00 EUR") {

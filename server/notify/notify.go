@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
@@ -52,13 +53,22 @@ type Stores struct {
 	Sessions   store.Sessions
 }
 
+// ControlProposals lists the proposals staged on controls (the control
+// registry).
+type ControlProposals interface {
+	Proposals(ctx context.Context, formID string) []control.Snapshot
+}
+
 // Deps is what New needs.
 type Deps struct {
 	Gate  Gate
 	Store Stores
-	Bus   *event.Bus
-	Log   *slog.Logger
-	Now   func() time.Time
+	// Controls is the control registry, whose staged proposals are
+	// announced too.
+	Controls ControlProposals
+	Bus      *event.Bus
+	Log      *slog.Logger
+	Now      func() time.Time
 	// Web receives the settings page.
 	Web     *host.WebUI
 	BaseURL string
@@ -76,6 +86,8 @@ func (d Deps) check() error {
 	case d.Store.Notify == nil || d.Store.Proposals == nil || d.Store.Flows == nil || d.Store.Principals == nil ||
 		d.Store.Settings == nil || d.Store.Sessions == nil:
 		return errors.New("notify: a store is missing")
+	case d.Controls == nil:
+		return errors.New("notify: no control registry")
 	case d.Bus == nil:
 		return errors.New("notify: no event bus")
 	case d.Web == nil:
@@ -129,7 +141,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancel = cancel
 	sub := d.Bus.Subscribe(d.Bus.Seq(), 64, func(e event.Event) bool {
-		return e.Type == notify.KindFlowApproval || e.Type == notify.KindRunProposal || e.Type == event.Lagged
+		return e.Type == notify.KindFlowApproval || e.Type == notify.KindRunProposal || e.Type == "control.command" || e.Type == event.Lagged
 	})
 	p.wg.Go(func() { p.listen(runCtx, sub) })
 	p.wg.Go(func() { p.deriveLoop(runCtx) })
