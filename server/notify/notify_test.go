@@ -269,3 +269,29 @@ func TestMailOverSTARTTLSWithAuth(t *testing.T) {
 		t.Errorf("mail to %q", m.To)
 	}
 }
+
+// An item committed while no server runs (as when the process died right
+// after the commit) is announced when the next server starts.
+func TestItemCommittedWhileDownIsAnnounced(t *testing.T) {
+	smtp, hooks := startSMTP(t), startHooks(t, 0)
+	k, mod := setup(t, smtp, hooks)
+	ctx := context.Background()
+	k.Srv.Close()
+	pr := store.Proposal{ID: "prop_while_down", Kind: store.ProposalSpawn, ProposerID: k.Boot.Agent.ID, Target: "run-down",
+		Recipe: []byte(`{}`), Script: "echo committed while down", WorkDir: "/tmp", EnvNames: []string{}, Controls: []string{},
+		CreatedAt: time.Now().UTC()}
+	if err := k.DB.Proposals().CreateProposal(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	k.Restart(mod)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		got, _, _ := hooks.Got()
+		for _, h := range got {
+			if h.Body.Data.ItemID == pr.ID {
+				return true
+			}
+		}
+		return false
+	}, "webhook about the item committed while down")
+	mailFor(t, smtp, pr.ID)
+}
