@@ -56,12 +56,10 @@ func mailMessage(from, to string, it notify.Item, now time.Time) []byte {
 	fmt.Fprintf(&b, "Date: %s\r\n", now.UTC().Format(time.RFC1123Z))
 	fmt.Fprintf(&b, "Message-ID: <%s@assent>\r\n", strings.ReplaceAll(it.Key(), ":", "."))
 	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
+	// Lines end in CRLF; the SMTP client's DATA writer escapes a line
+	// that starts with a dot.
 	for line := range strings.Lines(it.Text()) {
-		line = strings.TrimRight(line, "\r\n")
-		if strings.HasPrefix(line, ".") {
-			line = "." + line
-		}
-		b.WriteString(line + "\r\n")
+		b.WriteString(strings.TrimRight(line, "\r\n") + "\r\n")
 	}
 	b.WriteString("\r\nThe link signs you in once, within 15 minutes; the decision itself is a click on the card.\r\n")
 	return b.Bytes()

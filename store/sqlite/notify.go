@@ -100,6 +100,15 @@ func (s *DB) ClaimMessages(ctx context.Context, node string, now time.Time, leas
 	if limit <= 0 {
 		limit = 1
 	}
+	// Most polls find nothing due: look before taking the write lock.
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM notify_outbox WHERE status = 'pending' AND next_at <= ? AND lease_until <= ? LIMIT 1`, ms(now), ms(now)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim messages: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `UPDATE notify_outbox SET lease_node = ?, lease_until = ?, attempts = attempts + 1
 		WHERE id IN (SELECT id FROM notify_outbox WHERE status = 'pending' AND next_at <= ? AND lease_until <= ?
 			ORDER BY next_at, id LIMIT ?)
