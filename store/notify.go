@@ -57,8 +57,10 @@ type Attempt struct {
 	// Node is the node that claimed the message; a node whose lease
 	// another took over changes nothing (ErrConflict).
 	Node string
-	// Delivered reports success; otherwise Error says why and Retry says
-	// when to try again, or, when zero, that the message is dead.
+	// Delivered reports success (Error may then note why nothing was
+	// sent: the item was decided first); otherwise Error says why and
+	// Retry says when to try again, or, when zero, that the message is
+	// dead.
 	Delivered bool
 	Error     string
 	Retry     time.Time

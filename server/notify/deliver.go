@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/store"
 )
@@ -42,6 +43,10 @@ func (p *Part) attempt(ctx context.Context, m store.OutboxMessage) {
 	err := json.Unmarshal(m.Payload, &it)
 	if err != nil {
 		err = permanent{fmt.Errorf("damaged message: %w", err)}
+	} else if p.decided(ctx, it) {
+		// Nobody needs to hear of a decision already made.
+		p.finish(ctx, m, store.Attempt{ID: m.ID, Node: p.Node, At: p.Now().UTC(), Delivered: true, Error: "not sent: decided before delivery"})
+		return
 	} else {
 		kind, dest, _ := strings.Cut(m.Channel, ":")
 		switch kind {
@@ -66,9 +71,39 @@ func (p *Part) attempt(ctx context.Context, m store.OutboxMessage) {
 		}
 		p.Log.Warn("notify: delivery failed", "message", describe(m), "attempt", m.Attempts, "err", err, "dead", a.Retry.IsZero())
 	}
-	if ferr := p.Store.Notify.FinishAttempt(ctx, a); ferr != nil {
-		p.Log.Warn("notify: recording an attempt", "message", describe(m), "err", ferr)
+	p.finish(ctx, m, a)
+}
+
+func (p *Part) finish(ctx context.Context, m store.OutboxMessage, a store.Attempt) {
+	if err := p.Store.Notify.FinishAttempt(ctx, a); err != nil {
+		p.Log.Warn("notify: recording an attempt", "message", describe(m), "err", err)
 	}
+}
+
+// decided reports whether it is no longer pending. When that cannot be
+// read, it is taken as pending: a message too many is better than none.
+func (p *Part) decided(ctx context.Context, it notify.Item) bool {
+	switch it.Kind {
+	case notify.KindRunProposal:
+		pr, err := p.Store.Proposals.Proposal(ctx, it.ID)
+		return errors.Is(err, store.ErrNotFound) || err == nil && pr.Status != store.ProposalPending
+	case notify.KindFlowApproval:
+		var status flow.ApprovalStatus
+		err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+			rec, err := tx.Approval(it.ID)
+			status = rec.Approval.Status
+			return err
+		})
+		return flow.ErrorCode(err) == flow.CodeNotFound || err == nil && status != flow.ApprovalPending
+	case notify.KindControlProposal:
+		for _, snap := range p.Controls.Proposals(ctx, "") {
+			if snap.State.Staged != nil && controlItemID(snap) == it.ID {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // sendWebhook posts the message, signed, to the webhook id. Any 2xx

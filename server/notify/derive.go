@@ -152,7 +152,7 @@ func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
 		if st == nil || st.Provenance.Source != control.SourceAgent {
 			continue
 		}
-		id := fmt.Sprintf("%s@%d", snap.Identity.String(), st.Revision)
+		id := controlItemID(snap)
 		key := notify.KindControlProposal + ":" + id
 		live[key] = true
 		if p.known(key) {
@@ -278,4 +278,10 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// controlItemID is the item id of the proposal staged on snap's control:
+// the control and the proposal's revision.
+func controlItemID(snap control.Snapshot) string {
+	return fmt.Sprintf("%s@%d", snap.Identity.String(), snap.State.Staged.Revision)
 }

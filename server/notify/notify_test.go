@@ -295,3 +295,32 @@ func TestItemCommittedWhileDownIsAnnounced(t *testing.T) {
 	}, "webhook about the item committed while down")
 	mailFor(t, smtp, pr.ID)
 }
+
+// A message still waiting for a retry when a person decides its item is
+// not sent: nobody needs to hear of a decision already made.
+func TestDecidedItemNotSent(t *testing.T) {
+	smtp, hooks := startSMTP(t), startHooks(t, 1)
+	k, _ := setup(t, smtp, hooks)
+	ctx := context.Background()
+	id := propose(t, k, k.Token, "echo decided first")
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		_, requests, _ := hooks.Got()
+		return requests == 1
+	}, "the first, refused, attempt")
+	cookie, csrf := k.SignIn()
+	if resp := k.PostForm("/runs/proposals/"+id+"/decline", url.Values{"csrf": {csrf}, "reason": {"no"}}, cookie, k.URL()); resp.StatusCode >= 400 {
+		t.Fatalf("decline: %d", resp.StatusCode)
+	}
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		ms, _ := k.DB.Notify().ListMessages(ctx, store.MessageDelivered, 0)
+		for _, m := range ms {
+			if strings.HasPrefix(m.Channel, "webhook:") && strings.Contains(m.LastError, "decided before delivery") {
+				return true
+			}
+		}
+		return false
+	}, "the retry skipped")
+	if got, requests, _ := hooks.Got(); len(got) != 0 || requests != 1 {
+		t.Errorf("receiver got %d messages in %d requests after the decision", len(got), requests)
+	}
+}

@@ -76,7 +76,7 @@ func TestDeadLetterReplayedFromSettings(t *testing.T) {
 	ctx := context.Background()
 	// A message to a webhook that no longer exists is dead at once.
 	if _, err := k.DB.Notify().EnqueueMessages(ctx, []store.OutboxMessage{{ID: "msg_dead", Channel: "webhook:wh_gone",
-		Item: "run.proposal:x", Payload: []byte(`{"kind":"run.proposal","id":"x","title":"T"}`), CreatedAt: time.Now(), NextAt: time.Now()}}); err != nil {
+		Item: "test.item:x", Payload: []byte(`{"kind":"test.item","id":"x","title":"T"}`), CreatedAt: time.Now(), NextAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 10*time.Second, func() bool {

@@ -113,8 +113,8 @@ func (s *DB) FinishAttempt(ctx context.Context, a store.Attempt) error {
 	var args []any
 	switch {
 	case a.Delivered:
-		q, args = `UPDATE notify_outbox SET status = 'delivered', delivered_at = $3, last_error = '', lease_node = '', lease_until = 'epoch'
-			WHERE id = $1 AND status = 'pending' AND lease_node = $2`, []any{a.ID, a.Node, a.At}
+		q, args = `UPDATE notify_outbox SET status = 'delivered', delivered_at = $3, last_error = $4, lease_node = '', lease_until = 'epoch'
+			WHERE id = $1 AND status = 'pending' AND lease_node = $2`, []any{a.ID, a.Node, a.At, a.Error}
 	case a.Retry.IsZero():
 		q, args = `UPDATE notify_outbox SET status = 'dead', last_error = $3, lease_node = '', lease_until = 'epoch'
 			WHERE id = $1 AND status = 'pending' AND lease_node = $2`, []any{a.ID, a.Node, a.Error}

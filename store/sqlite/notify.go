@@ -125,8 +125,8 @@ func (s *DB) FinishAttempt(ctx context.Context, a store.Attempt) error {
 	var err error
 	switch {
 	case a.Delivered:
-		res, err = s.db.ExecContext(ctx, `UPDATE notify_outbox SET status = 'delivered', delivered_at = ?, last_error = '', lease_node = '', lease_until = 0
-			WHERE id = ? AND status = 'pending' AND lease_node = ?`, ms(a.At), a.ID, a.Node)
+		res, err = s.db.ExecContext(ctx, `UPDATE notify_outbox SET status = 'delivered', delivered_at = ?, last_error = ?, lease_node = '', lease_until = 0
+			WHERE id = ? AND status = 'pending' AND lease_node = ?`, ms(a.At), a.Error, a.ID, a.Node)
 	case a.Retry.IsZero():
 		res, err = s.db.ExecContext(ctx, `UPDATE notify_outbox SET status = 'dead', last_error = ?, lease_node = '', lease_until = 0
 			WHERE id = ? AND status = 'pending' AND lease_node = ?`, a.Error, a.ID, a.Node)
