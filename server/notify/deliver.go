@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -139,6 +140,12 @@ func (p *Part) sendWebhook(ctx context.Context, m store.OutboxMessage, id string
 	req.Header.Set("User-Agent", "assent-webhook")
 	resp, err := p.client.Do(req)
 	if err != nil {
+		// A webhook URL may itself be a secret (a chat's incoming
+		// webhook): the error names the webhook by id, not by URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("webhook %s: %w", id, err)
 	}
 	defer resp.Body.Close()

@@ -219,6 +219,9 @@ func TestRestartLosesNothing(t *testing.T) {
 		ms, _ := k.DB.Notify().ListMessages(ctx, store.MessagePending, 0)
 		for _, m := range ms {
 			if m.Attempts > 0 && m.LastError != "" {
+				if strings.Contains(m.LastError, down) {
+					t.Errorf("the recorded error shows the webhook's URL: %s", m.LastError)
+				}
 				return true
 			}
 		}
