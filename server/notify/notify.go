@@ -3,8 +3,9 @@
 // signed outgoing webhooks, and keeps doing so across restarts.
 //
 // Every pending item (an agent's command or tool proposal, a Flow's
-// approval request) becomes one outbox message per destination, written to
-// the store with an id derived from the item and the destination. The part
+// approval request, a value an agent staged on a control) becomes one
+// outbox message per destination, written to the store with an id derived
+// from the item and the destination. The part
 // writes them when it sees the item — on the event bus, and by scanning
 // the pending items at start and every Options.Poll — so a message is
 // never lost after the item is committed: a restart derives again what was
