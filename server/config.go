@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/store"
 )
 
@@ -62,4 +63,7 @@ type Config struct {
 	// it supervises (default 15 seconds): a Run whose node dies is found
 	// lost within about this time and a third.
 	LeaseTTL time.Duration
+	// Notify configures notifications: the mail server (none: no mail)
+	// and how often a node looks for pending items (docs/notifications.md).
+	Notify notify.Options
 }

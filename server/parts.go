@@ -4,6 +4,7 @@ import (
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
+	notifypart "github.com/assent-run/assent/server/notify"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
 )
@@ -72,5 +73,22 @@ func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 		Now:      h.Now,
 		Web:      h.Web,
 		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL},
+	}
+}
+
+func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
+	st := h.Store
+	return notifypart.Deps{
+		Gate: h,
+		Store: notifypart.Stores{Notify: st.Backend.Notify(), Proposals: st.Proposals, Flows: st.Flows,
+			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions},
+		Controls: ctl,
+		Bus:      h.Bus,
+		Log:      h.Log,
+		Now:      h.Now,
+		Web:      h.Web,
+		BaseURL:  h.Config.BaseURL,
+		Node:     h.Config.Node,
+		Options:  h.Config.Notify,
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
+	notifypart "github.com/assent-run/assent/server/notify"
 	"github.com/assent-run/assent/server/oauth"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
@@ -50,6 +51,7 @@ type Server struct {
 	runs     *runs.Part
 	flows    *flows.Part
 	oauth    *oauth.Server
+	notify   *notifypart.Part
 	// parts lists every part once, in the order of the inbox's sections.
 	parts []host.Part
 	// closers release what New built, in the order it was built; Close
@@ -284,6 +286,11 @@ func (s *Server) buildParts(ctx context.Context) error {
 	}
 	s.onClose(s.flows.Close)
 	s.parts = append(s.parts, s.flows, s.runs)
+	if s.notify, err = notifypart.New(ctx, notifyDeps(s.host, s.controls.Registry())); err != nil {
+		return err
+	}
+	s.onClose(s.notify.Close)
+	s.parts = append(s.parts, s.notify)
 	return nil
 }
 

@@ -204,6 +204,9 @@ type Store interface {
 	Cluster() Cluster
 	// OAuth returns the store of the OAuth authorization server.
 	OAuth() OAuth
+	// Notify returns the outbox of notifications and the outgoing
+	// webhooks.
+	Notify() Notify
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Shared reports whether several nodes may serve from the store at

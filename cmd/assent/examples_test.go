@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/testwait"
+	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/store"
 )
 
@@ -168,9 +172,38 @@ func TestHelpExamplesRun(t *testing.T) {
 			}
 			return p.ID
 		},
+		"/etc/assent/webhook-secret": func() string {
+			file := filepath.Join(t.TempDir(), "webhook-secret")
+			if err := os.WriteFile(file, []byte(notify.NewSecret()+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return file
+		},
+		"wh_0123456789abcdef0123": func() string {
+			db := openTestStore(t, s.dir)
+			w := store.Webhook{ID: auth.NewID("wh_"), URL: "https://hooks.example.com/old", Secret: notify.NewSecret(), CreatedAt: time.Now()}
+			if err := db.Notify().AddWebhook(context.Background(), w); err != nil {
+				t.Fatal(err)
+			}
+			return w.ID
+		},
+		"msg_0123456789abcdef01234567": func() string {
+			// A dead letter: the server finds the message's webhook gone.
+			db, ctx, now := openTestStore(t, s.dir), context.Background(), time.Now()
+			m := store.OutboxMessage{ID: auth.NewID("msg_"), Channel: "webhook:wh_gone", Payload: []byte(`{}`), CreatedAt: now, NextAt: now}
+			if _, err := db.Notify().EnqueueMessages(ctx, []store.OutboxMessage{m}); err != nil {
+				t.Fatal(err)
+			}
+			testwait.Eventually(t, 10*time.Second, func() bool {
+				dead, err := db.Notify().ListMessages(ctx, store.MessageDead, 0)
+				return err == nil && slices.ContainsFunc(dead, func(d store.OutboxMessage) bool { return d.ID == m.ID })
+			}, "a dead letter")
+			return m.ID
+		},
 	}
-	// Values already made, except principals: each revoke example needs
-	// its own.
+	// Values already made, except principals, webhooks and dead letters:
+	// each revoke, remove or replay example needs its own.
+	fresh := map[string]bool{"p_0123456789abcdef0123": true, "wh_0123456789abcdef0123": true, "msg_0123456789abcdef01234567": true}
 	filled := map[string]string{}
 
 	root := newRootCmd(&cli{in: strings.NewReader(""), out: new(bytes.Buffer), err: new(bytes.Buffer)})
@@ -186,7 +219,7 @@ func TestHelpExamplesRun(t *testing.T) {
 		}
 		for ph, fill := range fills {
 			if strings.Contains(line, ph) {
-				if _, ok := filled[ph]; !ok || ph == "p_0123456789abcdef0123" {
+				if _, ok := filled[ph]; !ok || fresh[ph] {
 					filled[ph] = fill()
 				}
 				line = strings.ReplaceAll(line, ph, filled[ph])

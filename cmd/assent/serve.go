@@ -16,6 +16,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/demo"
+	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
@@ -79,6 +80,7 @@ func newServeCmd(c *cli) *cobra.Command {
 		runUIDs                                       string
 		withDemo, oauthInsecure                       bool
 		leaseTTL                                      time.Duration
+		mailOpts                                      mailFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -114,6 +116,11 @@ ASSENT_NODE; default the host name and a digest of the data directory). A
 node holds a lease on each Run it supervises, renewed every third of
 --lease-ttl; when a node stops renewing, another one finds its Runs lost.
 
+Pending decisions are announced by mail when --smtp and --mail-from are
+given (the password from ASSENT_SMTP_PASSWORD or --smtp-password-file,
+never the URL) and to the webhooks "assent webhook add" registers; see
+docs/notifications.md.
+
 With --demo it loads the demo workspace (a profile form, screens, a player
 Recipe, expense and deployment Flows), puts a proposed profile change, the
 payment screen and an expense approval in the owner's inbox, and prints the
@@ -135,6 +142,10 @@ down gracefully.`,
 					return refused("bad_run_uids: --run-uids: %v", err)
 				}
 				runUser = runUIDs
+			}
+			smtpCfg, err := mailOpts.resolve()
+			if err != nil {
+				return err
 			}
 			dir, err := absDataDir(data)
 			if err != nil {
@@ -179,7 +190,8 @@ down gracefully.`,
 				return refused("bad_lease_ttl: --lease-ttl must be between 0 (the default, %s) and %s, not %s", run.DefaultLeaseTTL, store.LeaseMaxTTL, leaseTTL)
 			}
 			cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base, RunUser: runUser,
-				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure}
+				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure,
+				Notify: notify.Options{SMTP: smtpCfg}}
 			srv, err := server.New(ctx, cfg)
 			if err != nil {
 				ln.Close()
@@ -230,6 +242,7 @@ down gracefully.`,
 	f.DurationVar(&leaseTTL, "lease-ttl", 0, "time to live of this node's Run leases: a Run whose node dies is found lost within about this time and a third (default $ASSENT_LEASE_TTL, else 15s)")
 	f.StringVar(&runUIDs, "run-uids", "", "when serving as root, the uids Run and tool processes run as, each its own: FIRST-LAST (default "+run.DefaultRunUIDs+")")
 	f.BoolVar(&oauthInsecure, "oauth-insecure-client-ids", false, "development only: let OAuth client ID metadata documents be fetched over http and from loopback and private addresses")
+	mailOpts.add(f)
 	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd
 }

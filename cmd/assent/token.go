@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/mail"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/flow"
+	notifypart "github.com/assent-run/assent/server/notify"
 	"github.com/assent-run/assent/store"
 )
 
@@ -32,6 +34,7 @@ func newTokenCmd(c *cli) *cobra.Command {
 func newTokenCreateCmd(c *cli) *cobra.Command {
 	var (
 		data, kind, name, base string
+		email                  string
 		storeFlag              storeFlags
 		grants, forNames       []string
 		asJSON                 bool
@@ -45,6 +48,7 @@ one-time sign-in link for the web UI is printed too.`,
 		Example: `  assent token create --kind agent --name planner
   assent token create --kind service --name billing --grant tool.invoke,state.write
   assent token create --kind human --name alice --grant human.approve
+  assent token create --kind human --name ada --email ada@example.com
   assent token create --kind agent --name triage --for alice,owner`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,6 +59,14 @@ one-time sign-in link for the web UI is printed too.`,
 			}
 			if strings.TrimSpace(name) == "" {
 				return usageErr("--name is required")
+			}
+			if email != "" && kind != store.KindHuman {
+				return usageErr("--email is for a person (--kind human): decisions are mailed to people")
+			}
+			if email != "" {
+				if a, err := mail.ParseAddress(email); err != nil || a.Name != "" {
+					return usageErr("--email %q is not a plain mail address like ada@example.com", email)
+				}
 			}
 			ctx := cmd.Context()
 			db, err := openCommandStore(ctx, data, storeFlag, true)
@@ -87,6 +99,11 @@ one-time sign-in link for the web UI is printed too.`,
 			if err != nil {
 				return refused("%v", err)
 			}
+			if email != "" {
+				if err := notifypart.SetEmail(ctx, db.Settings(), p.ID, email); err != nil {
+					return refused("bad_email: %v", err)
+				}
+			}
 			var link string
 			if kind == store.KindHuman {
 				if link, err = auth.NewSignInLink(ctx, db.Sessions(), p.ID, linkBase(ctx, db.Settings(), base), time.Now()); err != nil {
@@ -113,6 +130,7 @@ one-time sign-in link for the web UI is printed too.`,
 	f.StringVar(&name, "name", "", "a name people will recognise (required)")
 	f.StringSliceVar(&grants, "grant", nil, "capabilities to grant, comma-separated or repeated")
 	f.StringSliceVar(&forNames, "for", nil, "people (name or id) who supervise an agent or service (default the owner)")
+	f.StringVar(&email, "email", "", "a person's mail address, where pending decisions are mailed (serve --smtp)")
 	f.StringVar(&base, "base-url", "", "server URL for a person's sign-in link (default: where assent serve on this store last listened, else "+defaultURL+")")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

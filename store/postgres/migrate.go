@@ -32,6 +32,7 @@ func components() []component {
 		{"screens", screenMigrations},
 		{"cluster", clusterMigrations},
 		{"oauth", oauthMigrations},
+		{"notify", notifyMigrations},
 	}
 }
 

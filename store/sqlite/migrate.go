@@ -29,6 +29,7 @@ func components() []struct {
 		{"screens", screenMigrations},
 		{"cluster", clusterMigrations},
 		{"oauth", oauthMigrations},
+		{"notify", notifyMigrations},
 	}
 }
 

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Screens", testScreens},
 		{"Cluster", Cluster},
 		{"OAuth", testOAuth},
+		{"Notify", testNotify},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })

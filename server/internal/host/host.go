@@ -16,6 +16,7 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 	"github.com/assent-run/assent/wire"
@@ -41,6 +42,7 @@ type Config struct {
 	Node                   string
 	OAuthInsecureClientIDs bool
 	LeaseTTL               time.Duration
+	Notify                 notify.Options
 }
 
 // DefaultNode is the node name of a server that is given none: the host

@@ -1,0 +1,287 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/mail"
+	"sort"
+	"strings"
+
+	"github.com/assent-run/assent/auth"
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/notify"
+	"github.com/assent-run/assent/store"
+)
+
+// emailSetting is the setting that holds a person's mail address.
+const emailSetting = "notify.email."
+
+// SetEmail records addr as the mail address of the person id; an empty
+// addr removes it (stored empty). An address that does not parse is
+// refused.
+func SetEmail(ctx context.Context, st store.Settings, id, addr string) error {
+	addr = strings.TrimSpace(addr)
+	if addr != "" {
+		a, err := mail.ParseAddress(addr)
+		if err != nil || a.Name != "" {
+			return fmt.Errorf("%q is not a plain mail address like ada@example.com", addr)
+		}
+		addr = a.Address
+	}
+	return st.SetSetting(ctx, emailSetting+id, addr)
+}
+
+// Email returns the mail address of the person id, or "" when none is set.
+func Email(ctx context.Context, st store.Settings, id string) (string, error) {
+	v, err := st.Setting(ctx, emailSetting+id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	return v, err
+}
+
+// pending is an item waiting for a decision and who it is routed to.
+type pending struct {
+	item notify.Item
+	to   []string // principal ids
+}
+
+// derive writes a message for every pending item not yet written by this
+// node, to every destination.
+func (p *Part) derive(ctx context.Context) error {
+	items, err := p.pendingItems(ctx)
+	if err != nil {
+		return err
+	}
+	var fresh []pending
+	p.mu.Lock()
+	for _, it := range items {
+		if !p.seen[it.item.Key()] {
+			fresh = append(fresh, it)
+		}
+	}
+	p.mu.Unlock()
+	if len(fresh) == 0 {
+		return nil
+	}
+	hooks, err := p.Store.Notify.Webhooks(ctx)
+	if err != nil {
+		return err
+	}
+	now := p.Now().UTC()
+	var msgs []store.OutboxMessage
+	for _, it := range fresh {
+		payload, err := json.Marshal(it.item)
+		if err != nil {
+			return err
+		}
+		add := func(channel string) {
+			msgs = append(msgs, store.OutboxMessage{ID: messageID(it.item.Key(), channel), Channel: channel,
+				Item: it.item.Key(), Payload: payload, CreatedAt: now, NextAt: now})
+		}
+		for _, h := range hooks {
+			add("webhook:" + h.ID)
+		}
+		if p.Options.SMTP != nil {
+			for _, id := range it.to {
+				if addr, err := Email(ctx, p.Store.Settings, id); err == nil && addr != "" {
+					add("mail:" + id)
+				}
+			}
+		}
+	}
+	if len(msgs) > 0 {
+		if _, err := p.Store.Notify.EnqueueMessages(ctx, msgs); err != nil {
+			return err
+		}
+		poke(p.send)
+	}
+	p.mu.Lock()
+	for _, it := range fresh {
+		p.seen[it.item.Key()] = true
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// pendingItems reads the items that wait for a decision.
+func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
+	var out []pending
+	props, err := p.Store.Proposals.ListProposals(ctx, store.ProposalPending, "", 0)
+	if err != nil {
+		return nil, fmt.Errorf("pending proposals: %w", err)
+	}
+	live := map[string]bool{}
+	for _, pr := range props {
+		key := notify.KindRunProposal + ":" + pr.ID
+		live[key] = true
+		if p.known(key) {
+			continue
+		}
+		it, err := p.proposalItem(ctx, pr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	var approvals []flow.ApprovalRecord
+	if err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+		var err error
+		approvals, err = tx.PendingApprovals()
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	for _, rec := range approvals {
+		key := notify.KindFlowApproval + ":" + rec.Approval.ID
+		live[key] = true
+		if p.known(key) {
+			continue
+		}
+		it, err := p.approvalItem(ctx, rec.Approval)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	for _, snap := range p.Controls.Proposals(ctx, "") {
+		st := snap.State.Staged
+		if st == nil || st.Provenance.Source != control.SourceAgent {
+			continue
+		}
+		id := controlItemID(snap)
+		key := notify.KindControlProposal + ":" + id
+		live[key] = true
+		if p.known(key) {
+			continue
+		}
+		it, err := p.controlItem(ctx, id, snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	// Forget the items decided since, so the set stays as small as what
+	// is pending.
+	p.mu.Lock()
+	for k := range p.seen {
+		if !live[k] {
+			delete(p.seen, k)
+		}
+	}
+	p.mu.Unlock()
+	return out, nil
+}
+
+func (p *Part) known(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[key]
+}
+
+func (p *Part) proposalItem(ctx context.Context, pr store.Proposal) (pending, error) {
+	it := notify.Item{Kind: notify.KindRunProposal, ID: pr.ID, CreatedAt: pr.CreatedAt,
+		URL: p.BaseURL + "/runs/proposals/" + pr.ID}
+	if pr.Kind == store.ProposalTool {
+		it.Title = "Approve tool " + pr.Target
+	} else {
+		it.Title = "Approve command for Run " + pr.Target
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent asks to run this script in %s:\n\n%s\n", pr.WorkDir, strings.TrimRight(pr.Script, "\n"))
+	if len(pr.Values) > 0 {
+		b.WriteString("\nValues:\n")
+		names := make([]string, 0, len(pr.Values))
+		for k := range pr.Values {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(&b, "  %s = %s\n", k, pr.Values[k])
+		}
+	}
+	it.Summary = b.String()
+	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID)
+}
+
+func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, error) {
+	it := notify.Item{Kind: notify.KindFlowApproval, ID: a.ID, CreatedAt: a.CreatedAt,
+		URL: p.BaseURL + "/flows/instances/" + a.Instance}
+	// The title is the summary's first sentence (the decision in a
+	// person's words), else the operation.
+	it.Title = "Approve " + a.Operation
+	if first, _, _ := strings.Cut(strings.TrimSpace(a.Summary), "\n"); first != "" {
+		it.Title = shorten(first, 120)
+	}
+	lines := append([]string{a.Summary}, a.SummaryLines...)
+	it.Summary = strings.TrimSpace(strings.Join(lines, "\n"))
+	return p.route(ctx, it, a.Requester, "")
+}
+
+func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot) (pending, error) {
+	st := snap.State
+	name := snap.Metadata.Label
+	if name == "" {
+		name = snap.Identity.ControlID
+	}
+	it := notify.Item{Kind: notify.KindControlProposal, ID: id, CreatedAt: st.Staged.StagedAt, URL: p.BaseURL + "/inbox"}
+	it.Title = shorten("Change "+name, 120)
+	if st.ValueRedacted || st.StagedValueRedacted {
+		it.Summary = fmt.Sprintf("The agent proposes a new value for %s (%s); the value is secret and shown only on the card.", name, snap.Identity)
+	} else {
+		from, _ := json.Marshal(st.Value)
+		to, _ := json.Marshal(st.StagedValue)
+		it.Title = shorten(fmt.Sprintf("Change %s to %s", name, to), 120)
+		it.Summary = fmt.Sprintf("The agent proposes to change %s (%s)\nfrom: %s\nto:   %s", name, snap.Identity, from, to)
+	}
+	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "")
+}
+
+// route names the item's agent and the people it goes to: the supervisor
+// the item names, else the supervisors of the agent that filed it, else
+// the workspace's owner.
+func (p *Part) route(ctx context.Context, it notify.Item, agentID, supervisor string) (pending, error) {
+	var to []string
+	if agent, err := p.Store.Principals.Principal(ctx, agentID); err == nil {
+		it.Agent = agent.Name
+		to = agent.Supervisors
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return pending{}, err
+	}
+	if supervisor != "" {
+		to = []string{supervisor}
+	}
+	if len(to) == 0 {
+		owner, err := p.Store.Settings.Setting(ctx, auth.SettingOwner)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return pending{}, err
+		}
+		if owner != "" {
+			to = []string{owner}
+		}
+	}
+	for _, id := range to {
+		if person, err := p.Store.Principals.Principal(ctx, id); err == nil {
+			it.For = append(it.For, person.Name)
+		}
+	}
+	return pending{item: it, to: to}, nil
+}
+
+// shorten returns s cut to at most n runes, with an ellipsis when cut.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// controlItemID is the item id of the proposal staged on snap's control:
+// the control and the proposal's revision.
+func controlItemID(snap control.Snapshot) string {
+	return fmt.Sprintf("%s@%d", snap.Identity.String(), snap.State.Staged.Revision)
+}
