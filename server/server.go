@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -129,6 +130,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+api.OpenAPIPath, handleOpenAPI)
 	mux.Handle("GET /v1/whoami", s.host.Authed(http.HandlerFunc(s.handleWhoami)))
 	mux.Handle("GET /v1/events", s.host.Authed(http.HandlerFunc(s.handleEvents)))
+	s.routesInbox(mux)
 	mux.Handle("/mcp", s.host.BearerOnly(s.mcp))
 	s.oauth.Routes(mux)
 	s.routesWeb(mux)
@@ -248,8 +250,7 @@ func (s *Server) countOpen(ctx context.Context, p store.Principal) map[string]in
 	out := map[string]int{}
 	for _, part := range s.parts {
 		if c, ok := part.(host.Counter); ok {
-			kind, n := c.CountOpen(ctx, p)
-			out[kind] = n
+			maps.Copy(out, c.CountOpen(ctx, p))
 		}
 	}
 	return out

@@ -132,12 +132,19 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "controls" }
 
-// CountOpen counts the proposals waiting for p's decision.
-func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
-	if p.Kind != store.KindHuman {
-		return "proposals", 0
+// CountOpen counts the proposals waiting for p's decision, or, for an
+// agent or service, the proposals it staged that wait for a person.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
+	if p.Kind == store.KindHuman {
+		return map[string]int{"proposals": len(s.VisibleProposals(ctx, p))}
 	}
-	return "proposals", len(s.VisibleProposals(ctx, p))
+	n := 0
+	for _, snap := range s.controls.Proposals(ctx, "") {
+		if st := snap.State.Staged; st != nil && st.Provenance.PrincipalID == p.ID {
+			n++
+		}
+	}
+	return map[string]int{"proposals": n}
 }
 
 // Registry returns the control registry, so an embedding Go application can
@@ -803,6 +810,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		if st.Staged.Stale {
 			item.Warn = "Stale: the value changed after this was proposed. It cannot be applied; discard it or ask for a new proposal."
 		}
+		item.Decision = s.proposalDecision(snap)
 		sec.Items = append(sec.Items, item)
 	}
 	if len(sec.Items) > 0 {
@@ -834,6 +842,34 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		secs = append(secs, sec)
 	}
 	return secs, nil
+}
+
+// proposalDecision makes a proposal's card decidable: approving applies
+// exactly the revision the card shows, declining discards it.
+func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
+	st := snap.State
+	id, rev := snap.Identity, st.Staged.Revision
+	bound := map[string]string{"control": id.String(), "revision": strconv.FormatInt(rev, 10),
+		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
+	return &host.Decision{
+		Key: "control_proposal:" + id.String(), Binding: strconv.FormatInt(rev, 10), Kind: "control_proposal",
+		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID,
+		Decide: func(ctx context.Context, p store.Principal, approve bool, _ string) (string, error) {
+			action := control.Discard
+			if approve {
+				action = control.Apply
+			}
+			res := s.Exec(ctx, p, control.Command{Action: action, Identity: id, Revision: rev},
+				control.CommandContext{Source: control.SourceUser, Confirmed: true})
+			if !res.OK {
+				return "", wire.New(wire.Code(res.Reason), res.Message)
+			}
+			if approve {
+				return "Applied: " + id.String() + " is now the proposed value.", nil
+			}
+			return "Discarded the proposal for " + id.String() + ".", nil
+		},
+	}
 }
 
 // withSubject returns fields with, after the first (the form), the

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/wire"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+)
+
+// The inbox as JSON: the decisions the inbox page offers, for a signed-in
+// person's session (cookie and CSRF header), so that phone apps, chat bots
+// and tests take the same path as the page's buttons. Each part's inbox
+// card carries its host.Decision; nothing here decides by itself.
+
+func (s *Server) routesInbox(mux *host.Mux) {
+	mux.Handle("GET /v1/inbox", s.host.Authed(s.personOnly(s.handleInboxList)))
+	mux.Handle("POST /v1/inbox/{id}/decision", s.host.Authed(s.personOnly(s.handleInboxDecide)))
+	mux.Handle("POST /v1/inbox/decisions", s.host.Authed(s.personOnly(s.handleInboxBatch)))
+}
+
+// personOnly admits a person signed in to the web UI, as the inbox page
+// does; agents and services, and tokens of any kind, are refused.
+func (s *Server) personOnly(h func(http.ResponseWriter, *http.Request, store.Principal)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := host.PrincipalOf(r)
+		if p.Kind != store.KindHuman || !host.FromWeb(r) {
+			host.WriteError(w, wire.HumanConfirmationRequired, "only a person signed in to the web UI decides; use the inbox page, or its session cookie with the X-CSRF-Token header")
+			return
+		}
+		h(w, r, p)
+	})
+}
+
+// maxBatch bounds the decisions of one batch.
+const maxBatch = 100
+
+// decisionCards lists the inbox cards that wait for p's decision, in the
+// order the inbox page shows them.
+func (s *Server) decisionCards(ctx context.Context, p store.Principal) ([]host.InboxItem, error) {
+	var out []host.InboxItem
+	for _, part := range s.parts {
+		in, ok := part.(host.Inboxer)
+		if !ok {
+			continue
+		}
+		secs, err := in.Inbox(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, sec := range secs {
+			for _, it := range sec.Items {
+				if it.Decision != nil {
+					out = append(out, it)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) handleInboxList(w http.ResponseWriter, r *http.Request, p store.Principal) {
+	cards, err := s.decisionCards(r.Context(), p)
+	if err != nil {
+		s.host.Log.Error("inbox could not be listed", "err", err)
+		host.WriteToolError(w, err)
+		return
+	}
+	out := api.Inbox{Items: make([]api.InboxItem, 0, len(cards))}
+	for _, c := range cards {
+		out.Items = append(out.Items, inboxItemOf(c))
+	}
+	host.WriteJSON(w, http.StatusOK, out)
+}
+
+// inboxItemOf is a card as the API shows it.
+func inboxItemOf(c host.InboxItem) api.InboxItem {
+	d := c.Decision
+	it := api.InboxItem{ID: d.ID(), Kind: d.Kind, Title: c.Title, Summary: c.Summary, Bound: d.Bound, Needs: 1,
+		ProposedBy: d.ProposedBy, Note: c.Note, Warn: c.Warn, Link: c.Link,
+		Decisions: []string{api.DecisionApprove, api.DecisionDecline}}
+	if it.Bound == nil {
+		it.Bound = map[string]string{}
+	}
+	for _, f := range c.Fields {
+		it.Fields = append(it.Fields, api.InboxField{Label: f.Label, Value: f.Value})
+	}
+	return it
+}
+
+func (s *Server) handleInboxDecide(w http.ResponseWriter, r *http.Request, p store.Principal) {
+	var req api.InboxDecision
+	if !host.DecodeJSON(w, r, 16<<10, &req) {
+		return
+	}
+	cards, err := s.decisionCards(r.Context(), p)
+	if err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
+	out := s.decideCard(r.Context(), p, cards, r.PathValue("id"), req)
+	if out.Error != nil {
+		host.WriteAPIError(w, out.Error)
+		return
+	}
+	host.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleInboxBatch(w http.ResponseWriter, r *http.Request, p store.Principal) {
+	var req api.InboxBatch
+	if !host.DecodeJSON(w, r, 256<<10, &req) {
+		return
+	}
+	if len(req.Items) == 0 || len(req.Items) > maxBatch {
+		host.WriteError(w, wire.InvalidRequest, "send between 1 and 100 items, each with the id its card showed and a decision")
+		return
+	}
+	cards, err := s.decisionCards(r.Context(), p)
+	if err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
+	out := api.InboxBatchOutcome{Items: make([]api.InboxOutcome, 0, len(req.Items))}
+	seen := map[string]bool{}
+	for _, it := range req.Items {
+		if seen[it.ID] {
+			out.Items = append(out.Items, refused(it.ID, it.Decision, wire.New(wire.InvalidRequest, "this item is in the batch twice; it was decided once")))
+			continue
+		}
+		seen[it.ID] = true
+		out.Items = append(out.Items, s.decideCard(r.Context(), p, cards, it.ID, it.InboxDecision))
+	}
+	host.WriteJSON(w, http.StatusOK, out)
+}
+
+// decideCard carries out p's decision d on the card id among cards: the
+// card's own decision function, bound to what the id says the card showed.
+func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host.InboxItem, id string, d api.InboxDecision) api.InboxOutcome {
+	var approve bool
+	switch d.Decision {
+	case api.DecisionApprove:
+		approve = true
+	case api.DecisionDecline:
+	case api.DecisionRespond:
+		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "answering without deciding is not offered yet; approve or decline"))
+	default:
+		return refused(id, d.Decision, wire.New(wire.InvalidRequest, `decision must be "approve" or "decline"`))
+	}
+	note := strings.TrimSpace(d.Note)
+	// A key may hold an @ (a subject's id); the binding is after the last.
+	i := strings.LastIndex(id, "@")
+	ok := i > 0
+	key, binding := id, ""
+	if ok {
+		key, binding = id[:i], id[i+1:]
+	}
+	var card *host.Decision
+	for _, c := range cards {
+		if c.Decision.Key == key {
+			card = c.Decision
+			break
+		}
+	}
+	switch {
+	case !ok || card == nil:
+		return refused(id, d.Decision, wire.New(wire.NotFound, "no such decision waits for you; it was decided already or never was yours to decide; read GET /v1/inbox again"))
+	case card.Binding != binding:
+		return refused(id, d.Decision, wire.New(wire.Stale, "this item changed since its card was read (now "+card.ID()+"); read GET /v1/inbox again and decide what it shows now"))
+	case note != "" && (approve || !card.DeclineNote):
+		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "a note reaches the agent only as the reason of a decline of a Flow approval, a program or a command proposal; send this decision without a note"))
+	}
+	msg, err := card.Decide(ctx, p, approve, note)
+	if err != nil {
+		return refused(id, d.Decision, decisionError(err))
+	}
+	status := "declined"
+	if approve {
+		status = "approved"
+	}
+	return api.InboxOutcome{ID: id, Decision: d.Decision, Status: status, Message: msg}
+}
+
+func refused(id, decision string, e *wire.Error) api.InboxOutcome {
+	return api.InboxOutcome{ID: id, Decision: decision, Status: "refused", Error: e}
+}
+
+// decisionError is the wire form of a part's refusal of a decision.
+func decisionError(err error) *wire.Error {
+	var we *wire.Error
+	var te *tool.Error
+	switch {
+	case errors.As(err, &we):
+		return we
+	case errors.As(err, &te):
+		return host.FromToolError(te)
+	case store.Unavailable(err):
+		return host.FromToolError(host.StoreUnavailableError())
+	}
+	return wire.New(wire.Internal, host.InternalMessage)
+}
