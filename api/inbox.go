@@ -1,6 +1,10 @@
 package api
 
-import "github.com/assent-run/assent/server/wire"
+import (
+	"encoding/json"
+
+	"github.com/assent-run/assent/server/wire"
+)
 
 // Decisions a person makes on an inbox item.
 const (
@@ -42,6 +46,8 @@ type InboxItem struct {
 	Warn string `json:"warn,omitempty"`
 	// Decisions are the decisions the item takes.
 	Decisions []string `json:"decisions"`
+	// Editable names the values a person may change before approving.
+	Editable []string `json:"editable,omitempty"`
 	// Link is a page with more about the item.
 	Link string `json:"link,omitempty"`
 }
@@ -53,11 +59,15 @@ type InboxField struct {
 }
 
 // InboxDecision is the body of POST /v1/inbox/{id}/decision: a person's
-// decision on one inbox item. Note is a text for the agent: the reason of
-// a decline.
+// decision on one inbox item. Values, with approve, are the person's edits
+// of what the item proposes, by the names its Editable lists (a control
+// proposal's "value"): approving binds them instead, checked by the rules
+// that checked the proposal. Note is a text for the agent: the reason of a
+// decline.
 type InboxDecision struct {
-	Decision string `json:"decision" enum:"approve,decline,respond"`
-	Note     string `json:"note,omitempty" maxLength:"2000"`
+	Decision string                     `json:"decision" enum:"approve,decline,respond"`
+	Values   map[string]json.RawMessage `json:"values,omitempty"`
+	Note     string                     `json:"note,omitempty" maxLength:"2000"`
 }
 
 // InboxBatch is the body of POST /v1/inbox/decisions: several decisions

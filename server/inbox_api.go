@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/assent-run/assent/api"
@@ -83,7 +85,7 @@ func inboxItemOf(c host.InboxItem) api.InboxItem {
 	d := c.Decision
 	it := api.InboxItem{ID: d.ID(), Kind: d.Kind, Title: c.Title, Summary: c.Summary, Bound: d.Bound, Needs: 1,
 		ProposedBy: d.ProposedBy, Note: c.Note, Warn: c.Warn, Link: c.Link,
-		Decisions: []string{api.DecisionApprove, api.DecisionDecline}}
+		Decisions: []string{api.DecisionApprove, api.DecisionDecline}, Editable: d.Editable}
 	if it.Bound == nil {
 		it.Bound = map[string]string{}
 	}
@@ -173,8 +175,15 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 		return refused(id, d.Decision, wire.New(wire.Stale, "this item changed since its card was read (now "+card.ID()+"); read GET /v1/inbox again and decide what it shows now"))
 	case note != "" && (approve || !card.DeclineNote):
 		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "a note reaches the agent only as the reason of a decline of a Flow approval, a program or a command proposal; send this decision without a note"))
+	case len(d.Values) > 0 && !approve:
+		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "values go with approve: they are your changes to what approving binds"))
 	}
-	msg, err := card.Decide(ctx, p, approve, note)
+	for name := range d.Values {
+		if !slices.Contains(card.Editable, name) {
+			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "this item has no value "+strconv.Quote(name)+" to change; it takes "+strings.Join(card.Editable, ", ")+" (see editable in GET /v1/inbox)"))
+		}
+	}
+	msg, err := card.Decide(ctx, p, host.DecideArgs{Approve: approve, Note: note, Values: d.Values})
 	if err != nil {
 		return refused(id, d.Decision, decisionError(err))
 	}

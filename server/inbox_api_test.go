@@ -247,3 +247,59 @@ func TestInboxBatchOfTen(t *testing.T) {
 		t.Errorf("agent reads the inbox: %v", err)
 	}
 }
+
+// A person changes the value an agent proposed and approves it: the edit
+// is checked as the agent's value was, the edited value is live, and the
+// agent, waiting, hears "approved with changes" and what changed.
+func TestInboxEditBeforeApproving(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	_, person := f.Issue(store.KindHuman, "editor")
+	cookie, csrf := f.SignInAs(person.ID)
+	rev := stage(t, cs, "pro")
+	var in api.Inbox
+	session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in)
+	ctl, ok := byKind(in, "control_proposal")
+	if !ok || len(ctl.Editable) != 1 || ctl.Editable[0] != "value" {
+		t.Fatalf("control proposal item: %+v", in)
+	}
+	path := "/v1/inbox/" + url.PathEscape(ctl.ID) + "/decision"
+	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"proposal": map[string]any{"formId": "profile", "controlId": "plan"}, "revision": rev}}})
+
+	// A value the control refuses is refused as staging refuses it, and
+	// nothing changes; an unknown value name and values with a decline
+	// are refused too.
+	var e map[string]any
+	if c := session(t, f, cookie, csrf, "POST", path, map[string]any{"decision": "approve", "values": map[string]any{"value": "platinum"}}, &e); c == 200 || assenttest.ErrCode(e) != "invalid_value" {
+		t.Errorf("an edit outside the options: %d %v", c, e)
+	}
+	for _, body := range []map[string]any{
+		{"decision": "approve", "values": map[string]any{"colour": "red"}},
+		{"decision": "decline", "values": map[string]any{"value": "team"}},
+	} {
+		e = nil
+		if c := session(t, f, cookie, csrf, "POST", path, body, &e); c != 400 || assenttest.ErrCode(e) != "invalid_request" {
+			t.Errorf("%v: %d %v", body, c, e)
+		}
+	}
+
+	var o api.InboxOutcome
+	if c := session(t, f, cookie, csrf, "POST", path, map[string]any{"decision": "approve", "values": map[string]any{"value": "team"}}, &o); c != 200 || o.Status != "approved" {
+		t.Fatalf("approve with an edit: %d %+v", c, o)
+	}
+	w := <-waiting
+	got := w.item(0)
+	changed, _ := got["changed"].([]any)
+	if w.err != nil || got["status"] != "applied" || got["decided_by"] != person.ID || !strings.Contains(got["reason"].(string), "approved with changes") ||
+		len(changed) != 1 || !strings.Contains(changed[0].(string), `"pro"`) || !strings.Contains(changed[0].(string), `"team"`) {
+		t.Fatalf("the agent hears: %v %v", w.err, w.out)
+	}
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
+	if v := assenttest.Dig(snap, "state", "value"); v != "team" {
+		t.Errorf("live value after the edit: %v (%v)", v, snap)
+	}
+}

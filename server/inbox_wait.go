@@ -294,6 +294,10 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 	switch h.status {
 	case outcomeApplied:
 		o.Next = "the value is live"
+		if h.changed != nil {
+			o.Reason, o.Changed = "approved with changes: a person changed the value before applying it", h.changed
+			o.Next = "the value the person chose is live; read it with controls_inspect"
+		}
 	case outcomeDiscarded:
 		o.Reason = "a person discarded the proposal"
 	case outcomeStale:

@@ -853,18 +853,39 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
 	return &host.Decision{
 		Key: "control_proposal:" + id.String(), Binding: strconv.FormatInt(rev, 10), Kind: "control_proposal",
-		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID,
-		Decide: func(ctx context.Context, p store.Principal, approve bool, _ string) (string, error) {
+		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Editable: []string{"value"},
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			cc := control.CommandContext{Source: control.SourceUser, Confirmed: true}
+			at := rev
+			if raw, ok := d.Values["value"]; ok && d.Approve {
+				// The person's edit is staged in their name, checked by the
+				// rules that checked the agent's value, then applied: the
+				// agent's proposal is replaced by it.
+				var v any
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return "", wire.New(wire.InvalidRequest, "values.value is not JSON; send the value as the control takes it")
+				}
+				res := s.Exec(ctx, p, control.Command{Action: control.Stage, Identity: id, Value: v}, cc)
+				if !res.OK {
+					return "", wire.New(wire.Code(res.Reason), res.Message)
+				}
+				if res.Snapshot.State.Staged == nil {
+					return "", wire.New(wire.Conflict, "the edited value could not be staged; read the inbox again")
+				}
+				at = res.Snapshot.State.Staged.Revision
+			}
 			action := control.Discard
-			if approve {
+			if d.Approve {
 				action = control.Apply
 			}
-			res := s.Exec(ctx, p, control.Command{Action: action, Identity: id, Revision: rev},
-				control.CommandContext{Source: control.SourceUser, Confirmed: true})
+			res := s.Exec(ctx, p, control.Command{Action: action, Identity: id, Revision: at}, cc)
 			if !res.OK {
 				return "", wire.New(wire.Code(res.Reason), res.Message)
 			}
-			if approve {
+			if d.Approve && at != rev {
+				return "Applied with your changes: " + id.String() + ".", nil
+			}
+			if d.Approve {
 				return "Applied: " + id.String() + " is now the proposed value.", nil
 			}
 			return "Discarded the proposal for " + id.String() + ".", nil

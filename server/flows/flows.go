@@ -521,12 +521,12 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 	return &host.Decision{
 		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
 		Bound: bound, ProposedBy: a.Requester, DeclineNote: true,
-		Decide: func(ctx context.Context, p store.Principal, approve bool, note string) (string, error) {
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			decision := "decline"
-			if approve {
+			if d.Approve {
 				decision = "approve"
 			}
-			out, _, err := s.Decide(ctx, p, a.ID, decision, note)
+			out, _, err := s.Decide(ctx, p, a.ID, decision, d.Note)
 			if err != nil {
 				return "", flowError(err)
 			}
@@ -543,12 +543,12 @@ func (s *Part) programDecision(id, fingerprint, by string) *host.Decision {
 	return &host.Decision{
 		Key: "flow_program:" + fingerprint, Binding: "proposed", Kind: "flow_program",
 		Bound: map[string]string{"program": id, "fingerprint": fingerprint}, ProposedBy: by, DeclineNote: true,
-		Decide: func(ctx context.Context, p store.Principal, approve bool, note string) (string, error) {
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			decision := "decline"
-			if approve {
+			if d.Approve {
 				decision = "approve"
 			}
-			l, err := s.flowDecideProgram(ctx, p, fingerprint, decision, note)
+			l, err := s.flowDecideProgram(ctx, p, fingerprint, decision, d.Note)
 			if err != nil {
 				return "", flowError(err)
 			}

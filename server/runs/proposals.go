@@ -245,15 +245,15 @@ func (s *Part) proposalDecision(pr store.Proposal, script string) *host.Decision
 		Bound: map[string]string{"proposal": pr.ID, "kind": string(pr.Kind), "target": pr.Target, "command": script,
 			"workdir": pr.WorkDir},
 		ProposedBy: pr.ProposerID, DeclineNote: true,
-		Decide: func(ctx context.Context, p store.Principal, approve bool, note string) (string, error) {
-			if _, err := s.decideProposal(ctx, p, pr.ID, approve, note); err != nil {
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			if _, err := s.decideProposal(ctx, p, pr.ID, d.Approve, d.Note); err != nil {
 				var re *run.Error
 				if errors.As(err, &re) {
 					return "", wire.New(wire.Code(re.Code), re.Message)
 				}
 				return "", err
 			}
-			if approve {
+			if d.Approve {
 				return "Approved: proposal " + pr.ID + " was carried out.", nil
 			}
 			return "Declined: proposal " + pr.ID + ".", nil

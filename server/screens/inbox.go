@@ -223,8 +223,8 @@ func (s *Part) pressDecision(screen, press, owner, sentence, toolName string) *h
 		Key: "screen_press:" + screen + "/" + press, Binding: "pending", Kind: "screen_press",
 		Bound:      map[string]string{"screen": screen, "press": press, "tool": toolName, "sentence": sentence},
 		ProposedBy: owner,
-		Decide: func(ctx context.Context, p store.Principal, approve bool, _ string) (string, error) {
-			return s.answerInboxPress(ctx, p, screen, press, approve)
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			return s.answerInboxPress(ctx, p, screen, press, d.Approve)
 		},
 	}
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/assent-run/assent/store"
 )
@@ -23,10 +24,23 @@ type Decision struct {
 	// DeclineNote says that a decline's note reaches who filed the item
 	// (as its reason); a note is refused where it would not.
 	DeclineNote bool
-	// Decide carries out approve (true) or decline (false, with the
-	// person's note as its reason) on exactly what the card shows, and
-	// returns a sentence for the person saying what happened.
-	Decide func(ctx context.Context, p store.Principal, approve bool, note string) (string, error)
+	// Editable names the values a person may change before approving.
+	Editable []string
+	// Decide carries out the decision on exactly what the card shows (or
+	// on the person's edits of it), and returns a sentence for the person
+	// saying what happened.
+	Decide func(ctx context.Context, p store.Principal, d DecideArgs) (string, error)
+}
+
+// DecideArgs is a person's decision on an inbox card.
+type DecideArgs struct {
+	// Approve is true to approve, false to decline.
+	Approve bool
+	// Note is the person's text to the agent: a decline's reason.
+	Note string
+	// Values are the person's edits, by the names Editable lists; only
+	// with Approve.
+	Values map[string]json.RawMessage
 }
 
 // ID returns the item's id: Key@Binding.
