@@ -80,14 +80,22 @@ func TestAgentAsksPersonApprovesExpense(t *testing.T) {
 	}
 	screenshot(t, ctx, "approval")
 
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(approve)), chromedp.WaitVisible(chromedp.ID("flow-receipts"))); err != nil {
+	// After the decision the person is still in the inbox, with the
+	// outcome's banner; the instance page shows the new phase.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(approve)), chromedp.WaitVisible(chromedp.ID("notice"))); err != nil {
 		screenshot(t, ctx, "timeout")
 		t.Fatalf("approve: %v", err)
+	}
+	if path := eval[string](t, ctx, `location.pathname`); path != "/inbox" {
+		t.Fatalf("after approving, the page is %s, not the inbox", path)
+	}
+	notice := text(t, ctx, chromedp.ID("notice"))
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/flows/instances/expense-1001"), chromedp.WaitVisible(chromedp.ID("flow-receipts"))); err != nil {
+		t.Fatalf("instance page: %v", err)
 	}
 	if phase := text(t, ctx, chromedp.ID("flow-phase")); phase != "approved" {
 		t.Fatalf("phase after approval = %q", phase)
 	}
-	notice := text(t, ctx, chromedp.ID("notice"))
 	screenshot(t, ctx, "approved")
 
 	// The programs page draws the phase graph the transition moved along.

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -85,7 +87,7 @@ func inboxItemOf(c host.InboxItem) api.InboxItem {
 	d := c.Decision
 	it := api.InboxItem{ID: d.ID(), Kind: d.Kind, Title: c.Title, Summary: c.Summary, Bound: d.Bound, Needs: 1,
 		ProposedBy: d.ProposedBy, Note: c.Note, Warn: c.Warn, Link: c.Link,
-		Decisions: []string{api.DecisionApprove, api.DecisionDecline}, Editable: d.Editable}
+		Decisions: []string{api.DecisionApprove, api.DecisionDecline}, Editable: d.Editable()}
 	if it.Bound == nil {
 		it.Bound = map[string]string{}
 	}
@@ -179,8 +181,8 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "values go with approve: they are your changes to what approving binds"))
 	}
 	for name := range d.Values {
-		if !slices.Contains(card.Editable, name) {
-			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "this item has no value "+strconv.Quote(name)+" to change; it takes "+strings.Join(card.Editable, ", ")+" (see editable in GET /v1/inbox)"))
+		if !slices.Contains(card.Editable(), name) {
+			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "this item has no value "+strconv.Quote(name)+" to change; it takes "+host.JoinOr(card.Editable(), "none")+" (see editable in GET /v1/inbox)"))
 		}
 	}
 	msg, err := card.Decide(ctx, p, host.DecideArgs{Approve: approve, Note: note, Values: d.Values})
@@ -211,4 +213,103 @@ func decisionError(err error) *wire.Error {
 		return host.FromToolError(host.StoreUnavailableError())
 	}
 	return wire.New(wire.Internal, host.InternalMessage)
+}
+
+// The inbox page's own forms: a card's Edit (approve with changed values),
+// and "Approve selected". Both go through decideCard, as the JSON routes
+// do, and come back to the inbox, where the person was.
+
+func (s *Server) routesInboxWeb(mux *host.Mux) {
+	mux.Handle("POST /inbox/decide", s.host.WebPage(s.handleWebInboxDecide))
+	mux.Handle("POST /inbox/decide-selected", s.host.WebPage(s.handleWebInboxSelected))
+}
+
+// handleWebInboxDecide is a card's Edit form: the id, the decision and the
+// edited values as text, converted to JSON by the card's edit fields.
+func (s *Server) handleWebInboxDecide(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	p := *pg.Principal
+	id, decision := r.PostFormValue("id"), r.PostFormValue("decision")
+	cards, err := s.decisionCards(r.Context(), p)
+	if err != nil {
+		s.host.SetNotice(w, r, "The inbox could not be read; try again.")
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
+	d := api.InboxDecision{Decision: decision, Note: r.PostFormValue("note")}
+	if i := strings.LastIndex(id, "@"); i > 0 && decision == api.DecisionApprove {
+		for _, c := range cards {
+			if c.Decision.Key != id[:i] {
+				continue
+			}
+			for _, e := range c.Decision.Edits {
+				text, ok := r.PostForm["value:"+e.Name]
+				if !ok {
+					continue
+				}
+				raw, err := c.Decision.EditJSON(e.Name, text[0])
+				if err != nil {
+					s.host.SetNotice(w, r, "Not approved: "+err.Error()+".")
+					http.Redirect(w, r, "/inbox#"+c.Decision.Anchor(), http.StatusSeeOther)
+					return
+				}
+				if d.Values == nil {
+					d.Values = map[string]json.RawMessage{}
+				}
+				d.Values[e.Name] = raw
+			}
+		}
+	}
+	out := s.decideCard(r.Context(), p, cards, id, d)
+	if out.Error != nil {
+		s.host.SetNotice(w, r, "Not done: "+out.Error.Message)
+	} else {
+		s.host.SetNotice(w, r, out.Message)
+	}
+	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
+}
+
+// handleWebInboxSelected approves every card the person ticked, each on
+// its own, and says how many went through.
+func (s *Server) handleWebInboxSelected(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	p := *pg.Principal
+	if err := r.ParseForm(); err != nil {
+		host.WriteError(w, wire.InvalidRequest, "the form could not be read; reload the page and try again")
+		return
+	}
+	ids := r.PostForm["id"]
+	if len(ids) == 0 {
+		s.host.SetNotice(w, r, "Nothing was selected: tick the items to approve first.")
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
+	if len(ids) > maxBatch {
+		ids = ids[:maxBatch]
+	}
+	cards, err := s.decisionCards(r.Context(), p)
+	if err != nil {
+		s.host.SetNotice(w, r, "The inbox could not be read; try again.")
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
+	done := 0
+	var refusals []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out := s.decideCard(r.Context(), p, cards, id, api.InboxDecision{Decision: api.DecisionApprove})
+		if out.Error != nil {
+			refusals = append(refusals, out.Error.Message)
+			continue
+		}
+		done++
+	}
+	msg := fmt.Sprintf("Approved %d of %d selected.", done, len(seen))
+	if len(refusals) > 0 {
+		msg += " Not approved: " + strings.Join(refusals, " ")
+	}
+	s.host.SetNotice(w, r, msg)
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 }

@@ -853,7 +853,7 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
 	return &host.Decision{
 		Key: "control_proposal:" + id.String(), Binding: strconv.FormatInt(rev, 10), Kind: "control_proposal",
-		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Editable: []string{"value"},
+		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Edits: editFields(snap),
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			cc := control.CommandContext{Source: control.SourceUser, Confirmed: true}
 			at := rev
@@ -891,6 +891,45 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 			return "Discarded the proposal for " + id.String() + ".", nil
 		},
 	}
+}
+
+// editFields is the value of a proposal a person may change before
+// approving: one of the kinds a form field asks for as text, and only when
+// the value shows (a hidden value cannot be edited from the card).
+func editFields(snap control.Snapshot) []host.EditField {
+	st, md := snap.State, snap.Metadata
+	if st.StagedValueRedacted || st.ValueRedacted || md.IsSecret() || !md.IsWritable() {
+		return nil
+	}
+	f := host.EditField{Name: "value", Label: labelOf(md.Label, snap.Identity.ControlID), Unit: md.Unit}
+	switch md.Kind {
+	case control.KindText, control.KindEmail, control.KindTextarea, control.KindDate, control.KindTime, control.KindDatetime, control.KindCombobox:
+		f.Kind = "text"
+	case control.KindNumber, control.KindSlider:
+		f.Kind = "number"
+	case control.KindCheckbox, control.KindSwitch:
+		f.Kind = "boolean"
+	case control.KindSelect:
+		f.Kind = "select"
+		for _, o := range md.Options {
+			v, ok := o.Value.(string)
+			if !ok {
+				return nil
+			}
+			f.Options = append(f.Options, host.EditOption{Value: v, Label: labelOf(o.Label, v)})
+		}
+	default:
+		return nil
+	}
+	switch v := st.StagedValue.(type) {
+	case string:
+		f.Value = v
+	case nil:
+	default:
+		b, _ := json.Marshal(v)
+		f.Value = string(b)
+	}
+	return []host.EditField{f}
 }
 
 // withSubject returns fields with, after the first (the form), the

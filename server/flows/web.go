@@ -331,7 +331,8 @@ func (s *Part) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg ho
 		notice = fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision)
 	}
 	s.SetNotice(w, r, notice)
-	http.Redirect(w, r, "/flows/instances/"+url.PathEscape(a.Instance), http.StatusSeeOther)
+	// Back where the person decided: the inbox stays where it was.
+	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/flows/instances/"+url.PathEscape(a.Instance)), http.StatusSeeOther)
 }
 
 // handleWebProgramDecide is a person's Approve or Decline of a proposed
