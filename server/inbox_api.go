@@ -146,16 +146,21 @@ func (s *Server) handleInboxBatch(w http.ResponseWriter, r *http.Request, p stor
 // card's own decision function, bound to what the id says the card showed.
 func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host.InboxItem, id string, d api.InboxDecision) api.InboxOutcome {
 	var approve bool
+	note := strings.TrimSpace(d.Note)
 	switch d.Decision {
 	case api.DecisionApprove:
 		approve = true
 	case api.DecisionDecline:
 	case api.DecisionRespond:
-		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "answering without deciding is not offered yet; approve or decline"))
+		if note == "" {
+			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "respond sends a note without deciding; write the note"))
+		}
 	default:
-		return refused(id, d.Decision, wire.New(wire.InvalidRequest, `decision must be "approve" or "decline"`))
+		return refused(id, d.Decision, wire.New(wire.InvalidRequest, `decision must be "approve", "decline" or "respond"`))
 	}
-	note := strings.TrimSpace(d.Note)
+	if len(note) > maxNoteBytes {
+		return refused(id, d.Decision, wire.New(wire.LimitExceeded, fmt.Sprintf("the note is over %d bytes; shorten it", maxNoteBytes)))
+	}
 	// A key may hold an @ (a subject's id); the binding is after the last.
 	i := strings.LastIndex(id, "@")
 	ok := i > 0
@@ -175,8 +180,6 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 		return refused(id, d.Decision, wire.New(wire.NotFound, "no such decision waits for you; it was decided already or never was yours to decide; read GET /v1/inbox again"))
 	case card.Binding != binding:
 		return refused(id, d.Decision, wire.New(wire.Stale, "this item changed since its card was read (now "+card.ID()+"); read GET /v1/inbox again and decide what it shows now"))
-	case note != "" && (approve || !card.DeclineNote):
-		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "a note reaches the agent only as the reason of a decline of a Flow approval, a program or a command proposal; send this decision without a note"))
 	case len(d.Values) > 0 && !approve:
 		return refused(id, d.Decision, wire.New(wire.InvalidRequest, "values go with approve: they are your changes to what approving binds"))
 	}
@@ -185,13 +188,32 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "this item has no value "+strconv.Quote(name)+" to change; it takes "+host.JoinOr(card.Editable(), "none")+" (see editable in GET /v1/inbox)"))
 		}
 	}
-	msg, err := card.Decide(ctx, p, host.DecideArgs{Approve: approve, Note: note, Values: d.Values})
+	n := inboxNote{By: p.ID, Decision: d.Decision, Text: note, At: s.host.Now()}
+	if d.Decision == api.DecisionRespond {
+		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
+			return refused(id, d.Decision, decisionError(err))
+		}
+		return api.InboxOutcome{ID: id, Decision: d.Decision, Status: "responded", Message: "Sent your note; the item still waits for a decision."}
+	}
+	reason := ""
+	if !approve && card.DeclineNote {
+		reason = note
+	}
+	msg, err := card.Decide(ctx, p, host.DecideArgs{Approve: approve, Note: reason, Values: d.Values})
 	if err != nil {
 		return refused(id, d.Decision, decisionError(err))
 	}
 	status := "declined"
 	if approve {
 		status = "approved"
+	}
+	if note != "" {
+		// Decided: the note goes with the outcome. A note that could not
+		// be kept does not undo the decision; the person is told.
+		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
+			s.host.Log.Error("a note could not be kept", "item", id, "err", err)
+			msg += " Your note could not be kept; send it again with respond."
+		}
 	}
 	return api.InboxOutcome{ID: id, Decision: d.Decision, Status: status, Message: msg}
 }

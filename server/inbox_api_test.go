@@ -139,10 +139,22 @@ func TestInboxAPI(t *testing.T) {
 	if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(ctl.ID)+"/decision", api.InboxDecision{Decision: "approve"}, &e); c != 409 || assenttest.ErrCode(e) != "stale" {
 		t.Errorf("approving a stale card: %d %v", c, e)
 	}
-	// A note goes only where it reaches the agent.
+	// An answer in words without deciding: the agent's wait returns with
+	// it while the approval still waits; respond needs the words.
+	waiting := startWait(cs, map[string]any{"items": []any{map[string]any{"approval": aprID, "notes_seen": 0}}, "timeout_ms": 60000})
+	var o api.InboxOutcome
+	if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(apr.ID)+"/decision", api.InboxDecision{Decision: "respond", Note: "Which project is this for?"}, &o); c != 200 || o.Status != "responded" {
+		t.Fatalf("respond: %d %+v", c, o)
+	}
+	w := <-waiting
+	notes, _ := w.item(0)["notes"].([]any)
+	if w.err != nil || w.out["timed_out"] != false || w.item(0)["status"] != "pending" || len(notes) != 1 ||
+		assenttest.Dig(notes[0], "text") != "Which project is this for?" || assenttest.Dig(notes[0], "decision") != "respond" || assenttest.Dig(notes[0], "by") != person.ID {
+		t.Fatalf("the agent hears the answer: %v %v", w.err, w.out)
+	}
 	e = nil
-	if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(apr.ID)+"/decision", api.InboxDecision{Decision: "approve", Note: "ok"}, &e); c != 400 || assenttest.ErrCode(e) != "invalid_request" {
-		t.Errorf("approve with a note: %d %v", c, e)
+	if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(apr.ID)+"/decision", api.InboxDecision{Decision: "respond"}, &e); c != 400 || assenttest.ErrCode(e) != "invalid_request" {
+		t.Errorf("respond without a note: %d %v", c, e)
 	}
 
 	// A batch: the stale card refused on its own, the approval approved,
@@ -150,7 +162,7 @@ func TestInboxAPI(t *testing.T) {
 	var got api.InboxBatchOutcome
 	batch := api.InboxBatch{Items: []api.InboxBatchItem{
 		{ID: ctl.ID, InboxDecision: api.InboxDecision{Decision: "approve"}},
-		{ID: apr.ID, InboxDecision: api.InboxDecision{Decision: "approve"}},
+		{ID: apr.ID, InboxDecision: api.InboxDecision{Decision: "approve", Note: "Book economy."}},
 		{ID: cmd.ID, InboxDecision: api.InboxDecision{Decision: "decline", Note: "not on a Sunday"}},
 		{ID: "command_proposal:nope@pending", InboxDecision: api.InboxDecision{Decision: "approve"}},
 	}}
@@ -174,6 +186,10 @@ func TestInboxAPI(t *testing.T) {
 	if wt.item(0)["status"] != "approved" || wt.item(1)["status"] != "declined" || wt.item(1)["reason"] != "not on a Sunday" || wt.item(1)["decided_by"] != person.ID {
 		t.Errorf("the agent hears: %v", wt.out)
 	}
+	notes, _ = wt.item(0)["notes"].([]any)
+	if len(notes) != 2 || assenttest.Dig(notes[1], "text") != "Book economy." || assenttest.Dig(notes[1], "decision") != "approve" {
+		t.Errorf("notes on the approval: %v", wt.item(0))
+	}
 	// Decided items leave the inbox; the staged value still waits.
 	in = api.Inbox{}
 	session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in)
@@ -181,6 +197,17 @@ func TestInboxAPI(t *testing.T) {
 		if it.ID == apr.ID || it.ID == cmd.ID || strings.HasSuffix(it.ID, "@"+strconv.FormatInt(rev, 10)) && it.Kind == "control_proposal" {
 			t.Errorf("still listed after the decision: %+v", it)
 		}
+	}
+	// The notes are kept by the store: a restarted server still reports them.
+	f2 := f.Restart(nil)
+	cs2, err := f2.MCPSession(f2.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	wt = waitNow(t, cs2, map[string]any{"items": []any{map[string]any{"command_proposal": cmdID}}, "timeout_ms": 0})
+	if notes, _ := wt.item(0)["notes"].([]any); len(notes) != 1 || assenttest.Dig(notes[0], "text") != "not on a Sunday" {
+		t.Errorf("notes after a restart: %v", wt.out)
 	}
 }
 
@@ -301,5 +328,37 @@ func TestInboxEditBeforeApproving(t *testing.T) {
 	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": map[string]any{"formId": "profile", "controlId": "plan"}})
 	if v := assenttest.Dig(snap, "state", "value"); v != "team" {
 		t.Errorf("live value after the edit: %v (%v)", v, snap)
+	}
+}
+
+// The inbox page's reply form sends a note without deciding; the item
+// keeps waiting and the agent reads the reply.
+func TestInboxWebReply(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	_, person := f.Issue(store.KindHuman, "replier")
+	cookie, csrf := f.SignInAs(person.ID)
+	rev := stage(t, cs, "team")
+	var in api.Inbox
+	session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in)
+	ctl, ok := byKind(in, "control_proposal")
+	if !ok {
+		t.Fatalf("inbox: %+v", in)
+	}
+	if page := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(page, "Reply without deciding") || !strings.Contains(page, "Approve selected") {
+		t.Fatal("the inbox page lacks the reply form or Approve selected")
+	}
+	loc, page := f.Decide("/inbox/decide", url.Values{"csrf": {csrf}, "id": {ctl.ID}, "decision": {"respond"}, "note": {"Why the Team plan?"}, "back": {"/inbox#section-proposals"}}, cookie)
+	if loc != "/inbox#section-proposals" || !strings.Contains(page, "Sent your note") {
+		t.Fatalf("reply: %s", loc)
+	}
+	w := waitNow(t, cs, map[string]any{"items": []any{map[string]any{"proposal": map[string]any{"formId": "profile", "controlId": "plan"}, "revision": rev}}, "timeout_ms": 0})
+	notes, _ := w.item(0)["notes"].([]any)
+	if w.item(0)["status"] != "pending" || len(notes) != 1 || assenttest.Dig(notes[0], "text") != "Why the Team plan?" {
+		t.Fatalf("the agent reads: %v", w.out)
 	}
 }

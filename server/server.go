@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/assent-run/assent"
@@ -56,6 +57,8 @@ type Server struct {
 	// closers release what New built, in the order it was built; Close
 	// calls them last first.
 	closers []func()
+	// notesMu serializes the read-modify-write of an inbox item's notes.
+	notesMu sync.Mutex
 }
 
 // New builds a server on cfg.Store, reading the store under ctx while it
