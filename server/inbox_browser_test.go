@@ -56,6 +56,7 @@ func TestInboxBrowserEditAndBatch(t *testing.T) {
 		chromedp.Click(chromedp.CSS(card+" details.edit summary")),
 		chromedp.WaitVisible(chromedp.CSS(card+" details.edit select")),
 		chromedp.SetValue(chromedp.CSS(card+" details.edit select"), "team"),
+		chromedp.SendKeys(chromedp.CSS(card+" details.edit input[name=note]"), "Team fits the five of us."),
 		chromedp.Click(chromedp.CSS(card+" details.edit button[type=submit]")),
 		chromedp.WaitVisible(chromedp.ID("notice")),
 	); err != nil {
@@ -71,7 +72,9 @@ func TestInboxBrowserEditAndBatch(t *testing.T) {
 	case w := <-waiting:
 		got := w.item(0)
 		changed, _ := json.Marshal(got["changed"])
-		if w.err != nil || got["status"] != "applied" || !strings.Contains(got["reason"].(string), "approved with changes") || !strings.Contains(string(changed), "team") {
+		notes, _ := json.Marshal(got["notes"])
+		if w.err != nil || got["status"] != "applied" || !strings.Contains(got["reason"].(string), "approved with changes") || !strings.Contains(string(changed), "team") ||
+			!strings.Contains(string(notes), "Team fits the five of us.") {
 			t.Fatalf("the agent hears: %v %v", w.err, w.out)
 		}
 	case <-time.After(30 * time.Second):

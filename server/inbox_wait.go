@@ -51,9 +51,10 @@ type waitItem struct {
 	// Screen names a screen whose press, filed from a screen view, a
 	// person confirms or declines.
 	Screen string `json:"screen,omitempty" maxLength:"128"`
-	// NotesSeen is how many of the item's notes you have read; a newer
-	// note ends the wait. Default: the notes there when the wait starts.
-	NotesSeen *int `json:"notes_seen,omitempty" minimum:"0" maximum:"1000" jsonschema:"How many of the item's notes you have read (the length of notes in an earlier answer); a newer note ends the wait. Default: the notes there when the wait starts."`
+	// NotesSeen is how many of the item's replies (notes sent without
+	// deciding) you have read; a newer one ends the wait. Default: the
+	// replies there when the wait starts.
+	NotesSeen *int `json:"notes_seen,omitempty" minimum:"0" maximum:"1000" jsonschema:"How many of the item's replies (notes with decision respond) you have read; a newer reply ends the wait. Default: the replies there when the wait starts."`
 }
 
 // inboxWaitArgs are inbox_wait's arguments.
@@ -175,22 +176,23 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 		if err != nil {
 			return nil, false, err
 		}
-		// A person's answer in words ends the wait too, so the agent reads
-		// it while the item still waits for a decision.
+		// A person's reply without deciding ends the wait too, so the agent
+		// reads it while the item still waits for a decision. (A note
+		// sent with a decision arrives with the decision's outcome.)
 		answered := false
 		for i, o := range out {
 			if noted == nil {
 				continue
 			}
-			answered = answered || len(o.Notes) > noted[i]
+			answered = answered || replies(o.Notes) > noted[i]
 		}
 		if noted == nil {
 			noted = make([]int, len(out))
 			for i, o := range out {
-				noted[i] = len(o.Notes)
+				noted[i] = replies(o.Notes)
 				if n := items[i].NotesSeen; n != nil {
-					noted[i] = *n
-					answered = answered || len(o.Notes) > *n
+					noted[i] = min(*n, noted[i])
+					answered = answered || replies(o.Notes) > *n
 				}
 			}
 		}
@@ -224,6 +226,17 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 			return nil, false, err
 		}
 	}
+}
+
+// replies counts the notes sent without deciding.
+func replies(notes []inboxNote) int {
+	n := 0
+	for _, x := range notes {
+		if x.Decision == "respond" {
+			n++
+		}
+	}
+	return n
 }
 
 // waitEvent blocks until an event that may change an outcome arrives, or,
