@@ -199,21 +199,23 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 	if !approve && card.DeclineNote {
 		reason = note
 	}
+	if note != "" {
+		// The note is kept before the decision, so that the agent, which
+		// learns the outcome as soon as it is made, reads it with it.
+		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
+			return refused(id, d.Decision, decisionError(err))
+		}
+	}
 	msg, err := card.Decide(ctx, p, host.DecideArgs{Approve: approve, Note: reason, Values: d.Values})
 	if err != nil {
+		if note != "" {
+			s.dropNote(ctx, id, n)
+		}
 		return refused(id, d.Decision, decisionError(err))
 	}
 	status := "declined"
 	if approve {
 		status = "approved"
-	}
-	if note != "" {
-		// Decided: the note goes with the outcome. A note that could not
-		// be kept does not undo the decision; the person is told.
-		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
-			s.host.Log.Error("a note could not be kept", "item", id, "err", err)
-			msg += " Your note could not be kept; send it again with respond."
-		}
 	}
 	return api.InboxOutcome{ID: id, Decision: d.Decision, Status: status, Message: msg}
 }

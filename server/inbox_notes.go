@@ -64,6 +64,30 @@ func (s *Server) addNote(ctx context.Context, itemID, proposer string, n inboxNo
 	return nil
 }
 
+// dropNote removes n from the item itemID again, when the decision it
+// went with was refused. The audit log keeps that it was written.
+func (s *Server) dropNote(ctx context.Context, itemID string, n inboxNote) {
+	s.notesMu.Lock()
+	defer s.notesMu.Unlock()
+	notes, err := s.notesOf(ctx, itemID)
+	if err != nil {
+		return
+	}
+	for i := len(notes) - 1; i >= 0; i-- {
+		if notes[i].By == n.By && notes[i].At.Equal(n.At) && notes[i].Text == n.Text {
+			notes = append(notes[:i], notes[i+1:]...)
+			break
+		}
+	}
+	b, err := json.Marshal(notes)
+	if err == nil {
+		err = s.host.Store.SetSetting(ctx, noteSetting(itemID), string(b))
+	}
+	if err != nil {
+		s.host.Log.Error("the note of a refused decision could not be removed", "item", itemID, "err", err)
+	}
+}
+
 // notesOf returns the notes on the item itemID, oldest first.
 func (s *Server) notesOf(ctx context.Context, itemID string) ([]inboxNote, error) {
 	v, err := s.host.Store.Setting(ctx, noteSetting(itemID))
