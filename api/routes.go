@@ -57,6 +57,9 @@ func Routes() []Route {
 		{Method: get, Path: "/v1/openapi.json", Summary: "This document", Public: true, Status: ok},
 		{Method: get, Path: "/v1/whoami", Summary: "The principal that asks", Status: ok, Response: typeOf[Whoami]()},
 		{Method: get, Path: "/v1/events", Summary: "Server-sent events the principal may see", Status: ok, ContentType: "text/event-stream"},
+		{Method: get, Path: "/v1/inbox", Summary: "The decisions waiting for the signed-in person, of every kind (web session only)", Status: ok, Response: typeOf[Inbox]()},
+		{Method: post, Path: "/v1/inbox/{id}/decision", Summary: "A person approves or declines one inbox item, bound to what its card showed (web session only)", Request: typeOf[InboxDecision](), Status: ok, Response: typeOf[InboxOutcome]()},
+		{Method: post, Path: "/v1/inbox/decisions", Summary: "A person decides several inbox items at once, each on its own (web session only)", Request: typeOf[InboxBatch](), Status: ok, Response: typeOf[InboxBatchOutcome]()},
 
 		{Method: get, Path: "/v1/controls", Summary: "Snapshots of the controls you can see (?formId=)", Status: ok, Response: typeOf[ControlList]()},
 		{Method: get, Path: "/v1/controls/{formId}/{controlId}", Summary: "One control's snapshot (?subjectType=&subjectId=)", Status: ok, Response: typeOf[control.Snapshot]()},

@@ -43,9 +43,10 @@ const MaxAnswerBytes = 64 << 20
 // Client calls the HTTP API of one server. Its methods may be called from
 // several goroutines at once.
 type Client struct {
-	base  string
-	token string
-	http  *http.Client
+	base    string
+	token   string
+	session *Session
+	http    *http.Client
 }
 
 // Options configure a Client.
@@ -53,6 +54,21 @@ type Options struct {
 	// HTTPClient sends the requests; nil is a client with a 60-second
 	// timeout.
 	HTTPClient *http.Client
+	// Session, when set, makes the client a person signed in to the web
+	// UI instead of a token's holder: the routes that only a person's
+	// session reaches (the inbox's decisions) take it, and the token is
+	// then not sent.
+	Session *Session
+}
+
+// Session is a person's web session: the value of the assent_session
+// cookie that signing in set, and the CSRF token of the person's pages
+// (the content of their csrf-token meta element). Requests that change
+// state send it in the X-CSRF-Token header with the server's own Origin,
+// as the pages do.
+type Session struct {
+	Cookie string
+	CSRF   string
 }
 
 // New returns a client of the server at baseURL (http or https, with an
@@ -68,6 +84,10 @@ func New(baseURL, token string, opts *Options) (*Client, error) {
 		return nil, fmt.Errorf("client: %q has a user, a query or a fragment; give the server's address only", baseURL)
 	}
 	c := &Client{base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), token: token}
+	if opts != nil && opts.Session != nil {
+		s := *opts.Session
+		c.session = &s
+	}
 	if opts != nil && opts.HTTPClient != nil {
 		c.http = opts.HTTPClient
 	} else {
@@ -147,7 +167,14 @@ func (c *Client) sendAs(ctx context.Context, method, path string, in any, conten
 	if err != nil {
 		return 0, nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
-	if c.token != "" {
+	switch {
+	case c.session != nil:
+		req.AddCookie(&http.Cookie{Name: "assent_session", Value: c.session.Cookie})
+		if method != http.MethodGet && method != http.MethodHead {
+			req.Header.Set("Origin", req.URL.Scheme+"://"+req.URL.Host)
+			req.Header.Set("X-CSRF-Token", c.session.CSRF)
+		}
+	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if rd != nil {

@@ -457,3 +457,29 @@ func (c *Client) SetValue(ctx context.Context, id control.Identity, value any) (
 func (c *Client) RemoveForm(ctx context.Context, formID string) error {
 	return c.Do(ctx, http.MethodDelete, "/v1/forms/"+url.PathEscape(formID)+"/controls", nil, nil)
 }
+
+// Inbox reads GET /v1/inbox: the decisions waiting for the person whose
+// session the client holds (see [Options.Session]).
+func (c *Client) Inbox(ctx context.Context) (api.Inbox, error) {
+	var in api.Inbox
+	err := c.Do(ctx, http.MethodGet, "/v1/inbox", nil, &in)
+	return in, err
+}
+
+// Decide sends POST /v1/inbox/{id}/decision: the person's decision on the
+// inbox item id, as its card showed it. A refusal (stale, not_found, the
+// part's own) is returned as an *Error.
+func (c *Client) Decide(ctx context.Context, id string, d api.InboxDecision) (api.InboxOutcome, error) {
+	var out api.InboxOutcome
+	err := c.Do(ctx, http.MethodPost, "/v1/inbox/"+url.PathEscape(id)+"/decision", d, &out)
+	return out, err
+}
+
+// DecideAll sends POST /v1/inbox/decisions: several decisions at once.
+// Each item's outcome is in the answer, in the order sent; a refused item
+// does not stop the others.
+func (c *Client) DecideAll(ctx context.Context, b api.InboxBatch) (api.InboxBatchOutcome, error) {
+	var out api.InboxBatchOutcome
+	err := c.Do(ctx, http.MethodPost, "/v1/inbox/decisions", b, &out)
+	return out, err
+}

@@ -25,6 +25,13 @@ type revHistory struct {
 	stager string
 	status string
 	by     string
+	// value is the staged value as JSON (empty when hidden).
+	value json.RawMessage
+	// replacedBy is the revision another principal staged over this one.
+	replacedBy int64
+	// changed says, for a proposal a person edited before applying it,
+	// what the person changed.
+	changed []string
 }
 
 func newProposalHistory() *proposalHistory {
@@ -39,7 +46,8 @@ type commandEvent struct {
 	PrincipalID string           `json:"principalId"`
 	Snapshot    struct {
 		State struct {
-			Staged *control.Proposal `json:"staged"`
+			Staged      *control.Proposal `json:"staged"`
+			StagedValue json.RawMessage   `json:"stagedValue"`
 		} `json:"state"`
 	} `json:"snapshot"`
 }
@@ -55,12 +63,31 @@ func (h *proposalHistory) observe(p store.Principal, e event.Event) {
 		return
 	}
 	k := c.Identity.Key()
+	// settle decides the open revision of k, and the proposals it
+	// replaced on their stagers' behalf: applied by the person who staged
+	// the replacement is "approved with changes", anything else ends them
+	// as status does (a stale replacement leaves them stale).
 	settle := func(status string) {
-		if rev, ok := h.staged[k]; ok {
-			if r := h.revs[rev]; r != nil && r.status == outcomePending {
-				r.status, r.by = status, c.PrincipalID
+		rev, ok := h.staged[k]
+		if !ok {
+			return
+		}
+		delete(h.staged, k)
+		r := h.revs[rev]
+		if r == nil || r.status != outcomePending {
+			return
+		}
+		r.status, r.by = status, c.PrincipalID
+		for _, old := range h.revs {
+			if old.replacedBy != rev || old.status != outcomePending {
+				continue
 			}
-			delete(h.staged, k)
+			old.status, old.by = status, c.PrincipalID
+			if status == outcomeApplied && r.stager == c.PrincipalID {
+				old.changed = []string{fmt.Sprintf("value: proposed %s, applied %s", shownJSON(old.value), shownJSON(r.value))}
+			} else if status == outcomeApplied {
+				old.status = outcomeStale
+			}
 		}
 	}
 	switch c.Action {
@@ -69,16 +96,31 @@ func (h *proposalHistory) observe(p store.Principal, e event.Event) {
 		if st == nil {
 			return
 		}
-		settle(outcomeStale)
+		if old := h.revs[h.staged[k]]; old != nil && old.status == outcomePending && old.replacedBy == 0 && old.stager != st.Provenance.PrincipalID && st.Provenance.Source == control.SourceUser {
+			// Another principal's value over this one (a person's edit):
+			// what becomes of it decides this one.
+			old.replacedBy = st.Revision
+			delete(h.staged, k)
+		} else {
+			settle(outcomeStale)
+		}
 		h.staged[k] = st.Revision
 		if len(h.revs) < 4*waitReplay {
-			h.revs[st.Revision] = &revHistory{key: k, stager: st.Provenance.PrincipalID, status: outcomePending}
+			h.revs[st.Revision] = &revHistory{key: k, stager: st.Provenance.PrincipalID, status: outcomePending, value: c.Snapshot.State.StagedValue}
 		}
 	case control.Apply:
 		settle(outcomeApplied)
 	case control.Discard, control.Clear:
 		settle(outcomeDiscarded)
 	}
+}
+
+// shownJSON is a value as the agent reads it in a change, or "(hidden)".
+func shownJSON(v json.RawMessage) string {
+	if len(v) == 0 {
+		return "(hidden)"
+	}
+	return string(v)
 }
 
 // newest returns the newest revision principal staged on k, or 0.

@@ -51,6 +51,10 @@ type waitItem struct {
 	// Screen names a screen whose press, filed from a screen view, a
 	// person confirms or declines.
 	Screen string `json:"screen,omitempty" maxLength:"128"`
+	// NotesSeen is how many of the item's replies (notes sent without
+	// deciding) you have read; a newer one ends the wait. Default: the
+	// replies there when the wait starts.
+	NotesSeen *int `json:"notes_seen,omitempty" minimum:"0" maximum:"1000" jsonschema:"How many of the item's replies (notes with decision respond) you have read; a newer reply ends the wait. Default: the replies there when the wait starts."`
 }
 
 // inboxWaitArgs are inbox_wait's arguments.
@@ -79,6 +83,9 @@ type waitOutcome struct {
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Receipt   string   `json:"receipt,omitempty"`
 	Next      string   `json:"next,omitempty"`
+	// Notes are what people wrote to you on the item, oldest first: a
+	// note with a decision, or an answer sent without deciding.
+	Notes []inboxNote `json:"notes,omitempty"`
 }
 
 func (o waitOutcome) decided() bool { return o.Status != outcomePending }
@@ -95,8 +102,8 @@ func (s *Server) inboxWaitTool() tool.Tool {
 	return tool.New(tool.Spec[inboxWaitArgs]{
 		Name:  "inbox_wait",
 		Title: "Wait for a person's decisions",
-		Description: "Wait until a person has decided every item, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
-			"pending, applied, discarded, approved, declined (with the person's reason), stale or not_found. Items: " +
+		Description: "Wait until a person has decided every item, or has written to you on one, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
+			"pending, applied (with changed, when a person edited your value first), discarded, approved, declined (with the person's reason), stale or not_found, with the notes people wrote to you on it. Items: " +
 			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
 			`{"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined). Only your own items are reported; anything else is not_found.`,
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
@@ -163,10 +170,34 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 
 	notify := progressOf(ctx)
 	reported := 0
+	var noted []int // notes per item when the wait started
 	for {
 		out, err := s.waitOutcomes(ctx, p, items, hist)
 		if err != nil {
 			return nil, false, err
+		}
+		// A person's reply without deciding ends the wait too, so the agent
+		// reads it while the item still waits for a decision. (A note
+		// sent with a decision arrives with the decision's outcome.)
+		answered := false
+		for i, o := range out {
+			if noted == nil {
+				continue
+			}
+			answered = answered || replies(o.Notes) > noted[i]
+		}
+		if noted == nil {
+			noted = make([]int, len(out))
+			for i, o := range out {
+				noted[i] = replies(o.Notes)
+				if n := items[i].NotesSeen; n != nil {
+					noted[i] = min(*n, noted[i])
+					answered = answered || replies(o.Notes) > *n
+				}
+			}
+		}
+		if answered {
+			return out, false, nil
 		}
 		decided, recheck := 0, false
 		for i, o := range out {
@@ -197,6 +228,17 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 	}
 }
 
+// replies counts the notes sent without deciding.
+func replies(notes []inboxNote) int {
+	n := 0
+	for _, x := range notes {
+		if x.Decision == "respond" {
+			n++
+		}
+	}
+	return n
+}
+
 // waitEvent blocks until an event that may change an outcome arrives, or,
 // with recheck, until waitRecheck passes.
 func (s *Server) waitEvent(ctx context.Context, p store.Principal, sub *event.Subscription, hist *proposalHistory, recheck bool) error {
@@ -217,7 +259,7 @@ func (s *Server) waitEvent(ctx context.Context, p store.Principal, sub *event.Su
 			continue
 		}
 		hist.observe(p, e)
-		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") || strings.HasPrefix(e.Type, "screen.") {
+		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") || strings.HasPrefix(e.Type, "screen.") || e.Type == "inbox.note" {
 			return nil
 		}
 	}
@@ -242,9 +284,37 @@ func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []wa
 		if err != nil {
 			return nil, err
 		}
+		if id := s.noteItemID(ctx, p, it, o); id != "" {
+			if o.Notes, err = s.notesOf(ctx, id); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// noteItemID is the inbox id under which people's notes on the waited-on
+// item are kept, or "" when the item is not the caller's.
+func (s *Server) noteItemID(ctx context.Context, p store.Principal, it waitItem, o waitOutcome) string {
+	if o.Status == outcomeNotFound {
+		return ""
+	}
+	switch {
+	case it.Proposal != nil && o.Revision > 0:
+		return fmt.Sprintf("control_proposal:%s@%d", it.Proposal.String(), o.Revision)
+	case it.Approval != "":
+		if a, err := s.flows.VisibleApproval(ctx, p, it.Approval); err == nil {
+			return fmt.Sprintf("flow_approval:%s@%d", a.ID, a.Revision)
+		}
+	case it.CommandProposal != "":
+		return "command_proposal:" + it.CommandProposal + "@pending"
+	case it.Screen != "":
+		if _, press, _ := s.screens.PressOutcome(ctx, p, it.Screen); press != "" {
+			return "screen_press:" + it.Screen + "/" + press + "@pending"
+		}
+	}
+	return ""
 }
 
 // proposalOutcome reports what became of the control proposal at rev (0:
@@ -294,6 +364,10 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 	switch h.status {
 	case outcomeApplied:
 		o.Next = "the value is live"
+		if h.changed != nil {
+			o.Reason, o.Changed = "approved with changes: a person changed the value before applying it", h.changed
+			o.Next = "the value the person chose is live; read it with controls_inspect"
+		}
 	case outcomeDiscarded:
 		o.Reason = "a person discarded the proposal"
 	case outcomeStale:

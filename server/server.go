@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/assent-run/assent"
@@ -57,6 +59,8 @@ type Server struct {
 	// closers release what New built, in the order it was built; Close
 	// calls them last first.
 	closers []func()
+	// notesMu serializes the read-modify-write of an inbox item's notes.
+	notesMu sync.Mutex
 }
 
 // New builds a server on cfg.Store, reading the store under ctx while it
@@ -131,6 +135,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+api.OpenAPIPath, handleOpenAPI)
 	mux.Handle("GET /v1/whoami", s.host.Authed(http.HandlerFunc(s.handleWhoami)))
 	mux.Handle("GET /v1/events", s.host.Authed(http.HandlerFunc(s.handleEvents)))
+	s.routesInbox(mux)
 	mux.Handle("/mcp", s.host.BearerOnly(s.mcp))
 	s.oauth.Routes(mux)
 	s.routesWeb(mux)
@@ -250,8 +255,7 @@ func (s *Server) countOpen(ctx context.Context, p store.Principal) map[string]in
 	out := map[string]int{}
 	for _, part := range s.parts {
 		if c, ok := part.(host.Counter); ok {
-			kind, n := c.CountOpen(ctx, p)
-			out[kind] = n
+			maps.Copy(out, c.CountOpen(ctx, p))
 		}
 	}
 	return out

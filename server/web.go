@@ -11,6 +11,7 @@ import (
 func (s *Server) routesWeb(mux *host.Mux) {
 	s.host.RoutesSignIn(mux)
 	mux.Handle("GET /inbox", s.host.WebPage(s.handleInbox))
+	s.routesInboxWeb(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.handleNotFound(w, r, mux.ServeMux) })
 }
 
@@ -60,12 +61,20 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg host.Pag
 		}
 		sections = append(sections, secs...)
 	}
+	decidable := 0
+	for _, sec := range sections {
+		for _, it := range sec.Items {
+			if it.Decision != nil {
+				decidable++
+			}
+		}
+	}
 	pg.Title = "Inbox"
-	pg.Data = map[string]any{"Sections": sections}
+	pg.Data = map[string]any{"Sections": sections, "Decidable": decidable}
 	if r.URL.Query().Get("partial") == "1" {
 		s.host.Web.RenderPartial(w, "inbox", "sections", pg)
 		return
 	}
-	pg.Data = map[string]any{"Sections": sections, "Notice": s.host.TakeNotice(w, r)}
+	pg.Data = map[string]any{"Sections": sections, "Decidable": decidable, "Notice": s.host.TakeNotice(w, r)}
 	s.host.Web.Render(w, http.StatusOK, "inbox", pg)
 }

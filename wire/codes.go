@@ -67,6 +67,7 @@ var codeTable = []CodeInfo{
 	{"IdempotencyInProgress", "idempotency_in_progress", http.StatusConflict, true, groupState, "the request with that idempotency key is still being answered"},
 	{"ToolChanged", "tool_changed", http.StatusConflict, false, groupState, "the tool of a screen press was replaced or removed after the press was prepared"},
 	{"AlreadyDecided", "already_decided", http.StatusConflict, false, groupState, "someone else decided first; `data` says who and how (status, decided_by, decided_at, and the receipt or reason)"},
+	{"Stale", "stale", http.StatusConflict, false, groupState, "an inbox item changed since its card was read, so the decision was not carried out; read the inbox again"},
 
 	{"RateLimited", "rate_limited", http.StatusTooManyRequests, true, groupLoad, "over the per-principal rate, or too many sign-in attempts from one address; wait for `Retry-After` seconds"},
 	{"TooManySessions", "too_many_sessions", http.StatusTooManyRequests, true, groupLoad, "the token already holds its cap of MCP sessions and every one is busy"},

@@ -59,6 +59,8 @@ const (
 	ToolChanged Code = "tool_changed"
 	// AlreadyDecided: someone else decided first; data says who and how (status, decided_by, decided_at, and the receipt or reason) (409).
 	AlreadyDecided Code = "already_decided"
+	// Stale: an inbox item changed since its card was read, so the decision was not carried out; read the inbox again (409).
+	Stale Code = "stale"
 )
 
 // Load and failures inside the server.

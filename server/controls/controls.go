@@ -132,12 +132,19 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "controls" }
 
-// CountOpen counts the proposals waiting for p's decision.
-func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
-	if p.Kind != store.KindHuman {
-		return "proposals", 0
+// CountOpen counts the proposals waiting for p's decision, or, for an
+// agent or service, the proposals it staged that wait for a person.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
+	if p.Kind == store.KindHuman {
+		return map[string]int{"proposals": len(s.VisibleProposals(ctx, p))}
 	}
-	return "proposals", len(s.VisibleProposals(ctx, p))
+	n := 0
+	for _, snap := range s.controls.Proposals(ctx, "") {
+		if st := snap.State.Staged; st != nil && st.Provenance.PrincipalID == p.ID {
+			n++
+		}
+	}
+	return map[string]int{"proposals": n}
 }
 
 // Registry returns the control registry, so an embedding Go application can
@@ -809,6 +816,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		if st.Staged.Stale {
 			item.Warn = "Stale: the value changed after this was proposed. It cannot be applied; discard it or ask for a new proposal."
 		}
+		item.Decision = s.proposalDecision(snap)
 		sec.Items = append(sec.Items, item)
 	}
 	if len(sec.Items) > 0 {
@@ -848,6 +856,94 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		secs = append(secs, sec)
 	}
 	return secs, nil
+}
+
+// proposalDecision makes a proposal's card decidable: approving applies
+// exactly the revision the card shows, declining discards it.
+func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
+	st := snap.State
+	id, rev := snap.Identity, st.Staged.Revision
+	bound := map[string]string{"control": id.String(), "revision": strconv.FormatInt(rev, 10),
+		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
+	return &host.Decision{
+		Key: "control_proposal:" + id.String(), Binding: strconv.FormatInt(rev, 10), Kind: "control_proposal",
+		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Edits: editFields(snap),
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			cc := control.CommandContext{Source: control.SourceUser, Confirmed: true}
+			at := rev
+			if raw, ok := d.Values["value"]; ok && d.Approve {
+				// The person's edit is staged in their name, checked by the
+				// rules that checked the agent's value, then applied: the
+				// agent's proposal is replaced by it.
+				var v any
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return "", wire.New(wire.InvalidRequest, "values.value is not JSON; send the value as the control takes it")
+				}
+				res := s.Exec(ctx, p, control.Command{Action: control.Stage, Identity: id, Value: v}, cc)
+				if !res.OK {
+					return "", wire.New(wire.Code(res.Reason), res.Message)
+				}
+				if res.Snapshot.State.Staged == nil {
+					return "", wire.New(wire.Conflict, "the edited value could not be staged; read the inbox again")
+				}
+				at = res.Snapshot.State.Staged.Revision
+			}
+			action := control.Discard
+			if d.Approve {
+				action = control.Apply
+			}
+			res := s.Exec(ctx, p, control.Command{Action: action, Identity: id, Revision: at}, cc)
+			if !res.OK {
+				return "", wire.New(wire.Code(res.Reason), res.Message)
+			}
+			if d.Approve && at != rev {
+				return "Applied with your changes: " + id.String() + ".", nil
+			}
+			if d.Approve {
+				return "Applied: " + id.String() + " is now the proposed value.", nil
+			}
+			return "Discarded the proposal for " + id.String() + ".", nil
+		},
+	}
+}
+
+// editFields is the value of a proposal a person may change before
+// approving: one of the kinds a form field asks for as text, and only when
+// the value shows (a hidden value cannot be edited from the card).
+func editFields(snap control.Snapshot) []host.EditField {
+	st, md := snap.State, snap.Metadata
+	if st.StagedValueRedacted || st.ValueRedacted || md.IsSecret() || !md.IsWritable() {
+		return nil
+	}
+	f := host.EditField{Name: "value", Label: labelOf(md.Label, snap.Identity.ControlID), Unit: md.Unit}
+	switch md.Kind {
+	case control.KindText, control.KindEmail, control.KindTextarea, control.KindDate, control.KindTime, control.KindDatetime, control.KindCombobox:
+		f.Kind = "text"
+	case control.KindNumber, control.KindSlider:
+		f.Kind = "number"
+	case control.KindCheckbox, control.KindSwitch:
+		f.Kind = "boolean"
+	case control.KindSelect:
+		f.Kind = "select"
+		for _, o := range md.Options {
+			v, ok := o.Value.(string)
+			if !ok {
+				return nil
+			}
+			f.Options = append(f.Options, host.EditOption{Value: v, Label: labelOf(o.Label, v)})
+		}
+	default:
+		return nil
+	}
+	switch v := st.StagedValue.(type) {
+	case string:
+		f.Value = v
+	case nil:
+	default:
+		b, _ := json.Marshal(v)
+		f.Value = string(b)
+	}
+	return []host.EditField{f}
 }
 
 // withSubject returns fields with, after the first (the form), the

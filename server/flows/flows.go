@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -91,24 +92,28 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "flows" }
 
-// CountOpen counts the approvals and proposed programs waiting for p.
-func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
+// CountOpen counts the approvals and proposed programs waiting for p, or,
+// for an agent or service, those it filed that wait for a person.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	const kind = "flow_approvals"
-	if p.Kind != store.KindHuman {
-		return kind, 0
-	}
+	person := p.Kind == store.KindHuman
 	list, err := s.flows.PendingApprovals(ctx)
 	if err != nil {
-		return kind, 0
+		return map[string]int{kind: 0}
 	}
-	n := len(list)
-	loads, _ := s.flows.ProgramLoads(ctx)
-	for _, l := range loads {
-		if l.Status == flow.ProgramProposed {
+	n := 0
+	for _, a := range list {
+		if person || a.Requester == p.ID {
 			n++
 		}
 	}
-	return kind, n
+	loads, _ := s.flows.ProgramLoads(ctx)
+	for _, l := range loads {
+		if l.Status == flow.ProgramProposed && (person || l.LoadedBy == p.ID) {
+			n++
+		}
+	}
+	return map[string]int{kind: n}
 }
 
 // Close stops watching the Runs that Flow transitions started.
@@ -427,6 +432,7 @@ func (s *Part) inboxProgramProposals(ctx context.Context, names map[string]strin
 				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
 		}
+		item.Decision = s.programDecision(p.ID(), p.Fingerprint(), l.LoadedBy)
 		if cur, err := s.flows.ActiveProgram(ctx, p.ID()); err == nil {
 			item.Warn = "It replaces the active program " + p.ID() + " (" + cur.Fingerprint() + ") for everyone who starts " + p.ID() + " by id."
 		}
@@ -477,6 +483,7 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 		},
 	}
 	decorateApprovalCard(&item, a, person)
+	item.Decision = s.approvalDecision(a, programID)
 	if len(a.Arguments) > 0 {
 		item.Details = append(item.Details, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
 	}
@@ -502,6 +509,63 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 		item.Details = append(item.Details, host.InboxField{Label: "Parameter", Value: prm.Name})
 	}
 	return item
+}
+
+// approvalDecision makes an approval's card decidable: approving admits
+// the transition at the instance revision the card shows, declining sends
+// the note to the requester as the reason.
+func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decision {
+	rev := strconv.FormatInt(a.Revision, 10)
+	bound := map[string]string{"approval": a.ID, "instance": a.Instance, "instance_revision": rev,
+		"transition": a.Transition, "program": programID}
+	for _, b := range a.Bindings {
+		f := bindingField(b)
+		bound[f.Label] = f.Value
+	}
+	for _, prm := range a.Parameters {
+		v := prm.Value
+		if prm.Secret {
+			v = "(secret, hidden)"
+		}
+		bound["Parameter "+prm.Name] = v
+	}
+	return &host.Decision{
+		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
+		Bound: bound, ProposedBy: a.Requester, DeclineNote: true,
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			decision := "decline"
+			if d.Approve {
+				decision = "approve"
+			}
+			out, _, err := s.Decide(ctx, p, a.ID, decision, d.Note)
+			if err != nil {
+				return "", flowError(err)
+			}
+			if rc, ok := out.(flow.Receipt); ok {
+				return fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision), nil
+			}
+			return "Declined " + a.Transition + ".", nil
+		},
+	}
+}
+
+// programDecision makes a proposed program's card decidable.
+func (s *Part) programDecision(id, fingerprint, by string) *host.Decision {
+	return &host.Decision{
+		Key: "flow_program:" + fingerprint, Binding: "proposed", Kind: "flow_program",
+		Bound: map[string]string{"program": id, "fingerprint": fingerprint}, ProposedBy: by, DeclineNote: true,
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			decision := "decline"
+			if d.Approve {
+				decision = "approve"
+			}
+			l, err := s.flowDecideProgram(ctx, p, fingerprint, decision, d.Note)
+			if err != nil {
+				return "", flowError(err)
+			}
+			return fmt.Sprintf("Program %s (%s) is now %s.", l.ProgramID, l.Fingerprint, l.Status), nil
+		},
+	}
 }
 
 // bindingField shows one binding of an approval in a person's words; the

@@ -198,22 +198,11 @@ func (s *Part) handleProposalPage(w http.ResponseWriter, r *http.Request, pg hos
 func (s *Part) handleWebProposalDecide(approve bool) func(http.ResponseWriter, *http.Request, host.Page) {
 	return func(w http.ResponseWriter, r *http.Request, pg host.Page) {
 		id := r.PathValue("id")
-		p := *pg.Principal
-		var pr store.Proposal
-		var err error
 		action := "proposal.decline"
 		if approve {
 			action = "proposal.approve"
-			pr, err = s.runTools.Approve(r.Context(), p, id)
-		} else {
-			pr, err = s.runTools.Decline(r.Context(), p, id, r.PostFormValue("reason"))
 		}
-		if p.Kind == store.KindHuman {
-			s.auditProposal(r.Context(), p, "user", id, action, err)
-		}
-		if err == nil {
-			s.publishProposalDecision(pr, approve)
-		}
+		_, err := s.decideProposal(r.Context(), *pg.Principal, id, approve, r.PostFormValue("reason"))
 		back := host.SafeBack(r.PostFormValue("back"), "/runs/proposals/"+url.PathEscape(id))
 		switch {
 		case err != nil:
@@ -224,6 +213,51 @@ func (s *Part) handleWebProposalDecide(approve bool) func(http.ResponseWriter, *
 			s.SetNotice(w, r, "Declined: proposal "+id+".")
 		}
 		http.Redirect(w, r, back, http.StatusSeeOther)
+	}
+}
+
+// decideProposal is a person's approval or decline of a proposal, as the
+// web UI makes it: audited as the user's, and announced.
+func (s *Part) decideProposal(ctx context.Context, p store.Principal, id string, approve bool, reason string) (store.Proposal, error) {
+	var pr store.Proposal
+	var err error
+	action := "proposal.decline"
+	if approve {
+		action = "proposal.approve"
+		pr, err = s.runTools.Approve(ctx, p, id)
+	} else {
+		pr, err = s.runTools.Decline(ctx, p, id, reason)
+	}
+	if p.Kind == store.KindHuman {
+		s.auditProposal(ctx, p, "user", id, action, err)
+	}
+	if err == nil {
+		s.publishProposalDecision(pr, approve)
+	}
+	return pr, err
+}
+
+// proposalDecision makes a proposal's card decidable through the inbox
+// API, by the same function as its buttons.
+func (s *Part) proposalDecision(pr store.Proposal, script string) *host.Decision {
+	return &host.Decision{
+		Key: "command_proposal:" + pr.ID, Binding: "pending", Kind: "command_proposal",
+		Bound: map[string]string{"proposal": pr.ID, "kind": string(pr.Kind), "target": pr.Target, "command": script,
+			"workdir": pr.WorkDir},
+		ProposedBy: pr.ProposerID, DeclineNote: true,
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			if _, err := s.decideProposal(ctx, p, pr.ID, d.Approve, d.Note); err != nil {
+				var re *run.Error
+				if errors.As(err, &re) {
+					return "", wire.New(wire.Code(re.Code), re.Message)
+				}
+				return "", err
+			}
+			if d.Approve {
+				return "Approved: proposal " + pr.ID + " was carried out.", nil
+			}
+			return "Declined: proposal " + pr.ID + ".", nil
+		},
 	}
 }
 
@@ -296,6 +330,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		if pr.Reason != "" {
 			item.Warn = pr.Reason
 		}
+		item.Decision = s.proposalDecision(pr, script)
 		sec.Items = append(sec.Items, item)
 	}
 	return []host.InboxSection{sec}, nil

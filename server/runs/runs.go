@@ -148,13 +148,24 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "runs" }
 
-// CountOpen counts p's active Runs.
-func (s *Part) CountOpen(ctx context.Context, p store.Principal) (string, int) {
-	runs, err := s.listRuns(ctx, p, "active")
-	if err != nil {
-		return "runs", 0
+// CountOpen counts p's active Runs and the command and tool proposals
+// waiting: for a person, those they may decide; for an agent or service,
+// those it filed.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
+	out := map[string]int{"runs": 0, "command_proposals": 0}
+	if runs, err := s.listRuns(ctx, p, "active"); err == nil {
+		out["runs"] = len(runs)
 	}
-	return "runs", len(runs)
+	if s.runTools != nil {
+		if pending, err := s.runTools.Proposals(ctx, p, store.ProposalPending); err == nil {
+			for _, pr := range pending {
+				if p.Kind == store.KindHuman || pr.ProposerID == p.ID {
+					out["command_proposals"]++
+				}
+			}
+		}
+	}
+	return out
 }
 
 // LeasesCurrent reports whether this node's Run leases are current: the

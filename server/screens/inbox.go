@@ -1,12 +1,9 @@
 package screens
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
+	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,6 +13,8 @@ import (
 	"github.com/assent-run/assent/screen/render"
 	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // A press filed from a screen view waits for a person where they look for
@@ -110,48 +109,6 @@ func (s *Part) PressOutcome(ctx context.Context, p store.Principal, id string) (
 	return st.status, st.press, st.by
 }
 
-// recordPress wraps the screen page's confirm or cancel of a press so that
-// the outcome of a view's press is remembered for inbox_wait.
-func (s *Part) recordPress(decision string, h func(http.ResponseWriter, *http.Request, host.Page)) func(http.ResponseWriter, *http.Request, host.Page) {
-	return func(w http.ResponseWriter, r *http.Request, pg host.Page) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<10))
-		if err != nil {
-			host.WriteError(w, "too_large", "the request body is over 4096 bytes")
-			return
-		}
-		var req struct {
-			Press string `json:"press"`
-		}
-		_ = json.Unmarshal(body, &req)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := httptest.NewRecorder()
-		h(rec, r, pg)
-		var out struct {
-			Status string `json:"status"`
-		}
-		_ = json.Unmarshal(rec.Body.Bytes(), &out)
-		status := ""
-		switch {
-		case decision == "confirm" && out.Status == "done":
-			status = PressConfirmed
-		case decision == "confirm" && out.Status == "failed":
-			status = PressFailed
-		case decision == "cancel" && out.Status == "cancelled":
-			status = PressDeclined
-		}
-		if status != "" && s.decideViewPress(r.PathValue("id"), req.Press, status, pg.Principal.ID) {
-			if sc, ok := s.getScreen(r.Context(), r.PathValue("id")); ok {
-				s.publishScreen(sc, map[string]any{"screen": sc.id, "decided": req.Press})
-			}
-		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
-	}
-}
-
 // Inbox lists the presses waiting for a person's confirmation on the
 // screens p sees, each with the app's sentence, the screen and the agent
 // that showed it.
@@ -204,6 +161,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				{Label: "Confirm", URL: base + "confirm", Primary: true},
 				{Label: "Decline", URL: base + "decline"},
 			},
+			Decision: s.pressDecision(wt.screen, wt.press, wt.owner, wt.sentence, wt.tool),
 		})
 	}
 	return []host.InboxSection{sec}, nil
@@ -212,49 +170,75 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 // handleInboxPress is a person's Confirm or Decline of a press in the
 // inbox: the same answer as on the screen's page, then back to the inbox.
 func (s *Part) handleInboxPress(w http.ResponseWriter, r *http.Request, pg host.Page) {
-	var h func(http.ResponseWriter, *http.Request, host.Page)
 	decision := r.PathValue("decision")
-	switch decision {
-	case "confirm":
-		h = s.recordPress("confirm", s.handleScreenConfirm)
-	case "decline":
-		h = s.recordPress("cancel", s.handleScreenCancel)
-	default:
+	if decision != "confirm" && decision != "decline" {
 		host.WriteError(w, "not_found", "a press can be confirmed or declined")
 		return
 	}
-	body, _ := json.Marshal(map[string]string{"press": r.PathValue("press")})
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.ContentLength = int64(len(body))
-	r2.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h(rec, r2, pg)
-	var out struct {
-		Status  string `json:"status"`
-		Message string `json:"message"`
-		Error   *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(rec.Body.Bytes(), &out)
-	var notice string
-	switch {
-	case out.Status == "done":
-		notice = "Confirmed: the action ran."
-	case out.Status == "cancelled":
-		notice = "Declined: nothing was run."
-	case out.Message != "":
-		notice = out.Message
-	case out.Error != nil:
-		notice = out.Error.Message
-	default:
-		notice = "That press could not be answered; open the screen and try again."
+	notice, err := s.answerInboxPress(r.Context(), *pg.Principal, r.PathValue("id"), r.PathValue("press"), decision == "confirm")
+	status := ""
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) {
+			notice = te.Message
+		} else {
+			notice = "That press could not be answered; open the screen and try again."
+		}
 	}
 	if r.Header.Get("Accept") == "application/json" {
-		host.WriteJSON(w, http.StatusOK, map[string]any{"status": out.Status, "message": notice})
+		if err == nil {
+			status = "done"
+			if decision == "decline" {
+				status = "cancelled"
+			}
+		}
+		host.WriteJSON(w, http.StatusOK, map[string]any{"status": status, "message": notice})
 		return
 	}
 	s.SetNotice(w, r, notice)
 	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
+}
+
+// answerInboxPress answers a press from the inbox and says what became of
+// it in a sentence; a press that could not run is an error.
+func (s *Part) answerInboxPress(ctx context.Context, p store.Principal, screen, press string, confirm bool) (string, error) {
+	res, err := s.AnswerPress(ctx, p, screen, press, confirm)
+	if err != nil {
+		return "", err
+	}
+	switch res.Status {
+	case "done":
+		return "Confirmed: the action ran.", nil
+	case "cancelled":
+		return "Declined: nothing was run.", nil
+	case "failed":
+		return "", tool.Errorf(string(wire.ToolFailed), "%s", res.Message)
+	}
+	return "", tool.Errorf(string(wire.Conflict), "%s", res.Message)
+}
+
+// pressDecision makes a press's card decidable through the inbox API.
+func (s *Part) pressDecision(screen, press, owner, sentence, toolName string) *host.Decision {
+	return &host.Decision{
+		Key: "screen_press:" + screen + "/" + press, Binding: "pending", Kind: "screen_press",
+		Bound:      map[string]string{"screen": screen, "press": press, "tool": toolName, "sentence": sentence},
+		ProposedBy: owner,
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			return s.answerInboxPress(ctx, p, screen, press, d.Approve)
+		},
+	}
+}
+
+// CountOpen counts the presses waiting for a person's confirmation: for a
+// person, on the screens they see; for an agent, on the screens it showed.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
+	n := 0
+	for _, sc := range s.visibleScreens(ctx, p) {
+		sc.mu.RLock()
+		if !sc.closed {
+			n += len(sc.presses)
+		}
+		sc.mu.RUnlock()
+	}
+	return map[string]int{"screen_presses": n}
 }

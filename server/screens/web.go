@@ -33,8 +33,8 @@ func (s *Part) routesScreensWeb(mux *host.Mux) {
 	mux.Handle("GET /screens/{id}", s.WebPage(s.handleScreenPage))
 	mux.Handle("POST /screens/{id}/state", s.WebPage(s.handleScreenState))
 	mux.Handle("POST /screens/{id}/press", s.WebPage(s.handleScreenPress))
-	mux.Handle("POST /screens/{id}/confirm", s.WebPage(s.recordPress("confirm", s.handleScreenConfirm)))
-	mux.Handle("POST /screens/{id}/cancel", s.WebPage(s.recordPress("cancel", s.handleScreenCancel)))
+	mux.Handle("POST /screens/{id}/confirm", s.WebPage(s.handleScreenConfirm))
+	mux.Handle("POST /screens/{id}/cancel", s.WebPage(s.handleScreenCancel))
 	mux.Handle("POST /web/screens/{id}/presses/{press}/{decision}", s.WebPage(s.handleInboxPress))
 	mux.Handle("GET /screen-pictures/{name}", s.WebPage(s.handlePicture))
 }
@@ -440,67 +440,126 @@ func (sc *liveScreen) takePress(id string) *pendingPress {
 	return pp
 }
 
-// handleScreenConfirm is the person's Confirm in the runtime's dialog.
+// handleScreenConfirm is the person's Confirm of a press on the screen's
+// page: the tool runs once with the values the person confirmed.
 func (s *Part) handleScreenConfirm(w http.ResponseWriter, r *http.Request, pg host.Page) {
-	sc, pp := s.pressOf(w, r, pg)
-	if pp == nil {
+	s.handlePressAnswer(w, r, pg, true)
+}
+
+// handleScreenCancel is the person's Cancel: nothing runs.
+func (s *Part) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	s.handlePressAnswer(w, r, pg, false)
+}
+
+// handlePressAnswer answers the press named in the JSON body of r on the
+// screen of r's path.
+func (s *Part) handlePressAnswer(w http.ResponseWriter, r *http.Request, pg host.Page, confirm bool) {
+	var req struct {
+		Press string `json:"press"`
+	}
+	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return
 	}
+	res, err := s.AnswerPress(r.Context(), *pg.Principal, r.PathValue("id"), req.Press, confirm)
+	if err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
+	host.WriteJSON(w, http.StatusOK, res)
+}
+
+// PressAnswer is what became of a person's answer to a press waiting for
+// confirmation: Status is done (the tool ran), failed (it ran and
+// failed), refused (it could not run; Message says why) or cancelled.
+type PressAnswer struct {
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// AnswerPress confirms (the tool runs once) or declines the press waiting
+// on the screen id, as person p, and records the outcome of a press filed
+// from a view for inbox_wait. A press no longer waiting is not_found.
+func (s *Part) AnswerPress(ctx context.Context, p store.Principal, id, press string, confirm bool) (PressAnswer, error) {
+	sc, pp, err := s.takePress(ctx, p, id, press)
+	if err != nil {
+		return PressAnswer{}, err
+	}
+	var res PressAnswer
+	if confirm {
+		res = s.confirmPress(ctx, sc, pp)
+	} else {
+		pp.cancel()
+		res = PressAnswer{Status: "cancelled"}
+	}
+	status := ""
+	switch res.Status {
+	case "done":
+		status = PressConfirmed
+	case "failed":
+		status = PressFailed
+	case "cancelled":
+		status = PressDeclined
+	}
+	if status != "" && s.decideViewPress(sc.id, press, status, p.ID) {
+		s.publishScreen(sc, map[string]any{"screen": sc.id, "decided": press})
+	}
+	return res, nil
+}
+
+// confirmPress runs a taken press, unless the screen changed under it.
+func (s *Part) confirmPress(ctx context.Context, sc *liveScreen, pp *pendingPress) PressAnswer {
 	sc.mu.RLock()
 	stale := pressStaleLocked(sc, pp)
 	sc.mu.RUnlock()
 	if stale {
 		pp.cancel()
-		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": wordScreenChanged})
-		return
+		return PressAnswer{Status: "refused", Message: wordScreenChanged}
 	}
 	pend := pp.pending
 	if pend == nil {
 		var refusal string
-		if pend, refusal = s.preparePress(r.Context(), sc, pp); pend == nil {
-			host.WriteJSON(w, http.StatusOK, map[string]any{"status": "refused", "message": refusal})
-			return
+		if pend, refusal = s.preparePress(ctx, sc, pp); pend == nil {
+			return PressAnswer{Status: "refused", Message: refusal}
 		}
 	}
-	s.finishPress(r.Context(), w, sc, pp.button, pend)
+	return s.runPress(ctx, sc, pp.button, pend)
 }
 
-// handleScreenCancel is the person's Cancel: nothing runs.
-func (s *Part) handleScreenCancel(w http.ResponseWriter, r *http.Request, pg host.Page) {
-	_, pp := s.pressOf(w, r, pg)
-	if pp == nil {
-		return
-	}
-	pp.cancel()
-	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "cancelled"})
-}
-
+// pressOf takes the press named in r's JSON body on the screen of r's
+// path, writing the refusal when it cannot.
 func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*liveScreen, *pendingPress) {
-	sc, ok := s.screenFor(r.Context(), *pg.Principal, r.PathValue("id"))
-	if !ok {
-		host.WriteError(w, wire.NotFound, "no such screen is open for you")
-		return nil, nil
-	}
 	var req struct {
 		Press string `json:"press"`
 	}
 	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return nil, nil
 	}
-	// The store decides who takes a press: of two answers, one finds it,
-	// on whichever node each is given.
-	rec, err := s.Store.Screens.TakeScreenPending(context.WithoutCancel(r.Context()), sc.id, req.Press)
+	sc, pp, err := s.takePress(r.Context(), *pg.Principal, r.PathValue("id"), req.Press)
+	if err != nil {
+		host.WriteToolError(w, err)
+		return nil, nil
+	}
+	return sc, pp
+}
+
+// takePress takes the press waiting on the screen id for p's answer. The
+// store decides who takes a press: of two answers, one finds it, on
+// whichever node each is given.
+func (s *Part) takePress(ctx context.Context, p store.Principal, id, press string) (*liveScreen, *pendingPress, error) {
+	sc, ok := s.screenFor(ctx, p, id)
+	if !ok {
+		return nil, nil, tool.Errorf(string(wire.NotFound), "no such screen is open for you")
+	}
+	rec, err := s.Store.Screens.TakeScreenPending(context.WithoutCancel(ctx), sc.id, press)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			if pp := sc.takePress(req.Press); pp != nil {
+			if pp := sc.takePress(press); pp != nil {
 				pp.cancel()
 			}
-			host.WriteError(w, wire.NotFound, "that press is no longer waiting; press the button again")
-			return nil, nil
+			return nil, nil, tool.Errorf(string(wire.NotFound), "that press is no longer waiting; press the button again")
 		}
 		s.Log.Error("a press waiting for confirmation could not be taken", "screen", sc.id, "err", err)
-		host.WriteToolError(w, storeUnavailable("the answer"))
-		return nil, nil
+		return nil, nil, storeUnavailable("the answer")
 	}
 	sc.mu.RLock()
 	stale := rec.ScreenVersion != sc.saved
@@ -508,13 +567,12 @@ func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*l
 	if stale {
 		// Another node changed the screen: the press is prepared against
 		// the screen as the store holds it.
-		if err := s.reload(r.Context(), sc); err != nil {
+		if err := s.reload(ctx, sc); err != nil {
 			s.Log.Error("a screen changed on another node could not be read again", "screen", sc.id, "err", err)
-			host.WriteToolError(w, storeUnavailable("the answer"))
-			return nil, nil
+			return nil, nil, storeUnavailable("the answer")
 		}
 	}
-	pp := sc.takePress(req.Press)
+	pp := sc.takePress(press)
 	if pp == nil {
 		// The press was made on another node, or this copy was read again
 		// (which drops the presses no longer waiting): it is prepared
@@ -522,16 +580,20 @@ func (s *Part) pressOf(w http.ResponseWriter, r *http.Request, pg host.Page) (*l
 		var ok bool
 		if pp, ok = pressFromStore(rec); !ok {
 			s.Log.Warn("a saved press is damaged and no longer waits", "screen", sc.id, "press", rec.ID)
-			host.WriteError(w, wire.NotFound, "that press is no longer waiting; press the button again")
-			return nil, nil
+			return nil, nil, tool.Errorf(string(wire.NotFound), "that press is no longer waiting; press the button again")
 		}
 	}
 	s.publishScreen(sc, map[string]any{"screen": sc.id, "press": true})
-	return sc, pp
+	return sc, pp, nil
 }
 
-// finishPress runs the handler once and applies its update to the screen.
+// finishPress runs the handler once and writes what became of it.
 func (s *Part) finishPress(ctx context.Context, w http.ResponseWriter, sc *liveScreen, button string, pend *confirm.Pending) {
+	host.WriteJSON(w, http.StatusOK, s.runPress(ctx, sc, button, pend))
+}
+
+// runPress runs the handler once and applies its update to the screen.
+func (s *Part) runPress(ctx context.Context, sc *liveScreen, button string, pend *confirm.Pending) PressAnswer {
 	res, err := pend.Confirm(ctx)
 	if err != nil {
 		code := "tool_failed"
@@ -539,15 +601,14 @@ func (s *Part) finishPress(ctx context.Context, w http.ResponseWriter, sc *liveS
 			code = ce.Code
 		}
 		s.Log.Warn("screen press failed", "screen", sc.id, "button", button, "tool", pend.Tool(), "code", code)
-		host.WriteJSON(w, http.StatusOK, map[string]any{"status": "failed", "message": wordFailed})
-		return
+		return PressAnswer{Status: "failed", Message: wordFailed}
 	}
 	if res.Update != "" {
 		if _, err := s.applyUpdate(ctx, sc, res.Update); err != nil {
 			s.Log.Warn("screen update from a press failed", "screen", sc.id, "tool", pend.Tool(), "err", err)
 		}
 	}
-	host.WriteJSON(w, http.StatusOK, map[string]any{"status": "done"})
+	return PressAnswer{Status: "done"}
 }
 
 // markedFields returns the element id of each field whose highlight is

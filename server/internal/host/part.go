@@ -28,10 +28,12 @@ type Inboxer interface {
 }
 
 // Counter is a Part that counts what a principal has waiting, for
-// runtime_status and the inbox badge.
+// runtime_status and the inbox badge: for a person, the decisions waiting
+// on them; for an agent or service, what it filed that waits for a person
+// (and its active Runs).
 type Counter interface {
-	// CountOpen returns the kind of item counted and how many p has.
-	CountOpen(ctx context.Context, p store.Principal) (kind string, n int)
+	// CountOpen returns how many items p has open, by kind.
+	CountOpen(ctx context.Context, p store.Principal) map[string]int
 }
 
 // MissingDep is the error of a part built without the dependency named

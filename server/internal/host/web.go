@@ -199,6 +199,10 @@ type InboxItem struct {
 	// Link, when set, is a page with more about the item; LinkLabel
 	// names it.
 	Link, LinkLabel string
+
+	// Decision, when set, makes the item one of the person's open
+	// decisions: counted by the badge and decidable through /v1/inbox.
+	Decision *Decision
 }
 
 type InboxField struct {

@@ -145,13 +145,21 @@
     const active = document.activeElement && el.contains(document.activeElement) ? where(document.activeElement) : null;
     const typed = new Map();
     for (const f of el.querySelectorAll("input, textarea")) {
-      if (editing(f) && f.value !== f.defaultValue) typed.set(where(f), f.value);
+      if (editing(f) && f.type !== "checkbox" && f.value !== f.defaultValue) typed.set(where(f), f.value);
+    }
+    // Ticked boxes (the inbox's selection) are kept by their id.
+    const ticked = new Map();
+    for (const f of el.querySelectorAll("input[type=checkbox][id]")) {
+      if (f.checked !== f.defaultChecked) ticked.set(f.id, f.checked);
     }
     el.innerHTML = html;
     localTimes(el);
     for (const f of el.querySelectorAll("input, textarea")) {
       const k = where(f);
       if (typed.has(k)) f.value = typed.get(k);
+    }
+    for (const f of el.querySelectorAll("input[type=checkbox][id]")) {
+      if (ticked.has(f.id)) f.checked = ticked.get(f.id);
     }
     if (active) {
       for (const e of el.querySelectorAll("a, button, input, select, textarea, [tabindex]")) {

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
+)
+
+// A person's words to the agent on an inbox item — a note with an
+// approval, the reason of a decline, or an answer without deciding — are
+// kept in the store's settings under the item's id, so they survive a
+// restart, and audited. inbox_wait reports them with the item's outcome.
+
+// inboxNote is one text a person sent on an inbox item.
+type inboxNote struct {
+	By string `json:"by"`
+	// Decision is approve, decline or respond (sent without deciding).
+	Decision string    `json:"decision"`
+	Text     string    `json:"text"`
+	At       time.Time `json:"at"`
+}
+
+// Limits of notes.
+const (
+	maxNoteBytes    = 2000
+	maxNotesPerItem = 20
+)
+
+func noteSetting(itemID string) string { return "inbox.note:" + itemID }
+
+// addNote stores n on the item itemID, audits it and tells the agent
+// that filed the item, whose wait wakes.
+func (s *Server) addNote(ctx context.Context, itemID, proposer string, n inboxNote) error {
+	if len(n.Text) > maxNoteBytes {
+		return wire.New(wire.LimitExceeded, fmt.Sprintf("the note is over %d bytes; shorten it", maxNoteBytes))
+	}
+	s.notesMu.Lock()
+	defer s.notesMu.Unlock()
+	notes, err := s.notesOf(ctx, itemID)
+	if err != nil {
+		return err
+	}
+	if len(notes) >= maxNotesPerItem {
+		return wire.New(wire.LimitExceeded, fmt.Sprintf("this item has %d notes already, the most it keeps; decide it instead", maxNotesPerItem))
+	}
+	b, err := json.Marshal(append(notes, n))
+	if err != nil {
+		return err
+	}
+	if err := s.host.Store.SetSetting(ctx, noteSetting(itemID), string(b)); err != nil {
+		return fmt.Errorf("save the note: %w", err)
+	}
+	detail, _ := json.Marshal(map[string]string{"item": itemID, "decision": n.Decision, "note": n.Text})
+	if _, err := s.host.Store.AppendAudit(ctx, store.AuditRecord{Time: n.At, PrincipalID: n.By, Source: "user", Action: "inbox.note", OK: true, Detail: string(detail)}); err != nil {
+		s.host.Log.Error("the audit record of a note could not be written", "item", itemID, "err", err)
+	}
+	data, _ := json.Marshal(map[string]string{"item": itemID})
+	s.host.Bus.Publish(s.host.OwnedEvent("inbox.note", proposer, data))
+	return nil
+}
+
+// dropNote removes n from the item itemID again, when the decision it
+// went with was refused. The audit log keeps that it was written.
+func (s *Server) dropNote(ctx context.Context, itemID string, n inboxNote) {
+	s.notesMu.Lock()
+	defer s.notesMu.Unlock()
+	notes, err := s.notesOf(ctx, itemID)
+	if err != nil {
+		return
+	}
+	for i := len(notes) - 1; i >= 0; i-- {
+		if notes[i].By == n.By && notes[i].At.Equal(n.At) && notes[i].Text == n.Text {
+			notes = append(notes[:i], notes[i+1:]...)
+			break
+		}
+	}
+	b, err := json.Marshal(notes)
+	if err == nil {
+		err = s.host.Store.SetSetting(ctx, noteSetting(itemID), string(b))
+	}
+	if err != nil {
+		s.host.Log.Error("the note of a refused decision could not be removed", "item", itemID, "err", err)
+	}
+}
+
+// notesOf returns the notes on the item itemID, oldest first.
+func (s *Server) notesOf(ctx context.Context, itemID string) ([]inboxNote, error) {
+	v, err := s.host.Store.Setting(ctx, noteSetting(itemID))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the notes: %w", err)
+	}
+	var notes []inboxNote
+	if err := json.Unmarshal([]byte(v), &notes); err != nil {
+		return nil, fmt.Errorf("read the notes: %w", err)
+	}
+	return notes, nil
+}
