@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/assent-run/assent"
+	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/tool"
 	"github.com/assent-run/assent/wire"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -29,6 +30,21 @@ var openAPI = sync.OnceValues(func() ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 })
 
+// IssueSchema is the schema of a screen.Issue as it is written on the
+// wire (its MarshalJSON): the 1-based line, or null when the issue
+// concerns no line, the code and the message.
+func IssueSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"line":    {Types: []string{"integer", "null"}, Description: "the 1-based line, or null when the issue concerns no line"},
+			"code":    {Type: "string", Description: "one of the codes of the Omni IR specification's section 7"},
+			"message": {Type: "string", Description: "what is wrong and how to fix it"},
+		},
+		Required: []string{"line", "code", "message"},
+	}
+}
+
 // SchemaOf returns the JSON Schema of t as the document gives it: the
 // schema a tool's types give (tool.SchemaFor, tags included), with every
 // field the type always writes required and other fields allowed, so a
@@ -36,6 +52,7 @@ var openAPI = sync.OnceValues(func() ([]byte, error) {
 func SchemaOf(t reflect.Type) (*jsonschema.Schema, error) {
 	opts := tool.SchemaOptions()
 	opts.IgnoreInvalidTypes = true
+	opts.TypeSchemas[reflect.TypeFor[screen.Issue]()] = IssueSchema()
 	s, err := tool.SchemaFor(t, opts)
 	if err != nil {
 		return nil, err

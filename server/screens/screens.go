@@ -1014,19 +1014,13 @@ func (s *Part) showScreenTool() tool.Tool {
 		}
 	}
 	return tool.New(tool.Spec[showScreenArgs]{
-		Name:        "show_screen",
-		Title:       "Show a screen",
-		Description: desc.String(),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{
-"screen":{"type":"string","description":"screen id"},
-"url":{"type":"string","description":"web page where a person sees the screen"},
-"components":{"type":"integer","description":"components shown"},
-"rejected":{"type":["array","null"],"items":{"type":"object"},"description":"lines that were rejected, with line, code and message"},
-"outline":{"type":"string","description":"the screen as text"}},
-"required":["screen","url","components","outline"],"additionalProperties":true}`),
-		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: false, OpenWorld: false},
-		Meta:        showScreenMeta,
-		Example:     showScreenArgs{Screen: screenExample},
+		Name:         "show_screen",
+		Title:        "Show a screen",
+		Description:  desc.String(),
+		OutputSchema: showScreenOutput(),
+		Annotations:  tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: false, OpenWorld: false},
+		Meta:         showScreenMeta,
+		Example:      showScreenArgs{Screen: screenExample},
 	}, func(ctx context.Context, c tool.Call, args showScreenArgs) (*tool.Reply[any], error) {
 		if args.Replaces != "" {
 			if old, ok := s.screenFor(ctx, c.Principal, args.Replaces); !ok || old.owner.ID != c.Principal.ID {
@@ -1048,8 +1042,8 @@ func (s *Part) showScreenTool() tool.Tool {
 		sc, _ := s.screenFor(ctx, c.Principal, id)
 		sum := sc.summary()
 		url := strings.TrimRight(s.Config.BaseURL, "/") + "/screens/" + id
-		return &tool.Reply[any]{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Out: map[string]any{
-			"components": sum.Components, "rejected": sum.Rejected, "outline": sum.Outline, "screen": id, "url": url,
+		return &tool.Reply[any]{Text: showScreenText(sum) + "\n\nA person sees it at " + url, Out: shownScreen{
+			Screen: id, URL: url, Components: sum.Components, Rejected: sum.Rejected, Outline: sum.Outline,
 		}}, nil
 	})
 }

@@ -2,11 +2,17 @@ package screens
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/screen"
 	"github.com/assent-run/assent/screen/confirm"
 	"github.com/assent-run/assent/store"
@@ -115,12 +121,51 @@ func refusedScreen(issues []screen.Issue) *tool.Reply[any] {
 			fmt.Fprintf(&b, "\n- at the end: %s: %s", is.Code, is.Message)
 		}
 	}
-	return &tool.Reply[any]{IsError: true, Text: b.String(), Out: map[string]any{
-		"code":    "screen_rejected",
-		"message": "the screen has errors and was not shown; fix the lines in issues and call show_screen again with the whole screen",
-		"issues":  issues,
+	return &tool.Reply[any]{IsError: true, Text: b.String(), Out: rejectedScreen{
+		Code:    "screen_rejected",
+		Message: "the screen has errors and was not shown; fix the lines in issues and call show_screen again with the whole screen",
+		Issues:  issues,
 	}}
 }
+
+// shownScreen is show_screen's answer when the screen is shown.
+type shownScreen struct {
+	Screen     string         `json:"screen" jsonschema:"screen id"`
+	URL        string         `json:"url" jsonschema:"web page where a person sees the screen"`
+	Components int            `json:"components" jsonschema:"components shown"`
+	Rejected   []screen.Issue `json:"rejected" jsonschema:"lines that were rejected, with line, code and message"`
+	Outline    string         `json:"outline" jsonschema:"the screen as text"`
+}
+
+// rejectedScreen is show_screen's answer when the screen is refused as a
+// whole: the refusal's code and every line's error.
+type rejectedScreen struct {
+	Code    string         `json:"code" jsonschema:"screen_rejected"`
+	Message string         `json:"message"`
+	Issues  []screen.Issue `json:"issues" jsonschema:"each line's error, with line, code and message"`
+}
+
+// showScreenOutput is show_screen's output schema: a shown screen or a
+// refusal, derived from their types, with objects left open as every
+// tool's answers are.
+var showScreenOutput = sync.OnceValue(func() json.RawMessage {
+	opts := tool.SchemaOptions()
+	opts.TypeSchemas[reflect.TypeFor[screen.Issue]()] = api.IssueSchema()
+	alts := make([]*jsonschema.Schema, 0, 2)
+	for _, t := range []reflect.Type{reflect.TypeFor[shownScreen](), reflect.TypeFor[rejectedScreen]()} {
+		s, err := tool.SchemaFor(t, opts)
+		if err != nil {
+			panic(err) // the types are fixed; TestShowScreenOutputSchema builds it
+		}
+		tool.OpenObjects(s)
+		alts = append(alts, s)
+	}
+	b, err := json.Marshal(&jsonschema.Schema{Type: "object", AnyOf: alts})
+	if err != nil {
+		panic(err)
+	}
+	return b
+})
 
 // replaceScreen removes the screen id of p's that a new screen replaces.
 func (s *Part) replaceScreen(ctx context.Context, p store.Principal, id string) error {
