@@ -129,8 +129,10 @@ func TestServiceWorkerServed(t *testing.T) {
 }
 
 // In Chromium at a phone's size (360×740): the service worker registers,
-// the inbox has no horizontal scroll, and once the device is offline a
-// navigation shows the offline page instead of the browser's error.
+// the inbox (and every page of the menu) has no horizontal scroll, and
+// once the device is offline a navigation shows the offline page instead
+// of the browser's error. ASSENT_SCREENSHOT_DIR, when set, is where the
+// test leaves its screenshots.
 func TestAppOfflineBrowser(t *testing.T) {
 	ctx := browsertest.New(t, 90*time.Second)
 	f := assenttest.StartDemo(t)
@@ -170,6 +172,26 @@ func TestAppOfflineBrowser(t *testing.T) {
 	}
 	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth")); err != nil || w > 360 {
 		t.Errorf("the inbox is %d px wide at 360 px (%v)", w, err)
+	}
+	// Unfolded, the card's technical details and forms still fit.
+	if w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.querySelectorAll('details').forEach(d => d.open = true), document.documentElement.scrollWidth")); err != nil || w > 360 {
+		t.Errorf("with its details open the inbox is %d px wide at 360 px (%v)", w, err)
+	}
+	if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil && os.Getenv("ASSENT_SCREENSHOT_DIR") != "" {
+		os.WriteFile(filepath.Join(os.Getenv("ASSENT_SCREENSHOT_DIR"), "inbox-open-360.png"), shot, 0o644)
+	}
+	// The other pages a person reaches from the menu fit as well.
+	for _, p := range []string{"/runs", "/flows", "/screens", "/audit", "/settings/notifications"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(f.URL()+p), chromedp.WaitVisible(chromedp.CSS("main h1"))); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.querySelectorAll('details').forEach(d => d.open = true), document.documentElement.scrollWidth"))
+		if err != nil || w > 360 {
+			t.Errorf("%s is %d px wide at 360 px (%v)", p, w, err)
+		}
+		if shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil && os.Getenv("ASSENT_SCREENSHOT_DIR") != "" {
+			os.WriteFile(filepath.Join(os.Getenv("ASSENT_SCREENSHOT_DIR"), strings.ReplaceAll(p[1:], "/", "-")+"-360.png"), shot, 0o644)
+		}
 	}
 
 	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
