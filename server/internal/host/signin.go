@@ -26,6 +26,7 @@ func (s *Host) RoutesSignIn(mux *Mux) {
 	})
 	mux.HandleFunc("GET /signin/{link}", s.handleSignInPage)
 	mux.HandleFunc("POST /signin", s.handleSignIn)
+	s.RoutesApp(mux)
 	mux.Handle("POST /signout", s.WebPage(s.handleSignOut))
 }
 

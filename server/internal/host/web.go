@@ -3,7 +3,9 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -51,6 +53,9 @@ func newWebUI() (*WebUI, error) {
 		pages: map[string]*template.Template{},
 	}
 	if err := ui.AddPages(templateFS, "templates/sign*.html"); err != nil {
+		return nil, err
+	}
+	if err := ui.AddPages(templateFS, "templates/offline.html"); err != nil {
 		return nil, err
 	}
 	return ui, nil
@@ -364,4 +369,71 @@ const (
 func (ui *WebUI) Page(name string) (*template.Template, bool) {
 	t, ok := ui.pages[name]
 	return t, ok
+}
+
+// RoutesApp registers what makes the web UI an installable app: the
+// manifest, the service worker and the offline page the worker shows when
+// the server cannot be reached.
+func (s *Host) RoutesApp(mux *Mux) {
+	manifest, err := fs.ReadFile(StaticFS, "static/manifest.webmanifest")
+	if err != nil {
+		panic("web: the manifest is missing from this build: " + err.Error())
+	}
+	worker, err := fs.ReadFile(StaticFS, "static/sw.js")
+	if err != nil {
+		panic("web: the service worker is missing from this build: " + err.Error())
+	}
+	worker = bytes.Replace(worker, []byte("__ASSENT_SHELL_VERSION__"), []byte(shellVersion()), 1)
+	mux.HandleFunc("GET /manifest.webmanifest", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/manifest+json")
+		h.Set("Cache-Control", "no-cache")
+		w.Write(manifest)
+	})
+	mux.HandleFunc("GET /sw.js", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/javascript; charset=utf-8")
+		// Browsers look for a new worker on every navigation; no-cache
+		// makes them ask the server, so a release reaches them at once.
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Service-Worker-Allowed", "/")
+		h.Set("Content-Security-Policy", "default-src 'self'")
+		w.Write(worker)
+	})
+	mux.HandleFunc("GET /offline", func(w http.ResponseWriter, r *http.Request) {
+		// The same page for everyone, with nobody's data: the worker
+		// keeps it in its cache.
+		s.Web.Render(w, http.StatusOK, "offline", Page{Title: "Offline"})
+	})
+}
+
+// shellVersion names this build's static files: a hash of their contents,
+// which becomes the service worker's cache name, so a release with other
+// files replaces the cache.
+func shellVersion() string {
+	h := sha256.New()
+	fs.WalkDir(StaticFS, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(StaticFS, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	// Templates shape the offline page, which the worker caches too.
+	fs.WalkDir(templateFS, "templates", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := fs.ReadFile(templateFS, p)
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	h.Write([]byte(assent.Version))
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }

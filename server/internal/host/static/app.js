@@ -110,6 +110,12 @@
     });
   });
 
+  // The service worker keeps the inbox's shell for when the device is
+  // offline (see /sw.js); a browser without one simply goes without.
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(function () { /* the page works without it */ });
+  }
+
   if (!window.EventSource || !document.querySelector("nav")) return;
   const regions = document.querySelectorAll("[data-refresh]");
   let pending = null;
