@@ -72,7 +72,17 @@ func browser(t *testing.T) context.Context {
 // $ASSENT_SCREENSHOTS when set) and returns its path.
 func screenshot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	// A page that is being redrawn (a live refresh, a form's answer) has
+	// no layout for a moment, and the browser refuses to capture it then:
+	// try again for a little while before calling it a failure.
+	var png []byte
+	var err error
+	for try := 0; ; try++ {
+		if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil || try == 10 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
