@@ -310,5 +310,5 @@ func (m *Manager) hiddenFromRuns(path string) bool {
 	if within(filepath.Join(m.cfg.DataDir, "bin")) {
 		return false
 	}
-	return within("/tmp") || within("/var/tmp") || within("/dev/shm") || within(m.cfg.DataDir)
+	return within("/tmp") || within("/var/tmp") || within("/dev/shm") || within("/run/lock") || within(m.cfg.DataDir)
 }
