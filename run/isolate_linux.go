@@ -48,6 +48,11 @@ import (
 // initArg0 is argv[0] of a Run's init.
 const initArg0 = "assent-run-init"
 
+// execArg0 is argv[0] of the small step through which a process starts
+// where Runs get no namespaces: it drops to the Run's uid, sets
+// no_new_privs and executes the process in its place.
+const execArg0 = "assent-run-exec"
+
 // initExe is the executable that serves as a Run's init: set by Init.
 var initExe string
 
@@ -60,6 +65,9 @@ var initExe string
 func Init() {
 	if len(os.Args) > 0 && os.Args[0] == initArg0 {
 		os.Exit(runInit(os.Args[1:]))
+	}
+	if len(os.Args) > 0 && os.Args[0] == execArg0 {
+		os.Exit(runExec(os.Args[1:]))
 	}
 	if exe, err := os.Executable(); err == nil {
 		initExe = exe
@@ -99,6 +107,76 @@ func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name st
 		attr.GidMappingsEnableSetgroups = false
 	}
 	cmd.SysProcAttr = attr
+}
+
+// noNewPrivsWhy says why startPlain cannot serve.
+const noNewPrivsWhy = "this program does not serve as a Run's init (run.Init is not called)"
+
+// startPlain makes cmd, a command built for name and args, start as id
+// (the server's user when nil) with no_new_privs set, through this
+// executable started as execArg0, which executes name in its place (same
+// process, same process group). It reports false, leaving cmd as it is,
+// when this program cannot serve (run.Init is not called).
+func startPlain(cmd *exec.Cmd, id *identity) bool {
+	if initExe == "" {
+		return false
+	}
+	uid, gid := "-", "-"
+	if id != nil {
+		uid, gid = strconv.FormatUint(uint64(id.uid), 10), strconv.FormatUint(uint64(id.gid), 10)
+	}
+	path := cmd.Path
+	cmd.Path = initExe
+	cmd.Args = append([]string{execArg0, uid, gid, path}, cmd.Args...)
+	cmd.Err = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return true
+}
+
+// runExec is the step of startPlain: args are uid, gid ("-" keeps the
+// user), the program's path and its argv. It answers 125 when it cannot
+// drop privileges and 127 when the program cannot be executed; otherwise
+// it does not return.
+func runExec(args []string) int {
+	if len(args) < 4 {
+		fmt.Fprintln(os.Stderr, "assent-run-exec: want UID GID PATH ARGV0 [ARG...]")
+		return 125
+	}
+	runtime.LockOSThread()
+	if err := dropTo(args[0], args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-exec:", err)
+		return 125
+	}
+	if err := noNewPrivs(); err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-exec:", err)
+		return 125
+	}
+	err := syscall.Exec(args[2], args[3:], os.Environ())
+	fmt.Fprintln(os.Stderr, "assent-run-exec:", &os.PathError{Op: "exec", Path: args[2], Err: err})
+	return 127
+}
+
+// dropTo gives up every supplementary group and changes to gid and uid,
+// unless they are "-".
+func dropTo(uidText, gidText string) error {
+	if uidText == "-" {
+		return nil
+	}
+	uid, err1 := strconv.Atoi(uidText)
+	gid, err2 := strconv.Atoi(gidText)
+	if err1 != nil || err2 != nil {
+		return errors.New("bad uid or gid")
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("drop groups: %w", err)
+	}
+	if err := syscall.Setgid(gid); err != nil {
+		return fmt.Errorf("set gid: %w", err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("set uid: %w", err)
+	}
+	return nil
 }
 
 // probeIsolation reports how this process can start Runs in namespaces,
@@ -297,21 +375,8 @@ func setupWorld(uidText, gidText, dataDir, dir string) error {
 	if err := syscall.Mount("proc", "/proc", "proc", flags|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount a procfs of the Run's own: %w", err)
 	}
-	if uidText != "-" {
-		uid, err1 := strconv.Atoi(uidText)
-		gid, err2 := strconv.Atoi(gidText)
-		if err1 != nil || err2 != nil {
-			return errors.New("bad uid or gid")
-		}
-		if err := syscall.Setgroups(nil); err != nil {
-			return fmt.Errorf("drop groups: %w", err)
-		}
-		if err := syscall.Setgid(gid); err != nil {
-			return fmt.Errorf("set gid: %w", err)
-		}
-		if err := syscall.Setuid(uid); err != nil {
-			return fmt.Errorf("set uid: %w", err)
-		}
+	if err := dropTo(uidText, gidText); err != nil {
+		return err
 	}
 	return os.Chdir(dir)
 }

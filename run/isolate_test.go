@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/assent-run/assent/tool"
 )
 
 // needIsolation skips t where this machine cannot start Runs in
@@ -202,19 +204,50 @@ func needRootIsolation(t *testing.T, m *Manager) {
 	needIsolation(t, m)
 }
 
-// A Run's processes start with no_new_privs set, so a setuid program
-// they execute cannot raise their privileges.
-func TestRunHasNoNewPrivs(t *testing.T) {
-	f := newFixture(t)
-	needRootIsolation(t, f.m)
-	r := f.spawn("alice", "nnp", `grep '^NoNewPrivs:' /proc/self/status > "$ASSENT_STATE_DIR/nnp.txt"`)
-	f.waitEnded("nnp")
-	b, err := os.ReadFile(filepath.Join(r.StateDir, "nnp.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(strings.Fields(string(b)), " "); got != "NoNewPrivs: 1" {
-		t.Errorf("a Run's /proc/self/status says %q, want NoNewPrivs: 1", got)
+// Run and tool processes start with no_new_privs set, so a setuid
+// program they execute cannot raise their privileges: in namespaces of
+// their own and, where those cannot be made, without them. As root they
+// still drop to a uid of their own.
+func TestProcessesHaveNoNewPrivs(t *testing.T) {
+	for _, isolated := range []bool{true, false} {
+		name := map[bool]string{true: "isolated", false: "fallback"}[isolated]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			needRootIsolation(t, f.m)
+			if !isolated {
+				f.m.iso = nil // as when namespaces cannot be made
+			}
+			const probe = `grep '^NoNewPrivs:' /proc/self/status; id -u`
+			check := func(what, out string) {
+				t.Helper()
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NoNewPrivs: 1" {
+					t.Errorf("%s: /proc/self/status and id -u say %q, want NoNewPrivs: 1 and a uid", what, out)
+					return
+				}
+				if lines[1] == "0" {
+					t.Errorf("%s runs as root", what)
+				}
+			}
+			r := f.spawn("alice", "nnp", "{ "+probe+`; } > "$ASSENT_STATE_DIR/nnp.txt"`)
+			f.waitEnded("nnp")
+			b, err := os.ReadFile(filepath.Join(r.StateDir, "nnp.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("a Run", string(b))
+			ts := mustToolSet(t, f.db, f.m, tool.NewRegistry())
+			dir, err := os.MkdirTemp("", "assent-tool-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			res, err := ts.runInline(context.Background(), probe, dir, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("a tool process", res.Structured.(map[string]any)["stdout"].(string))
+		})
 	}
 }
 
