@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,18 +18,25 @@ import (
 // A Run or tool process is started through a small init: the assent
 // executable itself, started again under the name initArg0 in new PID and
 // mount namespaces (and a new user namespace when the server is not
-// root). The init is PID 1 of the new PID namespace. Before it starts the
+// root), and a new IPC namespace, so System V IPC objects and POSIX
+// message queues of the server and of other Runs are out of its reach.
+// The init is PID 1 of the new PID namespace. Before it starts the
 // process it
 //
 //   - makes every mount private, so nothing it mounts reaches the server;
-//   - mounts fresh tmpfs over /tmp, /var/tmp and /dev/shm, private to the
-//     process;
+//   - mounts fresh tmpfs over /tmp, /var/tmp, /dev/shm and /run/lock,
+//     private to the process, so no lock file or shared memory is shared
+//     with the server or another Run, and a fresh mqueue filesystem over
+//     /dev/mqueue when there is one;
 //   - mounts a tmpfs over the data directory and binds back only the Run
 //     directory (and, read-only, the data directory's bin/), so the store,
 //     the other Runs and the Recipes are not there to be read;
 //   - mounts a fresh procfs, which lists only the processes of the
 //     namespace: the server's command line and environment are not in it;
-//   - drops to the Run's uid (when the server is root).
+//   - drops to the Run's uid (when the server is root);
+//   - sets no_new_privs, so neither the process nor anything it executes
+//     can gain privileges through a setuid or setgid program or file
+//     capabilities.
 //
 // It then starts the process, reaps every process of the namespace, and
 // exits with the process's status; its end ends every process left in the
@@ -39,6 +47,11 @@ import (
 
 // initArg0 is argv[0] of a Run's init.
 const initArg0 = "assent-run-init"
+
+// execArg0 is argv[0] of the small step through which a process starts
+// where Runs get no namespaces: it drops to the Run's uid, sets
+// no_new_privs and executes the process in its place.
+const execArg0 = "assent-run-exec"
 
 // initExe is the executable that serves as a Run's init: set by Init.
 var initExe string
@@ -52,6 +65,9 @@ var initExe string
 func Init() {
 	if len(os.Args) > 0 && os.Args[0] == initArg0 {
 		os.Exit(runInit(os.Args[1:]))
+	}
+	if len(os.Args) > 0 && os.Args[0] == execArg0 {
+		os.Exit(runExec(os.Args[1:]))
 	}
 	if exe, err := os.Executable(); err == nil {
 		initExe = exe
@@ -82,7 +98,7 @@ func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name st
 	cmd.Path = iso.exe
 	cmd.Args = initArgs(id, dataDir, dir, name, args)
 	cmd.Err = nil
-	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
+	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC}
 	if iso.userNS {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		uid, gid := os.Getuid(), os.Getgid()
@@ -91,6 +107,76 @@ func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name st
 		attr.GidMappingsEnableSetgroups = false
 	}
 	cmd.SysProcAttr = attr
+}
+
+// noNewPrivsWhy says why startPlain cannot serve.
+const noNewPrivsWhy = "this program does not serve as a Run's init (run.Init is not called)"
+
+// startPlain makes cmd, a command built for name and args, start as id
+// (the server's user when nil) with no_new_privs set, through this
+// executable started as execArg0, which executes name in its place (same
+// process, same process group). It reports false, leaving cmd as it is,
+// when this program cannot serve (run.Init is not called).
+func startPlain(cmd *exec.Cmd, id *identity) bool {
+	if initExe == "" {
+		return false
+	}
+	uid, gid := "-", "-"
+	if id != nil {
+		uid, gid = strconv.FormatUint(uint64(id.uid), 10), strconv.FormatUint(uint64(id.gid), 10)
+	}
+	path := cmd.Path
+	cmd.Path = initExe
+	cmd.Args = append([]string{execArg0, uid, gid, path}, cmd.Args...)
+	cmd.Err = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return true
+}
+
+// runExec is the step of startPlain: args are uid, gid ("-" keeps the
+// user), the program's path and its argv. It answers 125 when it cannot
+// drop privileges and 127 when the program cannot be executed; otherwise
+// it does not return.
+func runExec(args []string) int {
+	if len(args) < 4 {
+		fmt.Fprintln(os.Stderr, "assent-run-exec: want UID GID PATH ARGV0 [ARG...]")
+		return 125
+	}
+	runtime.LockOSThread()
+	if err := dropTo(args[0], args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-exec:", err)
+		return 125
+	}
+	if err := noNewPrivs(); err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-exec:", err)
+		return 125
+	}
+	err := syscall.Exec(args[2], args[3:], os.Environ())
+	fmt.Fprintln(os.Stderr, "assent-run-exec:", &os.PathError{Op: "exec", Path: args[2], Err: err})
+	return 127
+}
+
+// dropTo gives up every supplementary group and changes to gid and uid,
+// unless they are "-".
+func dropTo(uidText, gidText string) error {
+	if uidText == "-" {
+		return nil
+	}
+	uid, err1 := strconv.Atoi(uidText)
+	gid, err2 := strconv.Atoi(gidText)
+	if err1 != nil || err2 != nil {
+		return errors.New("bad uid or gid")
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("drop groups: %w", err)
+	}
+	if err := syscall.Setgid(gid); err != nil {
+		return fmt.Errorf("set gid: %w", err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("set uid: %w", err)
+	}
+	return nil
 }
 
 // probeIsolation reports how this process can start Runs in namespaces,
@@ -122,7 +208,14 @@ func runInit(args []string) int {
 		fmt.Fprintln(os.Stderr, "assent-run-init: want UID GID DATADIR RUNDIR COMMAND [ARG...]")
 		return 125
 	}
+	// no_new_privs is set on this thread, and the process is started
+	// from it: see noNewPrivs.
+	runtime.LockOSThread()
 	if err := setupWorld(args[0], args[1], args[2], args[3]); err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	if err := noNewPrivs(); err != nil {
 		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
 		return 125
 	}
@@ -247,7 +340,7 @@ func setupWorld(uidText, gidText, dataDir, dir string) error {
 		}
 	}
 	const flags = syscall.MS_NOSUID | syscall.MS_NODEV
-	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+	for _, d := range privateTmpfs {
 		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -269,29 +362,49 @@ func setupWorld(uidText, gidText, dataDir, dir string) error {
 			}
 		}
 	}
+	if fi, err := os.Lstat("/dev/mqueue"); err == nil && fi.IsDir() {
+		// The mqueue filesystem shows the queues of the IPC namespace
+		// that mounts it: this one's, which is the Run's own.
+		if err := syscall.Mount("mqueue", "/dev/mqueue", "mqueue", flags|syscall.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mount the Run's own /dev/mqueue: %w", err)
+		}
+	}
 	if err := bindFD(keep, dir, false); err != nil {
 		return err
 	}
 	if err := syscall.Mount("proc", "/proc", "proc", flags|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount a procfs of the Run's own: %w", err)
 	}
-	if uidText != "-" {
-		uid, err1 := strconv.Atoi(uidText)
-		gid, err2 := strconv.Atoi(gidText)
-		if err1 != nil || err2 != nil {
-			return errors.New("bad uid or gid")
-		}
-		if err := syscall.Setgroups(nil); err != nil {
-			return fmt.Errorf("drop groups: %w", err)
-		}
-		if err := syscall.Setgid(gid); err != nil {
-			return fmt.Errorf("set gid: %w", err)
-		}
-		if err := syscall.Setuid(uid); err != nil {
-			return fmt.Errorf("set uid: %w", err)
-		}
+	if err := dropTo(uidText, gidText); err != nil {
+		return err
 	}
 	return os.Chdir(dir)
+}
+
+// privateTmpfs are the directories that get a fresh tmpfs of the Run's
+// own, where they exist: the places where processes leave temporary
+// files, lock files and shared memory.
+var privateTmpfs = []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}
+
+// prSetNoNewPrivs is PR_SET_NO_NEW_PRIVS, which the syscall package does
+// not name.
+const prSetNoNewPrivs = 38
+
+// noNewPrivs sets no_new_privs on this process: once set it is inherited
+// by every child and kept across execve, and an execve no longer grants
+// the privileges of a setuid or setgid program or of file capabilities.
+// It is set on every thread where the runtime can do so; otherwise on the
+// calling thread only, which the caller has locked and starts the process
+// from.
+func noNewPrivs() error {
+	_, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0)
+	if errno == syscall.ENOTSUP {
+		_, _, errno = syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0)
+	}
+	if errno != 0 {
+		return fmt.Errorf("set no_new_privs: %w", errno)
+	}
+	return nil
 }
 
 // bindFD mounts the directory open as fd at target, created (as a

@@ -16,6 +16,12 @@ type isolation struct{ userNS bool }
 func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name string, args []string) {
 }
 
+// noNewPrivsWhy says why startPlain cannot serve.
+const noNewPrivsWhy = "no_new_privs needs Linux"
+
+// startPlain reports false: no_new_privs is a Linux setting.
+func startPlain(cmd *exec.Cmd, id *identity) bool { return false }
+
 func probeIsolation(dataDir, dir string) (*isolation, error) {
 	return nil, errors.New("PID and mount namespaces need Linux")
 }

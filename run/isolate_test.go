@@ -10,7 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/assent-run/assent/tool"
 )
 
 // needIsolation skips t where this machine cannot start Runs in
@@ -190,5 +193,153 @@ func TestHiddenPathsNotExecutable(t *testing.T) {
 	}
 	if f.m.RunUserCanExecute("/tmp/x/assent") {
 		t.Error("a binary under /tmp counts as executable by an isolated Run")
+	}
+}
+
+// needRootIsolation skips t unless it runs as root (as CI does) on a
+// machine where Runs get namespaces of their own.
+func needRootIsolation(t *testing.T, m *Manager) {
+	t.Helper()
+	needRoot(t)
+	needIsolation(t, m)
+}
+
+// Run and tool processes start with no_new_privs set, so a setuid
+// program they execute cannot raise their privileges: in namespaces of
+// their own and, where those cannot be made, without them. As root they
+// still drop to a uid of their own.
+func TestProcessesHaveNoNewPrivs(t *testing.T) {
+	for _, isolated := range []bool{true, false} {
+		name := map[bool]string{true: "isolated", false: "fallback"}[isolated]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			needRootIsolation(t, f.m)
+			if !isolated {
+				f.m.iso = nil // as when namespaces cannot be made
+			}
+			const probe = `grep '^NoNewPrivs:' /proc/self/status; id -u`
+			check := func(what, out string) {
+				t.Helper()
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NoNewPrivs: 1" {
+					t.Errorf("%s: /proc/self/status and id -u say %q, want NoNewPrivs: 1 and a uid", what, out)
+					return
+				}
+				if lines[1] == "0" {
+					t.Errorf("%s runs as root", what)
+				}
+			}
+			r := f.spawn("alice", "nnp", "{ "+probe+`; } > "$ASSENT_STATE_DIR/nnp.txt"`)
+			f.waitEnded("nnp")
+			b, err := os.ReadFile(filepath.Join(r.StateDir, "nnp.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("a Run", string(b))
+			ts := mustToolSet(t, f.db, f.m, tool.NewRegistry())
+			dir, err := os.MkdirTemp("", "assent-tool-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			res, err := ts.runInline(context.Background(), probe, dir, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("a tool process", res.Structured.(map[string]any)["stdout"].(string))
+		})
+	}
+}
+
+// Each Run has an IPC namespace of its own: it is not the server's nor
+// another Run's, and a System V message queue the server made is not
+// listed in the Run.
+func TestRunHasItsOwnIPCNamespace(t *testing.T) {
+	f := newFixture(t)
+	needRootIsolation(t, f.m)
+	server, err := os.Readlink("/proc/self/ns/ipc")
+	if err != nil {
+		t.Skipf("no IPC namespace to compare: %v", err)
+	}
+	// A queue of the server's (IPC_PRIVATE, IPC_CREAT|0600), removed at
+	// the end (IPC_RMID).
+	const ipcPrivate, ipcCreat, ipcRmid = 0, 0o1000, 0
+	qid, _, errno := syscall.Syscall(syscall.SYS_MSGGET, ipcPrivate, ipcCreat|0o600, 0)
+	if errno != 0 {
+		t.Fatalf("msgget: %v", errno)
+	}
+	t.Cleanup(func() { syscall.Syscall(syscall.SYS_MSGCTL, qid, ipcRmid, 0) })
+	script := `readlink /proc/self/ns/ipc > "$ASSENT_STATE_DIR/ns.txt"
+awk 'NR > 1 { print $2 }' /proc/sysvipc/msg > "$ASSENT_STATE_DIR/msg.txt"`
+	a := f.spawn("alice", "ipc-a", script)
+	b := f.spawn("bob", "ipc-b", script)
+	f.waitEnded("ipc-a")
+	f.waitEnded("ipc-b")
+	read := func(r *Run, name string) string {
+		b, err := os.ReadFile(filepath.Join(r.StateDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	nsA, nsB := read(a, "ns.txt"), read(b, "ns.txt")
+	if !strings.HasPrefix(nsA, "ipc:[") || nsA == server || nsB == server || nsA == nsB {
+		t.Errorf("IPC namespaces: server %s, Run a %s, Run b %s; want three different ones", server, nsA, nsB)
+	}
+	if ids := strings.Fields(read(a, "msg.txt")); slices.Contains(ids, strconv.Itoa(int(qid))) {
+		t.Errorf("the Run lists the server's message queue %d: %v", qid, ids)
+	}
+}
+
+// /dev/shm and /run/lock are a fresh tmpfs in each Run: what one Run
+// leaves there is seen neither by the server nor by the next Run, and the
+// server's files there are not seen by a Run.
+func TestRunHasPrivateShmAndLock(t *testing.T) {
+	f := newFixture(t)
+	needRootIsolation(t, f.m)
+	var dirs []string
+	for _, d := range []string{"/dev/shm", "/run/lock"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		t.Skip("neither /dev/shm nor /run/lock exists here")
+	}
+	name := "assent-test-" + strconv.Itoa(os.Getpid())
+	for _, d := range dirs {
+		p := filepath.Join(d, name+"-server")
+		if err := os.WriteFile(p, []byte("server"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(p) })
+		t.Cleanup(func() { os.Remove(filepath.Join(d, name+"-run")) })
+	}
+	var write, look []string
+	for _, d := range dirs {
+		write = append(write, `echo run > `+filepath.Join(d, name+"-run"))
+		look = append(look,
+			`test -e `+filepath.Join(d, name+"-run")+` && echo "`+d+` run" >> "$ASSENT_STATE_DIR/seen.txt"`,
+			`test -e `+filepath.Join(d, name+"-server")+` && echo "`+d+` server" >> "$ASSENT_STATE_DIR/seen.txt"`)
+	}
+	w := f.spawn("alice", "writer", strings.Join(write, "\n")+`
+echo done > "$ASSENT_STATE_DIR/wrote.txt"`)
+	f.waitEnded("writer")
+	if b, _ := os.ReadFile(filepath.Join(w.StateDir, "wrote.txt")); strings.TrimSpace(string(b)) != "done" {
+		t.Fatalf("the writing Run could not write to %v", dirs)
+	}
+	r := f.spawn("bob", "reader", strings.Join(look, "\n")+`
+: > "$ASSENT_STATE_DIR/checked.txt"`)
+	f.waitEnded("reader")
+	if _, err := os.Stat(filepath.Join(r.StateDir, "checked.txt")); err != nil {
+		t.Fatalf("the reading Run did not finish its checks: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.StateDir, "seen.txt")); len(b) > 0 {
+		t.Errorf("a Run sees files it did not write:\n%s", b)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, name+"-run")); err == nil {
+			t.Errorf("the server sees the file a Run wrote to %s", d)
+		}
 	}
 }

@@ -204,13 +204,18 @@ func sandboxEnv(dir string) []string {
 // When the Manager isolates processes (see Init), the process starts
 // through a Run's init in new PID and mount namespaces: it sees only its
 // own processes, its directory is the only part of the data directory
-// there, and the init drops to id.
+// there, and the init drops to id. Otherwise the process starts through
+// the same executable, which drops to id, sets no_new_privs and executes
+// it in its place.
 func (m *Manager) sandboxCommand(ctx context.Context, id *identity, dir string, env []string, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(sandboxEnv(dir), env...)
 	if m.iso != nil {
 		m.iso.isolate(cmd, id, m.cfg.DataDir, dir, name, args)
+		return cmd
+	}
+	if startPlain(cmd, id) {
 		return cmd
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -247,6 +252,9 @@ func (m *Manager) setupIsolation() {
 	default:
 		m.log.Warn("Run and tool processes are not isolated in namespaces of their own: they see every process on the machine in /proc (command lines included, where their uid may read them) and the paths of the data directory; see docs/security.md",
 			"reason", m.isoWhy)
+		if !startPlain(exec.Command("/bin/true"), nil) {
+			m.log.Warn("Run and tool processes start without no_new_privs: a setuid program they execute can raise their privileges", "reason", noNewPrivsWhy)
+		}
 	}
 	if os.Geteuid() != 0 && (m.iso == nil || !m.iso.userNS) {
 		m.log.Warn("the server is not root: Run and tool processes run as the server's own user and can read and signal what it can; serve as root to give each its own uid")
@@ -310,5 +318,5 @@ func (m *Manager) hiddenFromRuns(path string) bool {
 	if within(filepath.Join(m.cfg.DataDir, "bin")) {
 		return false
 	}
-	return within("/tmp") || within("/var/tmp") || within("/dev/shm") || within(m.cfg.DataDir)
+	return within("/tmp") || within("/var/tmp") || within("/dev/shm") || within("/run/lock") || within(m.cfg.DataDir)
 }

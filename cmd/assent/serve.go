@@ -102,9 +102,11 @@ configuration whose stdio command exists on this machine (the binary's
 absolute path, or "go -C REPO run ./cmd/assent" when started by go run).
 The data directory is made absolute at start.
 
-Run and tool processes start in new PID and mount namespaces (and a user
-namespace when serving as a non-root user): each sees only its own
-processes in /proc and only its own Run directory of the data directory.
+Run and tool processes start with no_new_privs (a setuid program cannot
+raise them) in new PID, mount and IPC namespaces (and a user namespace
+when serving as a non-root user): each sees only its own processes in
+/proc, only its own Run directory of the data directory, and private
+/tmp, /dev/shm, /run/lock and IPC objects.
 Where the kernel refuses the namespaces, serve logs a warning at start and
 Runs see every process on the machine, command lines included; a server
 that is not root also warns that Runs share its user (see
