@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/assent-run/assent/flow/jcs"
 )
@@ -32,6 +33,18 @@ type Instance struct {
 	// Pending is the prescription being applied, if any. It keeps two
 	// appliers from running effects against the same revision.
 	Pending string `json:"pending,omitempty"`
+	// PendingNode is the node that marked the instance Pending, and
+	// PendingAt when: a mark left by a node that died mid-apply is
+	// settled by another node once it is older than the kernel's
+	// interrupted-apply bound (see Kernel.SweepInterrupted).
+	PendingNode string    `json:"pending_node,omitempty"`
+	PendingAt   time.Time `json:"pending_at,omitzero"`
+}
+
+// ClearPending removes the mark of an apply in progress, which only the
+// kernel reads, from a copy of the instance that is shown to a caller.
+func (in *Instance) ClearPending() {
+	in.Pending, in.PendingNode, in.PendingAt = "", "", time.Time{}
 }
 
 // RecoveryMark records why an instance needs recovery.

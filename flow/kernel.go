@@ -29,6 +29,12 @@ type Kernel struct {
 
 	vault     secretVault
 	summarize Summarizer
+
+	// node names this kernel's node on a store several nodes share, and
+	// interruptedAfter is how old another node's apply mark must be
+	// before this kernel takes that node for dead and settles it.
+	node             string
+	interruptedAfter time.Duration
 }
 
 // Option configures a Kernel.
@@ -38,10 +44,35 @@ type Option func(*Kernel)
 // receipts and decides expiry. The default is time.Now.
 func WithClock(now func() time.Time) Option { return func(k *Kernel) { k.now = now } }
 
+// WithNode names the node this kernel runs on when several nodes share
+// one store. An apply marks the instance with the node and the time it
+// began, so that RecoverInterrupted at this node's start settles only
+// this node's interrupted applies, and SweepInterrupted on the others
+// settles them once they are older than the bound WithInterruptedAfter
+// sets. The default is the empty name, which suits a single node.
+func WithNode(node string) Option { return func(k *Kernel) { k.node = node } }
+
+// DefaultInterruptedAfter is how old another node's apply mark must be
+// before SweepInterrupted settles it, when WithInterruptedAfter sets no
+// bound. It is well above maxApplyWait, the time an applier waits for
+// another, so an apply still running on a live node is not cut short.
+const DefaultInterruptedAfter = 2 * time.Minute
+
+// WithInterruptedAfter sets how old another node's apply mark must be
+// before this kernel takes that apply for interrupted (its node died mid-
+// apply) and settles it; d <= 0 keeps DefaultInterruptedAfter.
+func WithInterruptedAfter(d time.Duration) Option {
+	return func(k *Kernel) {
+		if d > 0 {
+			k.interruptedAfter = d
+		}
+	}
+}
+
 // NewKernel returns a kernel that keeps its state in store and runs the
 // effects and verifiers of inv.
 func NewKernel(store Store, inv *Inventory, opts ...Option) *Kernel {
-	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program)}
+	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program), interruptedAfter: DefaultInterruptedAfter}
 	for _, o := range opts {
 		o(k)
 	}
@@ -140,7 +171,8 @@ func (k *Kernel) Start(ctx context.Context, inst Instance) (Instance, error) {
 		rand.Read(b[:])
 		inst.ID = "ins-" + hex.EncodeToString(b[:])
 	}
-	inst.Revision, inst.Pending, inst.Recovery = 0, "", nil
+	inst.Revision, inst.Recovery = 0, nil
+	inst.ClearPending()
 	if inst.Facts == nil {
 		inst.Facts = map[string]Fact{}
 	}
@@ -501,7 +533,7 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		}
 		before = inst
 		next := inst.Clone()
-		next.Pending = rx.ID
+		next.Pending, next.PendingNode, next.PendingAt = rx.ID, k.node, k.now().UTC()
 		if err := tx.UpdateInstance(next, inst.Revision, ""); err != nil {
 			return err
 		}
@@ -555,7 +587,7 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	}
 
 	after := before.Clone()
-	after.Pending = ""
+	after.ClearPending()
 	if after.Facts == nil {
 		after.Facts = map[string]Fact{}
 	}
@@ -633,54 +665,97 @@ var errApplyingElsewhere = errors.New("flow: the prescription is being applied b
 const maxApplyWait = 30 * time.Second
 
 // RecoverInterrupted settles applies that were cut short, for example by a
-// crash: every instance still marked with a pending prescription that no
-// applier in this process holds is journalled recovery_required and put in
-// recovery mode, since its effect may or may not have run. Call it at start,
-// before serving. It returns the number of instances settled.
+// crash: every instance still marked with a pending prescription by this
+// node (see WithNode), or by another node longer ago than the
+// interrupted-apply bound, is journalled recovery_required and put in
+// recovery mode, since its effect may or may not have run; the approval
+// the apply carried out is handed back. Call it at start, before serving.
+// Marks of other nodes younger than the bound are left alone: those nodes
+// may be applying now. It returns the number of instances settled.
 func (k *Kernel) RecoverInterrupted(ctx context.Context) (int, error) {
+	return k.settleInterrupted(ctx, true)
+}
+
+// SweepInterrupted settles the applies of other nodes whose marks are
+// older than the interrupted-apply bound: their node died mid-apply, and
+// without the sweep the instance (and the approval being carried out)
+// would stay marked until that node came back. Nodes sharing a store call
+// it periodically. A mark of this node older than the bound is settled
+// too, once no apply of this process holds its instance: its apply ended
+// without clearing it (the store failed as it settled). It returns the
+// number settled.
+func (k *Kernel) SweepInterrupted(ctx context.Context) (int, error) {
+	return k.settleInterrupted(ctx, false)
+}
+
+// interrupted reports whether inst's apply mark is one to settle: at
+// start (own) every mark of this node, and at any time a mark older than
+// the bound. The caller holds the instance's lock when it decides, so a
+// mark of an apply still running in this process is never taken.
+func (k *Kernel) interrupted(inst *Instance, own bool) bool {
+	if inst.Pending == "" {
+		return false
+	}
+	if own && inst.PendingNode == k.node {
+		return true
+	}
+	return inst.PendingAt.IsZero() || k.now().Sub(inst.PendingAt) >= k.interruptedAfter
+}
+
+func (k *Kernel) settleInterrupted(ctx context.Context, own bool) (int, error) {
 	list, err := k.Instances(ctx)
 	if err != nil {
 		return 0, err
 	}
 	settled := 0
 	for _, inst := range list {
-		if inst.Pending == "" {
+		if !k.interrupted(&inst, own) {
 			continue
 		}
 		unlock, err := k.locks.acquire(ctx, []string{"instance\x00" + inst.ID})
 		if err != nil {
 			return settled, err
 		}
-		err = k.recoverOne(ctx, inst.ID)
+		n, err := k.recoverOne(ctx, inst.ID, own)
 		unlock()
 		if err != nil {
 			return settled, err
 		}
-		settled++
+		settled += n
 	}
 	return settled, nil
 }
 
-func (k *Kernel) recoverOne(ctx context.Context, id string) error {
+// recoverOne settles instance id's interrupted apply, when the instance,
+// read again under its lock, is still marked by one: it returns 1 when it
+// settled one.
+func (k *Kernel) recoverOne(ctx context.Context, id string, own bool) (int, error) {
 	var rec PrescriptionRecord
 	var before Instance
 	err := k.store.View(ctx, func(tx Tx) error {
 		var err error
-		if before, err = tx.Instance(id); err != nil || before.Pending == "" {
+		if before, err = tx.Instance(id); err != nil || !k.interrupted(&before, own) {
 			return err
 		}
 		rec, err = tx.Prescription(before.Pending)
 		return err
 	})
-	if err != nil || before.Pending == "" {
-		return err
+	if err != nil || !k.interrupted(&before, own) {
+		return 0, err
 	}
 	rx := rec.Prescription
-	err = k.settle(ctx, &rx, before, nil, JournalRecoveryRequired, errors.New("the runtime stopped while applying it"))
-	if ErrorCode(err) == CodeRecoveryRequired {
-		return nil
+	cause := errors.New("the runtime stopped while applying it")
+	if before.PendingNode != k.node {
+		cause = fmt.Errorf("node %q began applying it at %s and did not finish within %s", before.PendingNode, before.PendingAt.Format(time.RFC3339), k.interruptedAfter)
 	}
-	return err
+	err = k.settle(ctx, &rx, before, nil, JournalRecoveryRequired, cause)
+	if ErrorCode(err) == CodeRecoveryRequired {
+		return 1, nil
+	}
+	if errors.Is(err, ErrConflict) {
+		return 0, nil // the applier settled it meanwhile
+	}
+	return 0, err
 }
 
 // runEffect checks the effect's minimum and runs it, turning a panic into
@@ -719,7 +794,7 @@ func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, 
 	}
 	err := k.store.Update(ctx, func(tx Tx) error {
 		next := before.Clone()
-		next.Pending = ""
+		next.ClearPending()
 		if status == JournalRecoveryRequired {
 			if next.Facts == nil {
 				next.Facts = map[string]Fact{}

@@ -72,7 +72,7 @@ func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 		Log:      h.Log,
 		Now:      h.Now,
 		Web:      h.Web,
-		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL},
+		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, Node: h.Config.Node},
 	}
 }
 

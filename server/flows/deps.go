@@ -80,6 +80,13 @@ type Config struct {
 	DataDir string
 	// BaseURL is the server's externally visible URL.
 	BaseURL string
+	// Node names this node on a store several nodes share: the kernel
+	// marks the applies it begins with it, so that another node settles
+	// them if this one dies mid-apply.
+	Node string
+	// InterruptedAfter is how old another node's apply mark must be
+	// before this node settles it (flow.DefaultInterruptedAfter when 0).
+	InterruptedAfter time.Duration
 }
 
 func (d Deps) check() error {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/flow"
@@ -50,6 +51,10 @@ type Part struct {
 	proposeMu sync.Mutex
 	// summaries are what lists show of each program.
 	summaries programSummaries
+
+	// stopSweep ends the sweep of other nodes' interrupted applies and
+	// waits for it.
+	stopSweep func()
 }
 
 // New builds the Flows part on h: the kernel on the store's Flows part,
@@ -68,7 +73,8 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	if err := s.registerFlowEffects(); err != nil {
 		return nil, err
 	}
-	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
+	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)),
+		flow.WithNode(s.Config.Node), flow.WithInterruptedAfter(s.Config.InterruptedAfter))
 	n, err := s.flows.RecoverInterrupted(ctx)
 	if err != nil {
 		s.Close()
@@ -83,7 +89,42 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 			return nil, err
 		}
 	}
+	s.stopSweep = s.sweepInterrupted()
 	return s, nil
+}
+
+// sweepInterrupted settles, every quarter of the interrupted-apply bound,
+// the applies that a node which died mid-apply left marked, so that their
+// instances and approvals do not wait for that node to come back. It
+// returns the function that stops it.
+func (s *Part) sweepInterrupted() func() {
+	every := s.Config.InterruptedAfter
+	if every <= 0 {
+		every = flow.DefaultInterruptedAfter
+	}
+	every = max(every/4, 250*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n, err := s.flows.SweepInterrupted(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.Log.Warn("settling interrupted applies of other nodes", "err", err)
+			}
+			if n > 0 {
+				s.Log.Warn("flow instances put in recovery mode after another node stopped mid-apply", "count", n)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 //go:embed templates/*.html
@@ -118,6 +159,10 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 
 // Close stops watching the Runs that Flow transitions started.
 func (s *Part) Close() {
+	if s.stopSweep != nil {
+		s.stopSweep()
+		s.stopSweep = nil
+	}
 	if s.flowRuns != nil {
 		s.flowRuns.close()
 	}

@@ -163,7 +163,7 @@ func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval 
 		return instanceView{}, err
 	}
 	v := instanceView{Instance: inst}
-	v.Instance.Pending = ""
+	v.Instance.ClearPending()
 	if prog, err := s.flows.Program(ctx, inst.Program); err == nil {
 		v.Program = viewProgram(prog)
 	} else {
@@ -505,7 +505,7 @@ func (s *Part) instanceRows(ctx context.Context, p store.Principal) ([]instanceR
 	names := s.PrincipalNames(ctx)
 	out := make([]instanceRow, 0, len(list))
 	for _, inst := range list {
-		inst.Pending = ""
+		inst.ClearPending()
 		row := instanceRow{Instance: inst}
 		if inst.Owner != "" {
 			row.OwnerName = host.NameOr(names, inst.Owner)

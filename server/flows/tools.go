@@ -45,7 +45,7 @@ func (s *Part) flowTools() []tool.Tool {
 				return nil, err
 			}
 			for i := range insts {
-				insts[i].Pending = ""
+				insts[i].ClearPending()
 			}
 			return tool.Answer(flowsList{Programs: pv, Instances: insts}), nil
 		}),
@@ -154,7 +154,7 @@ func (s *Part) flowsStartTool() tool.Tool {
 		if err != nil {
 			return nil, err
 		}
-		inst.Pending = ""
+		inst.ClearPending()
 		return tool.Answer(inst), nil
 	})
 }
