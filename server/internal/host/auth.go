@@ -142,6 +142,13 @@ func (s *Host) Unauthorized(w http.ResponseWriter, err error) { s.unauthorized(w
 // protected resource metadata from which an OAuth client learns how to get
 // a token.
 func (s *Host) unauthorized(w http.ResponseWriter, err error, metadata string) {
+	if err != nil && store.Unavailable(err) {
+		// Nothing is known of the caller and nothing was done: the same
+		// 503 store_unavailable as any request the store could not serve.
+		s.Log.Warn("authentication lookup failed: the store is unavailable", "err", err)
+		WriteAPIError(w, FromToolError(StoreUnavailableError()))
+		return
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.Log.Error("authentication lookup failed", "err", err)
 		WriteError(w, wire.Unavailable, "the server could not check credentials; try again")

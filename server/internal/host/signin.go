@@ -67,6 +67,10 @@ func (s *Host) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	sess := store.Session{PrincipalID: id, CSRF: auth.NewSecret(""), ExpiresAt: s.Now().Add(sessionTTL)}
 	if err := s.Store.CreateSession(r.Context(), auth.Hash(cookie), sess); err != nil {
 		s.Log.Error("create session failed", "err", err)
+		if store.Unavailable(err) {
+			WriteAPIError(w, FromToolError(StoreUnavailableError()))
+			return
+		}
 		WriteError(w, wire.Unavailable, "the session could not be stored; try the link again")
 		return
 	}
