@@ -881,7 +881,7 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 	bound := map[string]string{"control": id.String(), "revision": strconv.FormatInt(rev, 10),
 		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
 	var rule *host.RuleTarget
-	if !st.StagedValueRedacted && !st.ValueRedacted {
+	if !st.StagedValueRedacted && !st.ValueRedacted && st.Staged.Provenance.Source == control.SourceAgent {
 		if v, err := json.Marshal(st.StagedValue); err == nil {
 			rule = &host.RuleTarget{FormID: id.FormID, ControlID: id.ControlID, Value: v}
 			if id.Subject != nil {
