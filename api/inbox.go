@@ -68,6 +68,9 @@ type InboxDecision struct {
 	Decision string                     `json:"decision" enum:"approve,decline,respond"`
 	Values   map[string]json.RawMessage `json:"values,omitempty"`
 	Note     string                     `json:"note,omitempty" maxLength:"2000"`
+	// Rule, with approve on a control proposal, also makes a standing
+	// rule for the agent that proposed it (see POST /v1/rules).
+	Rule *RuleRequest `json:"rule,omitempty"`
 }
 
 // InboxBatch is the body of POST /v1/inbox/decisions: several decisions
@@ -92,6 +95,8 @@ type InboxOutcome struct {
 	Status   string      `json:"status"`
 	Message  string      `json:"message,omitempty"`
 	Error    *wire.Error `json:"error,omitempty"`
+	// Rule is the id of the standing rule the decision made.
+	Rule string `json:"rule,omitempty"`
 }
 
 // InboxBatchOutcome is the answer of POST /v1/inbox/decisions: one

@@ -60,6 +60,9 @@ func Routes() []Route {
 		{Method: get, Path: "/v1/inbox", Summary: "The decisions waiting for the signed-in person, of every kind (web session only)", Status: ok, Response: typeOf[Inbox]()},
 		{Method: post, Path: "/v1/inbox/{id}/decision", Summary: "A person approves or declines one inbox item, bound to what its card showed (web session only)", Request: typeOf[InboxDecision](), Status: ok, Response: typeOf[InboxOutcome]()},
 		{Method: post, Path: "/v1/inbox/decisions", Summary: "A person decides several inbox items at once, each on its own (web session only)", Request: typeOf[InboxBatch](), Status: ok, Response: typeOf[InboxBatchOutcome]()},
+		{Method: get, Path: "/v1/rules", Summary: "The signed-in person's standing rules (every rule for the owner) (web session only)", Status: ok, Response: typeOf[RuleList]()},
+		{Method: post, Path: "/v1/rules", Summary: "A person lets an agent's values for one control through until a time (web session only)", Request: typeOf[RuleRequest](), Status: created, Response: typeOf[RuleView]()},
+		{Method: http.MethodDelete, Path: "/v1/rules/{id}", Summary: "A person revokes a standing rule (web session only)", Status: ok, Response: typeOf[RuleView]()},
 
 		{Method: get, Path: "/v1/controls", Summary: "Snapshots of the controls you can see (?formId=)", Status: ok, Response: typeOf[ControlList]()},
 		{Method: get, Path: "/v1/controls/{formId}/{controlId}", Summary: "One control's snapshot (?subjectType=&subjectId=)", Status: ok, Response: typeOf[control.Snapshot]()},

@@ -72,6 +72,10 @@ type ControlList struct {
 type CommandAnswer struct {
 	control.Result
 	Error *wire.Error `json:"error,omitempty"`
+	// AppliedUnderRule names the standing rule under which a value the
+	// agent staged was applied at once, in the name of the person who
+	// made the rule, without asking anyone.
+	AppliedUnderRule string `json:"applied_under_rule,omitempty"`
 }
 
 // ExecuteRequest is the body of POST /v1/controls/execute. Value is sent

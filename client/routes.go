@@ -483,3 +483,27 @@ func (c *Client) DecideAll(ctx context.Context, b api.InboxBatch) (api.InboxBatc
 	err := c.Do(ctx, http.MethodPost, "/v1/inbox/decisions", b, &out)
 	return out, err
 }
+
+// Rules reads GET /v1/rules: the standing rules of the person whose
+// session the client holds (every rule for the workspace's owner).
+func (c *Client) Rules(ctx context.Context) (api.RuleList, error) {
+	var out api.RuleList
+	err := c.Do(ctx, http.MethodGet, "/v1/rules", nil, &out)
+	return out, err
+}
+
+// CreateRule sends POST /v1/rules: the person lets the agent's values for
+// one control through, within r's bounds, until r.Until.
+func (c *Client) CreateRule(ctx context.Context, r api.RuleRequest) (api.RuleView, error) {
+	var out api.RuleView
+	err := c.Do(ctx, http.MethodPost, "/v1/rules", r, &out)
+	return out, err
+}
+
+// RevokeRule sends DELETE /v1/rules/{id}: the rule lets nothing through
+// from now on.
+func (c *Client) RevokeRule(ctx context.Context, id string) (api.RuleView, error) {
+	var out api.RuleView
+	err := c.Do(ctx, http.MethodDelete, "/v1/rules/"+url.PathEscape(id), nil, &out)
+	return out, err
+}

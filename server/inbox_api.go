@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/rules"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 	"github.com/assent-run/assent/wire"
@@ -188,6 +190,20 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "this item has no value "+strconv.Quote(name)+" to change; it takes "+host.JoinOr(card.Editable(), "none")+" (see editable in GET /v1/inbox)"))
 		}
 	}
+	var rule store.Rule
+	if d.Rule != nil {
+		if !approve {
+			return refused(id, d.Decision, wire.New(wire.InvalidRequest, "a standing rule goes with approve: it lets the next such changes through as this one"))
+		}
+		req := *d.Rule
+		if raw, ok := d.Values["value"]; ok && len(req.Values) == 0 && req.Min == nil && req.Max == nil {
+			req.Values = []json.RawMessage{raw}
+		}
+		var werr *wire.Error
+		if rule, werr = s.rules.PrepareFromCard(ctx, p, card.ProposedBy, card.Rule, req); werr != nil {
+			return refused(id, d.Decision, werr)
+		}
+	}
 	n := inboxNote{By: p.ID, Decision: d.Decision, Text: note, At: s.host.Now()}
 	if d.Decision == api.DecisionRespond {
 		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
@@ -217,7 +233,17 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 	if approve {
 		status = "approved"
 	}
-	return api.InboxOutcome{ID: id, Decision: d.Decision, Status: status, Message: msg}
+	out := api.InboxOutcome{ID: id, Decision: d.Decision, Status: status, Message: msg}
+	if rule.ID != "" {
+		if werr := s.rules.Save(ctx, p, rule); werr != nil {
+			out.Message += " The standing rule was not made: " + werr.Message
+		} else {
+			out.Rule = rule.ID
+			out.Message += " From now on this agent's changes of this value to " + rules.Describe(rule) + " are applied without asking you, until " +
+				rule.Until.Format("2006-01-02 15:04 UTC") + " (rule " + rule.ID + "; revoke it on the rules page)."
+		}
+	}
+	return out
 }
 
 func refused(id, decision string, e *wire.Error) api.InboxOutcome {
@@ -260,6 +286,15 @@ func (s *Server) handleWebInboxDecide(w http.ResponseWriter, r *http.Request, pg
 		return
 	}
 	d := api.InboxDecision{Decision: decision, Note: r.PostFormValue("note")}
+	if v := r.PostFormValue("rule_days"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 || days > 90 {
+			s.host.SetNotice(w, r, "Not approved: a standing rule lasts 1 to 90 days.")
+			http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+			return
+		}
+		d.Rule = &api.RuleRequest{Until: s.host.Now().Add(time.Duration(days) * 24 * time.Hour)}
+	}
 	if i := strings.LastIndex(id, "@"); i > 0 && decision == api.DecisionApprove {
 		for _, c := range cards {
 			if c.Decision.Key != id[:i] {

@@ -5,6 +5,7 @@ import (
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
 	notifypart "github.com/assent-run/assent/server/notify"
+	"github.com/assent-run/assent/server/rules"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
 )
@@ -90,5 +91,16 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 		BaseURL:  h.Config.BaseURL,
 		Node:     h.Config.Node,
 		Options:  h.Config.Notify,
+	}
+}
+
+func rulesDeps(h *host.Host, ctl rules.Controls) rules.Deps {
+	return rules.Deps{
+		Gate:     h,
+		Store:    rules.Stores{Rules: h.Store.Backend.Rules(), Principals: h.Store.Principals, Settings: h.Store.Settings},
+		Controls: ctl,
+		Log:      h.Log,
+		Now:      h.Now,
+		Web:      h.Web,
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/assent-run/assent/server/internal/host"
 	notifypart "github.com/assent-run/assent/server/notify"
 	"github.com/assent-run/assent/server/oauth"
+	"github.com/assent-run/assent/server/rules"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
@@ -54,6 +55,7 @@ type Server struct {
 	flows    *flows.Part
 	oauth    *oauth.Server
 	notify   *notifypart.Part
+	rules    *rules.Part
 	// parts lists every part once, in the order of the inbox's sections.
 	parts []host.Part
 	// closers release what New built, in the order it was built; Close
@@ -295,6 +297,11 @@ func (s *Server) buildParts(ctx context.Context) error {
 	}
 	s.onClose(s.notify.Close)
 	s.parts = append(s.parts, s.notify)
+	if s.rules, err = rules.New(ctx, rulesDeps(s.host, s.controls)); err != nil {
+		return err
+	}
+	s.parts = append(s.parts, s.rules)
+	s.controls.UseStanding(s.rules)
 	return nil
 }
 

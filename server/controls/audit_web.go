@@ -29,16 +29,19 @@ const auditScanBatch = store.AuditListMax
 // of the form when the form is private, so who may read the record is
 // known after the form is gone. Values are never kept for a control the
 // registry could not describe.
-func (s *Part) auditDetail(cmd control.Command, res control.Result) string {
-	return s.commandDetail(cmd, !res.Snapshot.IsZero() && !res.Snapshot.State.ValueRedacted)
+func (s *Part) auditDetail(cmd control.Command, res control.Result, rule string) string {
+	return s.commandDetail(cmd, !res.Snapshot.IsZero() && !res.Snapshot.State.ValueRedacted, rule)
 }
 
 // commandDetail is the Detail of a command's audit record, carrying the
 // command's value when showValue is set.
-func (s *Part) commandDetail(cmd control.Command, showValue bool) string {
+func (s *Part) commandDetail(cmd control.Command, showValue bool, rule string) string {
 	d := map[string]any{}
 	if cmd.Value != nil && showValue {
 		d["value"] = cmd.Value
+	}
+	if rule != "" {
+		d["rule"] = rule
 	}
 	s.formsMu.Lock()
 	if f, ok := s.forms[cmd.Identity.FormID]; ok && f.private {
@@ -60,6 +63,9 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool) string {
 type auditFacts struct {
 	Value     any     `json:"value"`
 	FormOwner *string `json:"formOwner"`
+	// Rule is the standing rule under which the command ran, or which the
+	// record creates or revokes.
+	Rule string `json:"rule"`
 }
 
 func parseAuditDetail(detail string) (auditFacts, bool) {
@@ -224,8 +230,12 @@ func auditRowOf(rec store.AuditRecord, names map[string]string) auditRow {
 	default:
 		row.Outcome = "refused"
 	}
-	if f, ok := parseAuditDetail(rec.Detail); ok && f.Value != nil {
+	f, ok := parseAuditDetail(rec.Detail)
+	if ok && f.Value != nil {
 		row.Value = host.DisplayValue(f.Value, false)
+	}
+	if ok && f.Rule != "" && rec.OK && rec.Action == string(control.Apply) {
+		row.Outcome = "done, applied under rule " + f.Rule
 	}
 	return row
 }

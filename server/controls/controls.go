@@ -54,6 +54,10 @@ type Part struct {
 
 	// stopFollowing ends following other nodes' changes (see nodes.go).
 	stopFollowing func()
+
+	// standing, when set, applies the staged values a standing rule
+	// covers (see UseStanding).
+	standing Standing
 }
 
 // formDecl is a form whose controls assent holds.
@@ -168,6 +172,8 @@ type pendingAudit struct {
 	principalID string
 	cmd         control.Command
 	cc          control.CommandContext
+	// rule is the standing rule the command runs under, if any.
+	rule string
 	// written is set once the record is saved with the change.
 	written bool
 }
@@ -191,7 +197,7 @@ func (a auditedControls) SaveCommand(ctx context.Context, u control.Update, c co
 		return a.SaveControl(ctx, u)
 	}
 	rec := a.part.auditRecord(pa.principalID, pa.cmd, pa.cc, control.Result{OK: true})
-	rec.Detail = a.part.commandDetail(pa.cmd, !c.ValueRedacted)
+	rec.Detail = a.part.commandDetail(pa.cmd, !c.ValueRedacted, pa.rule)
 	if _, err := a.SaveControlAudited(ctx, u, rec); err != nil {
 		return err
 	}
@@ -227,7 +233,8 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
 	}
 	cc.PrincipalID = p.ID
-	pa := &pendingAudit{principalID: p.ID, cmd: cmd, cc: cc}
+	rule, _ := ctx.Value(underRuleKey{}).(string)
+	pa := &pendingAudit{principalID: p.ID, cmd: cmd, cc: cc, rule: rule}
 	res := s.controls.Execute(context.WithValue(ctx, pendingAuditKey{}, pa), cmd, cc)
 	switch res.Reason {
 	case control.ReasonNotFound, control.ReasonInvalidRequest, control.ReasonLimitExceeded:
@@ -236,7 +243,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 	}
 	if !pa.written {
 		rec := s.auditRecord(p.ID, cmd, cc, res)
-		rec.Detail = s.auditDetail(cmd, res)
+		rec.Detail = s.auditDetail(cmd, res, rule)
 		if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 			s.Log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
 		}
@@ -466,7 +473,15 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		writeCommandResult(w, control.Result{Reason: cerr.Reason, Message: cerr.Message})
 		return
 	}
-	writeCommandResult(w, s.Exec(r.Context(), p, cmd, cc))
+	res := s.Exec(r.Context(), p, cmd, cc)
+	if applied, rule, ok := s.applyUnderRule(r.Context(), p, res); ok {
+		a := answerOf(applied)
+		a.AppliedUnderRule = rule
+		a.Message = "Applied at once under standing rule " + rule + ", in the name of the person who made it; no one was asked."
+		host.WriteJSON(w, http.StatusOK, a)
+		return
+	}
+	writeCommandResult(w, res)
 }
 
 // resultStatus maps a registry result to an HTTP status: the wire table's
@@ -865,9 +880,18 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 	id, rev := snap.Identity, st.Staged.Revision
 	bound := map[string]string{"control": id.String(), "revision": strconv.FormatInt(rev, 10),
 		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
+	var rule *host.RuleTarget
+	if !st.StagedValueRedacted && !st.ValueRedacted && st.Staged.Provenance.Source == control.SourceAgent {
+		if v, err := json.Marshal(st.StagedValue); err == nil {
+			rule = &host.RuleTarget{FormID: id.FormID, ControlID: id.ControlID, Value: v}
+			if id.Subject != nil {
+				rule.SubjectType, rule.SubjectID = id.Subject.Type, id.Subject.ID
+			}
+		}
+	}
 	return &host.Decision{
 		Key: "control_proposal:" + id.String(), Binding: strconv.FormatInt(rev, 10), Kind: "control_proposal",
-		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Edits: editFields(snap),
+		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Edits: editFields(snap), Rule: rule,
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			cc := control.CommandContext{Source: control.SourceUser, Confirmed: true}
 			at := rev

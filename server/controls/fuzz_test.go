@@ -175,7 +175,7 @@ func FuzzParseAuditDetail(f *testing.F) {
 		}
 		s := &Part{forms: map[string]*formDecl{"f": {owner: owner, private: true}}}
 		cmd := control.Command{Action: control.Stage, Identity: control.Identity{FormID: "f", ControlID: "c"}, Value: v}
-		d := s.commandDetail(cmd, show)
+		d := s.commandDetail(cmd, show, "")
 		got, ok := parseAuditDetail(d)
 		if !ok {
 			t.Fatalf("commandDetail wrote %q, which parseAuditDetail can't read", d)

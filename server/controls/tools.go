@@ -32,7 +32,8 @@ func executeSpec() tool.Spec[executeArgs] {
 		Name:  "controls_execute",
 		Title: "Run a control command",
 		Description: "Run one command on a control: focus, reveal, highlight (durationMs 0-60000), explain, validate, or stage a proposed value. " +
-			"Apply, clear, undo and discard are a person's to give: for an agent they are refused with human_confirmation_required, and the staged proposal waits in the person's inbox.",
+			"Apply, clear, undo and discard are a person's to give: for an agent they are refused with human_confirmation_required, and the staged proposal waits in the person's inbox, " +
+			"unless a person's standing rule covers it: then it is applied in their name at once and applied_under_rule names the rule.",
 		Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 		Retired:     map[string]string{"source": forgedHint, "confirmed": forgedHint},
 		Example:     executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
@@ -70,6 +71,15 @@ func (s *Part) controlTools() []tool.Tool {
 				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message})}, IsError: true}, nil
 			}
 			res := s.Exec(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
+			if applied, rule, ok := s.applyUnderRule(ctx, c.Principal, res); ok {
+				// A person's standing rule covered the value: it is applied
+				// in their name, and no one is asked.
+				a := answerOf(applied)
+				a.AppliedUnderRule = rule
+				a.Message = "Applied at once under standing rule " + rule + ", in the name of the person who made it; no one was asked."
+				a.Message = "Applied at once under standing rule " + rule + ", in the name of the person who made it; no one was asked."
+				return tool.Answer(executeAnswer{commandAnswer: a}), nil
+			}
 			if res.OK && res.Action == control.Stage {
 				// A staged value waits for a person in the inbox.
 				inbox := strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"

@@ -33,10 +33,23 @@ type Decision struct {
 	// Edits are the values a person may change before approving, as the
 	// card's Edit form shows them.
 	Edits []EditField
+	// Rule, when set, is what a standing rule made from the card is
+	// about: approving may also create one (see server/rules).
+	Rule *RuleTarget
 	// Decide carries out the decision on exactly what the card shows (or
 	// on the person's edits of it), and returns a sentence for the person
 	// saying what happened.
 	Decide func(ctx context.Context, p store.Principal, d DecideArgs) (string, error)
+}
+
+// RuleTarget is the control and value of a card from which a person may
+// make a standing rule for the agent that proposed it.
+type RuleTarget struct {
+	FormID, ControlID      string
+	SubjectType, SubjectID string
+	// Value is the proposed value, as JSON: the rule's allowed value when
+	// the person gives no other bound.
+	Value json.RawMessage
 }
 
 // DecideArgs is a person's decision on an inbox card.
