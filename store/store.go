@@ -207,6 +207,8 @@ type Store interface {
 	// Notify returns the outbox of notifications and the outgoing
 	// webhooks.
 	Notify() Notify
+	// Asks returns agents' questions to people.
+	Asks() Asks
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Shared reports whether several nodes may serve from the store at
