@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/assent-run/assent/server/asks"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
@@ -90,5 +91,17 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 		BaseURL:  h.Config.BaseURL,
 		Node:     h.Config.Node,
 		Options:  h.Config.Notify,
+	}
+}
+
+func asksDeps(h *host.Host) asks.Deps {
+	return asks.Deps{
+		Gate:   h,
+		Asks:   h.Store.Backend.Asks(),
+		Bus:    h.Bus,
+		Tools:  h.Tools,
+		Log:    h.Log,
+		Now:    h.Now,
+		Config: asks.Config{BaseURL: h.Config.BaseURL},
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/asks"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
@@ -54,6 +55,7 @@ type Server struct {
 	flows    *flows.Part
 	oauth    *oauth.Server
 	notify   *notifypart.Part
+	asks     *asks.Part
 	// parts lists every part once, in the order of the inbox's sections.
 	parts []host.Part
 	// closers release what New built, in the order it was built; Close
@@ -295,6 +297,11 @@ func (s *Server) buildParts(ctx context.Context) error {
 	}
 	s.onClose(s.notify.Close)
 	s.parts = append(s.parts, s.notify)
+	if s.asks, err = asks.New(ctx, asksDeps(s.host)); err != nil {
+		return err
+	}
+	s.onClose(s.asks.Close)
+	s.parts = append(s.parts, s.asks)
 	return nil
 }
 
