@@ -85,7 +85,7 @@ type waitOutcome struct {
 	Receipt   string   `json:"receipt,omitempty"`
 	// Answer is a person's answer to a question from approvals_request.
 	Answer string `json:"answer,omitempty"`
-	Next      string   `json:"next,omitempty"`
+	Next   string `json:"next,omitempty"`
 	// Notes are what people wrote to you on the item, oldest first: a
 	// note with a decision, or an answer sent without deciding.
 	Notes []inboxNote `json:"notes,omitempty"`
