@@ -83,12 +83,13 @@ type waitOutcome struct {
 	Changed   []string `json:"changed,omitempty"`
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Receipt   string   `json:"receipt,omitempty"`
-	// Answer is a person's answer to a question from approvals_request.
-	Answer string `json:"answer,omitempty"`
-	Next   string `json:"next,omitempty"`
+	Next      string   `json:"next,omitempty"`
 	// Notes are what people wrote to you on the item, oldest first: a
 	// note with a decision, or an answer sent without deciding.
 	Notes []inboxNote `json:"notes,omitempty"`
+
+	// Answer is a person's answer to a question from approvals_request.
+	Answer string `json:"answer,omitempty"`
 }
 
 func (o waitOutcome) decided() bool { return o.Status != outcomePending }
