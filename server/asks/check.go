@@ -34,7 +34,7 @@ type Limits struct {
 	MinDeadline, MaxDeadline time.Duration
 }
 
-// DefaultLimits are the bounds a server starts with (see docs/asks.md).
+// DefaultLimits are the bounds a server starts with (see docs/http.md).
 var DefaultLimits = Limits{
 	QuestionBytes: 2000,
 	Options:       20,
