@@ -11,6 +11,7 @@ import (
 	"github.com/assent-run/assent/event"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/asks"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -86,6 +87,9 @@ type waitOutcome struct {
 	// Notes are what people wrote to you on the item, oldest first: a
 	// note with a decision, or an answer sent without deciding.
 	Notes []inboxNote `json:"notes,omitempty"`
+
+	// Answer is a person's answer to a question from approvals_request.
+	Answer string `json:"answer,omitempty"`
 }
 
 func (o waitOutcome) decided() bool { return o.Status != outcomePending }
@@ -105,7 +109,7 @@ func (s *Server) inboxWaitTool() tool.Tool {
 		Description: "Wait until a person has decided every item, or has written to you on one, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
 			"pending, applied (with changed, when a person edited your value first), discarded, approved, declined (with the person's reason), stale or not_found, with the notes people wrote to you on it. Items: " +
 			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
-			`{"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined). Only your own items are reported; anything else is not_found.`,
+			`{"approval":"ask_…"} for a question from approvals_request (answered, with answer, or declined), {"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined). Only your own items are reported; anything else is not_found.`,
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		Example:     inboxWaitArgs{Items: []waitItem{{Approval: "apr-0123456789abcdef"}}, TimeoutMs: new(int64)},
 	}, func(ctx context.Context, c tool.Call, a inboxWaitArgs) (*tool.Reply[inboxWaitAnswer], error) {
@@ -259,7 +263,7 @@ func (s *Server) waitEvent(ctx context.Context, p store.Principal, sub *event.Su
 			continue
 		}
 		hist.observe(p, e)
-		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") || strings.HasPrefix(e.Type, "screen.") || e.Type == "inbox.note" {
+		if e.Type == event.Lagged || strings.HasPrefix(e.Type, "control.") || strings.HasPrefix(e.Type, "flow.") || strings.HasPrefix(e.Type, "run.") || strings.HasPrefix(e.Type, "screen.") || strings.HasPrefix(e.Type, "question.") || e.Type == "inbox.note" {
 			return nil
 		}
 	}
@@ -274,6 +278,8 @@ func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []wa
 		switch {
 		case it.Proposal != nil:
 			o = s.proposalOutcome(ctx, p, *it.Proposal, it.Revision, hist)
+		case isQuestion(it.Approval):
+			o, err = s.questionOutcome(ctx, p, it.Approval)
 		case it.Approval != "":
 			o, err = s.approvalOutcome(ctx, p, it.Approval)
 		case it.Screen != "":
@@ -303,6 +309,10 @@ func (s *Server) noteItemID(ctx context.Context, p store.Principal, it waitItem,
 	switch {
 	case it.Proposal != nil && o.Revision > 0:
 		return fmt.Sprintf("control_proposal:%s@%d", it.Proposal.String(), o.Revision)
+	case isQuestion(it.Approval):
+		if a, err := s.asks.Visible(ctx, p, it.Approval); err == nil {
+			return asks.ItemID(a)
+		}
 	case it.Approval != "":
 		if a, err := s.flows.VisibleApproval(ctx, p, it.Approval); err == nil {
 			return fmt.Sprintf("flow_approval:%s@%d", a.ID, a.Revision)

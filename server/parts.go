@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/assent-run/assent/server/asks"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
@@ -102,5 +103,17 @@ func rulesDeps(h *host.Host, ctl rules.Controls) rules.Deps {
 		Log:      h.Log,
 		Now:      h.Now,
 		Web:      h.Web,
+	}
+}
+
+func asksDeps(h *host.Host) asks.Deps {
+	return asks.Deps{
+		Gate:   h,
+		Asks:   h.Store.Backend.Asks(),
+		Bus:    h.Bus,
+		Tools:  h.Tools,
+		Log:    h.Log,
+		Now:    h.Now,
+		Config: asks.Config{BaseURL: h.Config.BaseURL},
 	}
 }

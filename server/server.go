@@ -25,6 +25,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/event"
+	"github.com/assent-run/assent/server/asks"
 	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
@@ -56,6 +57,7 @@ type Server struct {
 	oauth    *oauth.Server
 	notify   *notifypart.Part
 	rules    *rules.Part
+	asks     *asks.Part
 	// parts lists every part once, in the order of the inbox's sections.
 	parts []host.Part
 	// closers release what New built, in the order it was built; Close
@@ -302,6 +304,11 @@ func (s *Server) buildParts(ctx context.Context) error {
 	}
 	s.parts = append(s.parts, s.rules)
 	s.controls.UseStanding(s.rules)
+	if s.asks, err = asks.New(ctx, asksDeps(s.host)); err != nil {
+		return err
+	}
+	s.onClose(s.asks.Close)
+	s.parts = append(s.parts, s.asks)
 	return nil
 }
 

@@ -75,7 +75,7 @@ func (s *Server) runtimeStatusTool() tool.Tool {
 	return tool.New(tool.Spec[struct{}]{
 		Name:        "runtime_status",
 		Title:       "Runtime status",
-		Description: "Report the assent runtime's version, who you are (principal id and kind), how long it has been up, and how many items are open for you: what you filed that waits for a person (proposals, flow_approvals, command_proposals, screen_presses) and your active runs.",
+		Description: "Report the assent runtime's version, who you are (principal id and kind), how long it has been up, and how many items are open for you: what you filed that waits for a person (proposals, flow_approvals, command_proposals, screen_presses, questions) and your active runs.",
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 	}, func(ctx context.Context, c tool.Call, _ struct{}) (*tool.Reply[runtimeStatus], error) {
 		return tool.Answer(runtimeStatus{

@@ -209,6 +209,8 @@ type Store interface {
 	Notify() Notify
 	// Rules returns the standing rules people give agents.
 	Rules() Rules
+	// Asks returns agents' questions to people.
+	Asks() Asks
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Shared reports whether several nodes may serve from the store at

@@ -34,6 +34,7 @@ func components() []component {
 		{"oauth", oauthMigrations},
 		{"notify", notifyMigrations},
 		{"rules", ruleMigrations},
+		{"asks", askMigrations},
 	}
 }
 

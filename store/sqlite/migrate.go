@@ -31,6 +31,7 @@ func components() []struct {
 		{"oauth", oauthMigrations},
 		{"notify", notifyMigrations},
 		{"rules", ruleMigrations},
+		{"asks", askMigrations},
 	}
 }
 

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OAuth", testOAuth},
 		{"Notify", testNotify},
 		{"Rules", testRules},
+		{"Asks", testAsks},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })

@@ -1,0 +1,168 @@
+package asks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/store"
+)
+
+// decideURL is the inbox page's own decision form, which takes the card's
+// id, the decision, the answer as value:answer and a note.
+const decideURL = "/inbox/decide"
+
+// Inbox returns, for a person, the open questions of the agents they
+// oversee, oldest first.
+func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSection, error) {
+	if p.Kind != store.KindHuman {
+		return nil, nil
+	}
+	open, err := s.Asks.OpenAsks(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("asks: open questions: %w", err)
+	}
+	sec := host.InboxSection{ID: "questions", Title: "Questions from agents", Empty: "No agent waits for your answer."}
+	var names map[string]string
+	for _, a := range open {
+		if !s.Gate.Oversees(ctx, p, a.Asker) {
+			continue
+		}
+		if names == nil {
+			names = s.Gate.PrincipalNames(ctx)
+		}
+		sec.Items = append(sec.Items, s.card(a, names))
+	}
+	if len(sec.Items) == 0 {
+		return nil, nil
+	}
+	return []host.InboxSection{sec}, nil
+}
+
+// CountOpen counts the open questions p may answer, or, for an agent, the
+// ones it asked.
+func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
+	const kind = "questions"
+	asker := ""
+	if p.Kind != store.KindHuman {
+		asker = p.ID
+	}
+	open, err := s.Asks.OpenAsks(ctx, asker)
+	if err != nil {
+		return map[string]int{kind: 0}
+	}
+	n := 0
+	for _, a := range open {
+		if asker != "" || s.Gate.Oversees(ctx, p, a.Asker) {
+			n++
+		}
+	}
+	return map[string]int{kind: n}
+}
+
+// kindWords says how a question is answered.
+var kindWords = map[string]string{
+	store.AskYesNo:  "Yes or no",
+	store.AskChoice: "One of the options",
+	store.AskText:   "A short text",
+}
+
+// card is a's inbox card: the question as the agent wrote it (the page
+// shows hidden characters as escapes), its reason and deadline, and one
+// button per answer.
+func (s *Part) card(a store.Ask, names map[string]string) host.InboxItem {
+	asker := host.NameOr(names, a.Asker)
+	it := host.InboxItem{
+		Title:   "Question from " + asker,
+		Summary: a.Question,
+		Fields: []host.InboxField{
+			{Label: "Asked by", Value: asker},
+			{Label: "Answer", Value: kindWords[a.Kind]},
+		},
+		Details: []host.InboxField{{Label: "Question id", Value: a.ID}},
+	}
+	if a.Reason != "" {
+		it.Fields = append(it.Fields, host.InboxField{Label: "Why the agent asks", Value: a.Reason})
+	}
+	it.Fields = append(it.Fields, host.InboxTime("Asked", a.CreatedAt))
+	if !a.Deadline.IsZero() {
+		it.Fields = append(it.Fields, host.InboxTime("Answer by", a.Deadline),
+			host.InboxField{Label: "If nobody answers by then", Value: fallbackWords(a)})
+	}
+	it.Note = "Your answer goes to the agent as you give it; the agent decides what to do with it."
+	d := s.decision(a)
+	it.Decision = d
+	id := d.ID()
+	answer := func(label, value string, primary bool) host.InboxAction {
+		return host.InboxAction{Label: label, URL: decideURL, Primary: primary,
+			Values: map[string]string{"id": id, "decision": "approve", "value:answer": value}}
+	}
+	switch a.Kind {
+	case store.AskYesNo:
+		it.Actions = append(it.Actions, answer("Yes", Yes, true), answer("No", No, false))
+	case store.AskChoice:
+		for i, o := range a.Options {
+			it.Actions = append(it.Actions, answer(host.RevealText(o), o, i == 0))
+		}
+	case store.AskText:
+		it.Actions = append(it.Actions, host.InboxAction{Label: "Send answer", URL: decideURL, Primary: true,
+			Values: map[string]string{"id": id, "decision": "approve"}, Input: "value:answer", InputLabel: "Your answer"})
+	}
+	it.Actions = append(it.Actions, host.InboxAction{Label: "Decline to answer", URL: decideURL, Danger: true,
+		Values: map[string]string{"id": id, "decision": "decline"}, Input: "note", InputLabel: "Reason (optional)"})
+	return it
+}
+
+// fallbackWords says what a's deadline does.
+func fallbackWords(a store.Ask) string {
+	if ans := fallbackAnswer(a); ans != "" {
+		return fmt.Sprintf("The answer %q is given for you", ans)
+	}
+	return "The question is declined"
+}
+
+// decision makes a's card decidable through /v1/inbox and the card's
+// buttons: approve with values.answer answers, decline declines with the
+// note as the reason. The binding covers everything the card shows of
+// the question.
+func (s *Part) decision(a store.Ask) *host.Decision {
+	bound := map[string]string{"approval": a.ID, "question": a.Question, "answer": a.Kind}
+	if len(a.Options) > 0 {
+		b, _ := json.Marshal(a.Options)
+		bound["options"] = string(b)
+	}
+	if a.Reason != "" {
+		bound["reason"] = a.Reason
+	}
+	if !a.Deadline.IsZero() {
+		bound["deadline"] = a.Deadline.UTC().Format("2006-01-02T15:04:05Z")
+		bound["fallback"] = a.Fallback
+	}
+	edit := host.EditField{Name: "answer", Label: "Answer", Kind: "text"}
+	switch a.Kind {
+	case store.AskYesNo:
+		edit.Kind, edit.Value = "select", Yes
+		edit.Options = []host.EditOption{{Value: Yes, Label: "Yes"}, {Value: No, Label: "No"}}
+	case store.AskChoice:
+		edit.Kind, edit.Value = "select", a.Options[0]
+		for _, o := range a.Options {
+			edit.Options = append(edit.Options, host.EditOption{Value: o, Label: o})
+		}
+	}
+	return &host.Decision{
+		Key: itemKey(a.ID), Binding: binding(a), Kind: Kind, Bound: bound, ProposedBy: a.Asker, DeclineNote: true,
+		Edits: []host.EditField{edit},
+		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
+			got, err := s.Decide(ctx, p, a, Decision{Approve: d.Approve, Answer: d.Values["answer"], Note: d.Note})
+			if err != nil {
+				return "", err
+			}
+			if got.State == store.AskAnswered {
+				return fmt.Sprintf("Answered %q; the agent is told.", strings.TrimSpace(got.Answer)), nil
+			}
+			return "Declined to answer; the agent is told.", nil
+		},
+	}
+}

@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/assent-run/assent/store"
+)
+
+// askMigrations holds agents' questions to people. deadline is NULL when
+// the question has none; the partial index finds the open ones that are
+// due.
+var askMigrations = []migration{{1, `
+CREATE TABLE asks (
+	id TEXT COLLATE "C" PRIMARY KEY,
+	asker TEXT COLLATE "C" NOT NULL,
+	question TEXT NOT NULL,
+	options TEXT NOT NULL DEFAULT '[]',
+	kind TEXT NOT NULL CHECK (kind IN ('yes_no','choice','text')),
+	reason TEXT NOT NULL DEFAULT '',
+	created_at TIMESTAMPTZ NOT NULL,
+	deadline TIMESTAMPTZ,
+	fallback TEXT NOT NULL DEFAULT '',
+	state TEXT NOT NULL CHECK (state IN ('open','answered','declined','expired')),
+	answer TEXT NOT NULL DEFAULT '',
+	decided_by TEXT NOT NULL DEFAULT '',
+	note TEXT NOT NULL DEFAULT '',
+	decided_at TIMESTAMPTZ
+);
+CREATE INDEX asks_open ON asks(asker, created_at) WHERE state = 'open';
+CREATE INDEX asks_due ON asks(deadline) WHERE state = 'open' AND deadline IS NOT NULL;
+`}}
+
+// Asks implements store.Store.
+func (s *DB) Asks() store.Asks { return s }
+
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at`
+
+func scanAsk(row pgx.Row) (store.Ask, error) {
+	var a store.Ask
+	var opts string
+	var deadline, decided *time.Time
+	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &a.CreatedAt, &deadline, &a.Fallback,
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided)
+	if err != nil {
+		return a, rowErr(err, "read question")
+	}
+	if err := json.Unmarshal([]byte(opts), &a.Options); err != nil {
+		return a, fmt.Errorf("read question %s: options: %w", a.ID, err)
+	}
+	if len(a.Options) == 0 {
+		a.Options = nil
+	}
+	a.CreatedAt, a.Deadline, a.DecidedAt = utc(a.CreatedAt), fromOpt(deadline), fromOpt(decided)
+	return a, nil
+}
+
+// CreateAsk implements store.Asks. A transaction-scoped advisory lock on
+// the asker serializes its count and insert with those of its concurrent
+// questions, on every node.
+func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	opts, err := json.Marshal(a.Options)
+	if err != nil || a.Options == nil {
+		opts = []byte("[]")
+	}
+	err = s.inTx(ctx, "create question", pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if maxOpen > 0 {
+			if err := lockItem(ctx, tx, "asks", a.Asker); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM asks WHERE asker = $1 AND state = 'open'`, a.Asker).Scan(&n); err != nil {
+				return err
+			}
+			if n >= maxOpen {
+				return store.ErrTooManyAsks
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open')`,
+			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback)
+		return err
+	})
+	switch {
+	case isUnique(err):
+		return store.ErrConflict
+	case errors.Is(err, store.ErrTooManyAsks):
+		return store.ErrTooManyAsks
+	case err != nil:
+		return fmt.Errorf("create question: %w", err)
+	}
+	return nil
+}
+
+// Ask implements store.Asks.
+func (s *DB) Ask(ctx context.Context, id string) (store.Ask, error) {
+	return scanAsk(s.pool.QueryRow(ctx, `SELECT `+askCols+` FROM asks WHERE id = $1`, id))
+}
+
+func (s *DB) listAsks(ctx context.Context, query string, args ...any) ([]store.Ask, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list questions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Ask
+	for rows.Next() {
+		a, err := scanAsk(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list questions: %w", err)
+	}
+	return out, nil
+}
+
+// OpenAsks implements store.Asks.
+func (s *DB) OpenAsks(ctx context.Context, asker string) ([]store.Ask, error) {
+	if asker == "" {
+		return s.listAsks(ctx, `SELECT `+askCols+` FROM asks WHERE state = 'open' ORDER BY created_at, id`)
+	}
+	return s.listAsks(ctx, `SELECT `+askCols+` FROM asks WHERE asker = $1 AND state = 'open' ORDER BY created_at, id`, asker)
+}
+
+// DecideAsk implements store.Asks. The update's condition on the open
+// state is the compare-and-set: of concurrent updates, the first to lock
+// the row wins, and the others find it decided when they re-check the
+// condition.
+func (s *DB) DecideAsk(ctx context.Context, id string, d store.AskDecision) (store.Ask, error) {
+	if !store.ValidAskDecision(d) {
+		return store.Ask{}, fmt.Errorf("%w: a question ends answered (with an answer), declined or expired, not %q", store.ErrInvalid, d.State)
+	}
+	a, err := scanAsk(s.pool.QueryRow(ctx, `UPDATE asks SET state = $1, answer = $2, decided_by = $3, note = $4, decided_at = $5
+		WHERE id = $6 AND state = 'open' RETURNING `+askCols, d.State, d.Answer, d.DecidedBy, d.Note, d.At, id))
+	if !errors.Is(err, store.ErrNotFound) {
+		return a, err
+	}
+	a, err = s.Ask(ctx, id)
+	if err != nil {
+		return a, err
+	}
+	return a, store.ErrConflict
+}
+
+// DueAsks implements store.Asks.
+func (s *DB) DueAsks(ctx context.Context, now time.Time, limit int) ([]store.Ask, error) {
+	return s.listAsks(ctx, `SELECT `+askCols+` FROM asks WHERE state = 'open' AND deadline IS NOT NULL AND deadline <= $1 ORDER BY deadline, id LIMIT $2`, now, limit)
+}

@@ -1,0 +1,206 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/assent-run/assent/store"
+)
+
+func testAsks(t *testing.T, open func(*testing.T) store.Store) {
+	st := open(t)
+	q := st.Asks()
+	ask := func(id, asker string, created time.Duration) store.Ask {
+		return store.Ask{ID: id, Asker: asker, Question: "Pay invoice " + id + "?", Kind: store.AskYesNo,
+			CreatedAt: at(created), State: store.AskOpen}
+	}
+
+	t.Run("create and read", func(t *testing.T) {
+		a := store.Ask{ID: "ask_round", Asker: "p_round", Question: "Which account?\u202e", Options: []string{"Checking", "Savings"},
+			Kind: store.AskChoice, Reason: "the invoice names none", CreatedAt: at(time.Second), Deadline: at(24 * time.Hour),
+			Fallback: "Savings", State: store.AskOpen}
+		if err := q.CreateAsk(ctx(t), a, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.CreateAsk(ctx(t), a, 0); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("second CreateAsk = %v, want ErrConflict", err)
+		}
+		got, err := q.Ask(ctx(t), a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Question != a.Question || !slices.Equal(got.Options, a.Options) || got.Kind != a.Kind || got.Reason != a.Reason ||
+			!got.CreatedAt.Equal(a.CreatedAt) || !got.Deadline.Equal(a.Deadline) || got.Fallback != a.Fallback ||
+			got.State != store.AskOpen || got.Answer != "" || got.DecidedBy != "" || !got.DecidedAt.IsZero() {
+			t.Errorf("Ask = %+v, want %+v", got, a)
+		}
+		if _, err := q.Ask(ctx(t), "ask_none"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown question: %v, want ErrNotFound", err)
+		}
+		yn := ask("ask_nodeadline", "p_round", 2*time.Second)
+		if err := q.CreateAsk(ctx(t), yn, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.Ask(ctx(t), yn.ID); err != nil || !got.Deadline.IsZero() || got.Options != nil {
+			t.Errorf("question without deadline or options read back as %+v, %v", got, err)
+		}
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		for _, a := range []store.Ask{
+			{ID: "ask_bad1", Asker: "p", Kind: store.AskYesNo, State: store.AskOpen, CreatedAt: epoch},
+			{ID: "ask_bad2", Asker: "p", Question: "?", Kind: "maybe", State: store.AskOpen, CreatedAt: epoch},
+			{ID: "ask_bad3", Asker: "p", Question: "?", Kind: store.AskChoice, State: store.AskOpen, CreatedAt: epoch},
+			{ID: "ask_bad4", Asker: "p", Question: "?", Kind: store.AskYesNo, State: store.AskAnswered, CreatedAt: epoch},
+		} {
+			if err := q.CreateAsk(ctx(t), a, 0); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("CreateAsk(%+v) = %v, want ErrInvalid", a, err)
+			}
+		}
+		if _, err := q.DecideAsk(ctx(t), "ask_round", store.AskDecision{State: store.AskAnswered, At: epoch}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("an answer without its text: %v, want ErrInvalid", err)
+		}
+		if a, _ := q.Ask(ctx(t), "ask_round"); a.State != store.AskOpen {
+			t.Errorf("a refused decision changed the question: %+v", a)
+		}
+	})
+
+	t.Run("open bound", func(t *testing.T) {
+		for i := range 3 {
+			if err := q.CreateAsk(ctx(t), ask(fmt.Sprintf("ask_b%d", i), "p_bound", time.Duration(10+i)*time.Second), 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := q.CreateAsk(ctx(t), ask("ask_b3", "p_bound", time.Minute), 3); !errors.Is(err, store.ErrTooManyAsks) {
+			t.Errorf("fourth open question under a bound of 3: %v, want ErrTooManyAsks", err)
+		}
+		if err := q.CreateAsk(ctx(t), ask("ask_other", "p_other", time.Minute), 3); err != nil {
+			t.Errorf("another asker's question: %v", err)
+		}
+		open, err := q.OpenAsks(ctx(t), "p_bound")
+		if err != nil || len(open) != 3 || open[0].ID != "ask_b0" || open[2].ID != "ask_b2" {
+			t.Fatalf("OpenAsks = %v, %v; want ask_b0..ask_b2 oldest first", open, err)
+		}
+		if _, err := q.DecideAsk(ctx(t), "ask_b1", store.AskDecision{State: store.AskDeclined, DecidedBy: "p_ada", At: at(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.CreateAsk(ctx(t), ask("ask_b3", "p_bound", time.Minute), 3); err != nil {
+			t.Errorf("a question after one was decided: %v", err)
+		}
+		all, err := q.OpenAsks(ctx(t), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, a := range all {
+			ids[a.ID] = true
+		}
+		if !ids["ask_other"] || !ids["ask_b3"] || ids["ask_b1"] {
+			t.Errorf("OpenAsks of everyone = %v", all)
+		}
+	})
+
+	t.Run("concurrent askers stay within the bound", func(t *testing.T) {
+		const n, bound = 12, 4
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = q.CreateAsk(ctx(t), ask(fmt.Sprintf("ask_c%02d", i), "p_crowd", time.Second), bound)
+			}()
+		}
+		wg.Wait()
+		made := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				made++
+			case !errors.Is(err, store.ErrTooManyAsks):
+				t.Errorf("CreateAsk: %v", err)
+			}
+		}
+		if made != bound {
+			t.Errorf("%d questions stored under a bound of %d", made, bound)
+		}
+	})
+
+	t.Run("one decision wins", func(t *testing.T) {
+		if err := q.CreateAsk(ctx(t), ask("ask_race", "p_race", time.Second), 0); err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		var wg sync.WaitGroup
+		type result struct {
+			a   store.Ask
+			err error
+		}
+		res := make([]result, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a, err := q.DecideAsk(ctx(t), "ask_race", store.AskDecision{State: store.AskAnswered, Answer: fmt.Sprint("yes", i),
+					DecidedBy: fmt.Sprintf("p_person%d", i), Note: "ok", At: at(time.Minute)})
+				res[i] = result{a, err}
+			}()
+		}
+		wg.Wait()
+		winner := ""
+		for i, r := range res {
+			if r.err == nil {
+				if winner != "" {
+					t.Fatalf("two decisions won: %s and %s", winner, r.a.DecidedBy)
+				}
+				winner = r.a.DecidedBy
+				if r.a.State != store.AskAnswered || r.a.Answer != fmt.Sprint("yes", i) || !r.a.DecidedAt.Equal(at(time.Minute)) {
+					t.Errorf("winner's question = %+v", r.a)
+				}
+			} else if !errors.Is(r.err, store.ErrConflict) {
+				t.Errorf("losing decision: %v, want ErrConflict", r.err)
+			}
+		}
+		if winner == "" {
+			t.Fatal("no decision won")
+		}
+		for _, r := range res {
+			if r.err != nil && r.a.DecidedBy != winner {
+				t.Errorf("a loser was told %q decided, want %q", r.a.DecidedBy, winner)
+			}
+		}
+		if _, err := q.DecideAsk(ctx(t), "ask_none", store.AskDecision{State: store.AskDeclined, At: epoch}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("deciding an unknown question: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("due", func(t *testing.T) {
+		for i, d := range []time.Duration{3 * time.Hour, 2 * time.Hour, 5 * time.Hour} {
+			a := ask(fmt.Sprintf("ask_due%d", i), "p_due", 0)
+			a.Deadline, a.Fallback = at(d), "decline"
+			if err := q.CreateAsk(ctx(t), a, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		due, err := q.DueAsks(ctx(t), at(3*time.Hour), 10)
+		if err != nil || len(due) != 2 || due[0].ID != "ask_due1" || due[1].ID != "ask_due0" {
+			t.Fatalf("DueAsks = %v, %v; want ask_due1, ask_due0", due, err)
+		}
+		if due, _ := q.DueAsks(ctx(t), at(3*time.Hour), 1); len(due) != 1 {
+			t.Errorf("DueAsks with limit 1 returned %d", len(due))
+		}
+		if _, err := q.DecideAsk(ctx(t), "ask_due1", store.AskDecision{State: store.AskExpired, Note: "no decision before the deadline", At: at(3 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if due, _ := q.DueAsks(ctx(t), at(3*time.Hour), 10); len(due) != 1 || due[0].ID != "ask_due0" {
+			t.Errorf("DueAsks after one expired = %v", due)
+		}
+		if a, _ := q.Ask(ctx(t), "ask_due1"); a.State != store.AskExpired || a.DecidedBy != "" || a.Note != "no decision before the deadline" {
+			t.Errorf("expired question = %+v", a)
+		}
+	})
+}
