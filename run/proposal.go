@@ -286,7 +286,7 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	msg := "A person must approve this command in the web inbox: " + url
 	script, _ := ShownProposal(prop)
 	v := &PendingApproval{Status: StatusPendingApproval, Proposal: prop.ID, Kind: prop.Kind, URL: url, Message: msg,
-		Script: script, WorkDir: prop.WorkDir, NextActions: []string{"inspect target=proposal:" + prop.ID + " view=status"}}
+		Script: script, WorkDir: prop.WorkDir, NextActions: proposalNext(prop.ID)}
 	if prop.Kind == store.ProposalSpawn {
 		v.Run = prop.Target
 	} else {
@@ -485,11 +485,11 @@ func ProposalView(p store.Proposal, url string) *Proposal {
 	}
 	switch {
 	case p.Status == store.ProposalPending:
-		v.NextActions = []string{"wait for a person to decide at " + url, "inspect target=proposal:" + p.ID + " view=status"}
+		v.NextActions = proposalNext(p.ID)
 	case p.Status == store.ProposalApproved && p.Kind == store.ProposalSpawn:
-		v.NextActions = []string{"inspect target=run:" + p.Target + " view=status", "inspect target=run:" + p.Target + " view=trace"}
+		v.NextActions = []tool.Next{inspectNext("run:"+p.Target, "status"), inspectNext("run:"+p.Target, "trace")}
 	case p.Status == store.ProposalApproved:
-		v.NextActions = []string{"call tool " + p.Target, "inspect target=tool:" + p.Target + " view=status"}
+		v.NextActions = []tool.Next{inspectNext("tool:"+p.Target, "schema"), inspectNext("tool:"+p.Target, "status")}
 	}
 	return v
 }
