@@ -42,7 +42,7 @@ func executeSpec() tool.Spec[executeArgs] {
 		// not offered over MCP, and a call that sends one anyway is refused
 		// with human_confirmation_required.
 		Unlisted: map[string][]string{"action": personActions},
-		Example:     executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
+		Example:  executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
 	}
 }
 
