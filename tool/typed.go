@@ -117,6 +117,7 @@ func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in I
 type input struct {
 	schema   json.RawMessage
 	listed   json.RawMessage // schema without the unlisted enum values
+	unlisted map[string][]string
 	compiled *jsonschema.Schema
 	fields   []string // the top-level arguments, in declaration order
 	retired  map[string]string
@@ -155,7 +156,7 @@ func newInput[In any](retired map[string]string, unlisted map[string][]string) (
 			return nil, err
 		}
 	}
-	return &input{schema: b, listed: listed, compiled: c, fields: jsonFields(t), retired: retired}, nil
+	return &input{schema: b, listed: listed, unlisted: unlisted, compiled: c, fields: jsonFields(t), retired: retired}, nil
 }
 
 // compileSchema compiles a derived schema for validation.
@@ -293,9 +294,11 @@ func (in *input) issue(v *jsonschema.ValidationError) (Issue, map[string]any) {
 		}
 		data["field"] = field(f)
 	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = fmt.Sprint(w)
+		want := make([]string, 0, len(k.Want))
+		for _, w := range k.Want {
+			if str := fmt.Sprint(w); !slices.Contains(in.unlisted[path], str) {
+				want = append(want, str)
+			}
 		}
 		msg = fmt.Sprintf("%q must be one of %s", path, strings.Join(quoteAll(want), ", "))
 		data["accepted"] = want

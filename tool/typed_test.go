@@ -128,7 +128,7 @@ func TestUnlistedEnumValues(t *testing.T) {
 		t.Fatalf("stage: %v", err)
 	}
 	_, err = tl.Handler(context.Background(), Call{Args: json.RawMessage(`{"action":"jump"}`)})
-	if !errors.As(err, &te) || te.Code != CodeInvalidParams {
+	if !errors.As(err, &te) || te.Code != CodeInvalidParams || strings.Contains(te.Message, "stage") {
 		t.Fatalf("jump: %v", err)
 	}
 	bad := New(Spec[typedArgs]{Name: "t_bad", Example: typedArgs{Action: "focus"}, Unlisted: map[string][]string{"name": {"x"}}},
