@@ -121,6 +121,7 @@ type spawnArgs struct {
 	Artifacts        map[string]Artifact        `json:"artifacts,omitempty"`
 	TransportContext map[string]any             `json:"transport_context,omitempty"`
 	Verbose          bool                       `json:"verbose,omitempty"`
+	Reason           string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
 }
 
 // inspectArgs are actors_inspect's arguments.
@@ -153,6 +154,7 @@ type registerArgs struct {
 	Async       *bool                      `json:"async,omitempty" type:"boolean"`
 	Update      bool                       `json:"update,omitempty"`
 	Expose      *bool                      `json:"expose,omitempty" type:"boolean"`
+	Reason      string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
 }
 
 // Arguments the actors_* tools no longer take, with the hint a call that
@@ -242,7 +244,11 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call, in spawnArgs) (*to
 	if in.Recipe == "" {
 		in.Recipe = in.File
 	}
-	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts}
+	why, rerr := tool.CheckReason(in.Reason)
+	if rerr != nil {
+		return nil, rerr
+	}
+	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts, Reason: why}
 	if in.As != "" {
 		if !strings.HasPrefix(strings.TrimSpace(in.As), "run:") {
 			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "spawn.as accepts only run:<id>; received: " + in.As}
@@ -500,7 +506,11 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call, in registerArgs
 		expose = prev.Expose
 	}
 	if !direct {
-		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine)
+		why, rerr := tool.CheckReason(in.Reason)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine, why)
 	}
 	v, err := ts.install(ctx, caller.ID, name, d, r, expose, in.Update)
 	if err != nil {

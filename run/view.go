@@ -513,7 +513,11 @@ type Proposal struct {
 	// DecidedBy is set once the proposal is decided.
 	DecidedBy *string `json:"decided_by,omitempty"`
 	DecidedAt string  `json:"decided_at,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
+	// Reason is the deciding person's reason for a decline (or why an
+	// approval could not be carried out).
+	Reason string `json:"reason,omitempty"`
+	// Why is the proposer's own reason for asking, as the person saw it.
+	Why string `json:"why,omitempty"`
 	// Result is what carrying out an approved proposal answered.
 	Result      any         `json:"result,omitempty"`
 	NextActions []tool.Next `json:"next_actions,omitempty"`
