@@ -39,6 +39,8 @@ type InboxItem struct {
 	Needs int `json:"needs"`
 	// ProposedBy is the principal id of who filed the item.
 	ProposedBy string `json:"proposed_by,omitempty"`
+	// Why is the proposer's own reason for asking, as it wrote it.
+	Why string `json:"why,omitempty"`
 	// Fields are the card's labelled lines.
 	Fields []InboxField `json:"fields,omitempty"`
 	// Note and Warn are the card's explanation and warning.

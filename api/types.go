@@ -112,6 +112,9 @@ type SpawnRequest struct {
 	// As is the Run's target, run:<id>, instead of RunID.
 	As        string                  `json:"as,omitempty"`
 	Artifacts map[string]run.Artifact `json:"artifacts,omitempty"`
+	// Reason is why the caller asks, shown to the person who decides
+	// when the spawn waits for approval (at most 500 characters).
+	Reason string `json:"reason,omitempty"`
 }
 
 // RunControlRequest is the body of POST /v1/runs/{id}/controls.

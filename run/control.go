@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
 // Apply applies one Control action to an owned Run. The runtime-owned
@@ -162,7 +163,7 @@ func (m *Manager) deliverLocked(ctx context.Context, ownerID, senderID, id, acti
 	}
 	m.notify(r.OwnerID, id, "run.control")
 	return &ControlDelivery{Action: action, Bytes: n, ControlID: c.ID, Delivery: "delivered", EndpointType: "fifo",
-		NextActions: []string{"inspect target=run:" + id + " view=control"}, Run: id, InstanceID: r.InstanceID}, nil, nil
+		NextActions: []tool.Next{inspectNext("run:"+id, "control")}, Run: id, InstanceID: r.InstanceID}, nil, nil
 }
 
 // terminalControlReason is the error recorded on a Control whose Run
@@ -207,7 +208,7 @@ func (m *Manager) admissionError(id string, err error) error {
 	}
 	d := map[string]any{"reason": ce.Reason, "pending": ce.Pending, "limit": ce.Limit, "journal_bytes": ce.JournalBytes,
 		"journal_limit": ce.JournalLimit, "run_instance_id": ce.InstanceID,
-		"next_actions": []string{"inspect target=run:" + id + " view=control", "inspect target=runtime view=triage"}}
+		"next_actions": []tool.Next{inspectNext("run:"+id, "control"), inspectNext("runtime", "triage")}}
 	if !ce.OldestPendingAt.IsZero() {
 		d["oldest_pending_at"] = store.FormatTime(ce.OldestPendingAt)
 	}

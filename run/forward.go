@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 
 	"github.com/assent-run/assent/wire"
 )
@@ -142,7 +143,7 @@ func (m *Manager) awaitDelivery(ctx context.Context, r store.RunRecord, node str
 		return nil, err
 	}
 	res := &ControlDelivery{Action: c.Action, ControlID: c.ID, Delivery: "delivered", EndpointType: "fifo",
-		NextActions: []string{"inspect target=run:" + id + " view=control"}, Run: id, InstanceID: r.InstanceID, Node: node}
+		NextActions: []tool.Next{inspectNext("run:"+id, "control")}, Run: id, InstanceID: r.InstanceID, Node: node}
 	switch {
 	case !done:
 		res.Delivery = "queued"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/assent-run/assent/run/journal"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 )
 
 // Inspection bounds.
@@ -525,9 +526,9 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (*Triage, error) {
 	}
 	slices.SortStableFunc(attention, func(a, b AttentionEvent) int { return cmp.Compare(b.TS, a.TS) })
 	pending := append(pendingStale, pendingFresh...)
-	next := []string{}
+	next := []tool.Next{}
 	if len(failed) > 0 {
-		next = append(next, "inspect target=runtime view=runs status=failed")
+		next = append(next, inspectNext("runtime", "runs", "status", "failed"))
 	}
 	seen := map[string]bool{}
 	troubled := make([]string, 0, len(pendingStale)+len(backpressured))
@@ -540,11 +541,11 @@ func (m *Manager) triage(ctx context.Context, ownerID string) (*Triage, error) {
 	for _, id := range troubled {
 		if !seen[id] && len(seen) < 3 {
 			seen[id] = true
-			next = append(next, "inspect target=run:"+id+" view=control")
+			next = append(next, inspectNext("run:"+id, "control"))
 		}
 	}
 	for _, e := range attention[:min(3, len(attention))] {
-		next = append(next, "inspect target=run:"+e.Run+" view=trace source=runtime")
+		next = append(next, inspectNext("run:"+e.Run, "trace", "source", "runtime"))
 	}
 	return &Triage{
 		FailedRuns:             failed,
@@ -576,7 +577,7 @@ func capList[T any](l []T) []T {
 // recipesSummary lists the Recipe files under <data>/recipes.
 func (m *Manager) recipesSummary() *RecipesSummary {
 	v := &RecipesSummary{Active: []RecipeInfo{}, Invalid: []RecipeIssue{}, Disabled: []RecipeIssue{}, Shadowed: []string{},
-		Diagnostics: []string{}, Root: m.recipesDir(), NextActions: []string{}}
+		Diagnostics: []string{}, Root: m.recipesDir(), NextActions: []tool.Next{}}
 	entries, _ := os.ReadDir(m.recipesDir())
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
@@ -606,7 +607,7 @@ func (m *Manager) recipesSummary() *RecipesSummary {
 			Control: nonNilStrings(r.Control), Async: r.Async, Singleton: r.Singleton, SourceKind: "user_registry_capability"})
 	}
 	if len(v.Active) > 0 {
-		v.NextActions = append(v.NextActions, "actors_run_spawn recipe="+v.Active[0].ID)
+		v.NextActions = append(v.NextActions, tool.NextCall(ToolSpawn, map[string]any{"recipe": v.Active[0].ID}))
 	}
 	v.Counts = RecipeCounts{Active: len(v.Active), Invalid: len(v.Invalid), Disabled: len(v.Disabled)}
 	return v

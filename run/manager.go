@@ -346,6 +346,9 @@ type SpawnRequest struct {
 	// Definition, when set, is a whole Recipe to run (registered tools).
 	Definition *Recipe
 	Values     map[string]json.RawMessage
+	// Reason is why the caller asks, shown to the person who decides
+	// when the spawn waits for approval.
+	Reason string
 	// RunID is the Run id; "run-<epoch ms>" when empty.
 	RunID string
 	// Artifacts adds or replaces declared artifacts.

@@ -286,7 +286,7 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	msg := "A person must approve this command in the web inbox: " + url
 	script, _ := ShownProposal(prop)
 	v := &PendingApproval{Status: StatusPendingApproval, Proposal: prop.ID, Kind: prop.Kind, URL: url, Message: msg,
-		Script: script, WorkDir: prop.WorkDir, NextActions: []string{"inspect target=proposal:" + prop.ID + " view=status"}}
+		Script: script, WorkDir: prop.WorkDir, NextActions: proposalNext(prop.ID)}
 	if prop.Kind == store.ProposalSpawn {
 		v.Run = prop.Target
 	} else {
@@ -328,7 +328,7 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 		request, _ = json.Marshal(spawnRequestDoc{Artifacts: req.Artifacts})
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalSpawn, Target: id, Recipe: def, Script: script, WorkDir: dir,
-		EnvNames: processEnvNames(rec, true), Controls: rec.Control, Values: req.Values, Request: request})
+		EnvNames: processEnvNames(rec, true), Controls: rec.Control, Values: req.Values, Request: request, Why: req.Reason})
 }
 
 // ProposeSpawn files req, an inline-template spawn that p may not run
@@ -348,7 +348,7 @@ func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req Spaw
 }
 
 // proposeTool files a tool registration for a person's approval.
-func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool) (*tool.Reply[any], error) {
+func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool, why string) (*tool.Reply[any], error) {
 	script, err := r.Script(nil)
 	if err != nil {
 		return nil, toolError(err)
@@ -360,7 +360,7 @@ func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name stri
 		dir = proposalWorkDir("<run id>")
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalTool, Target: name, Recipe: doc, Script: script, WorkDir: dir,
-		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request})
+		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request, Why: why})
 }
 
 // proposal returns the proposal id as viewer may see it: its proposer
@@ -473,7 +473,7 @@ func ProposalView(p store.Proposal, url string) *Proposal {
 	script, values := ShownProposal(p)
 	v := &Proposal{ID: p.ID, Kind: p.Kind, Status: p.Status, Target: p.Target, Proposer: p.ProposerID,
 		Recipe: recipe, Script: script, WorkDir: p.WorkDir, EnvNames: nonNilStrings(p.EnvNames),
-		Controls: nonNilStrings(p.Controls), Values: values, CreatedAt: store.FormatTime(p.CreatedAt), URL: url, Reason: p.Reason}
+		Controls: nonNilStrings(p.Controls), Values: values, CreatedAt: store.FormatTime(p.CreatedAt), URL: url, Reason: p.Reason, Why: p.Why}
 	if p.Status != store.ProposalPending {
 		v.DecidedBy = &p.DecidedBy
 		if !p.DecidedAt.IsZero() {
@@ -485,11 +485,11 @@ func ProposalView(p store.Proposal, url string) *Proposal {
 	}
 	switch {
 	case p.Status == store.ProposalPending:
-		v.NextActions = []string{"wait for a person to decide at " + url, "inspect target=proposal:" + p.ID + " view=status"}
+		v.NextActions = proposalNext(p.ID)
 	case p.Status == store.ProposalApproved && p.Kind == store.ProposalSpawn:
-		v.NextActions = []string{"inspect target=run:" + p.Target + " view=status", "inspect target=run:" + p.Target + " view=trace"}
+		v.NextActions = []tool.Next{inspectNext("run:"+p.Target, "status"), inspectNext("run:"+p.Target, "trace")}
 	case p.Status == store.ProposalApproved:
-		v.NextActions = []string{"call tool " + p.Target, "inspect target=tool:" + p.Target + " view=status"}
+		v.NextActions = []tool.Next{inspectNext("tool:"+p.Target, "schema"), inspectNext("tool:"+p.Target, "status")}
 	}
 	return v
 }

@@ -51,7 +51,7 @@ const toolViewSchema = `{"type":"object","description":"inspect tool:<name>","pr
 "required_args":{"type":"array","items":{"type":"string"}},
 "optional_args":{"type":"array","items":{"type":"string"}},
 "diagnostics":{"type":"array","items":{"type":"string"}},
-"next_actions":{"type":"array","items":{"type":"string"}}},
+"next_actions":{"type":"array","items":{"type":"object","properties":{"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["tool","arguments"]}}},
 "required":["name","description"],"additionalProperties":false}`
 
 func generateSchemas() (toolSchemas, error) {

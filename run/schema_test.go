@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/assent-run/assent/tool"
 )
 
 // compileSchema compiles an output schema, failing the test when it is
@@ -51,7 +53,7 @@ func TestOutputSchemasMatchResults(t *testing.T) {
 		Artifacts:  map[string]ArtifactState{"report": {Path: "/d/runs/r1/r.md", Exists: true, Kind: "report", MediaType: "text/markdown", Required: true, Size: &size}},
 		StderrHead: "boom", Archived: true, ArchiveDir: "/d/archive/r1", Reused: true}
 	pending := &PendingApproval{Status: StatusPendingApproval, Proposal: "p1", Kind: "spawn", Run: "r1", URL: "http://x/p1",
-		Message: "waits", Script: "echo", WorkDir: "/d/runs/r1", NextActions: []string{"inspect target=proposal:p1 view=status"}}
+		Message: "waits", Script: "echo", WorkDir: "/d/runs/r1", NextActions: []tool.Next{inspectNext("proposal:p1", "status")}}
 	record := ControlRecord{ID: "c1", InstanceID: "i1", Action: "pause", Status: "failed", QueuedAt: "t", DeliveredAt: "t",
 		ClaimedAt: "t", FailedAt: "t", Input: map[string]any{"why": "x"}, Error: "busy", SenderID: "ada"}
 	decided := "ada"
@@ -62,7 +64,7 @@ func TestOutputSchemasMatchResults(t *testing.T) {
 		ok     []any
 		bad    []any
 	}{
-		{ToolSpawn, s.spawn, []any{SpawnResult{Run: run, URL: "http://x/runs/r1", NextActions: []string{"inspect"}}, pending},
+		{ToolSpawn, s.spawn, []any{SpawnResult{Run: run, URL: "http://x/runs/r1", NextActions: []tool.Next{inspectNext("run:r1", "trace")}}, pending},
 			[]any{map[string]any{"status": "running"}, map[string]any{"run": "r1"}}},
 		{"recipe tool", s.recipeRun, []any{SpawnResult{Run: run, URL: "u"}}, []any{pending}},
 		{ToolInspect, s.inspect, []any{
@@ -72,9 +74,9 @@ func TestOutputSchemasMatchResults(t *testing.T) {
 				PendingControls:    []PendingControl{{Run: "r1", ID: "c1", Action: "pause", Status: "queued", Reason: "r", AgeMS: 5, Stale: true}},
 				BackpressuredRuns:  []BackpressuredRun{{Run: "r1", Pending: 64, PendingLimit: 64, JournalBytes: 10}},
 				ControlDiagnostics: []ControlDiagnostic{{Run: "r1", Reason: "bad", Line: 3}}, TraceDiagnostics: []TraceDiagnostic{{Run: "r1"}},
-				AttentionEvents: []AttentionEvent{{Run: "r1", ID: "e1", Kind: "k", Attention: "notify", Summary: "s", TS: "t"}}, NextActions: []string{"x"}},
+				AttentionEvents: []AttentionEvent{{Run: "r1", ID: "e1", Kind: "k", Attention: "notify", Summary: "s", TS: "t"}}, NextActions: []tool.Next{inspectNext("runtime", "triage")}},
 			&RecipesSummary{Active: []RecipeInfo{{ID: "report", Path: "/d/recipes/report.json"}}, Invalid: []RecipeIssue{{ID: "x", Path: "p", Invalid: true, Reason: "r"}},
-				Disabled: []RecipeIssue{}, Shadowed: []string{}, Diagnostics: []string{}, Root: "/d/recipes", Counts: RecipeCounts{Active: 1}, NextActions: []string{}},
+				Disabled: []RecipeIssue{}, Shadowed: []string{}, Diagnostics: []string{}, Root: "/d/recipes", Counts: RecipeCounts{Active: 1}, NextActions: []tool.Next{}},
 			run,
 			&RecipeView{Identity: RecipeIdentity{Run: "r1", LaunchKind: "spawn", LaunchSource: "spawn", Recipe: "report", RecipeStem: "report", SourceKind: "user_registry_capability", Tool: "t", Singleton: true},
 				Launch:     LaunchView{Cwd: "/d", Template: "echo", Values: map[string]string{"a": "b"}, Control: []string{}, Artifacts: map[string]ArtifactState{}},
@@ -88,12 +90,12 @@ func TestOutputSchemasMatchResults(t *testing.T) {
 				RecentControls: []ControlRecord{record}, Endpoint: &Endpoint{Path: "/d/f.fifo", Type: "fifo"}},
 			&Proposal{ID: "p1", Kind: "spawn", Status: "approved", Target: "r1", Proposer: "mallory", Recipe: map[string]any{"template": "echo"},
 				Script: "echo", WorkDir: "/d", EnvNames: []string{}, Controls: []string{}, Values: map[string]json.RawMessage{"a": json.RawMessage(`1`)},
-				CreatedAt: "t", URL: "u", DecidedBy: &decided, DecidedAt: "t", Reason: "ok", Result: map[string]any{"run": "r1"}, NextActions: []string{}},
+				CreatedAt: "t", URL: "u", DecidedBy: &decided, DecidedAt: "t", Reason: "ok", Result: map[string]any{"run": "r1"}, NextActions: []tool.Next{}},
 			toolViewResult{"name": "controls_list", "description": "d", "parameters": map[string]any{}, "source": "builtin", "callable_now": true, "persisted": false},
 		}, []any{map[string]any{"bogus": true}}},
 		{ToolControl, s.control, []any{
 			ControlApplied{Control: ControlTarget{Target: "run:r1", Action: "pause"}, Result: ControlResult{Delivery: &ControlDelivery{Action: "pause", Bytes: 90,
-				ControlID: "c1", Delivery: "queued", EndpointType: "fifo", NextActions: []string{}, Run: "r1", InstanceID: "i1"}}},
+				ControlID: "c1", Delivery: "queued", EndpointType: "fifo", NextActions: []tool.Next{}, Run: "r1", InstanceID: "i1"}}},
 			ControlApplied{Control: ControlTarget{Target: "run:r1", Action: "kill"}, Result: ControlResult{Kill: &KillResult{Killed: true, Stopped: true,
 				Status: StatusRunning, ProcessIdentity: "valid", PID: 4, Signal: "SIGKILL", SignalTarget: "processGroup", StateDir: "/d"}}},
 			ControlApplied{Control: ControlTarget{Target: "run:r1", Action: "archive"}, Result: ControlResult{Archive: &ArchiveResult{Archived: true,
@@ -102,7 +104,7 @@ func TestOutputSchemasMatchResults(t *testing.T) {
 				PreservedArtifacts: map[string]string{"r": "/p"}, Run: "r1", StateDir: "/d", TS: "t"}}},
 		}, []any{ControlApplied{}, map[string]any{"control": map[string]any{"target": "run:r1", "action": "x"}, "result": map[string]any{"bogus": 1}}}},
 		{ToolRegister, s.register, []any{
-			&ToolRegistration{Activation: "current_session", ActivationBoundary: "current_session", Args: []string{"file:path"}, NextActions: []string{"call tool a_b"},
+			&ToolRegistration{Activation: "current_session", ActivationBoundary: "current_session", Args: []string{"file:path"}, NextActions: []tool.Next{tool.NextCall("a_b", nil)},
 				OptionalArgs: []string{}, RequiredArgs: []string{"file"}, Source: "template", Tool: "a_b", Persisted: true},
 			&ToolList{Tools: []string{"a_b"}}, &ToolDeletion{Tool: "a_b", Deleted: true}, pending,
 		}, []any{map[string]any{"tools": "a_b"}}},

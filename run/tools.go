@@ -121,6 +121,7 @@ type spawnArgs struct {
 	Artifacts        map[string]Artifact        `json:"artifacts,omitempty"`
 	TransportContext map[string]any             `json:"transport_context,omitempty"`
 	Verbose          bool                       `json:"verbose,omitempty"`
+	Reason           string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
 }
 
 // inspectArgs are actors_inspect's arguments.
@@ -153,6 +154,7 @@ type registerArgs struct {
 	Async       *bool                      `json:"async,omitempty" type:"boolean"`
 	Update      bool                       `json:"update,omitempty"`
 	Expose      *bool                      `json:"expose,omitempty" type:"boolean"`
+	Reason      string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
 }
 
 // Arguments the actors_* tools no longer take, with the hint a call that
@@ -242,7 +244,11 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call, in spawnArgs) (*to
 	if in.Recipe == "" {
 		in.Recipe = in.File
 	}
-	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts}
+	why, rerr := tool.CheckReason(in.Reason)
+	if rerr != nil {
+		return nil, rerr
+	}
+	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts, Reason: why}
 	if in.As != "" {
 		if !strings.HasPrefix(strings.TrimSpace(in.As), "run:") {
 			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "spawn.as accepts only run:<id>; received: " + in.As}
@@ -265,7 +271,7 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call, in spawnArgs) (*to
 	}
 	id := v.ID
 	res := SpawnResult{Run: v, URL: ts.RunURL(id),
-		NextActions: []string{"inspect target=run:" + id + " view=recipe", "inspect target=run:" + id + " view=trace", "inspect target=run:" + id + " view=control"}}
+		NextActions: []tool.Next{inspectNext("run:"+id, "recipe"), inspectNext("run:"+id, "trace"), inspectNext("run:"+id, "control")}}
 	text := fmt.Sprintf("run=%s status=%s launch_kind=%s pid=%d next=actors_inspect target=run:%s view=trace", id, v.Status, v.LaunchKind, v.PID, id)
 	return result(text, res, in.Verbose), nil
 }
@@ -500,7 +506,11 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call, in registerArgs
 		expose = prev.Expose
 	}
 	if !direct {
-		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine)
+		why, rerr := tool.CheckReason(in.Reason)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine, why)
 	}
 	v, err := ts.install(ctx, caller.ID, name, d, r, expose, in.Update)
 	if err != nil {
@@ -614,10 +624,11 @@ func (ts *ToolSet) install(ctx context.Context, ownerID, name string, d toolDoc,
 		RegistryActive: true, HostRegistered: active, ActiveTool: active, CallableNow: active, Expose: expose,
 		Activation: "current_session", ActivationBoundary: "current_session",
 		Args: nonNilStrings(r.Args), RequiredArgs: required, OptionalArgs: optional, Async: r.Async, Updated: mine,
-		NextActions: []string{"call tool " + name, "inspect target=tool:" + name + " view=status"}}
-	if !active {
+		NextActions: []tool.Next{inspectNext("tool:"+name, "status")}}
+	if active {
+		v.NextActions = append([]tool.Next{callNext(name, required)}, v.NextActions...)
+	} else {
 		v.ActivationBoundary = "host_registration"
-		v.NextActions = v.NextActions[1:]
 	}
 	return v, nil
 }
@@ -884,9 +895,9 @@ func (ts *ToolSet) toolView(ctx context.Context, caller store.Principal, name, v
 	_ = json.Unmarshal(schemaFor(r, d.Defaults), &params)
 	v["parameters"] = params
 	if live {
-		v["next_actions"] = []string{"call tool " + name}
+		v["next_actions"] = []tool.Next{callNext(name, required)}
 	} else {
-		v["next_actions"] = []string{"actors_tool_register name=" + name + " update=true expose=true"}
+		v["next_actions"] = []tool.Next{tool.NextCall(ToolRegister, map[string]any{"name": name, "update": true, "expose": true})}
 	}
 	return v, nil
 }
@@ -914,8 +925,8 @@ func (ts *ToolSet) Inspect(ctx context.Context, ownerID string, req InspectReque
 // answer: the Run's view, its web page and what to do next.
 type SpawnResult struct {
 	*Run
-	URL         string   `json:"url"`
-	NextActions []string `json:"next_actions,omitempty"`
+	URL         string      `json:"url"`
+	NextActions []tool.Next `json:"next_actions,omitempty"`
 }
 
 // ControlApplied is what actors_control_apply answers: the request and
@@ -941,14 +952,14 @@ type ToolRegistration struct {
 	ActivationBoundary string `json:"activation_boundary"`
 	ActiveTool         bool   `json:"active_tool"`
 	// Args are the declared arguments as written in the Recipe.
-	Args           []string `json:"args"`
-	Async          bool     `json:"async"`
-	CallableNow    bool     `json:"callable_now"`
-	Expose         bool     `json:"expose"`
-	HostRegistered bool     `json:"host_registered"`
-	NextActions    []string `json:"next_actions"`
-	OptionalArgs   []string `json:"optional_args"`
-	Persisted      bool     `json:"persisted"`
+	Args           []string    `json:"args"`
+	Async          bool        `json:"async"`
+	CallableNow    bool        `json:"callable_now"`
+	Expose         bool        `json:"expose"`
+	HostRegistered bool        `json:"host_registered"`
+	NextActions    []tool.Next `json:"next_actions"`
+	OptionalArgs   []string    `json:"optional_args"`
+	Persisted      bool        `json:"persisted"`
 	// Published is false: a changed tool is private until a person
 	// publishes it.
 	Published      bool     `json:"published"`
@@ -983,4 +994,32 @@ type toolViewResult map[string]any
 // Compact implements View.
 func (v toolViewResult) Compact() string {
 	return fmt.Sprintf("tool=%v callable_now=%v", v["name"], v["callable_now"])
+}
+
+// inspectNext suggests actors_inspect of target in view; extra are further
+// arguments as name, value pairs.
+func inspectNext(target, view string, extra ...string) tool.Next {
+	args := map[string]any{"target": target, "view": view}
+	for i := 0; i+1 < len(extra); i += 2 {
+		args[extra[i]] = extra[i+1]
+	}
+	return tool.NextCall(ToolInspect, args)
+}
+
+// callNext suggests calling the registered tool name when it needs no
+// argument, and reading its schema first when it does.
+func callNext(name string, required []string) tool.Next {
+	if len(required) > 0 {
+		return inspectNext("tool:"+name, "schema")
+	}
+	return tool.NextCall(name, nil)
+}
+
+// proposalNext suggests waiting for a person's decision on command
+// proposal id, then reading its status.
+func proposalNext(id string) []tool.Next {
+	return []tool.Next{
+		tool.NextCall("inbox_wait", map[string]any{"items": []any{map[string]any{"command_proposal": id}}}),
+		inspectNext("proposal:"+id, "status"),
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/assent-run/assent/tool"
 )
 
 // Status is the derived status of a Run generation.
@@ -135,14 +137,14 @@ type PruneResult struct {
 // ControlDelivery is the outcome of a declared Control action: admitted to
 // the journal and written to the generation's endpoint.
 type ControlDelivery struct {
-	Action       string   `json:"action"`
-	Bytes        int      `json:"bytes"`
-	ControlID    string   `json:"control_id"`
-	Delivery     string   `json:"delivery"`
-	EndpointType string   `json:"endpoint_type"`
-	NextActions  []string `json:"next_actions"`
-	Run          string   `json:"run"`
-	InstanceID   string   `json:"run_instance_id"`
+	Action       string      `json:"action"`
+	Bytes        int         `json:"bytes"`
+	ControlID    string      `json:"control_id"`
+	Delivery     string      `json:"delivery"`
+	EndpointType string      `json:"endpoint_type"`
+	NextActions  []tool.Next `json:"next_actions"`
+	Run          string      `json:"run"`
+	InstanceID   string      `json:"run_instance_id"`
 	// Node names the node that supervises the Run, when it is not the
 	// node that answered: that node delivers the Control.
 	Node string `json:"node,omitempty"`
@@ -227,7 +229,7 @@ type Triage struct {
 	TraceDiagnosticCount   int                 `json:"trace_diagnostic_count"`
 	TraceDiagnostics       []TraceDiagnostic   `json:"trace_diagnostics"`
 	AttentionEvents        []AttentionEvent    `json:"attention_events"`
-	NextActions            []string            `json:"next_actions"`
+	NextActions            []tool.Next         `json:"next_actions"`
 }
 
 // Compact implements View.
@@ -314,7 +316,7 @@ type RecipesSummary struct {
 	Diagnostics []string      `json:"diagnostics"`
 	Root        string        `json:"root"`
 	Counts      RecipeCounts  `json:"counts"`
-	NextActions []string      `json:"next_actions"`
+	NextActions []tool.Next   `json:"next_actions"`
 }
 
 // Compact implements View.
@@ -478,16 +480,16 @@ type ControlRecord struct {
 // person's approval (Status is StatusPendingApproval). Run or Tool names
 // what the proposal would create.
 type PendingApproval struct {
-	Status      string   `json:"status"`
-	Proposal    string   `json:"proposal"`
-	Kind        string   `json:"kind"`
-	Run         string   `json:"run,omitempty"`
-	Tool        string   `json:"tool,omitempty"`
-	URL         string   `json:"url"`
-	Message     string   `json:"message"`
-	Script      string   `json:"script"`
-	WorkDir     string   `json:"work_dir"`
-	NextActions []string `json:"next_actions"`
+	Status      string      `json:"status"`
+	Proposal    string      `json:"proposal"`
+	Kind        string      `json:"kind"`
+	Run         string      `json:"run,omitempty"`
+	Tool        string      `json:"tool,omitempty"`
+	URL         string      `json:"url"`
+	Message     string      `json:"message"`
+	Script      string      `json:"script"`
+	WorkDir     string      `json:"work_dir"`
+	NextActions []tool.Next `json:"next_actions"`
 }
 
 // Proposal is the view of a proposal: what a person approves or
@@ -511,10 +513,14 @@ type Proposal struct {
 	// DecidedBy is set once the proposal is decided.
 	DecidedBy *string `json:"decided_by,omitempty"`
 	DecidedAt string  `json:"decided_at,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
+	// Reason is the deciding person's reason for a decline (or why an
+	// approval could not be carried out).
+	Reason string `json:"reason,omitempty"`
+	// Why is the proposer's own reason for asking, as the person saw it.
+	Why string `json:"why,omitempty"`
 	// Result is what carrying out an approved proposal answered.
-	Result      any      `json:"result,omitempty"`
-	NextActions []string `json:"next_actions,omitempty"`
+	Result      any         `json:"result,omitempty"`
+	NextActions []tool.Next `json:"next_actions,omitempty"`
 }
 
 // Compact implements View.

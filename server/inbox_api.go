@@ -88,7 +88,7 @@ func (s *Server) handleInboxList(w http.ResponseWriter, r *http.Request, p store
 func inboxItemOf(c host.InboxItem) api.InboxItem {
 	d := c.Decision
 	it := api.InboxItem{ID: d.ID(), Kind: d.Kind, Title: c.Title, Summary: c.Summary, Bound: d.Bound, Needs: 1,
-		ProposedBy: d.ProposedBy, Note: c.Note, Warn: c.Warn, Link: c.Link,
+		ProposedBy: d.ProposedBy, Why: c.Why, Note: c.Note, Warn: c.Warn, Link: c.Link,
 		Decisions: []string{api.DecisionApprove, api.DecisionDecline}, Editable: d.Editable()}
 	if it.Bound == nil {
 		it.Bound = map[string]string{}

@@ -55,6 +55,9 @@ type Proposal struct {
 	// Request holds the rest of the request, kind-specific (artifacts of
 	// a spawn; expose and update of a tool).
 	Request json.RawMessage `json:"request,omitempty"`
+	// Why is the proposer's reason for asking, in its own words, as the
+	// person is shown it; empty when it gave none.
+	Why string `json:"why,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	Status    string    `json:"status"`
@@ -147,14 +150,15 @@ type proposalDoc struct {
 	Controls []string                   `json:"controls"`
 	Values   map[string]json.RawMessage `json:"values,omitempty"`
 	Request  json.RawMessage            `json:"request,omitempty"`
+	Why      string                     `json:"why,omitempty"`
 }
 
 // Document returns the JSON document in which a backend stores p's
 // recorded request: its recipe, script, working directory, environment
-// names, Control actions, values and request.
+// names, Control actions, values, request and the proposer's reason.
 func (p Proposal) Document() ([]byte, error) {
 	return json.Marshal(proposalDoc{Recipe: p.Recipe, Script: p.Script, WorkDir: p.WorkDir, EnvNames: p.EnvNames,
-		Controls: p.Controls, Values: p.Values, Request: p.Request})
+		Controls: p.Controls, Values: p.Values, Request: p.Request, Why: p.Why})
 }
 
 // SetDocument fills p's recorded request from doc, a document Document
@@ -164,7 +168,7 @@ func (p *Proposal) SetDocument(doc []byte) error {
 	if err := json.Unmarshal(doc, &d); err != nil {
 		return fmt.Errorf("proposal %s: damaged record: %w", p.ID, err)
 	}
-	p.Recipe, p.Script, p.WorkDir, p.EnvNames, p.Controls, p.Values, p.Request =
-		d.Recipe, d.Script, d.WorkDir, d.EnvNames, d.Controls, d.Values, d.Request
+	p.Recipe, p.Script, p.WorkDir, p.EnvNames, p.Controls, p.Values, p.Request, p.Why =
+		d.Recipe, d.Script, d.WorkDir, d.EnvNames, d.Controls, d.Values, d.Request, d.Why
 	return nil
 }

@@ -37,6 +37,11 @@ type Spec[In any] struct {
 	// Retired maps arguments the tool no longer takes to the hint given
 	// when a call sends one.
 	Retired map[string]string
+	// Unlisted maps an argument to values of its enum the tool accepts
+	// but does not list in the input schema it shows: values the tool
+	// always refuses to its callers with a refusal that says who may
+	// give them, so a caller is not offered what it cannot do.
+	Unlisted map[string][]string
 	// OutputSchema replaces the schema derived from the answer's type,
 	// for an answer that is one of several shapes.
 	OutputSchema json.RawMessage
@@ -66,12 +71,12 @@ func Answer[Out any](out Out) *Reply[Out] { return &Reply[Out]{Out: out} }
 func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in In) (*Reply[Out], error)) Tool {
 	t := Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description, Annotations: spec.Annotations,
 		Hidden: spec.Hidden, Meta: spec.Meta, OutputSchema: spec.OutputSchema}
-	in, err := newInput[In](spec.Retired)
+	in, err := newInput[In](spec.Retired, spec.Unlisted)
 	if err != nil {
 		t.defect = fmt.Errorf("tool %q: input: %w", spec.Name, err)
 		return t
 	}
-	t.InputSchema = in.schema
+	t.InputSchema = in.listed
 	if t.Example, err = json.Marshal(spec.Example); err == nil {
 		var ex In
 		err = in.decode(t.Example, &ex)
@@ -111,12 +116,14 @@ func New[In, Out any](spec Spec[In], h func(ctx context.Context, call Call, in I
 // input checks and decodes a typed tool's arguments.
 type input struct {
 	schema   json.RawMessage
+	listed   json.RawMessage // schema without the unlisted enum values
+	unlisted map[string][]string
 	compiled *jsonschema.Schema
 	fields   []string // the top-level arguments, in declaration order
 	retired  map[string]string
 }
 
-func newInput[In any](retired map[string]string) (*input, error) {
+func newInput[In any](retired map[string]string, unlisted map[string][]string) (*input, error) {
 	t := reflect.TypeFor[In]()
 	s, err := SchemaFor(t, nil)
 	if err != nil {
@@ -133,7 +140,23 @@ func newInput[In any](retired map[string]string) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &input{schema: b, compiled: c, fields: jsonFields(t), retired: retired}, nil
+	listed := b
+	if len(unlisted) > 0 {
+		for arg, values := range unlisted {
+			p := s.Properties[arg]
+			if p == nil || len(p.Enum) == 0 {
+				return nil, fmt.Errorf("unlisted values of %q: the argument has no enum", arg)
+			}
+			p.Enum = slices.DeleteFunc(p.Enum, func(v any) bool {
+				str, ok := v.(string)
+				return ok && slices.Contains(values, str)
+			})
+		}
+		if listed, err = json.Marshal(s); err != nil {
+			return nil, err
+		}
+	}
+	return &input{schema: b, listed: listed, unlisted: unlisted, compiled: c, fields: jsonFields(t), retired: retired}, nil
 }
 
 // compileSchema compiles a derived schema for validation.
@@ -271,9 +294,11 @@ func (in *input) issue(v *jsonschema.ValidationError) (Issue, map[string]any) {
 		}
 		data["field"] = field(f)
 	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = fmt.Sprint(w)
+		want := make([]string, 0, len(k.Want))
+		for _, w := range k.Want {
+			if str := fmt.Sprint(w); !slices.Contains(in.unlisted[path], str) {
+				want = append(want, str)
+			}
 		}
 		msg = fmt.Sprintf("%q must be one of %s", path, strings.Join(quoteAll(want), ", "))
 		data["accepted"] = want

@@ -105,3 +105,35 @@ func TestTypedSchema(t *testing.T) {
 		t.Errorf("a tool whose example breaks its schema was registered: %v", err)
 	}
 }
+
+// An unlisted enum value is left out of the schema a caller is shown,
+// and a call that sends it still reaches the handler, which answers it.
+func TestUnlistedEnumValues(t *testing.T) {
+	tl := New(Spec[typedArgs]{Name: "t_unlisted", Example: typedArgs{Action: "focus"}, Unlisted: map[string][]string{"action": {"stage"}}},
+		func(_ context.Context, _ Call, in typedArgs) (*Reply[typedOut], error) {
+			if in.Action == "stage" {
+				return nil, Errorf("human_confirmation_required", "a person stages")
+			}
+			return Answer(typedOut{Echo: in.Action}), nil
+		})
+	if tl.defect != nil {
+		t.Fatal(tl.defect)
+	}
+	if s := string(tl.InputSchema); strings.Contains(s, `"stage"`) || !strings.Contains(s, `"focus"`) {
+		t.Fatalf("listed schema: %s", s)
+	}
+	_, err := tl.Handler(context.Background(), Call{Args: json.RawMessage(`{"action":"stage"}`)})
+	var te *Error
+	if !errors.As(err, &te) || te.Code != "human_confirmation_required" {
+		t.Fatalf("stage: %v", err)
+	}
+	_, err = tl.Handler(context.Background(), Call{Args: json.RawMessage(`{"action":"jump"}`)})
+	if !errors.As(err, &te) || te.Code != CodeInvalidParams || strings.Contains(te.Message, "stage") {
+		t.Fatalf("jump: %v", err)
+	}
+	bad := New(Spec[typedArgs]{Name: "t_bad", Example: typedArgs{Action: "focus"}, Unlisted: map[string][]string{"name": {"x"}}},
+		func(context.Context, Call, typedArgs) (*Reply[typedOut], error) { return nil, nil })
+	if bad.defect == nil {
+		t.Fatal("unlisted values of an argument without an enum were accepted")
+	}
+}

@@ -26,17 +26,24 @@ type controlsList struct {
 // forgedHint refuses what only a person's command carries.
 const forgedHint = "an agent's commands always have source agent and are never confirmed; remove \"source\" and \"confirmed\""
 
+// personActions are the commands only a person gives.
+var personActions = []string{string(control.Apply), string(control.Clear), string(control.Undo), string(control.Discard)}
+
 // executeSpec declares controls_execute.
 func executeSpec() tool.Spec[executeArgs] {
 	return tool.Spec[executeArgs]{
 		Name:  "controls_execute",
 		Title: "Run a control command",
 		Description: "Run one command on a control: focus, reveal, highlight (durationMs 0-60000), explain, validate, or stage a proposed value. " +
-			"Apply, clear, undo and discard are a person's to give: for an agent they are refused with human_confirmation_required, and the staged proposal waits in the person's inbox, " +
-			"unless a person's standing rule covers it: then it is applied in their name at once and applied_under_rule names the rule.",
+			"A staged value is a proposal: it waits in a person's inbox, who applies or discards it; learn the outcome with inbox_wait. " +
+			"When a person's standing rule covers the value, it is applied in their name at once and applied_under_rule names the rule.",
 		Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: false},
 		Retired:     map[string]string{"source": forgedHint, "confirmed": forgedHint},
-		Example:     executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
+		// Apply, clear, undo and discard are a person's to give: they are
+		// not offered over MCP, and a call that sends one anyway is refused
+		// with human_confirmation_required.
+		Unlisted: map[string][]string{"action": personActions},
+		Example:  executeArgs{Action: control.Explain, Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
 	}
 }
 

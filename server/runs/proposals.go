@@ -140,7 +140,7 @@ type proposalPage struct {
 	Script, WorkDir, Recipe                     string
 	Env, Controls                               []string
 	Values                                      []host.InboxField
-	DecidedBy, DecidedAt, Reason                string
+	DecidedBy, DecidedAt, Reason, Why           string
 	RunLink, ToolName                           string
 	Pending                                     bool
 	Notice                                      string
@@ -151,7 +151,7 @@ func (s *Part) proposalPageData(ctx context.Context, pr store.Proposal) proposal
 	script, values := run.ShownProposal(pr)
 	pg := proposalPage{ID: pr.ID, Kind: pr.Kind, Status: pr.Status, Target: pr.Target, Proposer: host.NameOr(names, pr.ProposerID),
 		Created: store.FormatTime(pr.CreatedAt), Script: script, WorkDir: pr.WorkDir, Env: pr.EnvNames, Controls: pr.Controls,
-		Reason: pr.Reason, Pending: pr.Status == store.ProposalPending}
+		Reason: pr.Reason, Why: pr.Why, Pending: pr.Status == store.ProposalPending}
 	var recipe any
 	if json.Unmarshal(pr.Recipe, &recipe) == nil {
 		b, _ := json.MarshalIndent(recipe, "", "  ")
@@ -317,6 +317,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				{Label: "Controls", Value: host.JoinOr(pr.Controls, "none")},
 				{Label: "Proposal", Value: pr.ID},
 			},
+			Why:  pr.Why,
 			Link: base, LinkLabel: "Open the full proposal",
 			Note: "Approving runs exactly this command, as the proposer's own Run, with the Run user's rights.",
 			Actions: []host.InboxAction{

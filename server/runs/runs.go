@@ -19,6 +19,7 @@ import (
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 	"github.com/assent-run/assent/wire"
 )
 
@@ -329,7 +330,12 @@ func (s *Part) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts}
+	why, rerr := tool.CheckReason(b.Reason)
+	if rerr != nil {
+		host.WriteToolError(w, rerr)
+		return
+	}
+	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts, Reason: why}
 	if len(b.Template) > 0 && !run.MayExecute(host.PrincipalOf(r)) {
 		// An agent's own command waits for a person (runs_proposals.go).
 		v, err := s.runTools.ProposeSpawn(r.Context(), host.PrincipalOf(r), req)

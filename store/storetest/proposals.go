@@ -16,7 +16,8 @@ func testProposals(t *testing.T, open func(*testing.T) store.Store) {
 	spawn := store.Proposal{ID: "prop_1", Kind: store.ProposalSpawn, ProposerID: "p_a", SupervisorID: "p_h", Target: "r1",
 		Recipe: json.RawMessage(`{"template":"echo {x}"}`), Script: "echo 'y'", WorkDir: "/data/runs/r1",
 		EnvNames: []string{"PATH", "HOME"}, Controls: []string{"pause"}, Values: map[string]json.RawMessage{"x": json.RawMessage(`"y"`)},
-		Request: json.RawMessage(`{"artifacts":["out.txt"]}`), CreatedAt: at(time.Second), Status: store.ProposalPending}
+		Request: json.RawMessage(`{"artifacts":["out.txt"]}`), Why: "the nightly export failed; <b>rerun</b> it\nbefore 9:00",
+		CreatedAt: at(time.Second), Status: store.ProposalPending}
 	tool := store.Proposal{ID: "prop_2", Kind: store.ProposalTool, ProposerID: "p_b", Target: "text_x",
 		Recipe: json.RawMessage(`{}`), CreatedAt: at(2 * time.Second)} // an empty Status files it pending
 	third := store.Proposal{ID: "prop_0", Kind: store.ProposalSpawn, ProposerID: "p_a", Target: "r3",
@@ -65,11 +66,11 @@ func testProposals(t *testing.T, open func(*testing.T) store.Store) {
 			got.Target != spawn.Target || !sameJSON(got.Recipe, spawn.Recipe) || got.Script != spawn.Script || got.WorkDir != spawn.WorkDir ||
 			!slices.Equal(got.EnvNames, spawn.EnvNames) || !slices.Equal(got.Controls, spawn.Controls) ||
 			len(got.Values) != 1 || !sameJSON(got.Values["x"], spawn.Values["x"]) || !sameJSON(got.Request, spawn.Request) ||
-			!got.CreatedAt.Equal(spawn.CreatedAt) || got.Status != store.ProposalPending ||
+			got.Why != spawn.Why || !got.CreatedAt.Equal(spawn.CreatedAt) || got.Status != store.ProposalPending ||
 			got.DecidedBy != "" || !got.DecidedAt.IsZero() || got.Reason != "" || len(got.Result) != 0 {
 			t.Errorf("proposal read back as\n\t%+v\nwant\n\t%+v", got, spawn)
 		}
-		if got, err := props.Proposal(ctx(t), "prop_2"); err != nil || got.Status != store.ProposalPending {
+		if got, err := props.Proposal(ctx(t), "prop_2"); err != nil || got.Status != store.ProposalPending || got.Why != "" {
 			t.Errorf("proposal filed with an empty status = %q, %v; want pending", got.Status, err)
 		}
 		if _, err := props.Proposal(ctx(t), "prop_none"); !errors.Is(err, store.ErrNotFound) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,7 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 			WriteError(w, wire.InvalidRequest, "the request body is empty; send a JSON object")
 			return false
 		}
-		WriteError(w, wire.InvalidRequest, "the request body is not valid JSON for this endpoint: "+err.Error())
+		WriteAPIError(w, bodyError(err, reflect.TypeOf(v)))
 		return false
 	}
 	if dec.More() {
@@ -127,4 +128,105 @@ func Bearer(r *http.Request) (string, bool) {
 		return strings.TrimSpace(h[7:]), true
 	}
 	return "", false
+}
+
+// bodyError describes a request body that does not decode, in JSON's
+// terms: a value of the wrong type names its field and the JSON type the
+// field takes, never a Go type.
+func bodyError(err error, root reflect.Type) *wire.Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := jsonPath(root, te.Field)
+		if field == "" {
+			return wire.New(wire.InvalidRequest, fmt.Sprintf("the request body must be %s, not %s", jsonType(te.Type), withArticle(te.Value))).
+				WithData(map[string]any{"expected": jsonType(te.Type), "got": te.Value})
+		}
+		return wire.New(wire.InvalidRequest, fmt.Sprintf("%q must be %s, not %s", field, withArticle(jsonType(te.Type)), withArticle(te.Value))).
+			WithData(map[string]any{"field": field, "expected": jsonType(te.Type), "got": te.Value})
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return wire.New(wire.InvalidRequest, "the request body is not valid JSON for this endpoint: "+msg)
+}
+
+// jsonPath returns the decoder's field path in the body's own names: the
+// Go names of embedded structs, which the body does not spell, are left
+// out.
+func jsonPath(t reflect.Type, path string) string {
+	if path == "" {
+		return ""
+	}
+	var out []string
+	for _, seg := range strings.Split(path, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == nil:
+			out = append(out, seg)
+		case t.Kind() == reflect.Struct:
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous && f.Tag.Get("json") == "" {
+				t = f.Type // an embedded struct: its fields are the body's
+				continue
+			}
+			out = append(out, seg)
+			t = fieldType(t, seg)
+		case t.Kind() == reflect.Map, t.Kind() == reflect.Slice, t.Kind() == reflect.Array:
+			out = append(out, seg)
+			t = t.Elem()
+		default:
+			out = append(out, seg)
+			t = nil
+		}
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldType returns the type of t's field that the JSON name name
+// decodes into, or nil.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+// jsonType names the JSON type that values of t decode from.
+func jsonType(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "JSON value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return "JSON value"
+}
+
+// withArticle puts "a" or "an" before a JSON type's name.
+func withArticle(s string) string {
+	switch {
+	case s == "":
+		return "a value"
+	case strings.ContainsRune("aeiou", rune(s[0])):
+		return "an " + s
+	}
+	return "a " + s
 }

@@ -114,7 +114,7 @@ func RevealText(s string) string {
 // HiddenChars counts the characters of the item's text that Reveal shows
 // as escapes: its title, summary, lines, fields, warning and note.
 func (it InboxItem) HiddenChars() int {
-	n := HiddenChars(it.Title) + HiddenChars(it.Summary) + HiddenChars(it.Warn) + HiddenChars(it.Note)
+	n := HiddenChars(it.Title) + HiddenChars(it.Summary) + HiddenChars(it.Warn) + HiddenChars(it.Note) + HiddenChars(it.Why)
 	for _, l := range it.Lines {
 		n += HiddenChars(l)
 	}

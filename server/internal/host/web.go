@@ -201,6 +201,9 @@ type InboxItem struct {
 	// person's words; Lines add detail under it.
 	Summary string
 	Lines   []string
+	// Why is the proposer's own reason for asking, shown as it wrote it
+	// ("Why: …"); empty when it gave none.
+	Why string
 	// Link, when set, is a page with more about the item; LinkLabel
 	// names it.
 	Link, LinkLabel string

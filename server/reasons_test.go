@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/internal/assenttest"
+)
+
+// inboxItem returns the open decision of the signed-in person whose id
+// starts with prefix and contains part.
+func inboxItem(t *testing.T, f *assenttest.Kit, prefix, part string) api.InboxItem {
+	t.Helper()
+	cookie, _ := f.SignIn()
+	var in api.Inbox
+	if c := session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in); c != 200 {
+		t.Fatalf("GET /v1/inbox: %d", c)
+	}
+	for _, it := range in.Items {
+		if strings.HasPrefix(it.ID, prefix) && strings.Contains(it.ID, part) {
+			return it
+		}
+	}
+	t.Fatalf("no inbox item %s…%s in %+v", prefix, part, in.Items)
+	return api.InboxItem{}
+}
+
+// An agent's reason for a command or tool proposal is kept with it and
+// shown to the person as written (escaped, hidden characters revealed):
+// on the card, in the JSON inbox, on the proposal's page and in its
+// status. A reason over the limit is refused as invalid_value and files
+// nothing.
+func TestCommandProposalCarriesReason(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	why := "the <b>nightly</b> export failed\u202e; rerun it"
+	out, isErr := assenttest.CallTool(t, cs, "actors_run_spawn", map[string]any{"template": "echo export", "as": "run:why1", "reason": why})
+	id, _ := out["proposal"].(string)
+	if isErr || id == "" {
+		t.Fatalf("spawn: %v", out)
+	}
+	wantShown := "the &lt;b&gt;nightly&lt;/b&gt; export failed"
+	st, _ := assenttest.CallTool(t, cs, "actors_inspect", map[string]any{"target": "proposal:" + id, "view": "status"})
+	if st["why"] != strings.TrimSpace(why) {
+		t.Errorf("status why = %v", st["why"])
+	}
+	if it := inboxItem(t, f, "command_proposal", id); it.Why != why {
+		t.Errorf("inbox item why = %q, want %q", it.Why, why)
+	}
+	cookie, _ := f.SignIn()
+	for _, path := range []string{"/inbox", "/runs/proposals/" + id} {
+		page, _ := io.ReadAll(f.Get(path, cookie).Body)
+		if !strings.Contains(string(page), wantShown) || strings.Contains(string(page), "<b>nightly") || strings.Contains(string(page), "\u202e") {
+			t.Errorf("%s does not show the reason escaped, with its hidden character revealed", path)
+		}
+		if !strings.Contains(string(page), "Why") {
+			t.Errorf("%s has no Why", path)
+		}
+	}
+
+	out, _ = assenttest.CallTool(t, cs, "actors_tool_register", map[string]any{"name": "agent_why", "template": "echo hi", "description": "hi", "reason": "to greet"})
+	tid, _ := out["proposal"].(string)
+	if it := inboxItem(t, f, "command_proposal", tid); tid == "" || it.Why != "to greet" {
+		t.Errorf("tool proposal: %v, inbox why %q", out, it.Why)
+	}
+
+	long := strings.Repeat("x", 501)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"actors_run_spawn", map[string]any{"template": "echo x", "as": "run:why2", "reason": long}},
+		{"actors_tool_register", map[string]any{"name": "agent_long", "template": "echo x", "description": "x", "reason": long}},
+		{"actors_run_spawn", map[string]any{"template": "echo x", "as": "run:why3", "reason": "bell\a"}},
+	} {
+		out, isErr := assenttest.CallTool(t, cs, c.tool, c.args)
+		if !isErr || !strings.Contains(string(assenttest.MustJSON(out)), "invalid_value") {
+			t.Errorf("%s with a bad reason: %v", c.tool, out)
+		}
+	}
+	if c, body, _ := f.API("POST", "/v1/runs", f.Token, map[string]any{"template": "echo x", "as": "run:why4", "reason": long}); c == 202 || assenttest.ErrCode(body) != "invalid_value" {
+		t.Errorf("HTTP spawn with a long reason: %d %v", c, body)
+	}
+	if c, body, _ := f.API("GET", "/v1/proposals?status=pending", f.Token, nil); c != 200 || len(body["proposals"].([]any)) != 2 {
+		t.Errorf("pending proposals after the refusals: %d %v", c, body)
+	}
+}
