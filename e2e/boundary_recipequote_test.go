@@ -77,7 +77,12 @@ func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
 		return err == nil && len(b) > 0
 	}, "hello.txt (without it the Run did not run, so this test proves nothing)")
-	time.Sleep(200 * time.Millisecond)
+	// The injected command would run after the echo: wait for the Run's
+	// end, not for a moment.
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		_, v, _ := a.API("GET", "/v1/runs/greet1", agent, nil)
+		return v["status"] != nil && v["status"] != "running"
+	}, "the end of Run greet1")
 	if b, err := os.ReadFile(filepath.Join(dir, "pwned.txt")); err == nil {
 		t.Fatalf("the agent's value ran a command of its own (pwned.txt = %q)", b)
 	}
