@@ -39,6 +39,13 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool) string {
 	d := map[string]any{}
 	if cmd.Value != nil && showValue {
 		d["value"] = cmd.Value
+		// The unit (a currency) is kept with the value, so the audit page
+		// shows "1250 EUR" after the form is gone too.
+		if s.controls != nil {
+			if snap, ok := s.controls.Get(context.Background(), cmd.Identity); ok && snap.Metadata.Unit != "" {
+				d["unit"] = snap.Metadata.Unit
+			}
+		}
 	}
 	s.formsMu.Lock()
 	if f, ok := s.forms[cmd.Identity.FormID]; ok && f.private {
@@ -48,6 +55,7 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool) string {
 	b, err := json.Marshal(d)
 	if err == nil && len(b) > 4096 {
 		delete(d, "value")
+		delete(d, "unit")
 		b, err = json.Marshal(d)
 	}
 	if err != nil || len(d) == 0 {
@@ -59,6 +67,7 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool) string {
 // auditFacts is what the audit page reads from a record's Detail.
 type auditFacts struct {
 	Value     any     `json:"value"`
+	Unit      string  `json:"unit"`
 	FormOwner *string `json:"formOwner"`
 }
 
@@ -226,6 +235,9 @@ func auditRowOf(rec store.AuditRecord, names map[string]string) auditRow {
 	}
 	if f, ok := parseAuditDetail(rec.Detail); ok && f.Value != nil {
 		row.Value = host.DisplayValue(f.Value, false)
+		if f.Unit != "" {
+			row.Value += " " + f.Unit
+		}
 	}
 	return row
 }

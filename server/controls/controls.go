@@ -865,6 +865,9 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 	id, rev := snap.Identity, st.Staged.Revision
 	bound := map[string]string{"control": id.String(), "revision": strconv.FormatInt(rev, 10),
 		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
+	if u := snap.Metadata.Unit; u != "" {
+		bound["unit"] = u // the value's currency or unit, so no reader takes 1250 for another 1250
+	}
 	return &host.Decision{
 		Key: "control_proposal:" + id.String(), Binding: strconv.FormatInt(rev, 10), Kind: "control_proposal",
 		Bound: bound, ProposedBy: st.Staged.Provenance.PrincipalID, Edits: editFields(snap),
