@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,29 @@ func TestBoundaryRecipeValueBecomesOption(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a.Dir, "runs", "head1")); err == nil {
 		t.Error("the refused Run left a directory")
+	}
+}
+
+// TestBoundaryRecipeValueBecomesPlusOption: the same with the options
+// that begin with "+": less and more run the command after "+!", vi runs
+// an editor command after "+". An agent without command.execute starting
+// an operator's pager Recipe with such a value is refused invalid_value.
+func TestBoundaryRecipeValueBecomesPlusOption(t *testing.T) {
+	a := newAppIn(t, t.TempDir(), false, nil)
+	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke")
+	recipe := `{"description":"page a report","args":["file:path"],"template":"less {file} < /dev/null"}`
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "page.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"+!touch pwned", "+:!touch pwned", "+5"} {
+		id := "page" + strconv.Itoa(i)
+		code, _, raw := a.API("POST", "/v1/runs", agent, map[string]any{"recipe": "page", "run_id": id,
+			"values": map[string]any{"file": v}})
+		if code < 400 || !strings.Contains(string(raw), "invalid_value") {
+			t.Fatalf("spawn with %q as the file: %d %s; want a refusal with invalid_value", v, code, raw)
+		}
+		if _, err := os.Stat(filepath.Join(a.Dir, "runs", id)); err == nil {
+			t.Errorf("the refused Run %s left a directory", id)
+		}
 	}
 }
