@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,12 @@ func TestBoundaryRecipeValueBreaksSingleQuotes(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
 		return err == nil && len(b) > 0
 	}, "hello.txt (without it the Run did not run, so this test proves nothing)")
-	time.Sleep(200 * time.Millisecond)
+	// The injected command would run after the echo: wait for the Run's
+	// end, not for a moment.
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		_, v, _ := a.API("GET", "/v1/runs/greet1", agent, nil)
+		return v["status"] != nil && v["status"] != "running"
+	}, "the end of Run greet1")
 	if b, err := os.ReadFile(filepath.Join(dir, "pwned.txt")); err == nil {
 		t.Fatalf("the agent's value ran a command of its own (pwned.txt = %q)", b)
 	}
@@ -101,5 +107,29 @@ func TestBoundaryRecipeValueBecomesOption(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a.Dir, "runs", "head1")); err == nil {
 		t.Error("the refused Run left a directory")
+	}
+}
+
+// TestBoundaryRecipeValueBecomesPlusOption: the same with the options
+// that begin with "+": less and more run the command after "+!", vi runs
+// an editor command after "+". An agent without command.execute starting
+// an operator's pager Recipe with such a value is refused invalid_value.
+func TestBoundaryRecipeValueBecomesPlusOption(t *testing.T) {
+	a := newAppIn(t, t.TempDir(), false, nil)
+	agent := a.issue(store.KindAgent, "plain", "state.write", "tool.invoke")
+	recipe := `{"description":"page a report","args":["file:path"],"template":"less {file} < /dev/null"}`
+	if err := os.WriteFile(filepath.Join(a.Dir, "recipes", "page.json"), []byte(recipe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{"+!touch pwned", "+:!touch pwned", "+5"} {
+		id := "page" + strconv.Itoa(i)
+		code, _, raw := a.API("POST", "/v1/runs", agent, map[string]any{"recipe": "page", "run_id": id,
+			"values": map[string]any{"file": v}})
+		if code < 400 || !strings.Contains(string(raw), "invalid_value") {
+			t.Fatalf("spawn with %q as the file: %d %s; want a refusal with invalid_value", v, code, raw)
+		}
+		if _, err := os.Stat(filepath.Join(a.Dir, "runs", id)); err == nil {
+			t.Errorf("the refused Run %s left a directory", id)
+		}
 	}
 }

@@ -224,20 +224,48 @@ func (a *app) subscribe(token string) *bufio.Reader {
 	return rd
 }
 
-// readUntilMarker returns the raw stream up to the test.marker event.
+// markerWait bounds the wait for the test.marker event.
+const markerWait = 30 * time.Second
+
+// readUntilMarker returns the raw stream up to the test.marker event, and
+// fails t when the marker has not come within markerWait: a stream that
+// stays open without it must not hold the test until the package's
+// timeout. The reading goroutine ends when the stream is closed at the
+// test's cleanup.
 func readUntilMarker(t *testing.T, rd *bufio.Reader) string {
 	t.Helper()
-	var b strings.Builder
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading events: %v (so far %s)", err, b.String())
-		}
-		if strings.HasPrefix(line, "event: test.marker") {
-			return b.String()
-		}
-		b.WriteString(line)
+	type read struct {
+		text string
+		err  error
 	}
+	got := make(chan read, 1)
+	go func() {
+		var b strings.Builder
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				got <- read{b.String(), err}
+				return
+			}
+			if strings.HasPrefix(line, "event: test.marker") {
+				got <- read{b.String(), nil}
+				return
+			}
+			b.WriteString(line)
+		}
+	}()
+	timer := time.NewTimer(markerWait)
+	defer timer.Stop()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("reading events: %v (so far %s)", r.err, r.text)
+		}
+		return r.text
+	case <-timer.C:
+		t.Fatalf("no test.marker event within %v", markerWait)
+	}
+	return ""
 }
 
 // pageStatus opens path in the browser and returns the HTTP status of the

@@ -725,15 +725,30 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 	}
 	env := append(recipeEnv, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
 		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
+	var relay *maskRelay
 	if m.iso != nil {
 		// The init masks these, the run token and bearer tokens in what
 		// the process writes to its logs.
 		env = append(env, maskEnv+"="+encodeMask(append(secrets, token)))
+	} else if relay, err = startMaskRelay(stdout, stderr, append(secrets, token)); err != nil {
+		// Without an init, a relay process masks them; a Run whose
+		// output could not be masked does not start.
+		return nil, fmt.Errorf("start the relay that masks the Run's output: %w", err)
 	}
 	cmd := m.sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	if relay != nil {
+		cmd.Stdout, cmd.Stderr = relay.stdout, relay.stderr
+	}
+	err = cmd.Start()
+	if relay != nil {
+		// The process holds the write ends now; the relay ends once it
+		// and whatever it left behind closed them.
+		relay.stdout.Close()
+		relay.stderr.Close()
+	}
+	if err != nil {
 		return nil, err
 	}
 	r.PID = cmd.Process.Pid
@@ -751,6 +766,11 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 		defer m.waiting.Done()
 		defer close(done)
 		_ = cmd.Wait()
+		if relay != nil {
+			// The last of the output reaches the logs before the end is
+			// recorded.
+			relay.wait()
+		}
 		// Once finish took the Run directory back, the uid may go to
 		// another process (a closed Manager gives none).
 		defer m.releaseIdentity(who)

@@ -5,8 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 )
 
 // A Masker writes what is written to it to an underlying writer with
@@ -209,4 +214,120 @@ func decodeMask(s string) []string {
 	var out []string
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// relayArg0 is argv[0] of the process that masks a Run's output where the
+// Run has no init of its own to do it (no namespaces): the server's own
+// executable, started under this name. It is a process rather than a
+// goroutine of the server so that a Run outlives the server as it does
+// with an init: its output pipes stay open and masked after the server
+// stops.
+const relayArg0 = "assent-run-mask"
+
+// The relay is dispatched here, before main, so that every program that
+// starts Runs can serve as it, whether or not it calls Init.
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == relayArg0 {
+		os.Exit(runRelay(os.Stdin))
+	}
+}
+
+// relaySecretsMax bounds what the relay reads of its secrets.
+const relaySecretsMax = 16 << 20
+
+// runRelay is the masking relay: it reads the JSON list of values to mask
+// from secrets, then copies fd 3 to fd 5 and fd 4 to fd 6 through Maskers
+// until both inputs end.
+func runRelay(secrets io.Reader) int {
+	b, err := io.ReadAll(io.LimitReader(secrets, relaySecretsMax))
+	if err != nil {
+		return 125
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return 125
+	}
+	var copies sync.WaitGroup
+	for i := range uintptr(2) {
+		in, out := os.NewFile(3+i, "in"), os.NewFile(5+i, "out")
+		if in == nil || out == nil {
+			return 125
+		}
+		copies.Go(func() { maskCopy(out, in, list) })
+	}
+	copies.Wait()
+	return 0
+}
+
+// maskCopy copies in to out through a Masker of secrets until in ends,
+// then closes both.
+func maskCopy(out io.WriteCloser, in io.ReadCloser, secrets []string) {
+	m := NewMasker(out, secrets)
+	_, _ = io.Copy(m, in)
+	_ = m.Close()
+	in.Close()
+	out.Close()
+}
+
+// relayDrain bounds how long the end of a Run waits for its relay to write
+// the last of the output: a process the Run left behind may hold the pipe
+// open longer.
+const relayDrain = 2 * time.Second
+
+// maskRelay is a started masking relay: the write ends the Run's process
+// gets as its stdout and stderr, and done, closed once the relay ended.
+type maskRelay struct {
+	stdout, stderr *os.File
+	done           chan struct{}
+}
+
+// startMaskRelay starts a relay (see relayArg0) that writes what comes
+// through its pipes to stdout and stderr with secrets and bearer tokens
+// masked. The caller gives the returned write ends to the process and
+// closes them once it started.
+func startMaskRelay(stdout, stderr *os.File, secrets []string) (*maskRelay, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	list, _ := json.Marshal(append([]string{}, secrets...))
+	cmd := &exec.Cmd{Path: exe, Args: []string{relayArg0}, Env: []string{},
+		Stdin:       bytes.NewReader(list),
+		ExtraFiles:  []*os.File{outR, errR, stdout, stderr},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}, // not signalled with the Run's group
+	}
+	err = cmd.Start()
+	outR.Close()
+	errR.Close()
+	if err != nil {
+		outW.Close()
+		errW.Close()
+		return nil, err
+	}
+	r := &maskRelay{stdout: outW, stderr: errW, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// wait waits until the relay ended or relayDrain has passed.
+func (r *maskRelay) wait() {
+	t := time.NewTimer(relayDrain)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-t.C:
+	}
 }

@@ -2,6 +2,9 @@ package run
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -110,4 +113,75 @@ func FuzzMasker(f *testing.F) {
 			t.Fatalf("secret %q came out of %q: %q", secret, in, whole)
 		}
 	})
+}
+
+// A Run's output reaches its logs and the Trace view with the values of
+// its secret arguments (an operator's secret default under set -x
+// included), the values a caller named secret (a Flow's secret
+// parameters), its run token and bearer tokens masked, also when a secret
+// is written in two pieces, and also when the Run starts without
+// namespaces of its own, where no init stands between the process and its
+// logs.
+func TestRunOutputMaskedWithAndWithoutNamespaces(t *testing.T) {
+	for _, isolated := range []bool{true, false} {
+		t.Run(map[bool]string{true: "namespaces", false: "no namespaces"}[isolated], func(t *testing.T) {
+			f := newFixture(t)
+			f.m.Close()
+			f.m = f.openWith(Config{Tokens: &fakeTokens{}})
+			if isolated {
+				needIsolation(t, f.m)
+			} else {
+				f.m.iso = nil // as when namespaces cannot be made
+			}
+			const pin, operatorKey, flowParam = "pin-4711-0815", "op-key-31337", "flow-param-2718"
+			def := []byte(`{"args":["pin:string!secret","key:string!secret=` + operatorKey + `","param:string","who:string"],"template":[` +
+				`"echo pin={pin} who={who}",` +
+				`"printf '%s' {pin} | head -c 6; sleep 0.2; printf '%s\\n' {pin} | tail -c +7",` +
+				`"printf 'token %s\\n' \"$ASSENT_RUN_TOKEN\"",` +
+				`"echo 'Authorization: Bearer abc.DEF-123' >&2",` +
+				`"set -x; curl_like --key {key} --param {param}; : {pin}",` +
+				`"printf 'p=%s\\n' {param}"]}`)
+			r, err := DecodeRecipe(def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals := map[string]json.RawMessage{"pin": json.RawMessage(strconv.Quote(pin)), "who": json.RawMessage(`"ann"`),
+				"param": json.RawMessage(strconv.Quote(flowParam))}
+			if _, err := f.m.Spawn(context.Background(), "alice", SpawnRequest{Definition: r, RunID: "masked", Values: vals, Secret: []string{"param"}}); err != nil {
+				t.Fatal(err)
+			}
+			f.waitEnded("masked")
+			out, _ := f.m.Logs(context.Background(), "alice", "masked", "stdout", 0)
+			errOut, _ := f.m.Logs(context.Background(), "alice", "masked", "stderr", 0)
+			all := out + errOut
+			for _, leak := range []string{pin, operatorKey, flowParam, "secret-masked", "abc.DEF-123"} {
+				if strings.Contains(all, leak) {
+					t.Errorf("the logs show %q:\n%s", leak, all)
+				}
+			}
+			for _, want := range []string{"who=ann", "pin=[REDACTED]", "token [REDACTED]", "p=[REDACTED]"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout = %q; want %q", out, want)
+				}
+			}
+			// The split value came in two writes 200ms apart; the pieces
+			// alone are not the secret, so only the whole is masked.
+			if !strings.Contains(out, "\n[REDACTED]\n") {
+				t.Errorf("the value written in two pieces is not masked: %q", out)
+			}
+			if !strings.Contains(errOut, "--key [REDACTED]") || !strings.Contains(errOut, "Bearer [REDACTED]") {
+				t.Errorf("stderr = %q; want set -x's trace and the bearer token masked", errOut)
+			}
+			v, err := f.m.Inspect(context.Background(), "alice", InspectRequest{Target: "run:masked", View: "trace"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(v)
+			for _, leak := range []string{pin, operatorKey, flowParam, "abc.DEF-123"} {
+				if strings.Contains(string(b), leak) {
+					t.Errorf("the Trace view shows %q", leak)
+				}
+			}
+		})
+	}
 }

@@ -23,10 +23,10 @@ type Arg struct {
 	// Secret marks a value masked in every view and stored document; only
 	// the process receives it.
 	Secret bool `json:"secret,omitempty"`
-	// Options lets a string or path value begin with "-": the Recipe
-	// hands it to a program that is meant to read it as an option.
-	// Without it such a value is refused, so a value never becomes an
-	// option of the program it is given to.
+	// Options lets a string, path or number value begin with "-" or "+":
+	// the Recipe hands it to a program that is meant to read it as an
+	// option. Without it such a value is refused, so a value never
+	// becomes an option of the program it is given to.
 	Options bool `json:"options,omitempty"`
 	// Special lets a string or path value contain "[", "$" or "`".
 	// Without it such a value is refused: bash evaluates a name or an
@@ -118,9 +118,16 @@ func ParseArg(decl string) (Arg, error) {
 	return a, nil
 }
 
-// errOption refuses a value that begins with "-" for an argument not
-// declared to take options.
-var errOption = errors.New(`begins with "-", which the program it is handed to would read as an option; pass a value that does not begin with "-" (for a file, write ./-name), or declare the argument with ` + optionsMarker + ` in the Recipe when it is meant to be an option`)
+// errOption refuses a value that begins with "-" or "+" for an argument
+// not declared to take options.
+var errOption = errors.New(`begins with "-" or "+", which the program it is handed to would read as an option (git --upload-pack=…, less +!cmd, vi +cmd, date +format); pass a value that begins with neither (for a file, write ./-name or ./+name), or declare the argument with ` + optionsMarker + ` in the Recipe when it is meant to be an option`)
+
+// optionLike reports whether s begins as an option does for common
+// programs: with "-" (getopt) or "+" (less, more, vi, tail, date, find's
+// old syntax, and a positive number).
+func optionLike(s string) bool {
+	return strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+")
+}
 
 // errSpecial refuses a value that contains "[", "$" or "`" for an
 // argument not declared to take them.
@@ -143,7 +150,7 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 			}
 			s = n.String()
 		}
-		if strings.HasPrefix(s, "-") && !a.Options {
+		if optionLike(s) && !a.Options {
 			return "", errOption
 		}
 		if strings.ContainsAny(s, specialChars) && !a.Special {
@@ -154,8 +161,8 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
 			return "", fmt.Errorf("expected an integer")
 		}
-		// A negative number is an option too: kill -1, head -5.
-		if strings.HasPrefix(s, "-") && !a.Options {
+		// A signed number is an option too: kill -1, head -5, tail +5.
+		if optionLike(s) && !a.Options {
 			return "", errOption
 		}
 		return s, nil
@@ -164,7 +171,7 @@ func (a Arg) coerce(v json.RawMessage) (string, error) {
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return "", fmt.Errorf("expected a number")
 		}
-		if strings.HasPrefix(s, "-") && !a.Options {
+		if optionLike(s) && !a.Options {
 			return "", errOption
 		}
 		return s, nil

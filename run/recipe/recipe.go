@@ -37,8 +37,8 @@ const (
 	// CodeInvalidRequest refuses values or paths given for a Recipe.
 	CodeInvalidRequest = "invalid_request"
 	// CodeInvalidValue refuses a value that could change what the
-	// command does beyond its argument: one that begins with "-" (an
-	// option to the program it is handed to) where the Recipe did not
+	// command does beyond its argument: one that begins with "-" or "+"
+	// (an option to the program it is handed to) where the Recipe did not
 	// declare that the argument takes options.
 	CodeInvalidValue = "invalid_value"
 )

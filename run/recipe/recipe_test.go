@@ -490,9 +490,10 @@ func TestArithmeticEverywhereTakesWholeNumbers(t *testing.T) {
 	}
 }
 
-// A string or path value that begins with "-" is refused invalid_value, so
-// it never becomes an option of the program it is handed to, unless the
-// Recipe declares that the argument takes options (!options).
+// A string or path value that begins with "-" or "+" is refused
+// invalid_value, so it never becomes an option of the program it is
+// handed to, unless the Recipe declares that the argument takes options
+// (!options).
 func TestValueNeverAnOption(t *testing.T) {
 	tests := []struct {
 		args  []string
@@ -516,6 +517,22 @@ func TestValueNeverAnOption(t *testing.T) {
 		{[]string{"n:number"}, `-0.5`, CodeInvalidValue},
 		{[]string{"n:int"}, `5`, ""},
 		{[]string{"n:int!options"}, `-5`, ""},
+		// "+" starts an option too: less +!cmd and more +cmd run cmd,
+		// vi +cmd runs an editor command, date +fmt and tail +5 change
+		// what the program does.
+		{[]string{"file:path"}, `"+!touch /tmp/x"`, CodeInvalidValue},
+		{[]string{"file:string"}, `"+:!touch /tmp/x"`, CodeInvalidValue},
+		{[]string{"fmt"}, `"+%s"`, CodeInvalidValue},
+		{nil, `"+!sh"`, CodeInvalidValue},
+		{[]string{"files:array"}, `["a","+!sh"]`, CodeInvalidValue},
+		{[]string{"pin:string!secret"}, `"+1234"`, CodeInvalidValue},
+		{[]string{"n:int"}, `"+5"`, CodeInvalidValue},
+		{[]string{"n:number"}, `"+0.5"`, CodeInvalidValue},
+		{[]string{"file:path"}, `"./+x"`, ""},
+		{[]string{"sum:string"}, `"1+1"`, ""},
+		{[]string{"fmt:string!options"}, `"+%Y"`, ""},
+		{[]string{"files:array!options"}, `["+10","x"]`, ""},
+		{[]string{"n:int!options"}, `"+5"`, ""},
 	}
 	for _, tt := range tests {
 		def := map[string]any{"template": "echo {v}"}
@@ -543,13 +560,15 @@ func TestValueNeverAnOption(t *testing.T) {
 	}
 	// !options is for strings, paths, numbers and arrays only; a default
 	// that begins with "-" needs it too.
-	for _, decl := range []string{"b:bool!options", "m:enum(a,b)!options", "x:string=-v", "n:int=-1"} {
+	for _, decl := range []string{"b:bool!options", "m:enum(a,b)!options", "x:string=-v", "n:int=-1", "x:string=+v", "n:int=+1"} {
 		if _, err := ParseArg(decl); err == nil {
 			t.Errorf("ParseArg(%q) accepted", decl)
 		}
 	}
-	if a, err := ParseArg("x:string!options=-v"); err != nil || !a.Options || *a.Default != "-v" {
-		t.Errorf("ParseArg with options and a default: %+v, %v", a, err)
+	for _, decl := range []string{"x:string!options=-v", "x:string!options=+v"} {
+		if a, err := ParseArg(decl); err != nil || !a.Options {
+			t.Errorf("ParseArg(%q) with options and a default: %+v, %v", decl, a, err)
+		}
 	}
 }
 
@@ -617,7 +636,7 @@ func TestValueNeverEvaluated(t *testing.T) {
 }
 
 // FuzzResolveValue: a value the Resolve of a plain string argument
-// accepts carries none of "[", "$" and "`" and begins with no "-", and the
+// accepts carries none of "[", "$" and "`" and begins with no "-" or "+", and the
 // script built from it never fails to build for it.
 func FuzzResolveValue(f *testing.F) {
 	for _, tmpl := range evaluatingTemplates {
@@ -625,6 +644,10 @@ func FuzzResolveValue(f *testing.F) {
 	}
 	f.Add("echo {n}", "plain")
 	f.Add("echo $(( {n} + 1 ))", "7")
+	f.Add("less {n}", "+!touch pwned")
+	f.Add("vi {n} file", "+:!touch pwned")
+	f.Add("date {n}", "+%s")
+	f.Add("tail {n} log", "+5")
 	f.Fuzz(func(t *testing.T, tmpl, v string) {
 		b, _ := json.Marshal(map[string]any{"args": []string{"n:string"}, "template": tmpl})
 		r, err := Parse(b)
@@ -636,7 +659,7 @@ func FuzzResolveValue(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := values["n"]; strings.ContainsAny(got, "[$`") || strings.HasPrefix(got, "-") {
+		if got := values["n"]; strings.ContainsAny(got, "[$`") || strings.HasPrefix(got, "-") || strings.HasPrefix(got, "+") {
 			t.Fatalf("value %q accepted", got)
 		}
 		_, _ = r.Script(values)

@@ -39,6 +39,13 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool, rule string) s
 	d := map[string]any{}
 	if cmd.Value != nil && showValue {
 		d["value"] = cmd.Value
+		// The unit (a currency) is kept with the value, so the audit page
+		// shows "1250 EUR" after the form is gone too.
+		if s.controls != nil {
+			if snap, ok := s.controls.Get(context.Background(), cmd.Identity); ok && snap.Metadata.Unit != "" {
+				d["unit"] = snap.Metadata.Unit
+			}
+		}
 	}
 	if rule != "" {
 		d["rule"] = rule
@@ -51,6 +58,7 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool, rule string) s
 	b, err := json.Marshal(d)
 	if err == nil && len(b) > 4096 {
 		delete(d, "value")
+		delete(d, "unit")
 		b, err = json.Marshal(d)
 	}
 	if err != nil || len(d) == 0 {
@@ -62,6 +70,7 @@ func (s *Part) commandDetail(cmd control.Command, showValue bool, rule string) s
 // auditFacts is what the audit page reads from a record's Detail.
 type auditFacts struct {
 	Value     any     `json:"value"`
+	Unit      string  `json:"unit"`
 	FormOwner *string `json:"formOwner"`
 	// Rule is the standing rule under which the command ran, or which the
 	// record creates or revokes.
@@ -233,6 +242,9 @@ func auditRowOf(rec store.AuditRecord, names map[string]string) auditRow {
 	f, ok := parseAuditDetail(rec.Detail)
 	if ok && f.Value != nil {
 		row.Value = host.DisplayValue(f.Value, false)
+		if f.Unit != "" {
+			row.Value += " " + f.Unit
+		}
 	}
 	if ok && f.Rule != "" && rec.OK && rec.Action == string(control.Apply) {
 		row.Outcome = "done, applied under rule " + f.Rule

@@ -57,4 +57,10 @@ func TestProposalCardShowsUnitsAndLabels(t *testing.T) {
 			t.Errorf("the %s card does not fold its form id:\n%s", tc.label, card)
 		}
 	}
+	// The audit page shows the staged amount with its currency too.
+	audit := assenttest.ReadAll(f.Get("/audit", cookie))
+	if !strings.Contains(audit, ">1250 EUR<") {
+		i := strings.Index(audit, "<tbody")
+		t.Errorf("the audit page shows the staged cap without its currency:\n%s", audit[max(i, 0):])
+	}
 }

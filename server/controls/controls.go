@@ -880,6 +880,9 @@ func (s *Part) proposalDecision(snap control.Snapshot) *host.Decision {
 	id, rev := snap.Identity, st.Staged.Revision
 	bound := map[string]string{"control": id.String(), "revision": strconv.FormatInt(rev, 10),
 		"value": host.DisplayValue(st.StagedValue, st.StagedValueRedacted || st.ValueRedacted)}
+	if u := snap.Metadata.Unit; u != "" {
+		bound["unit"] = u // the value's currency or unit, so no reader takes 1250 for another 1250
+	}
 	var rule *host.RuleTarget
 	if !st.StagedValueRedacted && !st.ValueRedacted && st.Staged.Provenance.Source == control.SourceAgent {
 		if v, err := json.Marshal(st.StagedValue); err == nil {
