@@ -665,7 +665,7 @@ func TestRunTokenLifecycle(t *testing.T) {
 	if ok, _ := m.Isolated(); ok {
 		token = redactedMarker // masked in the output by the Run's init
 	}
-	if want := token + " http://example.test tok " + v.InstanceID + "\n"; out != want {
+	if want := token + " " + m.runURL() + " tok " + v.InstanceID + "\n"; out != want {
 		t.Fatalf("environment %q, want %q", out, want)
 	}
 	tokens.mu.Lock()
