@@ -59,7 +59,10 @@ type runAPI struct {
 	// dir is the directory holding the socket, path the socket.
 	dir, path string
 	ln        *net.UnixListener
-	srv       *http.Server
+	// made is the socket as created, so that close removes it only
+	// while no later server replaced it.
+	made os.FileInfo
+	srv  *http.Server
 	// served is closed when the serving goroutine ends; nil before Serve.
 	served chan struct{}
 }
@@ -104,12 +107,16 @@ func listenRunAPI(dataDir string) (*runAPI, error) {
 	}
 	// The socket is removed by its real path on close (see close).
 	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o666); err != nil {
+	made, err := os.Lstat(path)
+	if err == nil {
+		err = os.Chmod(path, 0o666)
+	}
+	if err != nil {
 		ln.Close()
 		os.Remove(path)
 		return nil, err
 	}
-	return &runAPI{dir: dir, path: path, ln: ln}, nil
+	return &runAPI{dir: dir, path: path, ln: ln, made: made}, nil
 }
 
 // serve serves h on the socket until close.
@@ -133,7 +140,8 @@ func (a *runAPI) serve(h http.Handler, log *slog.Logger) {
 	}()
 }
 
-// close stops serving, ends every connection and removes the socket.
+// close stops serving, ends every connection and removes the socket,
+// unless another server replaced it meanwhile.
 func (a *runAPI) close() {
 	if a.served != nil {
 		a.srv.Close()
@@ -141,7 +149,9 @@ func (a *runAPI) close() {
 	} else {
 		a.ln.Close()
 	}
-	os.Remove(a.path)
+	if fi, err := os.Lstat(a.path); err == nil && os.SameFile(fi, a.made) {
+		os.Remove(a.path)
+	}
 }
 
 // ServeRunAPI serves h, the server's HTTP handler, to Runs that have a

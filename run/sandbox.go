@@ -236,23 +236,12 @@ func (m *Manager) Isolated() (bool, string) {
 // setupIsolation finds whether Runs can start in namespaces of their own,
 // and with a network of their own, and says so in the log.
 func (m *Manager) setupIsolation() {
-	wantNet := m.cfg.Network != NetworkHost
-	if wantNet {
-		// Without the run API a Run in a network of its own could not
-		// reach the server: it then shares the server's network.
-		api, err := listenRunAPI(m.cfg.DataDir)
-		if err != nil {
-			wantNet, m.netWhy = false, "the run API's socket cannot be created: "+err.Error()
-		} else {
-			m.api = api
-		}
-	}
 	dir, err := os.MkdirTemp(m.runsDir(), ".probe-")
 	if err != nil {
 		m.isoWhy = err.Error()
 	} else {
 		var netWhy string
-		m.iso, netWhy, err = probeIsolation(m.cfg.DataDir, dir, wantNet)
+		m.iso, netWhy, err = probeIsolation(m.cfg.DataDir, dir, m.cfg.Network != NetworkHost)
 		os.RemoveAll(dir)
 		if err != nil {
 			m.isoWhy = err.Error()
@@ -261,9 +250,12 @@ func (m *Manager) setupIsolation() {
 			m.netWhy = "no network namespace: " + netWhy
 		}
 	}
-	if (m.iso == nil || !m.iso.netns) && m.api != nil {
-		m.api.close()
-		m.api = nil
+	if m.iso != nil && m.iso.netns {
+		// Without the run API a Run in a network of its own could not
+		// reach the server: it then shares the server's network.
+		if m.api, err = listenRunAPI(m.cfg.DataDir); err != nil {
+			m.iso.netns, m.netWhy = false, "the run API's socket cannot be made: "+err.Error()
+		}
 	}
 	network := "; each has a network of its own with loopback only, and reaches the server only at " + m.runURL()
 	if m.RunNetwork() == NetworkHost {
