@@ -37,11 +37,35 @@ func pointDemoRecipe(t *testing.T, dir, exe string) {
 	if !ok {
 		t.Fatalf("demo-player template %q does not run the demo service", tpl)
 	}
-	recipe["template"] = "exec " + run.ShellQuote(exe) + " run demo-service" + rest
+	recipe["template"] = "exec " + run.ShellQuote(shareWithRuns(t, dir, exe)) + " run demo-service" + rest
 	b, _ = json.Marshal(recipe)
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shareWithRuns copies the binary exe into bin/ of the data directory dir
+// and returns the copy's absolute path: a Run in namespaces of its own
+// has a /tmp of its own, where exe (built in a test's directory) is not,
+// and of the data directory sees only its own directory and bin/.
+func shareWithRuns(t *testing.T, dir, exe string) string {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join(dir, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(bin, "assent")
+	if err := os.WriteFile(shared, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return shared
 }
 
 // reloadUntil reloads url until the JavaScript condition expr holds, for

@@ -63,7 +63,7 @@ func TestRunsFromRelativeDataDir(t *testing.T) {
 	if !ok || !strings.HasPrefix(tpl, "exec /") && !strings.HasPrefix(tpl, "exec '/") {
 		t.Fatalf("demo-player template %q does not exec an absolute binary", tpl)
 	}
-	recipe["template"] = "exec " + run.ShellQuote(exe) + " run demo-service" + rest
+	recipe["template"] = "exec " + run.ShellQuote(shareWithRuns(t, "assent-data", exe)) + " run demo-service" + rest
 	b, _ = json.Marshal(recipe)
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)

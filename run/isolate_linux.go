@@ -13,16 +13,22 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // A Run or tool process is started through a small init: the assent
 // executable itself, started again under the name initArg0 in new PID and
 // mount namespaces (and a new user namespace when the server is not
 // root), and a new IPC namespace, so System V IPC objects and POSIX
-// message queues of the server and of other Runs are out of its reach.
+// message queues of the server and of other Runs are out of its reach;
+// unless Runs share the server's network (NetworkHost), in a new network
+// namespace too, where only loopback is up (see runnet.go).
 // The init is PID 1 of the new PID namespace. Before it starts the
 // process it
 //
+//   - brings up the loopback interface of its network namespace and, for
+//     a Run, listens on 127.0.0.1:RunAPIPort and passes each connection
+//     on to the run API's socket, the Run's one way to the server;
 //   - makes every mount private, so nothing it mounts reaches the server;
 //   - mounts fresh tmpfs over /tmp, /var/tmp, /dev/shm and /run/lock,
 //     private to the process, so no lock file or shared memory is shared
@@ -80,31 +86,42 @@ type isolation struct {
 	// userNS: a new user namespace too, mapping the server's uid and gid
 	// to themselves (the server is not root).
 	userNS bool
+	// netns: a new network namespace too, with loopback only.
+	netns bool
 }
 
 // initArgs are the arguments of a Run's init: uid, gid ("-" keeps the
-// user), data directory, Run directory, then the command.
-func initArgs(id *identity, dataDir, dir string, name string, args []string) []string {
+// user), data directory, Run directory, network (see Manager.initNet),
+// then the command.
+func initArgs(id *identity, dataDir, dir, network, name string, args []string) []string {
 	uid, gid := "-", "-"
 	if id != nil {
 		uid, gid = strconv.FormatUint(uint64(id.uid), 10), strconv.FormatUint(uint64(id.gid), 10)
 	}
-	return append([]string{initArg0, uid, gid, dataDir, dir, name}, args...)
+	return append([]string{initArg0, uid, gid, dataDir, dir, network, name}, args...)
 }
 
 // isolate makes cmd, a command built for name and args, start through
-// the init of iso.
-func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, name string, args []string) {
+// the init of iso, with the network network (see Manager.initNet).
+func (iso *isolation) isolate(cmd *exec.Cmd, id *identity, dataDir, dir, network, name string, args []string) {
 	cmd.Path = iso.exe
-	cmd.Args = initArgs(id, dataDir, dir, name, args)
+	cmd.Args = initArgs(id, dataDir, dir, network, name, args)
 	cmd.Err = nil
 	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC}
+	if network != "-" {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+	}
 	if iso.userNS {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		uid, gid := os.Getuid(), os.Getgid()
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		// The init keeps the server's uid in its user namespace, where
+		// an execve would drop the capabilities the namespace gave it:
+		// the two it needs to build the Run's world are kept as ambient
+		// capabilities, and dropped before the process starts.
+		attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin}
 	}
 	cmd.SysProcAttr = attr
 }
@@ -181,45 +198,87 @@ func dropTo(uidText, gidText string) error {
 
 // probeIsolation reports how this process can start Runs in namespaces,
 // by starting one init that sets up a world in dir and checks it: nil and
-// the reason when it cannot.
-func probeIsolation(dataDir, dir string) (*isolation, error) {
+// the reason when it cannot. With netns it first tries a network
+// namespace of the Run's own too, and when that fails it reports why in
+// netWhy and isolates without.
+func probeIsolation(dataDir, dir string, netns bool) (iso *isolation, netWhy string, err error) {
 	if initExe == "" {
-		return nil, errors.New("this program does not serve as a Run's init (run.Init is not called)")
+		return nil, "", errors.New("this program does not serve as a Run's init (run.Init is not called)")
 	}
-	iso := &isolation{exe: initExe, userNS: os.Geteuid() != 0}
+	iso = &isolation{exe: initExe, userNS: os.Geteuid() != 0, netns: netns}
+	if netns {
+		err := iso.probe(dataDir, dir)
+		if err == nil {
+			return iso, "", nil
+		}
+		netWhy, iso.netns = err.Error(), false
+	}
+	if err := iso.probe(dataDir, dir); err != nil {
+		return nil, netWhy, err
+	}
+	return iso, netWhy, nil
+}
+
+// probe starts one init of iso that sets up a world in dir and checks
+// that it sees only its own processes and, in a network namespace of its
+// own, only the loopback interface.
+func (iso *isolation) probe(dataDir, dir string) error {
+	network, check := "-", ""
+	if iso.netns {
+		network, check = "lo", ` && test "$(grep -c : /proc/net/dev)" = 1`
+	}
 	cmd := exec.Command("/bin/sh")
-	iso.isolate(cmd, nil, dataDir, dir, "/bin/sh", []string{"-c", `n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; test -d /proc/1 && test "$n" -le 2`})
+	iso.isolate(cmd, nil, dataDir, dir, network, "/bin/sh", []string{"-c", `n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; test -d /proc/1 && test "$n" -le 2` + check})
 	cmd.Dir = dir
 	cmd.Env = sandboxEnv(dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if len(out) > 0 {
-			return nil, fmt.Errorf("%v: %s", err, cut(string(out), 300))
+			return fmt.Errorf("%v: %s", err, cut(string(out), 300))
 		}
-		return nil, err
+		return err
 	}
-	return iso, nil
+	return nil
 }
 
 // runInit is a Run's init: args are uid, gid, data directory, Run
-// directory and the command. It answers 125 when the world cannot be set
-// up, else the command's exit status.
+// directory, network and the command. It answers 125 when the world
+// cannot be set up, else the command's exit status.
 func runInit(args []string) int {
-	if len(args) < 5 {
-		fmt.Fprintln(os.Stderr, "assent-run-init: want UID GID DATADIR RUNDIR COMMAND [ARG...]")
+	if len(args) < 6 {
+		fmt.Fprintln(os.Stderr, "assent-run-init: want UID GID DATADIR RUNDIR NETWORK COMMAND [ARG...]")
 		return 125
 	}
 	// no_new_privs is set on this thread, and the process is started
 	// from it: see noNewPrivs.
 	runtime.LockOSThread()
+	fwd, err := setupNetwork(args[4])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+		return 125
+	}
+	if fwd != nil {
+		defer fwd.close()
+	}
 	if err := setupWorld(args[0], args[1], args[2], args[3]); err != nil {
 		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
 		return 125
+	}
+	if os.Getuid() != 0 {
+		// In a user namespace of its own: what the init could do there,
+		// the process must not.
+		if err := dropCapabilities(); err != nil {
+			fmt.Fprintln(os.Stderr, "assent-run-init:", err)
+			return 125
+		}
 	}
 	if err := noNewPrivs(); err != nil {
 		fmt.Fprintln(os.Stderr, "assent-run-init:", err)
 		return 125
 	}
-	cmd := exec.Command(args[4], args[5:]...)
+	if fwd != nil {
+		fwd.start()
+	}
+	cmd := exec.Command(args[5], args[6:]...)
 	cmd.Dir = args[3]
 	// The values to mask come in the environment; the process does not
 	// get that variable.
@@ -273,6 +332,32 @@ func runInit(args []string) int {
 	}
 	copies.Wait()
 	return code
+}
+
+// setupNetwork brings up loopback when the init has a network namespace of
+// its own and, for a Run, listens on the run API's loopback port, passing
+// connections to the socket in the run API's directory. The directory is
+// opened here, before the data directory is hidden, and reached through
+// its descriptor from then on: a server started again later puts its
+// socket in the same directory. The descriptor is not passed on to the
+// process.
+func setupNetwork(arg string) (*forwarder, error) {
+	n, err := parseRunNet(arg)
+	if err != nil || !n.own {
+		return nil, err
+	}
+	if err := loopbackUp(); err != nil {
+		return nil, err
+	}
+	if n.port == 0 {
+		return nil, nil
+	}
+	dir, err := syscall.Open(n.dir, oPath|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the run API's directory: %w", err)
+	}
+	// The init ends with the process, and the descriptor with it.
+	return listenForward(n.port, "/proc/self/fd/"+strconv.Itoa(dir)+"/"+runAPISocket)
 }
 
 // maskedPipe returns the write end of a pipe whose output reaches w
@@ -403,6 +488,45 @@ func noNewPrivs() error {
 	}
 	if errno != 0 {
 		return fmt.Errorf("set no_new_privs: %w", errno)
+	}
+	return nil
+}
+
+// Capabilities and prctl options the syscall package does not name.
+const (
+	capNetAdmin          = 12
+	capSysAdmin          = 21
+	prCapAmbient         = 47
+	prCapAmbientClearAll = 4
+	linuxCapabilityV3    = 0x20080522
+	linuxCapabilityU32s3 = 2
+)
+
+// dropCapabilities clears the ambient, inheritable, permitted and
+// effective capabilities of this process, so that neither it nor what it
+// starts under a uid other than 0 can change the mounts, the network or
+// anything else of the namespaces the init built. As with noNewPrivs, on
+// every thread where the runtime can, otherwise on the calling thread,
+// from which the process is started.
+func dropCapabilities() error {
+	_, _, errno := syscall.AllThreadsSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0)
+	if errno == syscall.ENOTSUP {
+		_, _, errno = syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0)
+	}
+	if errno != 0 {
+		return fmt.Errorf("clear ambient capabilities: %w", errno)
+	}
+	hdr := struct {
+		version uint32
+		pid     int32
+	}{version: linuxCapabilityV3}
+	var data [linuxCapabilityU32s3]struct{ effective, permitted, inheritable uint32 }
+	_, _, errno = syscall.AllThreadsSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	if errno == syscall.ENOTSUP {
+		_, _, errno = syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	}
+	if errno != 0 {
+		return fmt.Errorf("drop capabilities: %w", errno)
 	}
 	return nil
 }

@@ -104,6 +104,12 @@ type Config struct {
 	// ForwardWait bounds how long a request passed to another node waits
 	// for that node's answer; DefaultForwardWait when zero.
 	ForwardWait time.Duration
+	// Network is the network Run and tool processes get: NetworkIsolated
+	// (the default when empty) gives each a network namespace of its own
+	// with loopback only, from which a Run reaches the server through the
+	// run API alone (serve it with ServeRunAPI); NetworkHost lets them
+	// share the server's network.
+	Network string
 }
 
 // Manager starts, supervises, steers and retires Runs. It is safe for
@@ -117,6 +123,12 @@ type Manager struct {
 	// cannot (isoWhy says why).
 	iso    *isolation
 	isoWhy string
+	// netWhy says why processes share the server's network although
+	// Config.Network asked for a network of their own.
+	netWhy string
+	// api is the socket of the run API; nil when processes share the
+	// server's network.
+	api    *runAPI
 	st     store.Runs
 	now    func() time.Time
 	log    *slog.Logger
@@ -169,6 +181,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.StartGrace == 0 {
 		cfg.StartGrace = DefaultStartGrace
 	}
+	if err := checkNetwork(cfg.Network); err != nil {
+		return nil, err
+	}
 	m := &Manager{cfg: cfg, st: cfg.Store, now: cfg.Now, log: cfg.Logger, heads: map[string]runHead{}, asking: map[string]int{}}
 	if m.now == nil {
 		m.now = time.Now
@@ -210,6 +225,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if cfg.Leases != nil {
 		if m.keeper, err = NewLeaseKeeper(LeaseConfig{Node: cfg.Node, Leases: cfg.Leases, Manager: m, TTL: cfg.LeaseTTL}); err != nil {
+			m.Close()
 			return nil, err
 		}
 	}
@@ -239,6 +255,9 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+	if m.api != nil {
+		m.api.close()
+	}
 }
 
 // enter registers a supervision task that writes to the store, so Close
@@ -723,7 +742,7 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 		}
 		r.Doc, _ = json.Marshal(doc)
 	}
-	env := append(recipeEnv, "ASSENT_URL="+m.cfg.URL, "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
+	env := append(recipeEnv, "ASSENT_URL="+m.runURL(), "ASSENT_RUN_TOKEN="+token, "ASSENT_RUN_ID="+r.ID,
 		"ASSENT_RUN_INSTANCE_ID="+r.InstanceID, "ASSENT_CONTROL_FIFO="+doc.FIFO, "ASSENT_STATE_DIR="+dir)
 	var relay *maskRelay
 	if m.iso != nil {
@@ -735,7 +754,7 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 		// output could not be masked does not start.
 		return nil, fmt.Errorf("start the relay that masks the Run's output: %w", err)
 	}
-	cmd := m.sandboxCommand(context.Background(), who, dir, env, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
+	cmd := m.sandboxCommand(context.Background(), who, dir, env, true, "/bin/sh", "-c", wrapper, "assent-run", script, filepath.Join(dir, "exit"))
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if relay != nil {

@@ -663,7 +663,7 @@ func TestRunTokenLifecycle(t *testing.T) {
 	out, _ := m.Logs(context.Background(), "alice", "tok", "stdout", 0)
 	// The token is masked in the output by the Run's init or, without
 	// namespaces, by the relay.
-	if want := redactedMarker + " http://example.test tok " + v.InstanceID + "\n"; out != want {
+	if want := redactedMarker + " " + m.runURL() + " tok " + v.InstanceID + "\n"; out != want {
 		t.Fatalf("environment %q, want %q", out, want)
 	}
 	tokens.mu.Lock()

@@ -197,7 +197,9 @@ func sandboxEnv(dir string) []string {
 // Run and tool process runs: in its own process group, in dir, with the
 // base environment plus env (later entries win, so callers append the
 // ASSENT_* variables last) and, when id is not nil, as id, to whom the
-// caller has given dir (handOverTree). Cancelling ctx kills the process
+// caller has given dir (handOverTree). With api, a process in a network
+// namespace of its own reaches the server at the loopback address of
+// runURL. Cancelling ctx kills the process
 // (as exec.CommandContext does); callers set cmd.Cancel to kill the whole
 // group.
 //
@@ -207,12 +209,12 @@ func sandboxEnv(dir string) []string {
 // there, and the init drops to id. Otherwise the process starts through
 // the same executable, which drops to id, sets no_new_privs and executes
 // it in its place.
-func (m *Manager) sandboxCommand(ctx context.Context, id *identity, dir string, env []string, name string, args ...string) *exec.Cmd {
+func (m *Manager) sandboxCommand(ctx context.Context, id *identity, dir string, env []string, api bool, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(sandboxEnv(dir), env...)
 	if m.iso != nil {
-		m.iso.isolate(cmd, id, m.cfg.DataDir, dir, name, args)
+		m.iso.isolate(cmd, id, m.cfg.DataDir, dir, m.initNet(api), name, args)
 		return cmd
 	}
 	if startPlain(cmd, id) {
@@ -231,30 +233,48 @@ func (m *Manager) Isolated() (bool, string) {
 	return m.iso != nil, m.isoWhy
 }
 
-// setupIsolation finds whether Runs can start in namespaces of their own
-// and says so in the log.
+// setupIsolation finds whether Runs can start in namespaces of their own,
+// and with a network of their own, and says so in the log.
 func (m *Manager) setupIsolation() {
 	dir, err := os.MkdirTemp(m.runsDir(), ".probe-")
 	if err != nil {
 		m.isoWhy = err.Error()
 	} else {
-		m.iso, err = probeIsolation(m.cfg.DataDir, dir)
+		var netWhy string
+		m.iso, netWhy, err = probeIsolation(m.cfg.DataDir, dir, m.cfg.Network != NetworkHost)
 		os.RemoveAll(dir)
 		if err != nil {
 			m.isoWhy = err.Error()
 		}
+		if netWhy != "" {
+			m.netWhy = "no network namespace: " + netWhy
+		}
+	}
+	if m.iso != nil && m.iso.netns {
+		// Without the run API a Run in a network of its own could not
+		// reach the server: it then shares the server's network.
+		if m.api, err = listenRunAPI(m.cfg.DataDir); err != nil {
+			m.iso.netns, m.netWhy = false, "the run API's socket cannot be made: "+err.Error()
+		}
+	}
+	network := "; each has a network of its own with loopback only, and reaches the server only at " + m.runURL()
+	if m.RunNetwork() == NetworkHost {
+		network = "; they share the server's network"
 	}
 	switch {
 	case m.iso != nil && m.iso.userNS:
-		m.log.Info("Run and tool processes start in new user, PID and mount namespaces: each sees only its own processes and its own Run directory of the data directory")
+		m.log.Info("Run and tool processes start in new user, PID, mount and IPC namespaces: each sees only its own processes and its own Run directory of the data directory" + network)
 	case m.iso != nil:
-		m.log.Info("Run and tool processes start in new PID and mount namespaces: each sees only its own processes and its own Run directory of the data directory")
+		m.log.Info("Run and tool processes start in new PID, mount and IPC namespaces: each sees only its own processes and its own Run directory of the data directory" + network)
 	default:
-		m.log.Warn("Run and tool processes are not isolated in namespaces of their own: they see every process on the machine in /proc (command lines included, where their uid may read them) and the paths of the data directory; see docs/security.md",
+		m.log.Warn("Run and tool processes are not isolated in namespaces of their own: they see every process on the machine in /proc (command lines included, where their uid may read them), the paths of the data directory, and every port of the machine's network; see docs/security.md",
 			"reason", m.isoWhy)
 		if !startPlain(exec.Command("/bin/true"), nil) {
 			m.log.Warn("Run and tool processes start without no_new_privs: a setuid program they execute can raise their privileges", "reason", noNewPrivsWhy)
 		}
+	}
+	if m.iso != nil && m.cfg.Network != NetworkHost && !m.iso.netns {
+		m.log.Warn("Run and tool processes share the server's network although each should have its own: they can connect to every port of the machine (the server's listener, a database, other services); see docs/security.md", "reason", m.netWhy)
 	}
 	if os.Geteuid() != 0 && (m.iso == nil || !m.iso.userNS) {
 		m.log.Warn("the server is not root: Run and tool processes run as the server's own user and can read and signal what it can; serve as root to give each its own uid")

@@ -802,7 +802,7 @@ func (ts *ToolSet) runInline(ctx context.Context, script, dir string, env, secre
 	if err := ts.m.handOverTree(dir, who); err != nil {
 		return nil, toolError(errorf(CodeSandbox, "the tool's directory cannot be given to its run user: %v", err))
 	}
-	cmd := ts.m.sandboxCommand(ctx, who, dir, env, "/bin/sh", "-c", script)
+	cmd := ts.m.sandboxCommand(ctx, who, dir, env, false, "/bin/sh", "-c", script)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer

@@ -66,4 +66,10 @@ type Config struct {
 	// Notify configures notifications: the mail server (none: no mail)
 	// and how often a node looks for pending items (docs/notifications.md).
 	Notify notify.Options
+	// RunNetwork is the network Run and tool processes get: "isolated"
+	// (the default when empty) gives each a network namespace of its own
+	// with loopback only, from which a Run reaches this server alone, at
+	// its ASSENT_URL; "host" lets them share the server's network (see
+	// run.Config.Network).
+	RunNetwork string
 }

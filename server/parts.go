@@ -59,7 +59,7 @@ func runsDeps(h *host.Host) runs.Deps {
 		Now:       h.Now,
 		Web:       h.Web,
 		Config: runs.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, RunUser: h.Config.RunUser,
-			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL},
+			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL, Network: h.Config.RunNetwork},
 	}
 }
 

@@ -120,6 +120,9 @@ func (s *Server) build(ctx context.Context, cfg Config) error {
 	// Streams end first when the server closes.
 	s.onClose(s.host.EndStreams)
 	s.handler = s.routes()
+	// Runs in a network of their own reach the server through the run
+	// API's socket, which serves the same handler.
+	s.runs.Manager().ServeRunAPI(s.handler)
 	return nil
 }
 

@@ -77,7 +77,7 @@ func newServeCmd(c *cli) *cobra.Command {
 	var (
 		data, addr, baseURL, logFormat, runUser, node string
 		storeOpts                                     storeFlags
-		runUIDs                                       string
+		runUIDs, runNetwork                           string
 		withDemo, oauthInsecure                       bool
 		leaseTTL                                      time.Duration
 		mailOpts                                      mailFlags
@@ -107,10 +107,25 @@ raise them) in new PID, mount and IPC namespaces (and a user namespace
 when serving as a non-root user): each sees only its own processes in
 /proc, only its own Run directory of the data directory, and private
 /tmp, /dev/shm, /run/lock and IPC objects.
+
+With --run-network isolated (the default) each also gets a network
+namespace of its own in which only loopback is up: no port of the machine
+(this server's listener, PostgreSQL, other services) and no other host is
+reachable from it. A Run reaches this server only at its ASSENT_URL,
+http://127.0.0.1:7410 inside its namespace, which its init passes on to the
+socket run-api/server.sock in the data directory, with its run-scoped
+token. --run-network host lets Runs share the server's network, for
+Recipes that need it; ASSENT_URL is then the server's base URL.
+
 Where the kernel refuses the namespaces, serve logs a warning at start and
-Runs see every process on the machine, command lines included; a server
-that is not root also warns that Runs share its user (see
-docs/security.md).
+Runs see every process on the machine, command lines included, and share
+its network; where only the network namespace is refused, Runs share the
+network and serve says so. Serving as a non-root user, the namespaces are
+made in a user namespace of the Run's own, where the kernel allows
+unprivileged user namespaces (kernel.unprivileged_userns_clone,
+user.max_user_namespaces, an AppArmor or SELinux policy may refuse them);
+Runs then keep the server's user, and serve warns that they can read what
+that user can (see docs/security.md).
 
 Several nodes may share one PostgreSQL store (see docs/deploy.md). Each
 needs a name of its own, the same across its restarts: --node (or
@@ -136,6 +151,11 @@ down gracefully.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			switch runNetwork {
+			case run.NetworkIsolated, run.NetworkHost:
+			default:
+				return refused("bad_run_network: --run-network must be %s (each Run in a network of its own, reaching only this server) or %s (Runs share the server's network), not %q", run.NetworkIsolated, run.NetworkHost, runNetwork)
+			}
 			if runUIDs != "" {
 				if runUser != "" {
 					return refused("bad_run_user: --run-uids and --run-user exclude each other: pass --run-uids to give each Run its own uid, or --run-user to run them all as one user")
@@ -193,7 +213,7 @@ down gracefully.`,
 			}
 			cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base, RunUser: runUser,
 				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure,
-				Notify: notify.Options{SMTP: smtpCfg}}
+				Notify: notify.Options{SMTP: smtpCfg}, RunNetwork: runNetwork}
 			srv, err := server.New(ctx, cfg)
 			if err != nil {
 				ln.Close()
@@ -244,6 +264,7 @@ down gracefully.`,
 	f.DurationVar(&leaseTTL, "lease-ttl", 0, "time to live of this node's Run leases: a Run whose node dies is found lost within about this time and a third (default $ASSENT_LEASE_TTL, else 15s)")
 	f.StringVar(&runUIDs, "run-uids", "", "when serving as root, the uids Run and tool processes run as, each its own: FIRST-LAST (default "+run.DefaultRunUIDs+")")
 	f.BoolVar(&oauthInsecure, "oauth-insecure-client-ids", false, "development only: let OAuth client ID metadata documents be fetched over http and from loopback and private addresses")
+	f.StringVar(&runNetwork, "run-network", run.NetworkIsolated, "network of Run and tool processes: isolated (each its own, with loopback only; a Run reaches this server alone, at its ASSENT_URL) or host (they share the server's network)")
 	mailOpts.add(f)
 	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd

@@ -62,12 +62,15 @@ type Stores struct {
 type Config struct {
 	// DataDir holds the Runs' files and the recipes.
 	DataDir string
-	// BaseURL is given to Runs as ASSENT_URL.
+	// BaseURL is given to Runs as ASSENT_URL when they share the
+	// server's network; a Run with a network of its own gets the
+	// loopback address of the run API instead (see run.Config.Network).
 	BaseURL string
-	// RunUser, Node and LeaseTTL are as in run.Config.
+	// RunUser, Node, LeaseTTL and Network are as in run.Config.
 	RunUser  string
 	Node     string
 	LeaseTTL time.Duration
+	Network  string
 }
 
 func (d Deps) check() error {

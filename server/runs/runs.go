@@ -82,7 +82,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	m, err := run.New(ctx, run.Config{
 		Store: s.Store.Runs, DataDir: s.Config.DataDir, Now: s.Now, Logger: s.Log.With("part", "runs"),
 		Tokens: runTokens{s}, URL: s.Config.BaseURL, Version: assent.Version, RunUser: s.Config.RunUser,
-		Node: s.Config.Node, Leases: s.Store.Cluster, LeaseTTL: s.Config.LeaseTTL,
+		Node: s.Config.Node, Leases: s.Store.Cluster, LeaseTTL: s.Config.LeaseTTL, Network: s.Config.Network,
 		Notify: func(ownerID, runID, kind string) {
 			data, _ := json.Marshal(map[string]string{"run": runID})
 			s.Bus.Publish(s.OwnedEvent(kind, ownerID, data))

@@ -43,6 +43,7 @@ type Config struct {
 	OAuthInsecureClientIDs bool
 	LeaseTTL               time.Duration
 	Notify                 notify.Options
+	RunNetwork             string
 }
 
 // DefaultNode is the node name of a server that is given none: the host
