@@ -29,6 +29,7 @@ type Kernel struct {
 
 	vault     secretVault
 	summarize Summarizer
+	groups    Groups
 }
 
 // Option configures a Kernel.
@@ -41,7 +42,7 @@ func WithClock(now func() time.Time) Option { return func(k *Kernel) { k.now = n
 // NewKernel returns a kernel that keeps its state in store and runs the
 // effects and verifiers of inv.
 func NewKernel(store Store, inv *Inventory, opts ...Option) *Kernel {
-	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program)}
+	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program), groups: AnyPerson{}}
 	for _, o := range opts {
 		o(k)
 	}

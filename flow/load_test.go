@@ -479,6 +479,7 @@ func FuzzLoad(f *testing.F) {
 	if data, err := readFileOK("testdata/minimal.json"); err == nil {
 		f.Add(data)
 	}
+	f.Add([]byte(`{"schema_version":1,"program_id":"p","program_version":"1","requires_runtime":">=0.1.0","capabilities":{"effects":["state.assign"],"verifiers":["conditions.match"],"capability_surface":["state.write"]},"objective_contracts":[{"objective":"o","conditions":[{"facet":"phase","statuses":["known"],"values":["b"]}]}],"transitions":[{"id":"t","selection_class":"PROGRESS","priority":1,"source_phases":["a"],"target_phases":["b"],"authority":["human"],"approval":{"quorum":2,"group":"finance"},"required_capabilities":["state.write"],"effect":"state.assign","verifier":"conditions.match","prescription":{"operation":"go","expected_postcondition":"b"}}]}`))
 	f.Add([]byte(`{"schema_version":1}`))
 	f.Add([]byte(`{"schema_version":2,"x":[1,2]}`))
 	f.Add([]byte(`{"a":1,"a":2}`))
