@@ -640,6 +640,9 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 func (k *Kernel) recordApprover(ctx context.Context, id, person string) (int, error) {
 	needs := 0
 	err := k.store.Update(ctx, func(tx Tx) error {
+		// A store may run fn again when its transaction fails to
+		// serialize: start from nothing each time.
+		needs = 0
 		rec, err := tx.Approval(id)
 		if err != nil {
 			return notFound(err, "approval", id)
