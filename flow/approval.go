@@ -611,7 +611,7 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 			return Receipt{}, err
 		}
 		if needs > 0 {
-			return Receipt{}, errorf(CodeMorePeopleNeeded, "your approval of %s is recorded; it needs %s more before it is applied, and nothing was applied yet", id, peopleWord(needs))
+			return Receipt{}, errorf(CodeMorePeopleNeeded, "your approval of %s is recorded; it needs %s before it is applied, and nothing was applied yet", id, morePeople(needs))
 		}
 	}
 	d, err := k.Prescribe(ctx, a.Instance, admitted, Request{Transition: a.Transition, Objective: a.Objective, Parameters: params})
@@ -667,15 +667,15 @@ func (k *Kernel) recordApprover(ctx context.Context, id, person string) (int, er
 // alreadyApproved is the ALREADY_APPROVED error of a person who approved
 // a before.
 func alreadyApproved(a *Approval) error {
-	return errorf(CodeAlreadyApproved, "you already approved %s; one person counts once, so it needs %s more", a.ID, peopleWord(a.Needs()))
+	return errorf(CodeAlreadyApproved, "you already approved %s; one person counts once, so it needs %s", a.ID, morePeople(a.Needs()))
 }
 
-// peopleWord is "1 person" or "n people".
-func peopleWord(n int) string {
+// morePeople is "1 more person" or "n more people".
+func morePeople(n int) string {
 	if n == 1 {
-		return "1 person"
+		return "1 more person"
 	}
-	return strconv.Itoa(n) + " people"
+	return strconv.Itoa(n) + " more people"
 }
 
 // approvalClaim names the approval an apply carries out and the person who
@@ -704,7 +704,7 @@ func (c *approvalClaim) claim(tx Tx, now time.Time) error {
 		return alreadyApproved(a)
 	}
 	if len(a.Approvers)+1 < a.People() {
-		return errorf(CodeMorePeopleNeeded, "approval %s needs %s more; approve it again to be counted", a.ID, peopleWord(a.Needs()))
+		return errorf(CodeMorePeopleNeeded, "approval %s needs %s; approve it again to be counted", a.ID, morePeople(a.Needs()))
 	}
 	a.Approvers = append(a.Approvers, Approver{Person: c.person, At: now})
 	a.Status, a.Decider, a.DecidedAt = ApprovalApproving, c.person, now

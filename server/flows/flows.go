@@ -68,7 +68,11 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	if err := s.registerFlowEffects(); err != nil {
 		return nil, err
 	}
-	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)))
+	opts := []flow.Option{flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval))}
+	if d.Groups != nil {
+		opts = append(opts, flow.WithGroups(d.Groups))
+	}
+	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, opts...)
 	n, err := s.flows.RecoverInterrupted(ctx)
 	if err != nil {
 		s.Close()
@@ -483,6 +487,7 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 		},
 	}
 	decorateApprovalCard(&item, a, person)
+	decorateQuorum(&item, a, names, person)
 	item.Decision = s.approvalDecision(a, programID)
 	if len(a.Arguments) > 0 {
 		item.Details = append(item.Details, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
@@ -531,7 +536,7 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 	}
 	return &host.Decision{
 		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
-		Bound: bound, ProposedBy: a.Requester, DeclineNote: true,
+		Bound: bound, ProposedBy: a.Requester, DeclineNote: true, Needs: a.Needs(),
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			decision := "decline"
 			if d.Approve {
@@ -543,6 +548,9 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 			}
 			if rc, ok := out.(flow.Receipt); ok {
 				return fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision), nil
+			}
+			if now, ok := out.(flow.Approval); ok && now.Status == flow.ApprovalPending {
+				return fmt.Sprintf("Your approval of %s is recorded; it needs %s before it runs.", a.Transition, morePeople(now.Needs())), nil
 			}
 			return "Declined " + a.Transition + ".", nil
 		},

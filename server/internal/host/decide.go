@@ -27,6 +27,9 @@ type Decision struct {
 	Bound map[string]string
 	// ProposedBy is the principal id of who filed the item.
 	ProposedBy string
+	// Needs is how many more people must approve; 0 means one, the
+	// person deciding.
+	Needs int
 	// DeclineNote says that a decline's note reaches who filed the item
 	// (as its reason); a note is refused where it would not.
 	DeclineNote bool
