@@ -91,6 +91,9 @@ func inboxItemOf(c host.InboxItem) api.InboxItem {
 	if d.Needs > 0 {
 		it.Needs = d.Needs
 	}
+	if d.AlreadyApproved {
+		it.Decisions = []string{api.DecisionDecline}
+	}
 	if it.Bound == nil {
 		it.Bound = map[string]string{}
 	}

@@ -489,6 +489,7 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 	decorateApprovalCard(&item, a, person)
 	decorateQuorum(&item, a, names, person)
 	item.Decision = s.approvalDecision(a, programID)
+	item.Decision.AlreadyApproved = a.ApprovedBy(person.ID)
 	if len(a.Arguments) > 0 {
 		item.Details = append(item.Details, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
 	}

@@ -108,6 +108,11 @@ func TestFlowLargeExpenseNeedsTwoPeople(t *testing.T) {
 	if _, out, _ := f.API("GET", "/v1/flows/instances/"+demo.LargeExpenseID, f.Token, nil); instanceOf(t, out).Phase != "submitted" {
 		t.Fatalf("one approval moved the expense: %v", out)
 	}
+	// Her JSON inbox says the same: one more person, and only decline
+	// for her.
+	if it, ok := inboxItem(t, f, adaCookie, adaCSRF, apr.ID); !ok || it.Needs != 1 || len(it.Decisions) != 1 || it.Decisions[0] != "decline" {
+		t.Fatalf("Ada's inbox item after her approval = %+v, %v", it, ok)
+	}
 	// Ada again, through JSON: refused, counted once.
 	var again map[string]any
 	if c := sessionJSON(t, f, adaCookie, adaCSRF, "POST", "/v1/flows/approvals/"+apr.ID+"/approve", nil, &again); c != 409 || assenttest.ErrCode(again) != "ALREADY_APPROVED" {
@@ -122,6 +127,9 @@ func TestFlowLargeExpenseNeedsTwoPeople(t *testing.T) {
 	_, out, _ = f.API("POST", "/v1/flows/instances/"+demo.LargeExpenseID+"/prescribe", f.Token, nil)
 	if a := approvalOf(t, out); a.ID != apr.ID || a.Status != "pending" || len(a.Approvers) != 1 {
 		t.Fatalf("after one approval the agent sees %+v", a)
+	}
+	if next, _ := out["next"].(string); !strings.Contains(next, "needs 2 different people to approve, 1 approved so far") {
+		t.Fatalf("the agent is not told how far the approval is: %q", next)
 	}
 
 	// Ben approves through the JSON inbox: applied.

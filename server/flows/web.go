@@ -447,12 +447,11 @@ func decorateQuorum(item *host.InboxItem, a flow.Approval, names map[string]stri
 			line += of
 		}
 	}
-	item.Lines = append([]string{line}, item.Lines...)
 	item.Fields = append(item.Fields, host.InboxField{Label: "Approvals", Value: line})
 	item.Note = fmt.Sprintf("This step runs only when %d different people%s have approved it; each person counts once, and the last approval applies exactly what is shown here. If any of it changes first, the approvals so far no longer count.", a.People(), of)
 	if a.ApprovedBy(person.ID) {
 		item.Actions = slices.DeleteFunc(item.Actions, func(ac host.InboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
-		item.Warn = strings.TrimSpace(item.Warn + " " + fmt.Sprintf("You approved this. It needs %s; someone else must approve it. You can still decline it.", morePeople(a.Needs())))
+		item.Note = fmt.Sprintf("You approved this. It needs %s; someone else must approve it. You can still decline it.", morePeople(a.Needs()))
 	}
 }
 
