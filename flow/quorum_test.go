@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -309,5 +310,61 @@ func TestQuorumConcurrent(t *testing.T) {
 		if !strings.Contains(codes, CodeAlreadyApproved) || !strings.Contains(codes, CodeMorePeopleNeeded) {
 			t.Fatalf("codes %s", codes)
 		}
+	}
+}
+
+// When the last person's approval does not take effect (the effect
+// failed), it no longer counts: the others' approvals stay, and that
+// person may approve again.
+func TestQuorumFailedApplyReleasesTheLastApproval(t *testing.T) {
+	ctx := context.Background()
+	inv := testInventory()
+	var fail atomic.Bool
+	fail.Store(true)
+	if err := inv.RegisterEffect(EffectToolCall, CapabilityToolInvoke, EffectFunc(func(ctx context.Context, req *EffectRequest) EffectResult {
+		if fail.Load() {
+			return Fail(errors.New("the carrier is down"))
+		}
+		return labelEffect(nil)(ctx, req)
+	})); err != nil {
+		t.Fatal(err)
+	}
+	src := variant(t, fullProgram(t), func(m doc) {
+		for _, tr := range m["transitions"].([]any) {
+			if tr := tr.(doc); tr["id"] == "ship" {
+				tr["authority"] = []any{"human"}
+				tr["approval"] = doc{"quorum": 2}
+			}
+		}
+	})
+	f := &fixture{clk: &clock{t: t0}, inv: inv, store: NewMemoryStore()}
+	f.k = NewKernel(f.store, inv, WithClock(f.clk.now))
+	p, err := f.k.AddProgram(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.prog = p
+	f.start(t, "o", "reserved", reservedFacts())
+	a, err := f.k.RequestApproval(ctx, "o", agent(), Request{Transition: "ship", Parameters: map[string]string{"api_key": "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := named("alice", CapabilityToolInvoke), named("bob", CapabilityToolInvoke)
+	if _, err := f.k.Approve(ctx, a.ID, alice); ErrorCode(err) != CodeMorePeopleNeeded {
+		t.Fatalf("alice = %v", err)
+	}
+	if _, err := f.k.Approve(ctx, a.ID, bob); ErrorCode(err) != CodeEffectFailed {
+		t.Fatalf("bob with a failing effect = %v, want %s", err, CodeEffectFailed)
+	}
+	got, _ := f.k.Approval(ctx, a.ID)
+	if got.Status != ApprovalPending || len(got.Approvers) != 1 || got.Approvers[0].Person != "alice" || got.Needs() != 1 {
+		t.Fatalf("after the failed apply: %+v", got)
+	}
+	fail.Store(false)
+	if _, err := f.k.Approve(ctx, a.ID, bob); err != nil {
+		t.Fatalf("bob again: %v", err)
+	}
+	if got, _ := f.k.Approval(ctx, a.ID); got.Status != ApprovalApproved || len(got.Approvers) != 2 {
+		t.Fatalf("after bob's second approval: %+v", got)
 	}
 }
