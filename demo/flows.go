@@ -22,6 +22,11 @@ import (
 // submitted, for an agent to ask about.
 const ExpenseID = "expense-1001"
 
+// LargeExpenseID is the expense instance Install starts above the
+// two-person limit (5,000.00 EUR), submitted: its approval needs two
+// different people.
+const LargeExpenseID = "expense-1002"
+
 // PayeeIBAN is the payee of the demo's expenses.
 const PayeeIBAN = "PT50000201231234567891234"
 
@@ -47,9 +52,10 @@ func (a *App) Payments() []Payment {
 
 // loadFlows loads the example programs, registers the payment tools that
 // the expense program's tool.call transitions name, places the Recipes
-// the deployment program's run.spawn transitions name, and starts one
-// expense, over the limit and submitted, owned by the workspace's agent:
-// its next step waits for a person's approval.
+// the deployment program's run.spawn transitions name, and starts two
+// expenses, submitted and owned by the workspace's agent: one over the
+// limit, whose next step waits for a person's approval, and one over the
+// two-person limit, whose next step waits for two different people's.
 func (a *App) loadFlows(ctx context.Context) error {
 	part := a.srv.Flows()
 	programs := examples.Programs()
@@ -85,21 +91,29 @@ func (a *App) loadFlows(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := part.Kernel().Instance(ctx, ExpenseID); err == nil {
-		return nil
+	for _, e := range []struct{ id, band, amount, what string }{
+		{ExpenseID, bandOverLimit, "1250.00 EUR", "Conference travel, Lisbon"},
+		{LargeExpenseID, bandTwoPeople, "7500.00 EUR", "Team offsite venue, Porto"},
+	} {
+		if _, err := part.Kernel().Instance(ctx, e.id); err == nil {
+			continue
+		}
+		_, err = part.Kernel().Start(ctx, flow.Instance{
+			ID: e.id, Program: expense.Fingerprint(), Owner: owner, Phase: "submitted",
+			Objective: "expense-paid",
+			Facts: map[string]flow.Fact{
+				expenseBandFacet:        {Status: flow.StatusKnown, Value: e.band},
+				expenseAmountFacet:      {Status: flow.StatusKnown, Value: e.amount},
+				expenseDescriptionFacet: {Status: flow.StatusKnown, Value: e.what},
+				expensePayeeFacet:       {Status: flow.StatusKnown, Value: PayeeIBAN},
+				"expense.status":        {Status: flow.StatusKnown, Value: "submitted"},
+			},
+		})
+		if err != nil {
+			return err
+		}
 	}
-	_, err = part.Kernel().Start(ctx, flow.Instance{
-		ID: ExpenseID, Program: expense.Fingerprint(), Owner: owner, Phase: "submitted",
-		Objective: "expense-paid",
-		Facts: map[string]flow.Fact{
-			expenseBandFacet:        {Status: flow.StatusKnown, Value: bandOverLimit},
-			expenseAmountFacet:      {Status: flow.StatusKnown, Value: "1250.00 EUR"},
-			expenseDescriptionFacet: {Status: flow.StatusKnown, Value: "Conference travel, Lisbon"},
-			expensePayeeFacet:       {Status: flow.StatusKnown, Value: PayeeIBAN},
-			"expense.status":        {Status: flow.StatusKnown, Value: "submitted"},
-		},
-	})
-	return err
+	return nil
 }
 
 // paymentTools are the tools the expense program pays through:
@@ -187,10 +201,14 @@ func (a *App) checkApprovedPayee(ctx context.Context, instance, iban string) err
 }
 
 // The expense program wants a person's approval above expenseLimit of
-// expenseCurrency. The limit is in one currency only: an amount in any
-// other currency always wants a person, since no rate is applied and a
-// limit in one currency never admits another.
-var expenseLimit = big.NewRat(500, 1)
+// expenseCurrency, and two different people's above twoPersonLimit. The
+// limits are in one currency only: an amount in any other currency always
+// wants two people, since no rate is applied and a limit in one currency
+// never admits another.
+var (
+	expenseLimit   = big.NewRat(500, 1)
+	twoPersonLimit = big.NewRat(5000, 1)
+)
 
 const expenseCurrency = "EUR"
 
@@ -202,6 +220,7 @@ const (
 	expensePayeeFacet       = "expense.payee_iban"
 	bandWithinLimit         = "within_limit"
 	bandOverLimit           = "over_limit"
+	bandTwoPeople           = "over_two_person_limit"
 )
 
 // checkExpenseStart is the expense program's start check: the band that
@@ -222,16 +241,26 @@ func checkExpenseStart(_ context.Context, _ store.Principal, _ string, facts map
 	if !ok {
 		return tool.Errorf("invalid_request", "%s %q must be a non-negative number and a three-letter currency code, for example \"860.00 EUR\"", expenseAmountFacet, amount.Value)
 	}
-	want := bandWithinLimit
-	if cur != expenseCurrency || n.Cmp(expenseLimit) > 0 {
-		want = bandOverLimit
-	}
+	want := expenseBand(n, cur)
 	if hasBand && (band.Status != flow.StatusKnown || band.Value != want) {
-		return tool.Errorf("invalid_request", "%s is %s for %s (the limit is %s %s; an amount in another currency always needs a person); leave the band out and it is set from the amount",
-			expenseBandFacet, want, formatAmount(amount.Value), expenseLimit.FloatString(2), expenseCurrency)
+		return tool.Errorf("invalid_request", "%s is %s for %s (above %s %s one person approves, above %s %s two different people; an amount in another currency always needs two people); leave the band out and it is set from the amount",
+			expenseBandFacet, want, formatAmount(amount.Value), expenseLimit.FloatString(2), expenseCurrency, twoPersonLimit.FloatString(2), expenseCurrency)
 	}
 	facts[expenseBandFacet] = flow.Fact{Status: flow.StatusKnown, Value: want}
 	return nil
+}
+
+// expenseBand is the band of amount n in currency cur: within the limit
+// (the agent approves), over it (a person approves) or over the
+// two-person limit (two different people approve).
+func expenseBand(n *big.Rat, cur string) string {
+	switch {
+	case cur != expenseCurrency || n.Cmp(twoPersonLimit) > 0:
+		return bandTwoPeople
+	case n.Cmp(expenseLimit) > 0:
+		return bandOverLimit
+	}
+	return bandWithinLimit
 }
 
 // parseAmount reads "1250.00 EUR": a non-negative decimal number, one
@@ -294,7 +323,7 @@ func (a *App) expenseSummary(ctx context.Context, req *flow.SummaryRequest) (flo
 	}
 	var sum flow.Summary
 	switch flow.LocalID(req.Transition.ID) {
-	case "approve", "approve-within-limit":
+	case "approve", "approve-within-limit", "approve-two-people":
 		sum.Text = "Approve " + what
 		if payee != "" {
 			if !a.payeeApprovedBefore(ctx, req.Program.ID(), req.Instance.ID, iban) {

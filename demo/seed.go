@@ -27,12 +27,43 @@ type Seeded struct {
 	Approval string
 	// ApprovalStatus is "pending" until a person decides it.
 	ApprovalStatus string
+	// SecondPerson is the name of the demo's second person, who with the
+	// owner can approve an expense over the two-person limit.
+	SecondPerson string
+}
+
+// SecondPersonName is the name of the person Seed adds beside the owner,
+// so that an expense over the two-person limit (see LargeExpenseID) can
+// get its two approvals. A one-time sign-in link for them comes from
+// "assent token link ben".
+const SecondPersonName = "ben"
+
+// secondPersonID is the second person's principal id; a fixed one keeps
+// Seed from adding them twice.
+const secondPersonID = "p_demo_ben"
+
+// ensureSecondPerson adds the demo's second person unless they exist. They
+// hold the grants approving an expense needs besides the human.approve an
+// approval adds.
+func (a *App) ensureSecondPerson(ctx context.Context) (store.Principal, error) {
+	ps := a.st.Principals()
+	p, err := ps.Principal(ctx, secondPersonID)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return p, err
+	}
+	p = store.Principal{ID: secondPersonID, Kind: store.KindHuman, Name: SecondPersonName,
+		Grants: []string{"state.write", "tool.invoke", "control.write"}, CreatedAt: a.now().UTC()}
+	if err := ps.CreatePrincipal(ctx, p, nil); err != nil && !errors.Is(err, store.ErrConflict) {
+		return p, err
+	}
+	return ps.Principal(ctx, secondPersonID)
 }
 
 // Seed puts into the workspace one item of each kind an agent brings a
 // person, acting as the workspace's agent, as an agent would: a proposed
 // profile change (plan → pro), the payment screen, and an expense that
-// waits for a person's approval. It needs a bootstrapped workspace
+// waits for a person's approval; and it adds a second person
+// (SecondPersonName) beside the owner. It needs a bootstrapped workspace
 // (auth.EnsureBootstrap).
 //
 // It is idempotent: what is already there is kept, and what is missing is
@@ -63,6 +94,11 @@ func (a *App) Seed(ctx context.Context) (Seeded, error) {
 		return out, err
 	}
 	out.Approval, out.ApprovalStatus = ap.ID, string(ap.Status)
+	second, err := a.ensureSecondPerson(ctx)
+	if err != nil {
+		return out, fmt.Errorf("demo: the second person: %w", err)
+	}
+	out.SecondPerson = second.Name
 	return out, nil
 }
 

@@ -61,6 +61,14 @@ type Approval struct {
 	Summary      string         `json:"summary,omitempty"`
 	SummaryLines []string       `json:"summary_lines,omitempty"`
 	Status       ApprovalStatus `json:"status"`
+	// Quorum is how many distinct people must approve before the
+	// transition is applied (one when zero); Group, when set, is the group
+	// they must belong to. Both come from the transition's approval rule.
+	Quorum int    `json:"quorum,omitempty"`
+	Group  string `json:"group,omitempty"`
+	// Approvers are the people who have approved so far, in order; the
+	// last one of a quorum is the one whose approval applied it.
+	Approvers []Approver `json:"approvers,omitempty"`
 	// Changed says, for a stale approval, what moved since it was filed.
 	Changed   []string  `json:"changed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -69,6 +77,48 @@ type Approval struct {
 	Reason    string    `json:"reason,omitempty"`
 	Receipt   string    `json:"receipt,omitempty"`
 }
+
+// Approver is one person's approval of an approval request.
+type Approver struct {
+	Person string    `json:"person"`
+	At     time.Time `json:"at"`
+}
+
+// People returns how many distinct people must approve a: its quorum, at
+// least 1.
+func (a *Approval) People() int { return max(a.Quorum, 1) }
+
+// Needs returns how many more people must approve a pending approval
+// before it is applied; 0 once it is no longer pending.
+func (a *Approval) Needs() int {
+	if a.Status != ApprovalPending {
+		return 0
+	}
+	return max(a.People()-len(a.Approvers), 0)
+}
+
+// ApprovedBy reports whether person is among a's approvers.
+func (a *Approval) ApprovedBy(person string) bool {
+	return slices.ContainsFunc(a.Approvers, func(v Approver) bool { return v.Person == person })
+}
+
+// Groups tells whether a person is a member of a named group of
+// approvers, for approvals whose transition asks for people of a group.
+type Groups interface {
+	IsMember(ctx context.Context, group, person string) (bool, error)
+}
+
+// AnyPerson is the Groups that counts every person who may decide an
+// approval as a member of every group: it is the kernel's default until a
+// deployment says who belongs to which group.
+type AnyPerson struct{}
+
+// IsMember implements Groups: it is always true.
+func (AnyPerson) IsMember(context.Context, string, string) (bool, error) { return true, nil }
+
+// WithGroups sets who belongs to the groups that approval rules name. The
+// default is AnyPerson.
+func WithGroups(g Groups) Option { return func(k *Kernel) { k.groups = g } }
 
 // ApprovalParameter is one parameter as a person sees it; a secret one has
 // no value, only a salted digest that detects a change.
@@ -145,6 +195,9 @@ func (k *Kernel) requestApproval(ctx context.Context, instance string, requester
 		RequiredCapabilities: requiredCapabilities(t, k.inv),
 		Status:               ApprovalPending,
 		CreatedAt:            k.now().UTC(),
+	}
+	if r := t.Approval; r != nil {
+		a.Quorum, a.Group = r.People(), r.Group
 	}
 	if ps := t.Prescription; ps != nil {
 		a.Operation, a.Arguments, a.ExpectedPostcondition = ps.Operation, slices.Clone(ps.Arguments), ps.ExpectedPostcondition
@@ -498,14 +551,30 @@ func (k *Kernel) PendingApprovals(ctx context.Context) ([]Approval, error) {
 // fact) or a secret parameter value is no longer held (after a restart),
 // the approval becomes stale, Changed says what moved, nothing is applied
 // and the error is STALE_PRESCRIPTION.
+//
+// An approval whose transition asks for several people (Quorum) counts
+// each person once: a person who already approved is refused with
+// ALREADY_APPROVED. Each approval before the last is checked the same way
+// and recorded among Approvers, and Approve then returns
+// MORE_PEOPLE_NEEDED with nothing applied; the transition is applied when
+// the last person needed approves, and that person's approval is recorded
+// in the transaction that claims the approval for the apply. When Group
+// is set, only members of the group (see WithGroups) may approve or
+// decline.
 func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Receipt, error) {
 	rec, err := k.openApproval(ctx, id, person)
 	if err != nil {
 		return Receipt{}, err
 	}
 	a := rec.Approval
+	if a.ApprovedBy(person.ID) {
+		return Receipt{}, alreadyApproved(&a)
+	}
 	admitted := person
 	admitted.Grants = append(slices.Clone(person.Grants), CapabilityHumanApprove)
+	// Only the approval's claim admits a transition with an approval
+	// rule; the claim checks that the rule is met.
+	admitted.quorate = true
 	params := cloneMap(rec.Parameters)
 	if params == nil {
 		params = map[string]string{}
@@ -536,6 +605,15 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 		return Receipt{}, errorf(CodeStalePrescription, "approval %s is stale and nothing was applied: what it would apply changed since it was filed (%s); the requester must ask again so that a person sees the new values",
 			id, strings.Join(changed, "; "))
 	}
+	if a.People() > 1 {
+		needs, err := k.recordApprover(ctx, id, person.ID)
+		if err != nil {
+			return Receipt{}, err
+		}
+		if needs > 0 {
+			return Receipt{}, errorf(CodeMorePeopleNeeded, "your approval of %s is recorded; it needs %s before it is applied, and nothing was applied yet", id, morePeople(needs))
+		}
+	}
 	d, err := k.Prescribe(ctx, a.Instance, admitted, Request{Transition: a.Transition, Objective: a.Objective, Parameters: params})
 	if err != nil {
 		return Receipt{}, err
@@ -553,6 +631,51 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 	}
 	k.vault.forget(id)
 	return receipt, nil
+}
+
+// recordApprover records person's approval of the pending approval id
+// when it is not the last one needed, and returns how many more people
+// are needed after it; when person would be the last one, it records
+// nothing and returns 0: the apply's claim records that approval.
+func (k *Kernel) recordApprover(ctx context.Context, id, person string) (int, error) {
+	needs := 0
+	err := k.store.Update(ctx, func(tx Tx) error {
+		// A store may run fn again when its transaction fails to
+		// serialize: start from nothing each time.
+		needs = 0
+		rec, err := tx.Approval(id)
+		if err != nil {
+			return notFound(err, "approval", id)
+		}
+		a := &rec.Approval
+		if a.Status != ApprovalPending {
+			return closedError(a)
+		}
+		if a.ApprovedBy(person) {
+			return alreadyApproved(a)
+		}
+		if len(a.Approvers)+1 >= a.People() {
+			return nil
+		}
+		a.Approvers = append(a.Approvers, Approver{Person: person, At: k.now().UTC()})
+		needs = a.Needs()
+		return tx.PutApproval(rec)
+	})
+	return needs, err
+}
+
+// alreadyApproved is the ALREADY_APPROVED error of a person who approved
+// a before.
+func alreadyApproved(a *Approval) error {
+	return errorf(CodeAlreadyApproved, "you already approved %s; one person counts once, so it needs %s", a.ID, morePeople(a.Needs()))
+}
+
+// morePeople is "1 more person" or "n more people".
+func morePeople(n int) string {
+	if n == 1 {
+		return "1 more person"
+	}
+	return strconv.Itoa(n) + " more people"
 }
 
 // approvalClaim names the approval an apply carries out and the person who
@@ -573,10 +696,18 @@ func (c *approvalClaim) claim(tx Tx, now time.Time) error {
 	if err != nil {
 		return notFound(err, "approval", c.id)
 	}
-	if rec.Approval.Status != ApprovalPending {
-		return closedError(&rec.Approval)
+	a := &rec.Approval
+	if a.Status != ApprovalPending {
+		return closedError(a)
 	}
-	rec.Approval.Status, rec.Approval.Decider, rec.Approval.DecidedAt = ApprovalApproving, c.person, now
+	if a.ApprovedBy(c.person) {
+		return alreadyApproved(a)
+	}
+	if len(a.Approvers)+1 < a.People() {
+		return errorf(CodeMorePeopleNeeded, "approval %s needs %s; approve it again to be counted", a.ID, morePeople(a.Needs()))
+	}
+	a.Approvers = append(a.Approvers, Approver{Person: c.person, At: now})
+	a.Status, a.Decider, a.DecidedAt = ApprovalApproving, c.person, now
 	return tx.PutApproval(rec)
 }
 
@@ -607,7 +738,13 @@ func releaseClaims(tx Tx, instance string) error {
 		if rec.Approval.Status != ApprovalApproving {
 			continue
 		}
-		rec.Approval.Status, rec.Approval.Decider, rec.Approval.DecidedAt = ApprovalPending, "", time.Time{}
+		// The claimer's approval did not take effect: it no longer
+		// counts, and that person may approve again.
+		a := &rec.Approval
+		if n := len(a.Approvers); n > 0 && a.Approvers[n-1].Person == a.Decider {
+			a.Approvers = a.Approvers[:n-1]
+		}
+		a.Status, a.Decider, a.DecidedAt = ApprovalPending, "", time.Time{}
 		if err := tx.PutApproval(rec); err != nil {
 			return err
 		}
@@ -713,7 +850,19 @@ func (k *Kernel) openApproval(ctx context.Context, id string, person Principal) 
 		k.vault.forget(id)
 		return rec, errorf(CodeApprovalClosed, "approval %s is stale: instance %s moved on since it was requested", id, rec.Approval.Instance)
 	}
-	return rec, err
+	if err != nil {
+		return rec, err
+	}
+	if g := rec.Approval.Group; g != "" {
+		ok, err := k.groups.IsMember(ctx, g, person.ID)
+		if err != nil {
+			return rec, fmt.Errorf("flow: checking whether %s is in group %s: %w", person.ID, g, err)
+		}
+		if !ok {
+			return rec, errorf(CodeNotInGroup, "approval %s asks for people of group %s, and %s is not a member; ask a member of %s to decide it", id, g, person.ID, g)
+		}
+	}
+	return rec, nil
 }
 
 // decide updates a pending approval. A stale write (already decided) is

@@ -112,9 +112,24 @@ func appendCanonical(b []byte, m *Manifest, flush func([]byte) []byte) []byte {
 func appendTransition(b []byte, t *Transition) []byte {
 	b = append(b, '{')
 	first := true
-	if len(t.Assignments) > 0 {
+	if r := t.Approval; r != nil {
+		// A rule is kept only when it says more than "one person":
+		// see the validator, so the object is never empty here.
 		first = false
-		b = append(b, `"assignments":[`...)
+		b = append(b, `"approval":{`...)
+		inner := true
+		if r.Group != "" {
+			b = appendStringMember(b, &inner, "group", r.Group)
+		}
+		if r.Quorum > 1 {
+			b = appendKey(b, &inner, "quorum")
+			b = jcs.AppendInt(b, r.Quorum)
+		}
+		b = append(b, '}')
+	}
+	if len(t.Assignments) > 0 {
+		b = appendKey(b, &first, "assignments")
+		b = append(b, '[')
 		for i, a := range t.Assignments {
 			if i > 0 {
 				b = append(b, ',')

@@ -632,6 +632,20 @@ func (d *decoder) transition(t *Transition) {
 				}
 				return true
 			})
+		case "approval":
+			r := &ApprovalRule{Quorum: 1}
+			t.Approval = r
+			d.object("an object", func(key string) bool {
+				switch key {
+				case "quorum":
+					r.Quorum, _ = d.integer()
+				case "group":
+					r.Group, _ = d.str()
+				default:
+					return false
+				}
+				return true
+			})
 		case "policy":
 			pol := &Policy{}
 			t.Policy = pol

@@ -53,6 +53,16 @@ const (
 	// CodeApprovalClosed: the approval was already decided or no longer
 	// matches the instance.
 	CodeApprovalClosed = "APPROVAL_CLOSED"
+	// CodeAlreadyApproved: the person already approved this approval; one
+	// person never counts twice towards its quorum.
+	CodeAlreadyApproved = "ALREADY_APPROVED"
+	// CodeMorePeopleNeeded: the person's approval was recorded, and the
+	// approval needs more people before the transition is applied. Nothing
+	// was applied yet.
+	CodeMorePeopleNeeded = "MORE_PEOPLE_NEEDED"
+	// CodeNotInGroup: the approval asks for people of a group the person
+	// is not a member of.
+	CodeNotInGroup = "NOT_IN_GROUP"
 	// CodeRevisionConflict: the instance changed under a concurrent writer.
 	CodeRevisionConflict = "REVISION_CONFLICT"
 	// CodeStateInvalid: an instance state or principal is malformed.

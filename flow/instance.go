@@ -156,6 +156,11 @@ type Principal struct {
 	Kind   string   `json:"kind"`
 	Grants []string `json:"grants"`
 	Policy bool     `json:"policy,omitempty"`
+
+	// quorate is set only by Kernel.Approve, for the person whose
+	// approval completes an approval rule: a transition with a rule
+	// resolves as PRESCRIBED for no one else.
+	quorate bool
 }
 
 // Validate checks the principal's kind and grants.

@@ -29,6 +29,7 @@ type Kernel struct {
 
 	vault     secretVault
 	summarize Summarizer
+	groups    Groups
 
 	// node names this kernel's node on a store several nodes share, and
 	// interruptedAfter is how old another node's apply mark must be
@@ -72,7 +73,7 @@ func WithInterruptedAfter(d time.Duration) Option {
 // NewKernel returns a kernel that keeps its state in store and runs the
 // effects and verifiers of inv.
 func NewKernel(store Store, inv *Inventory, opts ...Option) *Kernel {
-	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program), interruptedAfter: DefaultInterruptedAfter}
+	k := &Kernel{store: store, inv: inv, now: time.Now, programs: make(map[string]*Program), interruptedAfter: DefaultInterruptedAfter, groups: AnyPerson{}}
 	for _, o := range opts {
 		o(k)
 	}

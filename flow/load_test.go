@@ -136,7 +136,7 @@ func TestGolden(t *testing.T) {
 	tests := []struct {
 		file, fingerprint string
 	}{
-		{"../examples/flows/expense-approval.json", "sha256:611240d88fa5d8129670516b9d7a43db76e508289e4c5b94ee849c4f0a3956ff"},
+		{"../examples/flows/expense-approval.json", "sha256:650a4e95cd7c8e42883e3a6114806c367a12162dd321a168a6d700cc289b5ede"},
 		{"../examples/flows/deployment.json", "sha256:606673cbc51a17d3910b49e41b5da983a69c011d07769f3057e68b4cf65569e0"},
 		{"testdata/full.json", "sha256:c137323e40ba4c8658681771a4b67df7d0443c2072468506d9d9da377eb57749"},
 	}
@@ -479,6 +479,7 @@ func FuzzLoad(f *testing.F) {
 	if data, err := readFileOK("testdata/minimal.json"); err == nil {
 		f.Add(data)
 	}
+	f.Add([]byte(`{"schema_version":1,"program_id":"p","program_version":"1","requires_runtime":">=0.1.0","capabilities":{"effects":["state.assign"],"verifiers":["conditions.match"],"capability_surface":["state.write"]},"objective_contracts":[{"objective":"o","conditions":[{"facet":"phase","statuses":["known"],"values":["b"]}]}],"transitions":[{"id":"t","selection_class":"PROGRESS","priority":1,"source_phases":["a"],"target_phases":["b"],"authority":["human"],"approval":{"quorum":2,"group":"finance"},"required_capabilities":["state.write"],"effect":"state.assign","verifier":"conditions.match","prescription":{"operation":"go","expected_postcondition":"b"}}]}`))
 	f.Add([]byte(`{"schema_version":1}`))
 	f.Add([]byte(`{"schema_version":2,"x":[1,2]}`))
 	f.Add([]byte(`{"a":1,"a":2}`))

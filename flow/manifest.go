@@ -119,6 +119,26 @@ type Interruption struct {
 	Recovery string // local id in a Manifest; qualified in a Program
 }
 
+// MaxQuorum bounds how many distinct people an approval may require.
+const MaxQuorum = 16
+
+// ApprovalRule says who must approve a transition before the kernel applies
+// it: Quorum distinct people (one when zero), each a member of Group when it
+// names one. A transition with a rule is applied only through an approval
+// that meets it, whoever asks.
+type ApprovalRule struct {
+	Quorum int64
+	Group  string
+}
+
+// People returns how many distinct people must approve: Quorum, at least 1.
+func (r *ApprovalRule) People() int {
+	if r == nil || r.Quorum < 1 {
+		return 1
+	}
+	return int(r.Quorum)
+}
+
 // Policy carries the operations a transition manages.
 type Policy struct {
 	ManagedOperations []string
@@ -149,6 +169,9 @@ type Transition struct {
 	Prescription         *PrescriptionSpec
 	Interruption         *Interruption
 	Policy               *Policy
+	// Approval, when set, requires the approval of several people, or of
+	// people of a group, before the transition is applied.
+	Approval *ApprovalRule
 }
 
 // Controllable reports whether the kernel may apply t (every class but
@@ -193,6 +216,10 @@ func (t *Transition) clone() Transition {
 	if t.Policy != nil {
 		p := Policy{ManagedOperations: cloneStrings(t.Policy.ManagedOperations)}
 		c.Policy = &p
+	}
+	if t.Approval != nil {
+		r := *t.Approval
+		c.Approval = &r
 	}
 	return c
 }

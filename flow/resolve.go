@@ -346,6 +346,11 @@ func Resolve(p *Program, inv *Inventory, inst *Instance, pr *Principal, req Requ
 		d.Message = fmt.Sprintf("transition %s needs a person's approval", top.ID)
 		return d
 	}
+	if top.Approval != nil && !pr.quorate {
+		d.Kind, d.Awaiting = Frontier, AuthorityHuman
+		d.Message = fmt.Sprintf("transition %s needs the approval of %s", top.ID, describeRule(top.Approval))
+		return d
+	}
 	for name := range req.Parameters {
 		if !slices.ContainsFunc(top.Parameters, func(prm Parameter) bool { return prm.Name == name }) {
 			return refuse(d, CodeParameterUnknown, "transition %s has no parameter %q", top.ID, name)
@@ -657,6 +662,19 @@ func missingAuthority(t *Transition, pr *Principal) string {
 		return AuthorityHuman
 	}
 	return t.Authority[0]
+}
+
+// describeRule says in words whose approval rule r asks for: "2 people",
+// "1 person of group finance".
+func describeRule(r *ApprovalRule) string {
+	s := "1 person"
+	if n := r.People(); n > 1 {
+		s = strconv.Itoa(n) + " different people"
+	}
+	if r.Group != "" {
+		s += " of group " + r.Group
+	}
+	return s
 }
 
 // requiredCapabilities returns required_capabilities ∪ the effect's kernel

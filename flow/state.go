@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -88,6 +89,17 @@ func DecodeApprovalRecord(data []byte) (ApprovalRecord, error) {
 			// storage carry them here: drop them, so that the approval
 			// asks again rather than use or show a stored secret.
 			delete(rec.Parameters, p.Name)
+		}
+	}
+	if a.Quorum < 0 || a.Quorum > MaxQuorum {
+		return bad("approval.quorum", fmt.Sprintf("a quorum is 0 to %d people", MaxQuorum))
+	}
+	if len(a.Approvers) > a.People() {
+		return bad("approval.approvers", "an approval has no more approvers than its quorum")
+	}
+	for i, v := range a.Approvers {
+		if v.Person == "" || slices.ContainsFunc(a.Approvers[:i], func(o Approver) bool { return o.Person == v.Person }) {
+			return bad(fmt.Sprintf("approval.approvers[%d]", i), "each approver is a distinct person")
 		}
 	}
 	for i, b := range a.Bindings {

@@ -479,6 +479,9 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 		}
 		c.path.pop()
 	}
+	if r := t.Approval; r != nil {
+		c.approvalRule(out, r, t, controllable)
+	}
 	if pol := t.Policy; pol != nil {
 		c.path.push("policy")
 		ops := c.set("managed_operations", pol.ManagedOperations, isName, "operation name", nameRule)
@@ -487,5 +490,31 @@ func (c *checker) transition(out, t *Transition, prog *Manifest, contracts map[s
 			out.Policy = c.pols.new()
 			out.Policy.ManagedOperations = ops
 		}
+	}
+}
+
+// approvalRule validates t's approval rule r into out. A rule that asks for
+// one person of no group is the default and is dropped, so it leaves the
+// canonical form and the fingerprint as if the key were absent.
+func (c *checker) approvalRule(out *Transition, r *ApprovalRule, t *Transition, controllable bool) {
+	if r.Quorum < 1 || r.Quorum > MaxQuorum {
+		c.add(at("approval", "quorum"), "must be an integer from 1 to %d: how many distinct people must approve", MaxQuorum)
+	}
+	if r.Group != "" && !isName(r.Group) {
+		c.add(at("approval", "group"), "%q is not a valid group name: %s", r.Group, nameRule)
+	}
+	switch {
+	case !controllable:
+		c.add(at("approval"), "an OBSERVED_EXTERNAL transition is never applied, so nobody approves it; remove the key")
+	case !slices.Contains(t.Authority, AuthorityHuman) && !slices.Contains(t.Authority, AuthorityNone):
+		c.add(at("approval"), `people approve this transition, so its authority must admit a person: add "human" to authority`)
+	}
+	for i, a := range t.AuthorityAll {
+		if a != AuthorityHuman && a != AuthorityNone && a != AuthorityPolicy {
+			c.add(at("authority_all", i), "%q: a transition with an approval rule is applied by the person who completes the approval, so authority_all may name only human, policy or none", a)
+		}
+	}
+	if r.Quorum > 1 || r.Group != "" {
+		out.Approval = &ApprovalRule{Quorum: r.Quorum, Group: r.Group}
 	}
 }

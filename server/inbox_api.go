@@ -90,6 +90,12 @@ func inboxItemOf(c host.InboxItem) api.InboxItem {
 	it := api.InboxItem{ID: d.ID(), Kind: d.Kind, Title: c.Title, Summary: c.Summary, Bound: d.Bound, Needs: 1,
 		ProposedBy: d.ProposedBy, Why: c.Why, Note: c.Note, Warn: c.Warn, Link: c.Link,
 		Decisions: []string{api.DecisionApprove, api.DecisionDecline}, Editable: d.Editable()}
+	if d.Needs > 0 {
+		it.Needs = d.Needs
+	}
+	if d.AlreadyApproved {
+		it.Decisions = []string{api.DecisionDecline}
+	}
 	if it.Bound == nil {
 		it.Bound = map[string]string{}
 	}

@@ -424,6 +424,9 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 	switch a.Status {
 	case flow.ApprovalPending, flow.ApprovalApproving:
 		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+		if a.People() > 1 {
+			o.Next = fmt.Sprintf("%d different people must approve in the web inbox; %d approved so far", a.People(), len(a.Approvers))
+		}
 		if inst, err := s.flows.Kernel().Instance(ctx, a.Instance); err == nil && inst.Revision != a.Revision {
 			o.Status = outcomeStale
 			o.Changed = []string{fmt.Sprintf("instance %s: was at revision %d, now at %d", inst.ID, a.Revision, inst.Revision)}

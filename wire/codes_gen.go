@@ -181,6 +181,12 @@ const (
 	RevisionConflict Code = "REVISION_CONFLICT"
 	// ApprovalClosed: the approval was decided or withdrawn (409).
 	ApprovalClosed Code = "APPROVAL_CLOSED"
+	// AlreadyApproved: the person already approved this approval; one person counts once towards its quorum (409).
+	AlreadyApproved Code = "ALREADY_APPROVED"
+	// MorePeopleNeeded: the person's approval is recorded; more people must approve before anything is applied (409).
+	MorePeopleNeeded Code = "MORE_PEOPLE_NEEDED"
+	// NotInGroup: the approval asks for people of a group the person is not a member of (403).
+	NotInGroup Code = "NOT_IN_GROUP"
 	// RecoveryRequired: the instance needs recovery first (409).
 	RecoveryRequired Code = "RECOVERY_REQUIRED"
 	// NotPrescribed: no prescription of that id waits (409).

@@ -36,7 +36,7 @@ func TestFlowServedCommands(t *testing.T) {
 	const iban = "DE89370400440532013000"
 
 	code, out, errs := run(payer, "", "flow", "load", "../../examples/flows/expense-approval.json")
-	if code != 0 || !strings.Contains(out, "loaded expense-approval 1.0.0 (6 transitions)") || !strings.Contains(out, "sha256:") {
+	if code != 0 || !strings.Contains(out, "loaded expense-approval 1.0.0 (7 transitions)") || !strings.Contains(out, "sha256:") {
 		t.Fatalf("load: %d %s %s", code, out, errs)
 	}
 	if code, _, errs := run(payer, `{"schema_version":1}`, "flow", "load", "-"); code != exitRefused || !strings.Contains(errs, "PROGRAM_INVALID") {
@@ -60,7 +60,7 @@ func TestFlowServedCommands(t *testing.T) {
 		t.Fatalf("an agent's start past the approval: %d %s", code, errs)
 	}
 	code, _, errs = run(payer, "", "flow", "start", "expense-approval", "--phase", "draft", "--id", "exp-9",
-		"--fact", "expense.amount=9000.00 EUR", "--fact", "expense.amount_band=within_limit", "--objective", "expense-paid")
+		"--fact", "expense.amount=900.00 EUR", "--fact", "expense.amount_band=within_limit", "--objective", "expense-paid")
 	if code != exitRefused || !strings.Contains(errs, "invalid_request") || !strings.Contains(errs, "over_limit") {
 		t.Fatalf("an agent's start with a band its amount contradicts: %d %s", code, errs)
 	}

@@ -38,7 +38,7 @@ func flowTemp(t *testing.T, name, content string) string {
 
 func TestFlowCheckValid(t *testing.T) {
 	code, out, _ := flowRun(t, "", "flow", "check", flowExample(t, "expense-approval.json"))
-	want := `{"ok":true,"program_id":"expense-approval","fingerprint":"sha256:611240d88fa5d8129670516b9d7a43db76e508289e4c5b94ee849c4f0a3956ff","transitions":6,"errors":[]}` + "\n"
+	want := `{"ok":true,"program_id":"expense-approval","fingerprint":"sha256:650a4e95cd7c8e42883e3a6114806c367a12162dd321a168a6d700cc289b5ede","transitions":7,"errors":[]}` + "\n"
 	if code != 0 || out != want {
 		t.Errorf("exit %d, output\n%s\nwant\n%s", code, out, want)
 	}

@@ -309,6 +309,10 @@ func printWelcome(w io.Writer, wl welcome) {
 		if line := seedLine(wl.seed); line != "" {
 			fmt.Fprintln(w, line)
 		}
+		if wl.seed != nil && wl.seed.SecondPerson != "" {
+			fmt.Fprintf(w, "Expense %s is over the two-person limit: it needs your approval and %s's. A one-time sign-in link for %s:\n  %s\n",
+				demo.LargeExpenseID, wl.seed.SecondPerson, wl.seed.SecondPerson, wl.self.shell("token", "link", wl.seed.SecondPerson, "--data", wl.dir))
+		}
 		fmt.Fprintln(w, "Watch an agent walk through every part (propose, show a screen, start and steer a Run, ask for an approval):")
 		// The token goes in the environment: on a command line every
 		// process on the machine could read it.

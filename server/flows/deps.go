@@ -17,7 +17,7 @@ import (
 )
 
 // Deps is what the Flows part is built on. Every field is needed but
-// Config's.
+// Config's and Groups'.
 type Deps struct {
 	// Gate authenticates requests, lays out pages and says who oversees
 	// whom.
@@ -36,6 +36,9 @@ type Deps struct {
 	// Web receives the part's pages.
 	Web    *host.WebUI
 	Config Config
+	// Groups says who belongs to the groups that programs' approval rules
+	// name; nil counts every person who may decide as a member.
+	Groups flow.Groups
 }
 
 // Gate is the part of the server's host the Flows part calls.

@@ -73,8 +73,12 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	if err := s.registerFlowEffects(); err != nil {
 		return nil, err
 	}
-	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)),
-		flow.WithNode(s.Config.Node), flow.WithInterruptedAfter(s.Config.InterruptedAfter))
+	opts := []flow.Option{flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)),
+		flow.WithNode(s.Config.Node), flow.WithInterruptedAfter(s.Config.InterruptedAfter)}
+	if d.Groups != nil {
+		opts = append(opts, flow.WithGroups(d.Groups))
+	}
+	s.flows = flow.NewKernel(s.Store.Flows, s.flowInv, opts...)
 	n, err := s.flows.RecoverInterrupted(ctx)
 	if err != nil {
 		s.Close()
@@ -528,7 +532,9 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 		},
 	}
 	decorateApprovalCard(&item, a, person)
+	decorateQuorum(&item, a, names, person)
 	item.Decision = s.approvalDecision(a, programID)
+	item.Decision.AlreadyApproved = a.ApprovedBy(person.ID)
 	if len(a.Arguments) > 0 {
 		item.Details = append(item.Details, host.InboxField{Label: "Arguments", Value: host.JoinOr(a.Arguments, "")})
 	}
@@ -576,7 +582,7 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 	}
 	return &host.Decision{
 		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
-		Bound: bound, ProposedBy: a.Requester, DeclineNote: true,
+		Bound: bound, ProposedBy: a.Requester, DeclineNote: true, Needs: a.Needs(),
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			decision := "decline"
 			if d.Approve {
@@ -588,6 +594,9 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 			}
 			if rc, ok := out.(flow.Receipt); ok {
 				return fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision), nil
+			}
+			if now, ok := out.(flow.Approval); ok && now.Status == flow.ApprovalPending {
+				return fmt.Sprintf("Your approval of %s is recorded; it needs %s before it runs.", a.Transition, morePeople(now.Needs())), nil
 			}
 			return "Declined " + a.Transition + ".", nil
 		},

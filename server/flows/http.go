@@ -342,6 +342,15 @@ func (s *Part) decide(ctx context.Context, person store.Principal, id, decision,
 	switch decision {
 	case "approve":
 		r, err := s.flows.Approve(ctx, id, flowPrincipal(person))
+		if flow.ErrorCode(err) == flow.CodeMorePeopleNeeded {
+			// Recorded, not yet applied: the answer is the approval,
+			// showing who has approved and how many more it needs.
+			a, aerr := s.flows.Approval(ctx, id)
+			if aerr != nil {
+				return nil, flowError(aerr)
+			}
+			return a, nil
+		}
 		if flow.ErrorCode(err) == flow.CodeCapabilityDenied {
 			return nil, tool.Errorf(flow.CodeCapabilityDenied, "%s; approving adds only human.approve, so the approver's own token must grant the rest (assent token create --kind human --grant …); the request stays open", flowError(err).(*tool.Error).Message)
 		}

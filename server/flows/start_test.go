@@ -41,14 +41,17 @@ func TestFlowStartRules(t *testing.T) {
 		{"band the amount contradicts", agent, "draft", map[string]any{"expense.amount": known("9999999.00 EUR"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
 		{"band without an amount", agent, "draft", map[string]any{"expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
 		{"amount that is no amount", agent, "draft", map[string]any{"expense.amount": known("a lot")}, 400, "invalid_request", ""},
-		{"agent draft over the limit", agent, "draft", map[string]any{"expense.amount": known("9999999.00 EUR")}, 201, "", "over_limit"},
+		{"agent draft over the two-person limit", agent, "draft", map[string]any{"expense.amount": known("9999999.00 EUR")}, 201, "", "over_two_person_limit"},
+		{"agent draft at the two-person limit", agent, "draft", map[string]any{"expense.amount": known("5000.00 EUR")}, 201, "", "over_limit"},
+		{"band of one person above the two-person limit", agent, "draft", map[string]any{"expense.amount": known("5000.01 EUR"), "expense.amount_band": known("over_limit")}, 400, "invalid_request", ""},
 		{"amount in another currency called within the limit", agent, "draft", map[string]any{"expense.amount": known("499.00 XAU"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
-		{"agent draft in another currency", agent, "draft", map[string]any{"expense.amount": known("499.00 XAU")}, 201, "", "over_limit"},
+		{"agent draft in another currency", agent, "draft", map[string]any{"expense.amount": known("499.00 XAU")}, 201, "", "over_two_person_limit"},
+		{"agent draft over the limit", agent, "draft", map[string]any{"expense.amount": known("1250.00 EUR")}, 201, "", "over_limit"},
 		{"agent draft within the limit", agent, "draft", map[string]any{"expense.amount": known("500.00 EUR"), "expense.amount_band": known("within_limit")}, 201, "", "within_limit"},
 		{"service where it stands", service, "approved", map[string]any{"expense.amount": known("120.00 EUR"), "expense.approval": known("automatic")}, 201, "", "within_limit"},
 		{"service still keeps to the band", service, "submitted", map[string]any{"expense.amount": known("800.00 EUR"), "expense.amount_band": known("within_limit")}, 400, "invalid_request", ""},
 	}
-	over := -1 // the row that starts a draft over the limit (the last, in XAU)
+	over := -1 // the last row that starts a draft over the limit, for one person
 	for i, tt := range tests {
 		if tt.band == "over_limit" {
 			over = i

@@ -178,6 +178,9 @@ func (s *Part) afterDecline(ctx context.Context, p store.Principal, instance str
 	}
 	switch a.Status {
 	case flow.ApprovalPending:
+		if a.People() > 1 {
+			res.Next += fmt.Sprintf("; it needs %d different people to approve, %d approved so far", a.People(), len(a.Approvers))
+		}
 		res.Next += fmt.Sprintf(`; or wait for the decision with inbox_wait {"items":[{"approval":%q}]}`, a.ID)
 		return
 	case flow.ApprovalDeclined:

@@ -351,6 +351,9 @@ func (s *Part) handleWebFlowDecide(w http.ResponseWriter, r *http.Request, pg ho
 	if rc, ok := out.(flow.Receipt); ok {
 		notice = fmt.Sprintf("Approved: %s is done (receipt %s).", step, rc.ID)
 	}
+	if now, ok := out.(flow.Approval); ok && now.Status == flow.ApprovalPending {
+		notice = fmt.Sprintf("Your approval is recorded: %s needs %s before it runs.", step, morePeople(now.Needs()))
+	}
 	s.SetNotice(w, r, notice)
 	// Back where the person decided: the inbox stays where it was.
 	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/flows/instances/"+url.PathEscape(a.Instance)), http.StatusSeeOther)
@@ -415,4 +418,47 @@ func missingGrants(required []string, person store.Principal) []string {
 		}
 	}
 	return out
+}
+
+// decorateQuorum shows, on the card of an approval that needs several
+// people or people of a group, who has approved and how many more it
+// needs ("Approved by Ada · needs 1 more person"). A person who already
+// approved sees that they did, in place of the Approve button: one person
+// counts once.
+func decorateQuorum(item *host.InboxItem, a flow.Approval, names map[string]string, person store.Principal) {
+	if a.People() < 2 && a.Group == "" {
+		return
+	}
+	var by []string
+	for _, v := range a.Approvers {
+		by = append(by, host.NameOr(names, v.Person))
+	}
+	of := ""
+	if a.Group != "" {
+		of = " of group " + a.Group
+	}
+	line := fmt.Sprintf("Needs %d different people%s to approve", a.People(), of)
+	if a.People() == 1 {
+		line = "Needs 1 person" + of + " to approve"
+	}
+	if len(by) > 0 {
+		line = "Approved by " + strings.Join(by, ", ") + " · needs " + morePeople(a.Needs())
+		if a.Group != "" {
+			line += of
+		}
+	}
+	item.Fields = append(item.Fields, host.InboxField{Label: "Approvals", Value: line})
+	item.Note = fmt.Sprintf("This step runs only when %d different people%s have approved it; each person counts once, and the last approval applies exactly what is shown here. If any of it changes first, the approvals so far no longer count.", a.People(), of)
+	if a.ApprovedBy(person.ID) {
+		item.Actions = slices.DeleteFunc(item.Actions, func(ac host.InboxAction) bool { return strings.HasSuffix(ac.URL, "/approve") })
+		item.Note = fmt.Sprintf("You approved this. It needs %s; someone else must approve it. You can still decline it.", morePeople(a.Needs()))
+	}
+}
+
+// morePeople is "1 more person" or "n more people".
+func morePeople(n int) string {
+	if n == 1 {
+		return "1 more person"
+	}
+	return fmt.Sprintf("%d more people", n)
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Proposals", testProposals},
 		{"Flows", testFlows},
 		{"FlowDecisions", FlowDecisions},
+		{"FlowQuorum", FlowQuorum},
 		{"Runs", Runs},
 		{"RunRequests", RunRequests},
 		{"Controls", testControls},

@@ -27,6 +27,12 @@ type Decision struct {
 	Bound map[string]string
 	// ProposedBy is the principal id of who filed the item.
 	ProposedBy string
+	// Needs is how many more people must approve; 0 means one, the
+	// person deciding.
+	Needs int
+	// AlreadyApproved says that the person the card is for approved the
+	// item already, which needs more people: they may only decline it.
+	AlreadyApproved bool
 	// DeclineNote says that a decline's note reaches who filed the item
 	// (as its reason); a note is refused where it would not.
 	DeclineNote bool
