@@ -207,6 +207,8 @@ type Store interface {
 	// Notify returns the outbox of notifications and the outgoing
 	// webhooks.
 	Notify() Notify
+	// Groups returns the people's groups that decisions are routed to.
+	Groups() Groups
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Shared reports whether several nodes may serve from the store at

@@ -33,6 +33,7 @@ func components() []component {
 		{"cluster", clusterMigrations},
 		{"oauth", oauthMigrations},
 		{"notify", notifyMigrations},
+		{"groups", groupMigrations},
 	}
 }
 

@@ -30,6 +30,7 @@ func components() []struct {
 		{"cluster", clusterMigrations},
 		{"oauth", oauthMigrations},
 		{"notify", notifyMigrations},
+		{"groups", groupMigrations},
 	}
 }
 

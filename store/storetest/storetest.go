@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Cluster", Cluster},
 		{"OAuth", testOAuth},
 		{"Notify", testNotify},
+		{"Groups", testGroups},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })
