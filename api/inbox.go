@@ -39,6 +39,9 @@ type InboxItem struct {
 	Needs int `json:"needs"`
 	// ProposedBy is the principal id of who filed the item.
 	ProposedBy string `json:"proposed_by,omitempty"`
+	// AskedOf says to whom the item is routed: "Asked of: Ada, Ben" or
+	// "Asked of group finance".
+	AskedOf string `json:"asked_of,omitempty"`
 	// Fields are the card's labelled lines.
 	Fields []InboxField `json:"fields,omitempty"`
 	// Note and Warn are the card's explanation and warning.

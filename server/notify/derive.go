@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/assent-run/assent/server/route"
 	"net/mail"
 	"sort"
 	"strings"
 
-	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
@@ -204,7 +204,7 @@ func (p *Part) proposalItem(ctx context.Context, pr store.Proposal) (pending, er
 		}
 	}
 	it.Summary = b.String()
-	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID)
+	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID, "")
 }
 
 func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, error) {
@@ -218,7 +218,7 @@ func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, erro
 	}
 	lines := append([]string{a.Summary}, a.SummaryLines...)
 	it.Summary = strings.TrimSpace(strings.Join(lines, "\n"))
-	return p.route(ctx, it, a.Requester, "")
+	return p.route(ctx, it, a.Requester, "", route.FlowApprovalGroup(a))
 }
 
 func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot) (pending, error) {
@@ -237,32 +237,32 @@ func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot
 		it.Title = shorten(fmt.Sprintf("Change %s to %s", name, to), 120)
 		it.Summary = fmt.Sprintf("The agent proposes to change %s (%s)\nfrom: %s\nto:   %s", name, snap.Identity, from, to)
 	}
-	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "")
+	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "", "")
 }
 
 // route names the item's agent and the people it goes to: the supervisor
-// the item names, else the supervisors of the agent that filed it, else
-// the workspace's owner.
-func (p *Part) route(ctx context.Context, it notify.Item, agentID, supervisor string) (pending, error) {
-	var to []string
+// the item names, else those package route gives (the named group's
+// members, else the supervisors of the agent that filed it, else the
+// workspace's owner). An item any person may decide is mailed to the
+// owner.
+func (p *Part) route(ctx context.Context, it notify.Item, agentID, supervisor, group string) (pending, error) {
 	if agent, err := p.Store.Principals.Principal(ctx, agentID); err == nil {
 		it.Agent = agent.Name
-		to = agent.Supervisors
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return pending{}, err
 	}
-	if supervisor != "" {
+	r, err := p.Router.For(ctx, agentID, group)
+	if err != nil {
+		return pending{}, err
+	}
+	to := r.People
+	if supervisor != "" && group == "" {
 		to = []string{supervisor}
 	}
-	if len(to) == 0 {
-		owner, err := p.Store.Settings.Setting(ctx, auth.SettingOwner)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return pending{}, err
-		}
-		if owner != "" {
-			to = []string{owner}
-		}
+	if len(to) == 0 && r.Owner != "" {
+		to = []string{r.Owner}
 	}
+	it.Group = group
 	for _, id := range to {
 		if person, err := p.Store.Principals.Principal(ctx, id); err == nil {
 			it.For = append(it.For, person.Name)

@@ -27,6 +27,15 @@ type Decision struct {
 	Bound map[string]string
 	// ProposedBy is the principal id of who filed the item.
 	ProposedBy string
+	// Group is the group the item is routed to, when it names one;
+	// otherwise it goes to the supervisors of ProposedBy (see package
+	// route).
+	Group string
+	// AskedOf and NotRouted are set by RouteItems: to whom the item
+	// went, as the card says it, and, when the reader is not one of
+	// them, the refusal of their decision.
+	AskedOf   string
+	NotRouted error
 	// DeclineNote says that a decline's note reaches who filed the item
 	// (as its reason); a note is refused where it would not.
 	DeclineNote bool
