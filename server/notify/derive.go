@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
@@ -41,6 +42,29 @@ func Email(ctx context.Context, st store.Settings, id string) (string, error) {
 		return "", nil
 	}
 	return v, err
+}
+
+// mailDue says whether the person id is mailed, and when: now, or when
+// their quiet hours end. The message is stored held until then, so the
+// hold survives restarts like any other pending message.
+func (p *Part) mailDue(ctx context.Context, id string, now time.Time) (time.Time, bool) {
+	addr, err := Email(ctx, p.Store.Settings, id)
+	if err != nil || addr == "" {
+		return time.Time{}, false
+	}
+	if on, err := MailOn(ctx, p.Store.Settings, id); err == nil && !on {
+		return time.Time{}, false
+	}
+	q, ok, err := QuietOf(ctx, p.Store.Settings, id)
+	if err != nil {
+		// Damaged quiet hours hold nothing: a message now is better
+		// than none.
+		p.Log.Warn("notify: quiet hours", "err", err)
+	}
+	if !ok {
+		return now, true
+	}
+	return q.Until(now).UTC(), true
 }
 
 // pending is an item waiting for a decision and who it is routed to.
@@ -78,17 +102,17 @@ func (p *Part) derive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		add := func(channel string) {
+		add := func(channel string, due time.Time) {
 			msgs = append(msgs, store.OutboxMessage{ID: messageID(it.item.Key(), channel), Channel: channel,
-				Item: it.item.Key(), Payload: payload, CreatedAt: now, NextAt: now})
+				Item: it.item.Key(), Payload: payload, CreatedAt: now, NextAt: due})
 		}
 		for _, h := range hooks {
-			add("webhook:" + h.ID)
+			add("webhook:"+h.ID, now)
 		}
 		if p.Options.SMTP != nil {
 			for _, id := range it.to {
-				if addr, err := Email(ctx, p.Store.Settings, id); err == nil && addr != "" {
-					add("mail:" + id)
+				if due, ok := p.mailDue(ctx, id, now); ok {
+					add("mail:"+id, due)
 				}
 			}
 		}
