@@ -41,6 +41,9 @@ type InboxItem struct {
 	ProposedBy string `json:"proposed_by,omitempty"`
 	// Why is the proposer's own reason for asking, as it wrote it.
 	Why string `json:"why,omitempty"`
+	// AskedOf says to whom the item is routed: "Asked of: Ada, Ben" or
+	// "Asked of group finance".
+	AskedOf string `json:"asked_of,omitempty"`
 	// Fields are the card's labelled lines.
 	Fields []InboxField `json:"fields,omitempty"`
 	// Note and Warn are the card's explanation and warning.

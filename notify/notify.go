@@ -40,6 +40,8 @@ type Item struct {
 	Agent string `json:"agent"`
 	// For names the people the decision is routed to.
 	For []string `json:"for,omitempty"`
+	// Group names the group the decision is routed to, when it names one.
+	Group string `json:"group,omitempty"`
 	// URL is the card's address.
 	URL string `json:"url"`
 	// CreatedAt is when the item was filed.
@@ -76,6 +78,9 @@ func (it Item) Text() string {
 	}
 	if it.Agent != "" {
 		fmt.Fprintf(&b, "Asked by: %s\n", it.Agent)
+	}
+	if it.Group != "" {
+		fmt.Fprintf(&b, "Asked of group %s\n", it.Group)
 	}
 	if len(it.For) > 0 {
 		fmt.Fprintf(&b, "For: %s\n", strings.Join(it.For, ", "))

@@ -67,6 +67,9 @@ func (s *Server) decisionCards(ctx context.Context, p store.Principal) ([]host.I
 			}
 		}
 	}
+	// Cards routed to other people stay in the list, marked, so that a
+	// decision on one is refused as not_routed rather than not_found.
+	s.host.RouteItems(ctx, p, out)
 	return out, nil
 }
 
@@ -79,6 +82,9 @@ func (s *Server) handleInboxList(w http.ResponseWriter, r *http.Request, p store
 	}
 	out := api.Inbox{Items: make([]api.InboxItem, 0, len(cards))}
 	for _, c := range cards {
+		if c.Decision.NotRouted != nil {
+			continue
+		}
 		out.Items = append(out.Items, inboxItemOf(c))
 	}
 	host.WriteJSON(w, http.StatusOK, out)
@@ -88,7 +94,7 @@ func (s *Server) handleInboxList(w http.ResponseWriter, r *http.Request, p store
 func inboxItemOf(c host.InboxItem) api.InboxItem {
 	d := c.Decision
 	it := api.InboxItem{ID: d.ID(), Kind: d.Kind, Title: c.Title, Summary: c.Summary, Bound: d.Bound, Needs: 1,
-		ProposedBy: d.ProposedBy, Why: c.Why, Note: c.Note, Warn: c.Warn, Link: c.Link,
+		ProposedBy: d.ProposedBy, Why: c.Why, AskedOf: d.AskedOf, Note: c.Note, Warn: c.Warn, Link: c.Link,
 		Decisions: []string{api.DecisionApprove, api.DecisionDecline}, Editable: d.Editable()}
 	if d.Needs > 0 {
 		it.Needs = d.Needs
@@ -186,6 +192,8 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 	switch {
 	case !ok || card == nil:
 		return refused(id, d.Decision, wire.New(wire.NotFound, "no such decision waits for you; it was decided already or never was yours to decide; read GET /v1/inbox again"))
+	case card.NotRouted != nil:
+		return refused(id, d.Decision, decisionError(card.NotRouted))
 	case card.Binding != binding:
 		return refused(id, d.Decision, wire.New(wire.Stale, "this item changed since its card was read (now "+card.ID()+"); read GET /v1/inbox again and decide what it shows now"))
 	case len(d.Values) > 0 && !approve:

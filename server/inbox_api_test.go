@@ -73,7 +73,8 @@ func TestInboxAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	// Decisions go to the agent's supervisor: the workspace's owner.
+	person := f.Boot.Owner
 	cookie, csrf := f.SignInAs(person.ID)
 
 	// The agent files one of each: a control proposal, a Flow approval
@@ -287,7 +288,8 @@ func TestInboxEditBeforeApproving(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, person := f.Issue(store.KindHuman, "editor")
+	// Decisions go to the agent's supervisor: the workspace's owner.
+	person := f.Boot.Owner
 	cookie, csrf := f.SignInAs(person.ID)
 	rev := stage(t, cs, "pro")
 	var in api.Inbox
@@ -346,7 +348,8 @@ func TestInboxWebReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, person := f.Issue(store.KindHuman, "replier")
+	// Decisions go to the agent's supervisor: the workspace's owner.
+	person := f.Boot.Owner
 	cookie, csrf := f.SignInAs(person.ID)
 	rev := stage(t, cs, "team")
 	var in api.Inbox

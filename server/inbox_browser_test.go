@@ -37,7 +37,8 @@ func TestInboxBrowserEditAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, person := f.Issue(store.KindHuman, "editor")
+	// Decisions go to the agent's supervisor: the workspace's owner.
+	person := f.Boot.Owner
 	link, err := auth.NewSignInLink(context.Background(), f.DB.Sessions(), person.ID, f.URL(), time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,8 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 
 	waiting := startWait(cs, map[string]any{"items": items, "timeout_ms": 300000})
-	_, person := f.Issue(store.KindHuman, "approver", "state.write")
+	// Decisions go to the agent's supervisor: the workspace's owner.
+	person := f.Boot.Owner
 	cookie, csrf := f.SignInAs(person.ID)
 	f.Decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"not a business trip"}}, cookie)
 	w = <-waiting

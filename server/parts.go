@@ -92,6 +92,7 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 		BaseURL:  h.Config.BaseURL,
 		Node:     h.Config.Node,
 		Options:  h.Config.Notify,
+		Router:   h.Router(),
 	}
 }
 

@@ -61,6 +61,7 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg host.Pag
 		}
 		sections = append(sections, secs...)
 	}
+	sections = s.host.RoutedItems(r.Context(), *pg.Principal, sections)
 	decidable := 0
 	for _, sec := range sections {
 		for _, it := range sec.Items {

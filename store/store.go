@@ -211,6 +211,8 @@ type Store interface {
 	Rules() Rules
 	// Asks returns agents' questions to people.
 	Asks() Asks
+	// Groups returns the people's groups that decisions are routed to.
+	Groups() Groups
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Shared reports whether several nodes may serve from the store at

@@ -58,6 +58,7 @@ var codeTable = []CodeInfo{
 	{"Forbidden", "forbidden", http.StatusForbidden, false, groupWho, "the principal may not do this"},
 	{"BadOrigin", "bad_origin", http.StatusForbidden, false, groupWho, "a cookie request that changes state without a same-origin `Origin` or the CSRF token"},
 	{"HumanConfirmationRequired", "human_confirmation_required", http.StatusForbidden, false, groupWho, "only a person, in the web UI, may do this"},
+	{"NotRouted", "not_routed", http.StatusForbidden, false, groupWho, "the decision is routed to other people (the agent's supervisors or a named group): only they and the workspace's owner may decide it"},
 	{"SignInRequiredHuman", "sign_in_required_human", http.StatusForbidden, false, groupWho, "reserved: not sent by this release"},
 	{"ConfirmationRequired", "confirmation_required", http.StatusConflict, false, groupWho, "a screen view's press needs a person's confirmation first"},
 

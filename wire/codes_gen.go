@@ -39,6 +39,8 @@ const (
 	BadOrigin Code = "bad_origin"
 	// HumanConfirmationRequired: only a person, in the web UI, may do this (403).
 	HumanConfirmationRequired Code = "human_confirmation_required"
+	// NotRouted: the decision is routed to other people (the agent's supervisors or a named group): only they and the workspace's owner may decide it (403).
+	NotRouted Code = "not_routed"
 	// SignInRequiredHuman: reserved: not sent by this release (403).
 	SignInRequiredHuman Code = "sign_in_required_human"
 	// ConfirmationRequired: a screen view's press needs a person's confirmation first (409).

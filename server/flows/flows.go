@@ -17,6 +17,7 @@ import (
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/route"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -582,7 +583,7 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 	}
 	return &host.Decision{
 		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
-		Bound: bound, ProposedBy: a.Requester, DeclineNote: true, Needs: a.Needs(),
+		Bound: bound, ProposedBy: a.Requester, Group: route.FlowApprovalGroup(a), DeclineNote: true, Needs: a.Needs(),
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			decision := "decline"
 			if d.Approve {

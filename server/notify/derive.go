@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/assent-run/assent/server/route"
 	"net/mail"
 	"sort"
 	"strings"
+	"time"
 
-	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
@@ -41,6 +42,29 @@ func Email(ctx context.Context, st store.Settings, id string) (string, error) {
 		return "", nil
 	}
 	return v, err
+}
+
+// mailDue says whether the person id is mailed, and when: now, or when
+// their quiet hours end. The message is stored held until then, so the
+// hold survives restarts like any other pending message.
+func (p *Part) mailDue(ctx context.Context, id string, now time.Time) (time.Time, bool) {
+	addr, err := Email(ctx, p.Store.Settings, id)
+	if err != nil || addr == "" {
+		return time.Time{}, false
+	}
+	if on, err := MailOn(ctx, p.Store.Settings, id); err == nil && !on {
+		return time.Time{}, false
+	}
+	q, ok, err := QuietOf(ctx, p.Store.Settings, id)
+	if err != nil {
+		// Damaged quiet hours hold nothing: a message now is better
+		// than none.
+		p.Log.Warn("notify: quiet hours", "err", err)
+	}
+	if !ok {
+		return now, true
+	}
+	return q.Until(now).UTC(), true
 }
 
 // pending is an item waiting for a decision and who it is routed to.
@@ -78,17 +102,17 @@ func (p *Part) derive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		add := func(channel string) {
+		add := func(channel string, due time.Time) {
 			msgs = append(msgs, store.OutboxMessage{ID: messageID(it.item.Key(), channel), Channel: channel,
-				Item: it.item.Key(), Payload: payload, CreatedAt: now, NextAt: now})
+				Item: it.item.Key(), Payload: payload, CreatedAt: now, NextAt: due})
 		}
 		for _, h := range hooks {
-			add("webhook:" + h.ID)
+			add("webhook:"+h.ID, now)
 		}
 		if p.Options.SMTP != nil {
 			for _, id := range it.to {
-				if addr, err := Email(ctx, p.Store.Settings, id); err == nil && addr != "" {
-					add("mail:" + id)
+				if due, ok := p.mailDue(ctx, id, now); ok {
+					add("mail:"+id, due)
 				}
 			}
 		}
@@ -204,7 +228,7 @@ func (p *Part) proposalItem(ctx context.Context, pr store.Proposal) (pending, er
 		}
 	}
 	it.Summary = b.String()
-	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID)
+	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID, "")
 }
 
 func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, error) {
@@ -218,7 +242,7 @@ func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, erro
 	}
 	lines := append([]string{a.Summary}, a.SummaryLines...)
 	it.Summary = strings.TrimSpace(strings.Join(lines, "\n"))
-	return p.route(ctx, it, a.Requester, "")
+	return p.route(ctx, it, a.Requester, "", route.FlowApprovalGroup(a))
 }
 
 func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot) (pending, error) {
@@ -237,32 +261,32 @@ func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot
 		it.Title = shorten(fmt.Sprintf("Change %s to %s", name, to), 120)
 		it.Summary = fmt.Sprintf("The agent proposes to change %s (%s)\nfrom: %s\nto:   %s", name, snap.Identity, from, to)
 	}
-	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "")
+	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "", "")
 }
 
 // route names the item's agent and the people it goes to: the supervisor
-// the item names, else the supervisors of the agent that filed it, else
-// the workspace's owner.
-func (p *Part) route(ctx context.Context, it notify.Item, agentID, supervisor string) (pending, error) {
-	var to []string
+// the item names, else those package route gives (the named group's
+// members, else the supervisors of the agent that filed it, else the
+// workspace's owner). An item any person may decide is mailed to the
+// owner.
+func (p *Part) route(ctx context.Context, it notify.Item, agentID, supervisor, group string) (pending, error) {
 	if agent, err := p.Store.Principals.Principal(ctx, agentID); err == nil {
 		it.Agent = agent.Name
-		to = agent.Supervisors
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return pending{}, err
 	}
-	if supervisor != "" {
+	r, err := p.Router.For(ctx, agentID, group)
+	if err != nil {
+		return pending{}, err
+	}
+	to := r.People
+	if supervisor != "" && group == "" {
 		to = []string{supervisor}
 	}
-	if len(to) == 0 {
-		owner, err := p.Store.Settings.Setting(ctx, auth.SettingOwner)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return pending{}, err
-		}
-		if owner != "" {
-			to = []string{owner}
-		}
+	if len(to) == 0 && r.Owner != "" {
+		to = []string{r.Owner}
 	}
+	it.Group = group
 	for _, id := range to {
 		if person, err := p.Store.Principals.Principal(ctx, id); err == nil {
 			it.For = append(it.For, person.Name)

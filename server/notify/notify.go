@@ -31,6 +31,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/route"
 	"github.com/assent-run/assent/store"
 )
 
@@ -76,6 +77,8 @@ type Deps struct {
 	// Node names this node; a claimed message is leased to it.
 	Node    string
 	Options notify.Options
+	// Router says who each item is routed to.
+	Router route.Router
 	// Client posts webhooks; nil uses a client with a 10 s timeout.
 	Client *http.Client
 }
@@ -87,6 +90,8 @@ func (d Deps) check() error {
 	case d.Store.Notify == nil || d.Store.Proposals == nil || d.Store.Flows == nil || d.Store.Principals == nil ||
 		d.Store.Settings == nil || d.Store.Sessions == nil:
 		return errors.New("notify: a store is missing")
+	case d.Router.Principals == nil || d.Router.Groups == nil || d.Router.Settings == nil:
+		return errors.New("notify: no router")
 	case d.Controls == nil:
 		return errors.New("notify: no control registry")
 	case d.Bus == nil:

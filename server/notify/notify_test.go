@@ -26,10 +26,13 @@ func setup(t testing.TB, smtp *smtpServer, hooks *hookReceiver) (*assenttest.Kit
 }
 
 // setupPoll is setup with the given poll interval (0: the default).
-func setupPoll(t testing.TB, smtp *smtpServer, hooks *hookReceiver, poll time.Duration) (*assenttest.Kit, func(*server.Config)) {
+func setupPoll(t testing.TB, smtp *smtpServer, hooks *hookReceiver, poll time.Duration, more ...func(*server.Config)) (*assenttest.Kit, func(*server.Config)) {
 	mod := func(c *server.Config) {
 		c.Notify.SMTP = &notify.SMTP{Addr: smtp.Addr(), From: "assent@example.com"}
 		c.Notify.Poll = poll
+		for _, f := range more {
+			f(c)
+		}
 	}
 	k := assenttest.StartListening(t, mod)
 	ctx := context.Background()

@@ -1,10 +1,12 @@
 package notify
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/notify"
@@ -21,6 +23,9 @@ const settingsPath = "/settings/notifications"
 func (p *Part) routesWeb(mux *host.Mux) {
 	mux.Handle("GET "+settingsPath, p.Gate.WebPage(p.handleSettings))
 	mux.Handle("POST "+settingsPath+"/email", p.Gate.WebPage(p.handleSetEmail))
+	mux.Handle("POST "+settingsPath+"/quiet", p.Gate.WebPage(p.handleSetQuiet))
+	mux.Handle("POST "+settingsPath+"/groups", p.Gate.WebPage(p.ownerOnly(p.handleAddMember)))
+	mux.Handle("POST "+settingsPath+"/groups/remove", p.Gate.WebPage(p.ownerOnly(p.handleRemoveMember)))
 	mux.Handle("POST "+settingsPath+"/webhooks", p.Gate.WebPage(p.ownerOnly(p.handleAddWebhook)))
 	mux.Handle("POST "+settingsPath+"/webhooks/{id}/remove", p.Gate.WebPage(p.ownerOnly(p.handleRemoveWebhook)))
 	mux.Handle("POST "+settingsPath+"/dead/{id}/replay", p.Gate.WebPage(p.ownerOnly(p.handleReplay)))
@@ -54,12 +59,27 @@ func (p *Part) handleSettings(w http.ResponseWriter, r *http.Request, pg host.Pa
 		p.Log.Error("notification settings", "err", err)
 	}
 	data := struct {
-		Email, Notice string
-		MailOn, Owner bool
-		Webhooks      []store.Webhook
-		Dead          []store.OutboxMessage
-	}{Email: email, Notice: p.Gate.TakeNotice(w, r), MailOn: p.Options.SMTP != nil, Owner: p.isOwner(r, pg)}
+		Email, Notice            string
+		MailOn, Owner, TakesMail bool
+		QuietStart, QuietEnd     string
+		Zone                     string
+		Webhooks                 []store.Webhook
+		Dead                     []store.OutboxMessage
+		Members                  []member
+		People                   []store.Principal
+	}{Email: email, Notice: p.Gate.TakeNotice(w, r), MailOn: p.Options.SMTP != nil, Owner: p.isOwner(r, pg), Zone: "UTC"}
+	if data.TakesMail, err = MailOn(ctx, p.Store.Settings, pg.Principal.ID); err != nil {
+		p.Log.Error("notification settings", "err", err)
+	}
+	if q, ok, err := QuietOf(ctx, p.Store.Settings, pg.Principal.ID); err != nil {
+		p.Log.Error("notification settings", "err", err)
+	} else if ok {
+		data.QuietStart, data.QuietEnd, data.Zone = notify.Clock(q.Start), notify.Clock(q.End), q.Zone
+	}
 	if data.Owner {
+		if data.Members, data.People, err = p.members(ctx); err != nil {
+			p.Log.Error("notification settings", "err", err)
+		}
 		if data.Webhooks, err = p.Store.Notify.Webhooks(ctx); err != nil {
 			p.Log.Error("notification settings", "err", err)
 		}
@@ -125,4 +145,97 @@ func (p *Part) handleReplay(w http.ResponseWriter, r *http.Request, pg host.Page
 		p.Gate.SetNotice(w, r, "Not replayed; try again.")
 	}
 	http.Redirect(w, r, settingsPath, http.StatusSeeOther)
+}
+
+func (p *Part) handleSetQuiet(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	if pg.Principal.Kind != store.KindHuman {
+		http.Error(w, "quiet hours are a person's", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	ctx, id := r.Context(), pg.Principal.ID
+	start, end, zone := r.PostFormValue("start"), r.PostFormValue("end"), strings.TrimSpace(r.PostFormValue("zone"))
+	var q notify.Quiet
+	var err error
+	if start != "" || end != "" {
+		q, err = notify.ParseQuiet(start, end, zone)
+	}
+	if err == nil {
+		err = SetQuiet(ctx, p.Store.Settings, id, q)
+	}
+	if err == nil {
+		err = SetMailOn(ctx, p.Store.Settings, id, r.PostFormValue("mail") == "on")
+	}
+	if err != nil {
+		p.Gate.SetNotice(w, r, "Not saved: "+err.Error())
+	} else {
+		p.Gate.SetNotice(w, r, "Saved.")
+	}
+	http.Redirect(w, r, settingsPath+"#quiet", http.StatusSeeOther)
+}
+
+// member is one row of the groups section.
+type member struct {
+	Group, ID, Name string
+}
+
+// members lists every group membership with the person's name, and the
+// people who may be added.
+func (p *Part) members(ctx context.Context) ([]member, []store.Principal, error) {
+	ms, err := p.Router.Groups.ListGroupMembers(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err := p.Store.Principals.ListPrincipals(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[string]string{}
+	var people []store.Principal
+	for _, pr := range all {
+		names[pr.ID] = pr.Name
+		if pr.Kind == store.KindHuman && !pr.Revoked {
+			people = append(people, pr)
+		}
+	}
+	out := make([]member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, member{Group: m.Group, ID: m.PrincipalID, Name: names[m.PrincipalID]})
+	}
+	return out, people, nil
+}
+
+func (p *Part) handleAddMember(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	ctx := r.Context()
+	group, id := strings.TrimSpace(r.PostFormValue("group")), r.PostFormValue("person")
+	err := store.CheckGroupName(group)
+	if err == nil {
+		var person store.Principal
+		person, err = p.Store.Principals.Principal(ctx, id)
+		if err != nil || person.Kind != store.KindHuman || person.Revoked {
+			err = errors.New("choose a person from the list")
+		}
+	}
+	if err == nil {
+		err = p.Router.Groups.AddGroupMember(ctx, store.GroupMember{Group: group, PrincipalID: id, AddedAt: p.Now().UTC()})
+	}
+	if err != nil {
+		p.Gate.SetNotice(w, r, "Not added: "+strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
+	} else {
+		p.Gate.SetNotice(w, r, "Added to group "+group+".")
+	}
+	http.Redirect(w, r, settingsPath+"#groups", http.StatusSeeOther)
+}
+
+func (p *Part) handleRemoveMember(w http.ResponseWriter, r *http.Request, pg host.Page) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	switch err := p.Router.Groups.RemoveGroupMember(r.Context(), r.PostFormValue("group"), r.PostFormValue("person")); {
+	case err == nil, errors.Is(err, store.ErrNotFound):
+		p.Gate.SetNotice(w, r, "Removed.")
+	default:
+		p.Log.Error("remove group member", "err", err)
+		p.Gate.SetNotice(w, r, "Not removed; try again.")
+	}
+	http.Redirect(w, r, settingsPath+"#groups", http.StatusSeeOther)
 }

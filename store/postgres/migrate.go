@@ -35,6 +35,7 @@ func components() []component {
 		{"notify", notifyMigrations},
 		{"rules", ruleMigrations},
 		{"asks", askMigrations},
+		{"groups", groupMigrations},
 	}
 }
 

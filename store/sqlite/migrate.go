@@ -32,6 +32,7 @@ func components() []struct {
 		{"notify", notifyMigrations},
 		{"rules", ruleMigrations},
 		{"asks", askMigrations},
+		{"groups", groupMigrations},
 	}
 }
 

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Notify", testNotify},
 		{"Rules", testRules},
 		{"Asks", testAsks},
+		{"Groups", testGroups},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })

@@ -33,6 +33,15 @@ type Decision struct {
 	// AlreadyApproved says that the person the card is for approved the
 	// item already, which needs more people: they may only decline it.
 	AlreadyApproved bool
+	// Group is the group the item is routed to, when it names one;
+	// otherwise it goes to the supervisors of ProposedBy (see package
+	// route).
+	Group string
+	// AskedOf and NotRouted are set by RouteItems: to whom the item
+	// went, as the card says it, and, when the reader is not one of
+	// them, the refusal of their decision.
+	AskedOf   string
+	NotRouted error
 	// DeclineNote says that a decline's note reaches who filed the item
 	// (as its reason); a note is refused where it would not.
 	DeclineNote bool

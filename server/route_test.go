@@ -1,0 +1,60 @@
+package server_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/wire"
+)
+
+// A decision goes to the supervisors of the agent that filed it: a person
+// who can see the form but does not supervise the agent neither finds the
+// card in their inbox nor may decide it, and the card tells its readers
+// to whom it went.
+func TestInboxRouting(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	_, ben := f.Issue(store.KindHuman, "ben", "state.write")
+	benCookie, benCSRF := f.SignInAs(ben.ID)
+	ownerCookie, _ := f.SignInAs(f.Boot.Owner.ID)
+
+	stage(t, cs, "pro")
+
+	var owners api.Inbox
+	if c := session(t, f, ownerCookie, "", "GET", "/v1/inbox", nil, &owners); c != 200 {
+		t.Fatalf("owner's inbox: %d", c)
+	}
+	card, ok := byKind(owners, "control_proposal")
+	if !ok || card.AskedOf != "Asked of: "+f.Boot.Owner.Name {
+		t.Fatalf("owner's card = %+v (found %v), want asked_of naming the owner", card, ok)
+	}
+	if page := assenttest.ReadAll(f.Get("/inbox", ownerCookie)); !strings.Contains(page, "Asked of: "+f.Boot.Owner.Name) {
+		t.Error("the inbox page does not say to whom the card went")
+	}
+
+	var bens api.Inbox
+	if c := session(t, f, benCookie, "", "GET", "/v1/inbox", nil, &bens); c != 200 {
+		t.Fatalf("ben's inbox: %d", c)
+	}
+	if _, ok := byKind(bens, "control_proposal"); ok {
+		t.Errorf("ben, who does not supervise the agent, sees its proposal: %+v", bens)
+	}
+	if page := assenttest.ReadAll(f.Get("/inbox", benCookie)); strings.Contains(page, card.ID) {
+		t.Error("the inbox page shows ben a card not routed to him")
+	}
+	var e struct {
+		Error wire.Error `json:"error"`
+	}
+	c := session(t, f, benCookie, benCSRF, "POST", "/v1/inbox/"+url.PathEscape(card.ID)+"/decision", api.InboxDecision{Decision: api.DecisionApprove}, &e)
+	if c != 403 || e.Error.Code != wire.NotRouted || !strings.Contains(e.Error.Message, "owner") {
+		t.Fatalf("ben's decision = %d %+v, want 403 not_routed", c, e)
+	}
+}
