@@ -141,6 +141,11 @@ func TestFlowLargeExpenseNeedsTwoPeople(t *testing.T) {
 	if instanceOf(t, out).Phase != "approved" {
 		t.Fatalf("after two people the expense is %v", out)
 	}
+	// The instance page names both people who approved.
+	page = assenttest.ReadAll(f.Get("/flows/instances/"+demo.LargeExpenseID, benCookie))
+	if !strings.Contains(page, "Ada, Ben") {
+		t.Fatalf("the instance page does not name both approvers:\n%s", page)
+	}
 	view, err := f.Srv.Flows().Kernel().Approval(t.Context(), apr.ID)
 	if err != nil || view.Status != "approved" || len(view.Approvers) != 2 || view.Approvers[0].Person != ada.ID || view.Approvers[1].Person != ben.ID {
 		t.Fatalf("approval after two people = %+v, %v", view, err)

@@ -305,7 +305,16 @@ func (s *Part) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg
 	var closed []closedRow
 	for i := len(v.Closed) - 1; i >= 0; i-- { // newest first
 		a := v.Closed[i]
-		closed = append(closed, closedRow{Approval: a, By: host.NameOr(names, a.Decider), Asked: host.NameOr(names, a.Requester)})
+		by := host.NameOr(names, a.Decider)
+		if a.Status == flow.ApprovalApproved && len(a.Approvers) > 1 {
+			// Every person who approved, in order: the last one applied it.
+			var all []string
+			for _, v := range a.Approvers {
+				all = append(all, host.NameOr(names, v.Person))
+			}
+			by = strings.Join(all, ", ")
+		}
+		closed = append(closed, closedRow{Approval: a, By: by, Asked: host.NameOr(names, a.Requester)})
 	}
 	pg.Data = map[string]any{"View": v, "Facts": facts, "Approvals": items, "Receipts": receipts, "Closed": closed,
 		"Owner": host.NameOr(names, v.Instance.Owner)}
