@@ -6,6 +6,7 @@ import (
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
 	notifypart "github.com/assent-run/assent/server/notify"
+	"github.com/assent-run/assent/server/route"
 	"github.com/assent-run/assent/server/rules"
 	"github.com/assent-run/assent/server/runs"
 	"github.com/assent-run/assent/server/screens"
@@ -74,6 +75,7 @@ func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 		Log:      h.Log,
 		Now:      h.Now,
 		Web:      h.Web,
+		Groups:   route.FlowGroups{Router: h.Router()},
 		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, Node: h.Config.Node},
 	}
 }

@@ -77,6 +77,24 @@ func TestRoute(t *testing.T) {
 			}
 		})
 	}
+	t.Run("flow approval groups", func(t *testing.T) {
+		g := route.FlowGroups{Router: rt}
+		for _, tc := range []struct {
+			group, person string
+			want          bool
+		}{
+			{"finance", cy.ID, true},
+			{"finance", owner.ID, true},
+			{"finance", ada.ID, false},
+			{"legal", owner.ID, true},
+			{"legal", ada.ID, false},
+			{"finance", "", false},
+		} {
+			if got, err := g.IsMember(ctx, tc.group, tc.person); err != nil || got != tc.want {
+				t.Errorf("IsMember(%s, %q) = %v, %v; want %v", tc.group, tc.person, got, err, tc.want)
+			}
+		}
+	})
 	t.Run("a revoked supervisor is asked no more", func(t *testing.T) {
 		for _, id := range []string{"p_ben", "p_ada"} {
 			if err := db.Principals().RevokePrincipal(ctx, id); err != nil {
