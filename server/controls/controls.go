@@ -250,7 +250,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", &commandData{
 		Action: cmd.Action, Identity: cmd.Identity, OK: res.OK, Reason: res.Reason,
-		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.Origin,
+		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.Origin, Rule: rule,
 	})
 	return res
 }
@@ -264,6 +264,7 @@ type commandData struct {
 	Origin      string            `json:"origin"`
 	PrincipalID string            `json:"principalId"`
 	Reason      control.Reason    `json:"reason"`
+	Rule        string            `json:"rule,omitempty"`
 	Snapshot    *control.Snapshot `json:"snapshot"`
 	Source      control.Source    `json:"source"`
 }

@@ -228,6 +228,8 @@ func TestRuleLetsAgentThroughUntilRevoked(t *testing.T) {
 		t.Fatalf("create: %d", c)
 	}
 
+	events := f.Events("")
+	defer events.Resp.Body.Close()
 	got := stage(t, cs, "team")
 	if got.AppliedUnderRule != rule.ID || got.Snapshot.State.Value != "team" || got.Snapshot.State.Staged != nil ||
 		!strings.Contains(got.Message, rule.ID) {
@@ -237,7 +239,19 @@ func TestRuleLetsAgentThroughUntilRevoked(t *testing.T) {
 	if !rec.OK || rec.PrincipalID != alice.p.ID || !strings.Contains(rec.Detail, `"rule":"`+rule.ID+`"`) {
 		t.Errorf("the apply's audit record: %+v", rec)
 	}
-	// The audit page says so.
+	// So do the event of the apply and the audit page.
+	for i := 0; ; i++ {
+		e := events.Next(t)
+		if e.Type == "control.command" && strings.Contains(e.Data, `"action":"apply"`) {
+			if !strings.Contains(e.Data, `"rule":"`+rule.ID+`"`) || !strings.Contains(e.Data, `"principalId":"`+alice.p.ID+`"`) {
+				t.Errorf("the apply's event: %s", e.Data)
+			}
+			break
+		}
+		if i == 20 {
+			t.Fatal("no apply event")
+		}
+	}
 	if page := assenttest.ReadAll(f.Get("/audit", alice.cookie)); !strings.Contains(page, "applied under rule "+rule.ID) {
 		t.Error("the audit page does not name the rule")
 	}
