@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/assent-run/assent/api"
@@ -853,7 +854,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 			Fields: withSubject(c.Identity,
 				host.InboxField{Label: "Was", Value: valueText(meta, c.Previous, c.ValueRedacted)},
 				host.InboxField{Label: "Now", Value: valueText(meta, c.Applied, c.ValueRedacted)},
-				host.InboxField{Label: "By", Value: host.NameOr(names, c.Provenance.PrincipalID)},
+				host.InboxField{Label: "By", Value: byText(names, c.Provenance)},
 				host.InboxTime("When", c.At),
 			),
 			Details: []host.InboxField{
@@ -1061,4 +1062,14 @@ func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registra
 		}
 	}
 	return func() { _ = s.removeForm(context.Background(), owner, formID) }, nil
+}
+
+// byText names who made a change: the person, and the standing rule when
+// one applied it in their name.
+func byText(names map[string]string, p control.Provenance) string {
+	by := host.NameOr(names, p.PrincipalID)
+	if rule, ok := strings.CutPrefix(p.SessionID, RuleSession); ok {
+		by += ", applied under rule " + rule
+	}
+	return by
 }

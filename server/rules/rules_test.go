@@ -256,6 +256,11 @@ func TestRuleLetsAgentThroughUntilRevoked(t *testing.T) {
 		t.Error("the audit page does not name the rule")
 	}
 
+	// The inbox's recent changes say which rule made the change.
+	if page := assenttest.ReadAll(f.Get("/inbox", alice.cookie)); !strings.Contains(page, "alice, applied under rule "+rule.ID) {
+		t.Error("the inbox's recent change does not name the rule")
+	}
+
 	// A value the rule does not allow waits for a person.
 	if got := stage(t, cs, "free"); got.AppliedUnderRule != "" || got.Snapshot.State.Staged == nil || got.Snapshot.State.Value != "team" {
 		t.Errorf("an uncovered value: %+v", got)
