@@ -97,7 +97,7 @@ func TestPagesPassAxe(t *testing.T) {
 	}
 
 	pages := []string{"/inbox", "/audit", "/tools", "/runs", "/runs/axe-run", "/runs/proposals/" + proposal,
-		"/screens", "/screens/" + screen, "/flows", "/flows/instances/expense-1001", "/no/such/page"}
+		"/screens", "/screens/" + screen, "/flows", "/flows/instances/expense-1001", "/rules", "/no/such/page"}
 	for _, width := range []int64{1280, 390} {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
 			t.Fatal(err)

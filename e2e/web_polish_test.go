@@ -55,7 +55,7 @@ func TestNarrowPagesDoNotScrollSideways(t *testing.T) {
 		t.Fatalf("show_screen: %v", out)
 	}
 	id := out["screen"].(string)
-	for _, path := range []string{"/inbox", "/runs", "/flows", "/flows/instances/expense-1001", "/screens", "/screens/" + id, "/no/such/page"} {
+	for _, path := range []string{"/inbox", "/runs", "/flows", "/flows/instances/expense-1001", "/screens", "/screens/" + id, "/rules", "/no/such/page"} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+path), chromedp.WaitReady("main")); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,5 +185,36 @@ func TestRunOutputMaskedWithAndWithoutNamespaces(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Without namespaces the relay that masks a Run's output is a process of
+// its own, not a part of the Manager: a Run that goes on writing after
+// its Manager closed (as after a server restart) still writes through it,
+// masked, and is not ended by a closed pipe.
+func TestRelayOutlivesManager(t *testing.T) {
+	f := newFixture(t)
+	f.m.iso = nil // as when namespaces cannot be made
+	const pin = "pin-relay-5521"
+	r, err := DecodeRecipe([]byte(`{"args":["pin:string!secret"],"template":"sleep 0.5; echo after={pin}; echo end"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.m.Spawn(context.Background(), "alice", SpawnRequest{Definition: r, RunID: "outlive", Values: map[string]json.RawMessage{"pin": json.RawMessage(strconv.Quote(pin))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.Close()
+	f.m = f.open() // re-adopts the Run and records its end
+	f.waitEnded("outlive")
+	b, err := os.ReadFile(filepath.Join(v.StateDir, "stdout.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != "after=[REDACTED]\nend\n" {
+		t.Fatalf("stdout.log = %q; want the output written after the Manager closed, masked", got)
+	}
+	if code := f.waitEnded("outlive").ExitCode; code == nil || *code != 0 {
+		t.Fatalf("exit code %v; want 0", code)
 	}
 }

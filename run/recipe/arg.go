@@ -23,9 +23,9 @@ type Arg struct {
 	// Secret marks a value masked in every view and stored document; only
 	// the process receives it.
 	Secret bool `json:"secret,omitempty"`
-	// Options lets a string, path or number value begin with "-" or "+":
-	// the Recipe hands it to a program that is meant to read it as an
-	// option. Without it such a value is refused, so a value never
+	// Options lets a string, path, number or array value begin with "-"
+	// or "+": the Recipe hands it to a program that is meant to read it
+	// as an option. Without it such a value is refused, so a value never
 	// becomes an option of the program it is given to.
 	Options bool `json:"options,omitempty"`
 	// Special lets a string or path value contain "[", "$" or "`".

@@ -39,7 +39,8 @@ const (
 	// CodeInvalidValue refuses a value that could change what the
 	// command does beyond its argument: one that begins with "-" or "+"
 	// (an option to the program it is handed to) where the Recipe did not
-	// declare that the argument takes options.
+	// declare that the argument takes options, or one with "[", "$" or "`"
+	// where it did not declare !special.
 	CodeInvalidValue = "invalid_value"
 )
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/assent-run/assent/api"
@@ -250,7 +251,7 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", &commandData{
 		Action: cmd.Action, Identity: cmd.Identity, OK: res.OK, Reason: res.Reason,
-		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.Origin,
+		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.Origin, Rule: rule,
 	})
 	return res
 }
@@ -264,6 +265,7 @@ type commandData struct {
 	Origin      string            `json:"origin"`
 	PrincipalID string            `json:"principalId"`
 	Reason      control.Reason    `json:"reason"`
+	Rule        string            `json:"rule,omitempty"`
 	Snapshot    *control.Snapshot `json:"snapshot"`
 	Source      control.Source    `json:"source"`
 }
@@ -852,7 +854,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 			Fields: withSubject(c.Identity,
 				host.InboxField{Label: "Was", Value: valueText(meta, c.Previous, c.ValueRedacted)},
 				host.InboxField{Label: "Now", Value: valueText(meta, c.Applied, c.ValueRedacted)},
-				host.InboxField{Label: "By", Value: host.NameOr(names, c.Provenance.PrincipalID)},
+				host.InboxField{Label: "By", Value: byText(names, c.Provenance)},
 				host.InboxTime("When", c.At),
 			),
 			Details: []host.InboxField{
@@ -1063,4 +1065,14 @@ func (s *Part) RegisterPrivateForm(owner, formID string, regs []control.Registra
 		}
 	}
 	return func() { _ = s.removeForm(context.Background(), owner, formID) }, nil
+}
+
+// byText names who made a change: the person, and the standing rule when
+// one applied it in their name.
+func byText(names map[string]string, p control.Provenance) string {
+	by := host.NameOr(names, p.PrincipalID)
+	if rule, ok := strings.CutPrefix(p.SessionID, RuleSession); ok {
+		by += ", applied under rule " + rule
+	}
+	return by
 }

@@ -23,6 +23,11 @@ type Standing interface {
 // from now on. It is called once, while the server is built.
 func (s *Part) UseStanding(st Standing) { s.standing = st }
 
+// RuleSession prefixes the session id of the provenance of a change a
+// standing rule applied: "rule:<id>" stands where a person's session
+// would, so the change names its rule wherever it is shown.
+const RuleSession = "rule:"
+
 // underRuleKey is the context key of the id of the standing rule a
 // command runs under; Exec writes it into the command's audit record.
 type underRuleKey struct{}
@@ -48,7 +53,7 @@ func (s *Part) applyUnderRule(ctx context.Context, p store.Principal, res contro
 	}
 	cmd := control.Command{Action: control.Apply, Identity: id, Revision: st.Staged.Revision}
 	applied := s.Exec(context.WithValue(ctx, underRuleKey{}, ruleID), person, cmd,
-		control.CommandContext{Source: control.SourceUser, Confirmed: true})
+		control.CommandContext{Source: control.SourceUser, Confirmed: true, SessionID: RuleSession + ruleID})
 	if !applied.OK {
 		s.Log.Info("a standing rule covered a staged value, which could not be applied; it waits in the inbox",
 			"rule", ruleID, "control", id.String(), "reason", applied.Reason)

@@ -136,7 +136,7 @@ func (p *Part) isOwner(ctx context.Context, who store.Principal) bool {
 // control, the bounds must be either values or a min and max, and until
 // must be in the future, at most 90 days ahead.
 func (p *Part) Prepare(ctx context.Context, person store.Principal, req api.RuleRequest) (store.Rule, *wire.Error) {
-	now := p.Now().UTC().Truncate(time.Millisecond)
+	now := p.Now().UTC()
 	switch {
 	case req.Agent == "":
 		return store.Rule{}, wire.New(wire.InvalidRequest, `"agent" names the agent's principal id`)
@@ -176,8 +176,15 @@ func (p *Part) Prepare(ctx context.Context, person store.Principal, req api.Rule
 	if _, terr := p.Controls.Inspect(ctx, person, id); terr != nil {
 		return store.Rule{}, wire.New(wire.NotFound, "you can see no control "+id.String()+"; a rule only lets through what you may apply yourself")
 	}
+	// Stores keep milliseconds: the rule starts at now's and ends no later
+	// than asked, and never more than the longest a rule may last.
+	created := now.Truncate(time.Millisecond)
+	until := req.Until.UTC().Truncate(time.Millisecond)
+	if longest := created.Add(store.RuleMaxDuration); until.After(longest) {
+		until = longest
+	}
 	r := store.Rule{ID: auth.NewID("r_"), CreatedBy: person.ID, AgentID: agent.ID, FormID: id.FormID, ControlID: id.ControlID,
-		Values: req.Values, Min: req.Min, Max: req.Max, Until: req.Until.UTC(), CreatedAt: now}
+		Values: req.Values, Min: req.Min, Max: req.Max, Until: until, CreatedAt: created}
 	if id.Subject != nil {
 		r.SubjectType, r.SubjectID = id.Subject.Type, id.Subject.ID
 	}

@@ -101,6 +101,12 @@ func TestRulesAPI(t *testing.T) {
 		!made.Live || made.CreatedBy != alice.p.ID || made.AgentID != agent || !made.Until.Equal(until) || len(made.Values) != 1 || !strings.HasPrefix(made.ID, "r_") {
 		t.Fatalf("create: %d %+v", c, made)
 	}
+	// The longest a rule may last, to the nanosecond, is accepted.
+	var longest api.RuleView
+	if c := alice.do(t, "POST", "/v1/rules", api.RuleRequest{Agent: agent, Control: plan, Values: values("team"),
+		Until: time.Now().Add(store.RuleMaxDuration - time.Millisecond)}, &longest); c != 201 {
+		t.Fatalf("a rule of 90 days: %d %+v", c, longest)
+	}
 	var ranged api.RuleView
 	if c := bob.do(t, "POST", "/v1/rules", api.RuleRequest{Agent: agent, Control: plan, Min: num(1), Until: until}, &ranged); c != 201 {
 		t.Fatalf("create by bob: %d %+v", c, ranged)
@@ -152,13 +158,14 @@ func TestRulesAPI(t *testing.T) {
 
 	// Each person lists their own; the owner lists every rule.
 	var list api.RuleList
-	if c := alice.do(t, "GET", "/v1/rules", nil, &list); c != 200 || len(list.Rules) != 1 || list.Rules[0].ID != made.ID {
+	if c := alice.do(t, "GET", "/v1/rules", nil, &list); c != 200 || len(list.Rules) != 2 ||
+		list.Rules[0].ID+list.Rules[1].ID != longest.ID+made.ID && list.Rules[0].ID+list.Rules[1].ID != made.ID+longest.ID {
 		t.Errorf("alice's list: %d %+v", c, list)
 	}
 	owner := person{f: f, p: f.Boot.Owner}
 	owner.cookie, owner.csrf = f.SignIn()
 	list = api.RuleList{}
-	if c := owner.do(t, "GET", "/v1/rules", nil, &list); c != 200 || len(list.Rules) != 2 {
+	if c := owner.do(t, "GET", "/v1/rules", nil, &list); c != 200 || len(list.Rules) != 3 {
 		t.Errorf("owner's list: %d %+v", c, list)
 	}
 
@@ -191,7 +198,7 @@ func TestRulesAPI(t *testing.T) {
 			n[r.Action]++
 		}
 	}
-	if n["rule.create"] != 2 || n["rule.revoke"] != 2 {
+	if n["rule.create"] != 3 || n["rule.revoke"] != 2 {
 		t.Errorf("audit records of rules: %v", n)
 	}
 }
@@ -228,6 +235,8 @@ func TestRuleLetsAgentThroughUntilRevoked(t *testing.T) {
 		t.Fatalf("create: %d", c)
 	}
 
+	events := f.Events("")
+	defer events.Resp.Body.Close()
 	got := stage(t, cs, "team")
 	if got.AppliedUnderRule != rule.ID || got.Snapshot.State.Value != "team" || got.Snapshot.State.Staged != nil ||
 		!strings.Contains(got.Message, rule.ID) {
@@ -237,9 +246,26 @@ func TestRuleLetsAgentThroughUntilRevoked(t *testing.T) {
 	if !rec.OK || rec.PrincipalID != alice.p.ID || !strings.Contains(rec.Detail, `"rule":"`+rule.ID+`"`) {
 		t.Errorf("the apply's audit record: %+v", rec)
 	}
-	// The audit page says so.
+	// So do the event of the apply and the audit page.
+	for i := 0; ; i++ {
+		e := events.Next(t)
+		if e.Type == "control.command" && strings.Contains(e.Data, `"action":"apply"`) {
+			if !strings.Contains(e.Data, `"rule":"`+rule.ID+`"`) || !strings.Contains(e.Data, `"principalId":"`+alice.p.ID+`"`) {
+				t.Errorf("the apply's event: %s", e.Data)
+			}
+			break
+		}
+		if i == 20 {
+			t.Fatal("no apply event")
+		}
+	}
 	if page := assenttest.ReadAll(f.Get("/audit", alice.cookie)); !strings.Contains(page, "applied under rule "+rule.ID) {
 		t.Error("the audit page does not name the rule")
+	}
+
+	// The inbox's recent changes say which rule made the change.
+	if page := assenttest.ReadAll(f.Get("/inbox", alice.cookie)); !strings.Contains(page, "alice, applied under rule "+rule.ID) {
+		t.Error("the inbox's recent change does not name the rule")
 	}
 
 	// A value the rule does not allow waits for a person.
