@@ -91,3 +91,56 @@ func TestCommandProposalCarriesReason(t *testing.T) {
 		t.Errorf("pending proposals after the refusals: %d %v", c, body)
 	}
 }
+
+// An agent's reason for a staged value is kept with the proposal, across
+// a restart, and shown as written on the card, in the JSON inbox and in
+// the control's snapshot. A reason over the limit is invalid_value and
+// stages nothing; a reason with another command is refused.
+func TestStagedValueCarriesReason(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "pro", "reason": long(501)})
+	if !isErr || out["reason"] != "invalid_value" {
+		t.Fatalf("stage with a long reason: %v", out)
+	}
+	out, isErr = assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "explain", "identity": plan, "reason": "why not"})
+	if !isErr || out["reason"] != "invalid_request" {
+		t.Fatalf("explain with a reason: %v", out)
+	}
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
+	if staged := snap["state"].(map[string]any)["staged"]; staged != nil {
+		t.Fatalf("a refused stage staged %v", staged)
+	}
+	why := "the team grew to <i>twelve</i>\u200b people"
+	out, isErr = assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "pro", "reason": why})
+	if isErr || out["ok"] != true {
+		t.Fatalf("stage: %v", out)
+	}
+	cs.Close()
+
+	f = f.Restart(nil)
+	cs, err = f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	snap, _ = assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
+	staged, _ := snap["state"].(map[string]any)["staged"].(map[string]any)
+	if staged["why"] != why {
+		t.Errorf("after a restart the staged proposal is %v, want why %q", staged, why)
+	}
+	if it := inboxItem(t, f, "control_proposal", "plan"); it.Why != why {
+		t.Errorf("inbox item why = %q", it.Why)
+	}
+	cookie, _ := f.SignIn()
+	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
+	if !strings.Contains(string(page), "the team grew to &lt;i&gt;twelve&lt;/i&gt;") || strings.Contains(string(page), "\u200b") {
+		t.Errorf("the inbox does not show the reason escaped, its hidden character revealed")
+	}
+}
+
+func long(n int) string { return strings.Repeat("y", n) }
