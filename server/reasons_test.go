@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"io"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -144,3 +145,43 @@ func TestStagedValueCarriesReason(t *testing.T) {
 }
 
 func long(n int) string { return strings.Repeat("y", n) }
+
+// What a person writes when deciding a command proposal — a note with an
+// approval, the reason of a decline — reaches the agent where it looks
+// next: actors_inspect of the proposal.
+func TestCommandProposalDecisionWordsReachAgent(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	cookie, csrf := f.SignIn()
+	cases := []struct {
+		run, decision, note, status string
+	}{
+		{"words1", "approve", "fine, but only this once", "approved"},
+		{"words2", "decline", "not during the audit <b>week</b>", "declined"},
+	}
+	for _, c := range cases {
+		out, _ := assenttest.CallTool(t, cs, "actors_run_spawn", map[string]any{"template": "echo " + c.run, "as": "run:" + c.run})
+		id, _ := out["proposal"].(string)
+		it := inboxItem(t, f, "command_proposal", id)
+		var o api.InboxOutcome
+		if code := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(it.ID)+"/decision", api.InboxDecision{Decision: c.decision, Note: c.note}, &o); code != 200 || o.Status != c.status {
+			t.Fatalf("%s %s: %d %+v", c.decision, id, code, o)
+		}
+		st, _ := assenttest.CallTool(t, cs, "actors_inspect", map[string]any{"target": "proposal:" + id, "view": "status"})
+		notes, _ := st["notes"].([]any)
+		if st["status"] != c.status || len(notes) != 1 {
+			t.Fatalf("%s: status %v, notes %v", c.decision, st["status"], st["notes"])
+		}
+		n := notes[0].(map[string]any)
+		if n["text"] != c.note || n["decision"] != c.decision || n["by"] != f.Boot.Owner.ID {
+			t.Errorf("%s: note %v", c.decision, n)
+		}
+		if c.decision == "decline" && st["reason"] != c.note {
+			t.Errorf("decline reason %v", st["reason"])
+		}
+	}
+}
