@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
 )
 
@@ -183,5 +184,30 @@ func TestCommandProposalDecisionWordsReachAgent(t *testing.T) {
 		if c.decision == "decline" && st["reason"] != c.note {
 			t.Errorf("decline reason %v", st["reason"])
 		}
+	}
+}
+
+// A person's note on approving a Flow approval, and the reason of a
+// decline, reach the agent in flows_inspect of that approval.
+func TestFlowApprovalDecisionWordsReachAgent(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	cookie, csrf := f.SignIn()
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
+	aprID := approvalOf(t, out).ID
+	it := inboxItem(t, f, "flow_approval", aprID)
+	note := "approved; file the receipt by Friday"
+	var o api.InboxOutcome
+	if code := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(it.ID)+"/decision", api.InboxDecision{Decision: "approve", Note: note}, &o); code != 200 || o.Status != "approved" {
+		t.Fatalf("approve: %d %+v", code, o)
+	}
+	v, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": demo.ExpenseID, "approval": aprID})
+	notes, _ := v["approval_notes"].([]any)
+	if isErr || len(notes) != 1 || notes[0].(map[string]any)["text"] != note || notes[0].(map[string]any)["decision"] != "approve" {
+		t.Fatalf("flows_inspect approval_notes: %v", v["approval_notes"])
 	}
 }
