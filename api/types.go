@@ -193,6 +193,21 @@ type InstanceView struct {
 	Closed []flow.Approval `json:"closed_approvals"`
 	// Approval is the approval asked about, whatever its status.
 	Approval *flow.Approval `json:"approval,omitempty"`
+	// ApprovalNotes are what people wrote to the requester on that
+	// approval in the inbox, oldest first.
+	ApprovalNotes []DecisionNote `json:"approval_notes,omitempty"`
+}
+
+// DecisionNote is a text a person wrote to an agent on an item it filed:
+// a note with an approval, a decline's reason or an answer without
+// deciding.
+type DecisionNote struct {
+	// By is the person's principal id.
+	By string `json:"by"`
+	// Decision is approve, decline or respond.
+	Decision string    `json:"decision"`
+	Text     string    `json:"text"`
+	At       time.Time `json:"at"`
 }
 
 // Prescription is the answer to a prescribe request: the kernel's

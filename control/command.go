@@ -97,6 +97,10 @@ type Command struct {
 	// saw. Apply and discard refuse with stale_revision when the staged
 	// proposal is no longer that revision.
 	Revision int64 `json:"revision,omitempty"`
+	// Why is, for stage, the issuer's reason for proposing the value, in
+	// its own words; it is kept with the proposal and shown to the person
+	// who decides.
+	Why string `json:"why,omitempty"`
 }
 
 // validate checks the shape of the command. It does not look the control up.

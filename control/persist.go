@@ -185,6 +185,8 @@ type SavedProposal struct {
 	Revision   int64
 	Provenance Provenance
 	StagedAt   time.Time
+	// Why is the proposer's reason, as it gave it.
+	Why string
 	// Value is the proposed value; Base is the live value when it was
 	// staged, against which staleness is decided.
 	Value json.RawMessage
@@ -355,7 +357,7 @@ func savedProposal(sv *staged) (*SavedProposal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SavedProposal{Revision: sv.prop.Revision, Provenance: sv.prop.Provenance, StagedAt: sv.prop.StagedAt, Value: v, Base: b}, nil
+	return &SavedProposal{Revision: sv.prop.Revision, Provenance: sv.prop.Provenance, StagedAt: sv.prop.StagedAt, Why: sv.prop.Why, Value: v, Base: b}, nil
 }
 
 // savedChange encodes e.
@@ -837,7 +839,7 @@ func restoredSlotOf(c SavedControl) (*restoredSlot, error) {
 		if err != nil {
 			return nil, err
 		}
-		rs.staged = &staged{value: v, base: b, prop: Proposal{Revision: p.Revision, Provenance: p.Provenance, StagedAt: p.StagedAt}}
+		rs.staged = &staged{value: v, base: b, prop: Proposal{Revision: p.Revision, Provenance: p.Provenance, StagedAt: p.StagedAt, Why: p.Why}}
 	}
 	for _, h := range c.History {
 		p, err := decode(h.Previous)

@@ -889,6 +889,7 @@ func (x *execution) stage() Result {
 		Revision:   x.r.revision.Add(1),
 		Provenance: x.provenance(),
 		StagedAt:   x.r.now(),
+		Why:        x.cmd.Why,
 	}}
 	if x.r.persisting() {
 		p, err := savedProposal(sv)

@@ -52,6 +52,9 @@ type Proposal struct {
 	Revision   int64      `json:"revision"`
 	Provenance Provenance `json:"provenance"`
 	StagedAt   time.Time  `json:"stagedAt"`
+	// Why is the proposer's reason for the value, as it gave it; empty
+	// when it gave none.
+	Why string `json:"why,omitempty"`
 	// Stale is true when the live value differs from the value the control
 	// had when this proposal was staged. A stale proposal cannot be applied;
 	// stage it again or discard it.

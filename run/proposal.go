@@ -499,7 +499,13 @@ func (ts *ToolSet) proposalView(ctx context.Context, viewer store.Principal, id 
 	if err != nil {
 		return nil, err
 	}
-	return ProposalView(p, ts.ProposalURL(p.ID)), nil
+	v := ProposalView(p, ts.ProposalURL(p.ID))
+	if ts.notes != nil {
+		if v.Notes, err = ts.notes(ctx, p.ID); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 // Approve carries out proposal id for the person decider with exactly its

@@ -53,6 +53,7 @@ type ToolSet struct {
 	props store.Proposals
 	// principals tells whether a proposal's proposer still exists.
 	principals store.Principals
+	notes      func(ctx context.Context, id string) ([]ProposalNote, error)
 
 	mu sync.Mutex // serializes registrations
 }
@@ -64,6 +65,10 @@ type ToolSet struct {
 type ToolStores struct {
 	Proposals  store.Proposals
 	Principals store.Principals
+	// Notes, when set, returns what people wrote to the proposer on
+	// proposal id (a note with an approval, a decline's reason, an answer
+	// without deciding), which the proposal's view shows.
+	Notes func(ctx context.Context, id string) ([]ProposalNote, error)
 }
 
 // NewToolSet returns the tools of m, to be added to reg. Both stores of st
@@ -77,7 +82,7 @@ func NewToolSet(m *Manager, reg *tool.Registry, st ToolStores) (*ToolSet, error)
 	case st.Principals == nil:
 		return nil, errors.New("run: a tool set needs a principals store")
 	}
-	return &ToolSet{m: m, reg: reg, props: st.Proposals, principals: st.Principals}, nil
+	return &ToolSet{m: m, reg: reg, props: st.Proposals, principals: st.Principals, notes: st.Notes}, nil
 }
 
 // Register adds the actors_* tools and their hidden aliases to the

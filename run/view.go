@@ -518,6 +518,8 @@ type Proposal struct {
 	Reason string `json:"reason,omitempty"`
 	// Why is the proposer's own reason for asking, as the person saw it.
 	Why string `json:"why,omitempty"`
+	// Notes are what people wrote to the proposer on it, oldest first.
+	Notes []ProposalNote `json:"notes,omitempty"`
 	// Result is what carrying out an approved proposal answered.
 	Result      any         `json:"result,omitempty"`
 	NextActions []tool.Next `json:"next_actions,omitempty"`
@@ -535,4 +537,16 @@ type Publication struct {
 	Published   bool   `json:"published"`
 	PublishedBy string `json:"published_by"`
 	PublishedAt string `json:"published_at"`
+}
+
+// ProposalNote is a text a person wrote to the proposer on a proposal.
+type ProposalNote struct {
+	// By is the person's principal id.
+	By string `json:"by"`
+	// Decision is approve (a note with the approval), decline (the
+	// decline's reason) or respond (an answer without deciding).
+	Decision string `json:"decision"`
+	Text     string `json:"text"`
+	// At is in the canonical journal form.
+	At string `json:"at"`
 }

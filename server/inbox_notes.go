@@ -3,10 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/wire"
 )
@@ -17,13 +16,7 @@ import (
 // restart, and audited. inbox_wait reports them with the item's outcome.
 
 // inboxNote is one text a person sent on an inbox item.
-type inboxNote struct {
-	By string `json:"by"`
-	// Decision is approve, decline or respond (sent without deciding).
-	Decision string    `json:"decision"`
-	Text     string    `json:"text"`
-	At       time.Time `json:"at"`
-}
+type inboxNote = host.InboxNote
 
 // Limits of notes.
 const (
@@ -31,7 +24,7 @@ const (
 	maxNotesPerItem = 20
 )
 
-func noteSetting(itemID string) string { return "inbox.note:" + itemID }
+func noteSetting(itemID string) string { return host.NoteSetting(itemID) }
 
 // addNote stores n on the item itemID, audits it and tells the agent
 // that filed the item, whose wait wakes.
@@ -90,16 +83,5 @@ func (s *Server) dropNote(ctx context.Context, itemID string, n inboxNote) {
 
 // notesOf returns the notes on the item itemID, oldest first.
 func (s *Server) notesOf(ctx context.Context, itemID string) ([]inboxNote, error) {
-	v, err := s.host.Store.Setting(ctx, noteSetting(itemID))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the notes: %w", err)
-	}
-	var notes []inboxNote
-	if err := json.Unmarshal([]byte(v), &notes); err != nil {
-		return nil, fmt.Errorf("read the notes: %w", err)
-	}
-	return notes, nil
+	return host.ReadNotes(ctx, s.host.Store, itemID)
 }

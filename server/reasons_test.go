@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"io"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/internal/assenttest"
 )
 
@@ -89,5 +91,123 @@ func TestCommandProposalCarriesReason(t *testing.T) {
 	}
 	if c, body, _ := f.API("GET", "/v1/proposals?status=pending", f.Token, nil); c != 200 || len(body["proposals"].([]any)) != 2 {
 		t.Errorf("pending proposals after the refusals: %d %v", c, body)
+	}
+}
+
+// An agent's reason for a staged value is kept with the proposal, across
+// a restart, and shown as written on the card, in the JSON inbox and in
+// the control's snapshot. A reason over the limit is invalid_value and
+// stages nothing; a reason with another command is refused.
+func TestStagedValueCarriesReason(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "pro", "reason": long(501)})
+	if !isErr || out["reason"] != "invalid_value" {
+		t.Fatalf("stage with a long reason: %v", out)
+	}
+	out, isErr = assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "explain", "identity": plan, "reason": "why not"})
+	if !isErr || out["reason"] != "invalid_request" {
+		t.Fatalf("explain with a reason: %v", out)
+	}
+	snap, _ := assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
+	if staged := snap["state"].(map[string]any)["staged"]; staged != nil {
+		t.Fatalf("a refused stage staged %v", staged)
+	}
+	why := "the team grew to <i>twelve</i>\u200b people"
+	out, isErr = assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "pro", "reason": why})
+	if isErr || out["ok"] != true {
+		t.Fatalf("stage: %v", out)
+	}
+	cs.Close()
+
+	f = f.Restart(nil)
+	cs, err = f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	snap, _ = assenttest.CallTool(t, cs, "controls_inspect", map[string]any{"identity": plan})
+	staged, _ := snap["state"].(map[string]any)["staged"].(map[string]any)
+	if staged["why"] != why {
+		t.Errorf("after a restart the staged proposal is %v, want why %q", staged, why)
+	}
+	if it := inboxItem(t, f, "control_proposal", "plan"); it.Why != why {
+		t.Errorf("inbox item why = %q", it.Why)
+	}
+	cookie, _ := f.SignIn()
+	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
+	if !strings.Contains(string(page), "the team grew to &lt;i&gt;twelve&lt;/i&gt;") || strings.Contains(string(page), "\u200b") {
+		t.Errorf("the inbox does not show the reason escaped, its hidden character revealed")
+	}
+}
+
+func long(n int) string { return strings.Repeat("y", n) }
+
+// What a person writes when deciding a command proposal — a note with an
+// approval, the reason of a decline — reaches the agent where it looks
+// next: actors_inspect of the proposal.
+func TestCommandProposalDecisionWordsReachAgent(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	cookie, csrf := f.SignIn()
+	cases := []struct {
+		run, decision, note, status string
+	}{
+		{"words1", "approve", "fine, but only this once", "approved"},
+		{"words2", "decline", "not during the audit <b>week</b>", "declined"},
+	}
+	for _, c := range cases {
+		out, _ := assenttest.CallTool(t, cs, "actors_run_spawn", map[string]any{"template": "echo " + c.run, "as": "run:" + c.run})
+		id, _ := out["proposal"].(string)
+		it := inboxItem(t, f, "command_proposal", id)
+		var o api.InboxOutcome
+		if code := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(it.ID)+"/decision", api.InboxDecision{Decision: c.decision, Note: c.note}, &o); code != 200 || o.Status != c.status {
+			t.Fatalf("%s %s: %d %+v", c.decision, id, code, o)
+		}
+		st, _ := assenttest.CallTool(t, cs, "actors_inspect", map[string]any{"target": "proposal:" + id, "view": "status"})
+		notes, _ := st["notes"].([]any)
+		if st["status"] != c.status || len(notes) != 1 {
+			t.Fatalf("%s: status %v, notes %v", c.decision, st["status"], st["notes"])
+		}
+		n := notes[0].(map[string]any)
+		if n["text"] != c.note || n["decision"] != c.decision || n["by"] != f.Boot.Owner.ID {
+			t.Errorf("%s: note %v", c.decision, n)
+		}
+		if c.decision == "decline" && st["reason"] != c.note {
+			t.Errorf("decline reason %v", st["reason"])
+		}
+	}
+}
+
+// A person's note on approving a Flow approval, and the reason of a
+// decline, reach the agent in flows_inspect of that approval.
+func TestFlowApprovalDecisionWordsReachAgent(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	cookie, csrf := f.SignIn()
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
+	aprID := approvalOf(t, out).ID
+	it := inboxItem(t, f, "flow_approval", aprID)
+	note := "approved; file the receipt by Friday"
+	var o api.InboxOutcome
+	if code := session(t, f, cookie, csrf, "POST", "/v1/inbox/"+url.PathEscape(it.ID)+"/decision", api.InboxDecision{Decision: "approve", Note: note}, &o); code != 200 || o.Status != "approved" {
+		t.Fatalf("approve: %d %+v", code, o)
+	}
+	v, isErr := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": demo.ExpenseID, "approval": aprID})
+	notes, _ := v["approval_notes"].([]any)
+	if isErr || len(notes) != 1 || notes[0].(map[string]any)["text"] != note || notes[0].(map[string]any)["decision"] != "approve" {
+		t.Fatalf("flows_inspect approval_notes: %v", v["approval_notes"])
 	}
 }

@@ -353,6 +353,7 @@ type executeArgs struct {
 	Value      givenValue       `json:"value,omitzero" jsonschema:"The value to stage."`
 	DurationMs int              `json:"durationMs,omitempty" minimum:"0" maximum:"60000"`
 	Revision   int64            `json:"revision,omitempty" minimum:"1" jsonschema:"The proposal revision you saw."`
+	Reason     string           `json:"reason,omitempty" jsonschema:"For stage: why you propose the value, in a sentence the person reads on the card (at most 500 characters)."`
 }
 
 // givenValue is a command value that remembers whether the request gave
@@ -383,7 +384,15 @@ func (r executeArgs) command() (control.Command, *control.Error) {
 		return control.Command{}, &control.Error{Reason: control.ReasonInvalidRequest,
 			Message: `stage needs the proposed value in "value" (null proposes an empty value)`}
 	}
-	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value.v, DurationMs: r.DurationMs, Revision: r.Revision}, nil
+	why, terr := tool.CheckReason(r.Reason)
+	if terr != nil {
+		return control.Command{}, &control.Error{Reason: control.ReasonInvalidValue, Message: terr.Message}
+	}
+	if why != "" && r.Action != control.Stage {
+		return control.Command{}, &control.Error{Reason: control.ReasonInvalidRequest,
+			Message: `"reason" goes with stage only: it tells the person why you propose the value`}
+	}
+	return control.Command{Action: r.Action, Identity: r.Identity, Value: r.Value.v, DurationMs: r.DurationMs, Revision: r.Revision, Why: why}, nil
 }
 
 func (s *Part) Routes(mux *host.Mux) {
@@ -818,6 +827,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				host.InboxField{Label: "Proposed by", Value: host.NameOr(names, st.Staged.Provenance.PrincipalID)},
 				host.InboxTime("When", st.Staged.StagedAt),
 			),
+			Why: st.Staged.Why,
 			Details: []host.InboxField{
 				{Label: "Form", Value: snap.Identity.FormID},
 				{Label: "Control", Value: snap.Identity.ControlID},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/assent-run/assent/api"
@@ -197,6 +198,13 @@ func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval 
 			return instanceView{}, errFlowNotFound("approval", approval)
 		}
 		v.Approval = &a
+		notes, err := host.ReadNotes(ctx, s.Store.Settings, "flow_approval:"+a.ID+"@"+strconv.FormatInt(a.Revision, 10))
+		if err != nil {
+			return instanceView{}, err
+		}
+		for _, n := range notes {
+			v.ApprovalNotes = append(v.ApprovalNotes, api.DecisionNote{By: n.By, Decision: n.Decision, Text: n.Text, At: n.At})
+		}
 	}
 	return v, nil
 }

@@ -388,3 +388,17 @@ func (s *Part) handleWebToolPublish(w http.ResponseWriter, r *http.Request, pg h
 	}
 	http.Redirect(w, r, "/tools", http.StatusSeeOther)
 }
+
+// proposalNotes returns the notes people wrote on command proposal id in
+// the inbox, as the proposal's view shows them.
+func (s *Part) proposalNotes(ctx context.Context, id string) ([]run.ProposalNote, error) {
+	notes, err := host.ReadNotes(ctx, s.Store.Backend.Settings(), "command_proposal:"+id+"@pending")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]run.ProposalNote, 0, len(notes))
+	for _, n := range notes {
+		out = append(out, run.ProposalNote{By: n.By, Decision: n.Decision, Text: n.Text, At: store.FormatTime(n.At)})
+	}
+	return out, nil
+}

@@ -93,7 +93,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 		return nil, err
 	}
 	s.runs = m
-	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals}); err != nil {
+	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals, Notes: s.proposalNotes}); err != nil {
 		m.Close()
 		return nil, err
 	}

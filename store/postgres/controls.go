@@ -68,6 +68,9 @@ CREATE TABLE control_undo (
 	at TIMESTAMPTZ NOT NULL,
 	PRIMARY KEY (form_id, control_id, subject_type, subject_id, seq)
 );
+`}, {2, `
+-- The proposer's reason for an open proposal, shown to the person.
+ALTER TABLE control_proposals ADD COLUMN why TEXT NOT NULL DEFAULT '';
 `}}
 
 // lockSpace is the first key of the two-key advisory locks this package
@@ -199,12 +202,12 @@ func saveControlWith(ctx context.Context, tx pgx.Tx, u control.Update, rec *stor
 	case u.Stage != nil:
 		p := u.Stage
 		writes.Queue(`INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
-			revision, source, principal_id, session_id, staged_at, value, base) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			revision, source, principal_id, session_id, staged_at, value, base, why) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
 			source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
-			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
+			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base, why = excluded.why`,
 			keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
-				p.StagedAt, rawJSON(p.Value), rawJSON(p.Base))...)
+				p.StagedAt, rawJSON(p.Value), rawJSON(p.Base), p.Why)...)
 		writes.Queue(`UPDATE control_registry SET revision = GREATEST(revision, $1) WHERE id = 1`, p.Revision)
 	case u.Unstage:
 		writes.Queue(`DELETE FROM control_proposals WHERE `+keyWhere, keyArgs(k)...)
@@ -505,7 +508,7 @@ func loadForms(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]con
 func loadControlStates(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]control.SavedControl, error) {
 	var b store.SavedControlsBuilder
 	rows, err := tx.Query(ctx, `SELECT form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id,
-		staged_at, value, base FROM control_proposals `+where, args...)
+		staged_at, value, base, why FROM control_proposals `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -517,7 +520,7 @@ func loadControlStates(ctx context.Context, tx pgx.Tx, where string, args ...any
 			stagedAt            time.Time
 		)
 		if err := rows.Scan(&fid, &cid, &st, &sid, &p.Revision, &source, &p.Provenance.PrincipalID, &p.Provenance.SessionID,
-			&stagedAt, &value, &base); err != nil {
+			&stagedAt, &value, &base, &p.Why); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -78,6 +78,9 @@ CREATE TRIGGER control_proposals_lowered AFTER UPDATE OF revision ON control_pro
 WHEN NEW.revision < OLD.revision BEGIN
 	UPDATE control_registry SET revision = max(revision, OLD.revision) WHERE id = 1;
 END;
+`}, {3, `
+-- The proposer's reason for an open proposal, shown to the person.
+ALTER TABLE control_proposals ADD COLUMN why TEXT NOT NULL DEFAULT '';
 `}}
 
 // savedRevision is the highest proposal revision handed out: the
@@ -157,12 +160,12 @@ func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Upd
 	case u.Stage != nil:
 		p := u.Stage
 		if _, err := c.stmts.execTx(ctx, tx, `INSERT INTO control_proposals (form_id, control_id, subject_type, subject_id,
-			revision, source, principal_id, session_id, staged_at, value, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			revision, source, principal_id, session_id, staged_at, value, base, why) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (form_id, control_id, subject_type, subject_id) DO UPDATE SET revision = excluded.revision,
 			source = excluded.source, principal_id = excluded.principal_id, session_id = excluded.session_id,
-			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base`,
+			staged_at = excluded.staged_at, value = excluded.value, base = excluded.base, why = excluded.why`,
 			keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
-				ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))...); err != nil {
+				ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base), p.Why)...); err != nil {
 			return err
 		}
 	case u.Unstage:
@@ -206,15 +209,15 @@ func (c controlStore) saveControl(ctx context.Context, tx *sql.Tx, u control.Upd
 // expected byte for byte. When it writes nothing, the full check decides:
 // the state changed, or it differs only in how equal JSON is spelled.
 const (
-	stageColumns = `form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id, staged_at, value, base`
+	stageColumns = `form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id, staged_at, value, base, why`
 	// stageFirst stages when no proposal is open.
 	stageFirst = `INSERT INTO control_proposals (` + stageColumns + `)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE NOT EXISTS (SELECT 1 FROM control_proposals WHERE ` + keyWhere + `)
 		AND coalesce((SELECT value FROM control_hosted WHERE ` + keyWhere + `) = ?, 1)`
 	// stageOver replaces open proposal revision ? with a higher one.
 	stageOver = `UPDATE control_proposals SET revision = ?, source = ?, principal_id = ?, session_id = ?,
-		staged_at = ?, value = ?, base = ? WHERE ` + keyWhere + ` AND revision = ? AND revision < ?
+		staged_at = ?, value = ?, base = ?, why = ? WHERE ` + keyWhere + ` AND revision = ? AND revision < ?
 		AND coalesce((SELECT value FROM control_hosted WHERE ` + keyWhere + `) = ?, 1)`
 )
 
@@ -238,12 +241,12 @@ func (c controlStore) stageGuarded(ctx context.Context, tx *sql.Tx, u control.Up
 	)
 	if e.Revision == 0 {
 		args := keyArgs(k, p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
-			ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base))
+			ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base), p.Why)
 		args = append(append(append(args, keyArgs(k)...), keyArgs(k)...), value)
 		res, err = c.stmts.execTx(ctx, tx, stageFirst, args...)
 	} else {
 		args := []any{p.Revision, string(p.Provenance.Source), p.Provenance.PrincipalID, p.Provenance.SessionID,
-			ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base)}
+			ms(p.StagedAt), rawJSON(p.Value), rawJSON(p.Base), p.Why}
 		args = append(append(args, keyArgs(k)...), e.Revision, p.Revision)
 		args = append(append(args, keyArgs(k)...), value)
 		res, err = c.stmts.execTx(ctx, tx, stageOver, args...)
@@ -483,7 +486,7 @@ func loadForms(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]co
 func loadControlStates(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]control.SavedControl, error) {
 	var b store.SavedControlsBuilder
 	rows, err := tx.QueryContext(ctx, `SELECT form_id, control_id, subject_type, subject_id, revision, source, principal_id, session_id,
-		staged_at, value, base FROM control_proposals `+where, args...)
+		staged_at, value, base, why FROM control_proposals `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +500,7 @@ func loadControlStates(ctx context.Context, tx *sql.Tx, where string, args ...an
 			value, base       string
 		)
 		if err := rows.Scan(&fid, &cid, &st, &sid, &p.Revision, &source, &p.Provenance.PrincipalID, &p.Provenance.SessionID,
-			&at, &value, &base); err != nil {
+			&at, &value, &base, &p.Why); err != nil {
 			return nil, err
 		}
 		p.Provenance.Source, p.StagedAt, p.Value, p.Base = control.Source(source), fromMS(at), []byte(value), []byte(base)

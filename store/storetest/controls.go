@@ -235,7 +235,7 @@ func testControlUpdates(t *testing.T, c store.Controls) {
 		t.Fatalf("an empty store holds %+v", s)
 	}
 	prop := &control.SavedProposal{Revision: 7, Provenance: control.Provenance{Source: control.SourceAgent, PrincipalID: "bot", SessionID: "s1"},
-		StagedAt: at(time.Second), Value: json.RawMessage(`{"b": [1, 2.50],"a":"x"}`), Base: json.RawMessage(`null`)}
+		StagedAt: at(time.Second), Why: "the customer asked by mail; <b>urgent</b>\nsee ticket 7", Value: json.RawMessage(`{"b": [1, 2.50],"a":"x"}`), Base: json.RawMessage(`null`)}
 	save(t, c, control.Update{Key: ctlRow, Stage: prop})
 	save(t, c, control.Update{Key: ctlName, Stage: &control.SavedProposal{Revision: 3, Provenance: control.Provenance{Source: control.SourceAgent},
 		StagedAt: at(2 * time.Second), Value: json.RawMessage(`"Grace"`), Base: json.RawMessage(`"Ada"`)}})
@@ -247,7 +247,7 @@ func testControlUpdates(t *testing.T, c store.Controls) {
 	if got == nil || got.Proposal == nil {
 		t.Fatalf("the proposal of %v is not saved: %+v", ctlRow, s)
 	}
-	if p := got.Proposal; p.Revision != 7 || p.Provenance != prop.Provenance || !p.StagedAt.Equal(prop.StagedAt) ||
+	if p := got.Proposal; p.Revision != 7 || p.Provenance != prop.Provenance || !p.StagedAt.Equal(prop.StagedAt) || p.Why != prop.Why ||
 		string(p.Value) != string(prop.Value) || string(p.Base) != "null" || len(got.History) != 0 {
 		t.Errorf("proposal read back as %+v (%s), want %+v (%s) byte for byte", *p, p.Value, *prop, prop.Value)
 	}

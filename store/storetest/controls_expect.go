@@ -22,7 +22,8 @@ func testControlExpect(t *testing.T, c store.Controls) {
 		t.Fatal(err)
 	}
 	prop := func(rev int64) *control.SavedProposal {
-		return &control.SavedProposal{Revision: rev, StagedAt: at(time.Second), Value: json.RawMessage(`"x"`), Base: json.RawMessage(`{"n":1}`)}
+		return &control.SavedProposal{Revision: rev, StagedAt: at(time.Second), Why: fmt.Sprintf("reason %d", rev),
+			Value: json.RawMessage(`"x"`), Base: json.RawMessage(`{"n":1}`)}
 	}
 	// The saved state: proposal 5 open, one undo entry made at 3s.
 	save(t, c, control.Update{Key: k, Push: change(3), Depth: 10})
@@ -67,7 +68,7 @@ func testControlExpect(t *testing.T, c store.Controls) {
 		}
 	}
 	got := savedOf(load(t, c), k)
-	if got == nil || got.Proposal == nil || got.Proposal.Revision != 7 || len(got.History) != 0 {
+	if got == nil || got.Proposal == nil || got.Proposal.Revision != 7 || got.Proposal.Why != "reason 7" || len(got.History) != 0 {
 		t.Errorf("after the steps: %+v, want proposal 7 and no history", got)
 	}
 }
