@@ -312,3 +312,27 @@ func TestNonRootRunHelper(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunStartNetwork measures a Run that exits at once, from spawn
+// to its recorded end, in a network of its own and in the server's.
+func BenchmarkRunStartNetwork(b *testing.B) {
+	for _, network := range []string{NetworkIsolated, NetworkHost} {
+		b.Run(network, func(b *testing.B) {
+			f := newFixture(b)
+			f.m.Close()
+			m, err := New(context.Background(), Config{Store: f.db, DataDir: f.dir, Network: network})
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.m = m
+			if m.RunNetwork() != network {
+				b.Skipf("no network namespace here: %s", m.netWhy)
+			}
+			for i := 0; b.Loop(); i++ {
+				id := "b" + strconv.Itoa(i)
+				f.spawn("alice", id, "true")
+				f.waitEnded(id)
+			}
+		})
+	}
+}
