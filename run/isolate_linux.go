@@ -225,7 +225,7 @@ func probeIsolation(dataDir, dir string, netns bool) (iso *isolation, netWhy str
 func (iso *isolation) probe(dataDir, dir string) error {
 	network, check := "-", ""
 	if iso.netns {
-		network, check = "lo", ` && test "$(grep -c : /proc/net/dev)" = 1`
+		network, check = "lo", ` && (m=0; while read -r l; do case "$l" in *:*) m=$((m+1)) ;; esac; done < /proc/net/dev; test "$m" = 1)`
 	}
 	cmd := exec.Command("/bin/sh")
 	iso.isolate(cmd, nil, dataDir, dir, network, "/bin/sh", []string{"-c", `n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; test -d /proc/1 && test "$n" -le 2` + check})

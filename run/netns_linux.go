@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -88,6 +89,9 @@ type forwarder struct {
 	ln     net.Listener
 	target string
 	wg     sync.WaitGroup
+	// ctx ends, with close, a connection to the target under way.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
@@ -101,7 +105,8 @@ func listenForward(port int, target string) (*forwarder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the run API: %w", err)
 	}
-	return &forwarder{ln: ln, target: target, conns: map[net.Conn]struct{}{}}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &forwarder{ln: ln, target: target, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}, nil
 }
 
 // start accepts connections until close.
@@ -148,7 +153,8 @@ func (f *forwarder) untrack(c net.Conn) {
 // sides ended.
 func (f *forwarder) pass(c net.Conn) {
 	defer c.Close()
-	up, err := net.Dial("unix", f.target)
+	var d net.Dialer
+	up, err := d.DialContext(f.ctx, "unix", f.target)
 	if err != nil {
 		return
 	}
@@ -171,6 +177,7 @@ func (f *forwarder) pass(c net.Conn) {
 // close stops accepting, ends every connection and waits for the
 // forwarder's goroutines.
 func (f *forwarder) close() {
+	f.cancel()
 	f.mu.Lock()
 	f.closed = true
 	for c := range f.conns {

@@ -312,3 +312,71 @@ func TestNonRootRunHelper(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunStartNetwork measures a Run that exits at once, from spawn
+// to its recorded end, in a network of its own and in the server's.
+func BenchmarkRunStartNetwork(b *testing.B) {
+	for _, network := range []string{NetworkIsolated, NetworkHost} {
+		b.Run(network, func(b *testing.B) {
+			f := newFixture(b)
+			f.m.Close()
+			m, err := New(context.Background(), Config{Store: f.db, DataDir: f.dir, Network: network})
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.m = m
+			if m.RunNetwork() != network {
+				b.Skipf("no network namespace here: %s", m.netWhy)
+			}
+			for i := 0; b.Loop(); i++ {
+				id := "b" + strconv.Itoa(i)
+				f.spawn("alice", id, "true")
+				f.waitEnded(id)
+			}
+		})
+	}
+}
+
+// The forwarder passes bytes both ways between a loopback connection and
+// the target socket, and close ends the connections still open and every
+// goroutine of the forwarder (the package's TestMain finds leaks).
+func TestForwarderPassesAndEnds(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	target, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	echoed := make(chan struct{})
+	go func() {
+		defer close(echoed)
+		c, err := target.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	fwd, err := listenForward(0, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd.start()
+	c, err := net.Dial("tcp", fwd.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("through the forwarder: %q, %v", buf, err)
+	}
+	fwd.close()
+	if n, err := c.Read(buf); err == nil {
+		t.Errorf("the connection is still open after close: read %d bytes", n)
+	}
+	<-echoed
+}
