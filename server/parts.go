@@ -82,7 +82,7 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 	return notifypart.Deps{
 		Gate: h,
 		Store: notifypart.Stores{Notify: st.Backend.Notify(), Proposals: st.Proposals, Flows: st.Flows,
-			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions},
+			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions, Asks: st.Backend.Asks()},
 		Controls: ctl,
 		Bus:      h.Bus,
 		Log:      h.Log,
