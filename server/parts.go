@@ -98,6 +98,7 @@ func asksDeps(h *host.Host) asks.Deps {
 	return asks.Deps{
 		Gate:   h,
 		Asks:   h.Store.Backend.Asks(),
+		Audit:  h.Store.Audit,
 		Bus:    h.Bus,
 		Tools:  h.Tools,
 		Log:    h.Log,

@@ -67,7 +67,7 @@ func newPart(t *testing.T) (*Part, *clock, *event.Bus) {
 	c := &clock{t: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
 	bus := event.New(event.Options{})
 	t.Cleanup(bus.Close)
-	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Bus: bus, Tools: tool.NewRegistry(),
+	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: c.now, Config: Config{Sweep: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
