@@ -57,7 +57,9 @@ var (
 
 // newPart builds the part on a fresh SQLite store with a clock the test
 // moves; its sweeper runs only when the test calls Sweep (an hour apart).
-func newPart(t *testing.T) (*Part, *clock, *event.Bus) {
+func newPart(t *testing.T) (*Part, *clock, *event.Bus) { return newPartTB(t) }
+
+func newPartTB(t testing.TB) (*Part, *clock, *event.Bus) {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "assent.db"))
 	if err != nil {
