@@ -23,6 +23,8 @@ const (
 	KindFlowApproval = "flow.approval"
 	// KindControlProposal is a value an agent staged on a control.
 	KindControlProposal = "control.proposal"
+	// KindQuestion is a question an agent asked with approvals_request.
+	KindQuestion = "question"
 )
 
 // Item is a decision that waits for a person, as a message tells it.

@@ -134,6 +134,14 @@ func TestQuestionAnsweredThroughInbox(t *testing.T) {
 	if _, ok := question(t, f, cookie, csrf, id); ok {
 		t.Error("an answered question is still in the inbox")
 	}
+	recs, err := f.DB.Audit().ListAudit(t.Context(), store.AuditFilter{PrincipalID: f.Boot.Owner.ID})
+	audited := false
+	for _, r := range recs {
+		audited = audited || (r.Action == "question.decide" && r.Subject == "question:"+id && strings.Contains(r.Detail, `"answer":"Reserve"`))
+	}
+	if err != nil || !audited {
+		t.Errorf("the answer is not in the audit log: %v %v", recs, err)
+	}
 	if o := waitFor(t, ocs, id, 0); o["status"] != "not_found" {
 		t.Errorf("another agent reads the answer: %v", o)
 	}

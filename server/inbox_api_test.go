@@ -73,8 +73,7 @@ func TestInboxAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	// Decisions go to the agent's supervisor: the workspace's owner.
-	person := f.Boot.Owner
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 
 	// The agent files one of each: a control proposal, a Flow approval
@@ -288,8 +287,7 @@ func TestInboxEditBeforeApproving(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	// Decisions go to the agent's supervisor: the workspace's owner.
-	person := f.Boot.Owner
+	_, person := f.Issue(store.KindHuman, "editor")
 	cookie, csrf := f.SignInAs(person.ID)
 	rev := stage(t, cs, "pro")
 	var in api.Inbox
@@ -348,8 +346,7 @@ func TestInboxWebReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	// Decisions go to the agent's supervisor: the workspace's owner.
-	person := f.Boot.Owner
+	_, person := f.Issue(store.KindHuman, "replier")
 	cookie, csrf := f.SignInAs(person.ID)
 	rev := stage(t, cs, "team")
 	var in api.Inbox

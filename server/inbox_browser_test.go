@@ -37,8 +37,7 @@ func TestInboxBrowserEditAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	// Decisions go to the agent's supervisor: the workspace's owner.
-	person := f.Boot.Owner
+	_, person := f.Issue(store.KindHuman, "editor")
 	link, err := auth.NewSignInLink(context.Background(), f.DB.Sessions(), person.ID, f.URL(), time.Now())
 	if err != nil {
 		t.Fatal(err)

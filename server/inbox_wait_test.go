@@ -99,8 +99,7 @@ func TestInboxWaitDeclinedApproval(t *testing.T) {
 	}
 
 	waiting := startWait(cs, map[string]any{"items": items, "timeout_ms": 300000})
-	// Decisions go to the agent's supervisor: the workspace's owner.
-	person := f.Boot.Owner
+	_, person := f.Issue(store.KindHuman, "approver", "state.write")
 	cookie, csrf := f.SignInAs(person.ID)
 	f.Decide("/web/flows/approvals/"+aprID+"/decline", url.Values{"csrf": {csrf}, "reason": {"not a business trip"}}, cookie)
 	w = <-waiting

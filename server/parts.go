@@ -85,7 +85,7 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 	return notifypart.Deps{
 		Gate: h,
 		Store: notifypart.Stores{Notify: st.Backend.Notify(), Proposals: st.Proposals, Flows: st.Flows,
-			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions},
+			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions, Asks: st.Backend.Asks()},
 		Controls: ctl,
 		Bus:      h.Bus,
 		Log:      h.Log,
@@ -113,6 +113,7 @@ func asksDeps(h *host.Host) asks.Deps {
 	return asks.Deps{
 		Gate:   h,
 		Asks:   h.Store.Backend.Asks(),
+		Audit:  h.Store.Audit,
 		Bus:    h.Bus,
 		Tools:  h.Tools,
 		Log:    h.Log,

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -17,13 +18,19 @@ import (
 // to whom it went.
 func TestInboxRouting(t *testing.T) {
 	f := assenttest.StartDemo(t)
-	cs, err := f.MCPSession(f.Token, "")
+	_, ada := f.Issue(store.KindHuman, "ada", "state.write")
+	_, ben := f.Issue(store.KindHuman, "ben", "state.write")
+	token, _, err := f.Srv.AddAgent(context.Background(), "planner", f.Boot.Agent.Grants, ada.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.MCPSession(token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	_, ben := f.Issue(store.KindHuman, "ben", "state.write")
 	benCookie, benCSRF := f.SignInAs(ben.ID)
+	adaCookie, _ := f.SignInAs(ada.ID)
 	ownerCookie, _ := f.SignInAs(f.Boot.Owner.ID)
 
 	stage(t, cs, "pro")
@@ -33,10 +40,17 @@ func TestInboxRouting(t *testing.T) {
 		t.Fatalf("owner's inbox: %d", c)
 	}
 	card, ok := byKind(owners, "control_proposal")
-	if !ok || card.AskedOf != "Asked of: "+f.Boot.Owner.Name {
-		t.Fatalf("owner's card = %+v (found %v), want asked_of naming the owner", card, ok)
+	if !ok || card.AskedOf != "Asked of: ada" {
+		t.Fatalf("owner's card = %+v (found %v), want asked_of naming ada", card, ok)
 	}
-	if page := assenttest.ReadAll(f.Get("/inbox", ownerCookie)); !strings.Contains(page, "Asked of: "+f.Boot.Owner.Name) {
+	var adas api.Inbox
+	if c := session(t, f, adaCookie, "", "GET", "/v1/inbox", nil, &adas); c != 200 {
+		t.Fatalf("ada's inbox: %d", c)
+	}
+	if _, ok := byKind(adas, "control_proposal"); !ok {
+		t.Errorf("ada, the agent's supervisor, lacks its proposal: %+v", adas)
+	}
+	if page := assenttest.ReadAll(f.Get("/inbox", adaCookie)); !strings.Contains(page, "Asked of: ada") {
 		t.Error("the inbox page does not say to whom the card went")
 	}
 
@@ -54,7 +68,7 @@ func TestInboxRouting(t *testing.T) {
 		Error wire.Error `json:"error"`
 	}
 	c := session(t, f, benCookie, benCSRF, "POST", "/v1/inbox/"+url.PathEscape(card.ID)+"/decision", api.InboxDecision{Decision: api.DecisionApprove}, &e)
-	if c != 403 || e.Error.Code != wire.NotRouted || !strings.Contains(e.Error.Message, "owner") {
+	if c != 403 || e.Error.Code != wire.NotRouted || !strings.Contains(e.Error.Message, "ada") {
 		t.Fatalf("ben's decision = %d %+v, want 403 not_routed", c, e)
 	}
 }

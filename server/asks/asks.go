@@ -125,6 +125,7 @@ func (s *Part) Sweep(ctx context.Context) (int, error) {
 				return n, err
 			}
 			n++
+			s.audit(ctx, got.Asker, "deadline", "question.expire", got)
 			s.publish(EventDecided, got)
 		}
 		if len(due) < sweepBatch {
@@ -156,8 +157,19 @@ func (s *Part) Ask(ctx context.Context, p store.Principal, r Request) (store.Ask
 	case err != nil:
 		return a, fmt.Errorf("asks: file question: %w", err)
 	}
+	s.audit(ctx, p.ID, "agent", "question.ask", a)
 	s.publish(EventAsked, a)
 	return a, nil
+}
+
+// audit records action on a by the principal id; a failure to record is
+// logged, since the question itself is kept.
+func (s *Part) audit(ctx context.Context, id, source, action string, a store.Ask) {
+	detail, _ := json.Marshal(map[string]string{"question": a.ID, "state": a.State, "answer": a.Answer})
+	rec := store.AuditRecord{Time: s.Now().UTC(), PrincipalID: id, Source: source, Subject: itemKey(a.ID), Action: action, OK: true, Detail: string(detail)}
+	if _, err := s.Audit.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+		s.Log.Error("audit question", "question", a.ID, "action", action, "err", err)
+	}
 }
 
 // URL returns the address of a's card in the inbox.
@@ -241,6 +253,7 @@ func (s *Part) Decide(ctx context.Context, p store.Principal, a store.Ask, d Dec
 	case err != nil:
 		return got, fmt.Errorf("asks: decide question: %w", err)
 	}
+	s.audit(ctx, p.ID, "user", "question.decide", got)
 	s.publish(EventDecided, got)
 	return got, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -57,7 +58,9 @@ var (
 
 // newPart builds the part on a fresh SQLite store with a clock the test
 // moves; its sweeper runs only when the test calls Sweep (an hour apart).
-func newPart(t *testing.T) (*Part, *clock, *event.Bus) {
+func newPart(t *testing.T) (*Part, *clock, *event.Bus) { return newPartTB(t) }
+
+func newPartTB(t testing.TB) (*Part, *clock, *event.Bus) {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "assent.db"))
 	if err != nil {
@@ -67,7 +70,7 @@ func newPart(t *testing.T) (*Part, *clock, *event.Bus) {
 	c := &clock{t: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
 	bus := event.New(event.Options{})
 	t.Cleanup(bus.Close)
-	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Bus: bus, Tools: tool.NewRegistry(),
+	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: c.now, Config: Config{Sweep: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -394,4 +397,63 @@ func TestBinding(t *testing.T) {
 
 func hostArgs(approve bool, answer string) host.DecideArgs {
 	return host.DecideArgs{Approve: approve, Values: map[string]json.RawMessage{"answer": json.RawMessage(answer)}}
+}
+
+// Two nodes sweeping one store at once end each due question once: the
+// store's compare-and-set decides which node's sweep ends it.
+func TestSweepOnceAcrossNodes(t *testing.T) {
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := &clock{t: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+	var nodes []*Part
+	for range 2 {
+		bus := event.New(event.Options{})
+		defer bus.Close()
+		p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: c.now, Config: Config{Sweep: time.Hour}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		nodes = append(nodes, p)
+	}
+	const questions = 40
+	for i := range questions {
+		if _, err := nodes[i%2].Ask(t.Context(), store.Principal{ID: fmt.Sprintf("p_agent%d", i%4), Kind: store.KindAgent},
+			Request{Question: "Go?", DeadlineSeconds: ptr[int64](5)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.add(5 * time.Second)
+	var wg sync.WaitGroup
+	ended := make([]int, len(nodes))
+	for i, p := range nodes {
+		wg.Go(func() {
+			n, err := p.Sweep(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			ended[i] = n
+		})
+	}
+	wg.Wait()
+	if ended[0]+ended[1] != questions {
+		t.Errorf("the nodes ended %d and %d questions, want %d in all", ended[0], ended[1], questions)
+	}
+	recs, err := db.Audit().ListAudit(t.Context(), store.AuditFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := 0
+	for _, r := range recs {
+		if r.Action == "question.expire" {
+			expired++
+		}
+	}
+	if expired != questions {
+		t.Errorf("%d expiries audited, want %d", expired, questions)
+	}
 }

@@ -17,6 +17,8 @@ type Deps struct {
 	Gate Gate
 	// Asks keeps the questions.
 	Asks store.Asks
+	// Audit records who asked, who decided and which deadlines passed.
+	Audit store.Audit
 	// Bus carries the part's events, which wake agents waiting in
 	// inbox_wait.
 	Bus *event.Bus
@@ -58,6 +60,8 @@ func (d Deps) check() error {
 		return miss("Gate")
 	case d.Asks == nil:
 		return miss("Asks")
+	case d.Audit == nil:
+		return miss("Audit")
 	case d.Bus == nil:
 		return miss("Bus")
 	case d.Tools == nil:

@@ -48,6 +48,9 @@ type Gate interface {
 	SetNotice(w http.ResponseWriter, r *http.Request, msg string)
 	TakeNotice(w http.ResponseWriter, r *http.Request) string
 	Oversees(ctx context.Context, p store.Principal, ownerID string) bool
+	// Routed refuses (not_routed) a decision by a person it is not
+	// routed to (package route).
+	Routed(ctx context.Context, p store.Principal, filer, group string) error
 	OwnedEvent(typ, ownerID string, data []byte) event.Event
 	PrincipalNames(ctx context.Context) map[string]string
 }

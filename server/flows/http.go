@@ -16,6 +16,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/server/route"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 	"github.com/assent-run/assent/wire"
@@ -298,6 +299,9 @@ func (s *Part) Decide(ctx context.Context, person store.Principal, id, decision,
 	}
 	if person.Kind != store.KindHuman {
 		return nil, a, tool.Errorf("forbidden", "only a person decides an approval, in the web inbox")
+	}
+	if err := s.Routed(ctx, person, a.Requester, route.FlowApprovalGroup(a)); err != nil {
+		return nil, a, err
 	}
 	inst, _ := s.flows.Instance(ctx, a.Instance)
 	defer s.publishFlow("flow.approval", inst.Owner, map[string]any{"approval": id, "instance": a.Instance})

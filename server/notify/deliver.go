@@ -103,6 +103,12 @@ func (p *Part) decided(ctx context.Context, it notify.Item) bool {
 			}
 		}
 		return true
+	case notify.KindQuestion:
+		if p.Store.Asks == nil {
+			return false
+		}
+		a, err := p.Store.Asks.Ask(ctx, it.ID)
+		return errors.Is(err, store.ErrNotFound) || err == nil && a.State != store.AskOpen
 	}
 	return false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -188,6 +189,24 @@ func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
 		}
 		out = append(out, it)
 	}
+	if p.Store.Asks != nil {
+		asks, err := p.Store.Asks.OpenAsks(ctx, "")
+		if err != nil {
+			return nil, fmt.Errorf("open questions: %w", err)
+		}
+		for _, a := range asks {
+			key := notify.KindQuestion + ":" + a.ID
+			live[key] = true
+			if p.known(key) {
+				continue
+			}
+			it, err := p.questionItem(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, it)
+		}
+	}
 	// Forget the items decided since, so the set stays as small as what
 	// is pending.
 	p.mu.Lock()
@@ -262,6 +281,32 @@ func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot
 		it.Summary = fmt.Sprintf("The agent proposes to change %s (%s)\nfrom: %s\nto:   %s", name, snap.Identity, from, to)
 	}
 	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "", "")
+}
+
+// questionItem announces an agent's question. Its card is the question's
+// on the inbox page, whose anchor the inbox derives from the item's key
+// ("question:<id>").
+func (p *Part) questionItem(ctx context.Context, a store.Ask) (pending, error) {
+	card := (&host.Decision{Key: "question:" + a.ID}).Anchor()
+	it := notify.Item{Kind: notify.KindQuestion, ID: a.ID, CreatedAt: a.CreatedAt, URL: p.BaseURL + "/inbox#" + card,
+		Title: shorten("Answer: "+a.Question, 120)}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent asks: %s\n", a.Question)
+	if a.Reason != "" {
+		fmt.Fprintf(&b, "Why: %s\n", a.Reason)
+	}
+	for _, o := range a.Options {
+		fmt.Fprintf(&b, "  - %s\n", o)
+	}
+	if !a.Deadline.IsZero() {
+		then := "the question is declined"
+		if a.Fallback != "decline" {
+			then = fmt.Sprintf("the fallback %q is taken", a.Fallback)
+		}
+		fmt.Fprintf(&b, "If nobody answers by %s, %s.\n", a.Deadline.UTC().Format("2006-01-02 15:04 UTC"), then)
+	}
+	it.Summary = strings.TrimRight(b.String(), "\n")
+	return p.route(ctx, it, a.Asker, "")
 }
 
 // route names the item's agent and the people it goes to: the supervisor

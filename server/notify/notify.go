@@ -53,6 +53,8 @@ type Stores struct {
 	Principals store.Principals
 	Settings   store.Settings
 	Sessions   store.Sessions
+	// Asks, when set, has agents' questions announced too.
+	Asks store.Asks
 }
 
 // ControlProposals lists the proposals staged on controls (the control
@@ -147,7 +149,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancel = cancel
 	sub := d.Bus.Subscribe(d.Bus.Seq(), 64, func(e event.Event) bool {
-		return e.Type == notify.KindFlowApproval || e.Type == notify.KindRunProposal || e.Type == "control.command" || e.Type == event.Lagged
+		return e.Type == notify.KindFlowApproval || e.Type == notify.KindRunProposal || e.Type == "control.command" || e.Type == "question.asked" || e.Type == event.Lagged
 	})
 	p.wg.Go(func() { p.listen(runCtx, sub) })
 	p.wg.Go(func() { p.deriveLoop(runCtx) })

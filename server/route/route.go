@@ -7,10 +7,10 @@
 // members, or supervisors who were all revoked, leave the item to the
 // workspace's owner. The owner may decide every item; anyone else may
 // decide only the items routed to them. Items filed by a person, by an
-// agent made before the workspace had an owner (it has no supervisors),
-// or by an application running in the server's process (not a stored
-// principal), are every person's, as they are everywhere else in the
-// server; their notifications go to the owner.
+// agent supervised by no one or by the owner alone (the default when its
+// token named no supervisor), or by an application running in the
+// server's process (not a stored principal), are every person's, as they
+// are everywhere else in the server; their notifications go to the owner.
 package route
 
 import (
@@ -73,9 +73,10 @@ func (rt Router) For(ctx context.Context, filer, group string) (Route, error) {
 			// A person's own request is not an agent's: whoever the
 			// part lets decide it may.
 			r.Anyone = true
-		case len(agent.Supervisors) == 0:
-			// Made before the workspace had an owner: it acts for the
-			// whole workspace, as it always has.
+		case len(agent.Supervisors) == 0 || len(agent.Supervisors) == 1 && agent.Supervisors[0] == owner:
+			// Made before the workspace had an owner, or given the owner
+			// because no one was named: the workspace's agent, whose
+			// items any person may decide, as they always could.
 			r.Anyone = true
 		default:
 			r.People = slices.Clone(agent.Supervisors)

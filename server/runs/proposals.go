@@ -222,6 +222,13 @@ func (s *Part) decideProposal(ctx context.Context, p store.Principal, id string,
 	var pr store.Proposal
 	var err error
 	action := "proposal.decline"
+	if p.Kind == store.KindHuman {
+		if filed, ferr := s.Store.Proposals.Proposal(ctx, id); ferr == nil {
+			if err := s.Routed(ctx, p, filed.ProposerID, ""); err != nil {
+				return store.Proposal{}, err
+			}
+		}
+	}
 	if approve {
 		action = "proposal.approve"
 		pr, err = s.runTools.Approve(ctx, p, id)

@@ -2,9 +2,12 @@ package host
 
 import (
 	"context"
+	"errors"
 
 	"github.com/assent-run/assent/server/route"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
+	"github.com/assent-run/assent/wire"
 )
 
 // Router returns who decisions are routed to, read from the store.
@@ -13,10 +16,19 @@ func (s *Host) Router() route.Router {
 }
 
 // Routed returns nil when p may decide the item filer filed, naming
-// group (or ""); otherwise a *wire.Error coded not_routed, or the store's
+// group (or ""); otherwise a *tool.Error coded not_routed, or the store's
 // failure. Parts call it before carrying out a person's decision.
 func (s *Host) Routed(ctx context.Context, p store.Principal, filer, group string) error {
-	return s.Router().Check(ctx, p, filer, group)
+	err := s.Router().Check(ctx, p, filer, group)
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return tool.Errorf(string(we.Code), "%s", we.Message)
+	}
+	if err != nil {
+		s.Log.Error("routing a decision", "err", err)
+		return StoreUnavailableError()
+	}
+	return nil
 }
 
 // RouteItems sets AskedOf on the decision of every item, and NotRouted
