@@ -57,7 +57,20 @@ type ProgramLoad struct {
 	// DecidedBy and Reason record a person's decline.
 	DecidedBy string `json:"decided_by,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// Why is the proposer's own reason for proposing it, as it wrote it
+	// (see WithWhy); the person deciding reads it on the card.
+	Why string `json:"why,omitempty"`
 }
+
+// LoadOption configures one LoadProgram.
+type LoadOption func(*loadOptions)
+
+type loadOptions struct{ why string }
+
+// WithWhy records why the loader proposes the program, shown to the
+// person who decides. It is kept only on a proposal: an active load needs
+// no decision. The caller bounds and checks the text.
+func WithWhy(why string) LoadOption { return func(o *loadOptions) { o.why = why } }
 
 // Trusted reports whether the program is active: loaded by the operator or
 // a person, or by a service holding flow.load, or approved by a person.
@@ -78,7 +91,7 @@ func mayLoad(by Principal) bool {
 // or the command line) and stores it, active. Adding the same program
 // again is harmless.
 func (k *Kernel) AddProgram(ctx context.Context, source []byte) (*Program, error) {
-	p, _, err := k.loadProgram(ctx, source, Principal{}, true)
+	p, _, err := k.loadProgram(ctx, source, Principal{}, true, loadOptions{})
 	return p, err
 }
 
@@ -88,14 +101,18 @@ func (k *Kernel) AddProgram(ctx context.Context, source []byte) (*Program, error
 // (ApproveProgram) before it starts anything. Loading an active program
 // again keeps it active, and a person's or service's reload makes it the
 // one its program id names.
-func (k *Kernel) LoadProgram(ctx context.Context, source []byte, by Principal) (*Program, ProgramLoad, error) {
+func (k *Kernel) LoadProgram(ctx context.Context, source []byte, by Principal, opts ...LoadOption) (*Program, ProgramLoad, error) {
 	if err := by.Validate(); err != nil {
 		return nil, ProgramLoad{}, err
 	}
-	return k.loadProgram(ctx, source, by, false)
+	var o loadOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return k.loadProgram(ctx, source, by, false, o)
 }
 
-func (k *Kernel) loadProgram(ctx context.Context, source []byte, by Principal, operator bool) (*Program, ProgramLoad, error) {
+func (k *Kernel) loadProgram(ctx context.Context, source []byte, by Principal, operator bool, o loadOptions) (*Program, ProgramLoad, error) {
 	p, err := Load(source, k.inv)
 	if err != nil {
 		return nil, ProgramLoad{}, err
@@ -141,6 +158,9 @@ func (k *Kernel) loadProgram(ctx context.Context, source []byte, by Principal, o
 			l.LoadedBy, l.LoaderKind = "", LoaderOperator
 		case exists && cur.Status == ProgramActive:
 			l.LoadedBy, l.LoaderKind, l.LoadedAt = cur.LoadedBy, cur.LoaderKind, cur.LoadedAt
+		}
+		if !trusted {
+			l.Why = o.why
 		}
 		if trusted {
 			// Active, and the one its program id names from now on.

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bytes"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -210,4 +212,45 @@ func TestFlowApprovalDecisionWordsReachAgent(t *testing.T) {
 	if isErr || len(notes) != 1 || notes[0].(map[string]any)["text"] != note || notes[0].(map[string]any)["decision"] != "approve" {
 		t.Fatalf("flows_inspect approval_notes: %v", v["approval_notes"])
 	}
+}
+
+// An agent's reason for proposing a program is kept with the proposal and
+// shown as written on its card and in the JSON inbox; a reason over the
+// limit is refused invalid_value before anything is proposed.
+func TestProgramProposalCarriesReason(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	src, err := os.ReadFile("../examples/flows/expense-approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := bytes.Replace(src, []byte(`"program_id": "expense-approval"`), []byte(`"program_id": "expense-why"`), 1)
+	if c, body, _ := f.API("POST", "/v1/flows/programs?reason="+url.QueryEscape(long(501)), f.Token, prog); c == 202 || assenttest.ErrCode(body) != "invalid_value" {
+		t.Fatalf("proposal with a long reason: %d %v", c, body)
+	}
+	if c, body, _ := f.API("GET", "/v1/flows/programs", f.Token, nil); c != 200 || strings.Contains(string(assenttest.MustJSON(body)), "expense-why") {
+		t.Fatalf("a refused proposal was stored: %d %v", c, body)
+	}
+	why := "refunds over 200 EUR need a <b>second</b> look"
+	c, body, _ := f.API("POST", "/v1/flows/programs?reason="+url.QueryEscape(why), f.Token, prog)
+	fp, _ := dig(body, "program", "fingerprint").(string)
+	if c != 202 || fp == "" {
+		t.Fatalf("proposal: %d %v", c, body)
+	}
+	if it := inboxItem(t, f, "flow_program", fp); it.Why != why {
+		t.Errorf("inbox item why = %q, want %q", it.Why, why)
+	}
+	cookie, _ := f.SignIn()
+	page, _ := io.ReadAll(f.Get("/inbox", cookie).Body)
+	if !strings.Contains(string(page), "need a &lt;b&gt;second&lt;/b&gt; look") {
+		t.Error("the inbox does not show the program's reason, escaped")
+	}
+}
+
+// dig walks nested JSON objects.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
 }

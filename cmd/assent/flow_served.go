@@ -73,7 +73,10 @@ func keyValues(flag string, list []string) (map[string]string, error) {
 }
 
 func newFlowLoadCmd(c *cli) *cobra.Command {
-	var sf servedFlags
+	var (
+		sf     servedFlags
+		reason string
+	)
 	cmd := &cobra.Command{
 		Use:   "load FILE|-",
 		Short: "Load a Control Program into a running server",
@@ -84,8 +87,10 @@ harmless. An invalid program is refused with its errors (exit status 1).
 Loading is a person's or the operator's act: with a person's token, or a
 service token granted flow.load, the program is active at once and becomes
 the one its program id names. With any other token (an agent's) it is only
-proposed: it starts nothing until a person approves it in the web inbox.`,
+proposed: it starts nothing until a person approves it in the web inbox,
+whose card shows --reason, the proposer's own words on why.`,
 		Example: `  assent flow load examples/flows/expense-approval.json
+  assent flow load refunds.json --reason "Refunds over 200 EUR need a second look"
   cat program.json | assent flow load - --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -94,7 +99,11 @@ proposed: it starts nothing until a person approves it in the web inbox.`,
 				return err
 			}
 			var p apitypes.ProgramView
-			raw, err := sf.call(cmd, "POST", "/v1/flows/programs", bytes.NewReader(data), &p)
+			path := "/v1/flows/programs"
+			if reason != "" {
+				path += "?reason=" + url.QueryEscape(reason)
+			}
+			raw, err := sf.call(cmd, "POST", path, bytes.NewReader(data), &p)
 			if err != nil {
 				return err
 			}
@@ -113,6 +122,7 @@ proposed: it starts nothing until a person approves it in the web inbox.`,
 		},
 	}
 	sf.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why you propose the program, shown to the person who decides (at most 500 characters)")
 	return cmd
 }
 

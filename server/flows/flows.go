@@ -482,6 +482,7 @@ func (s *Part) inboxProgramProposals(ctx context.Context, names map[string]strin
 				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
 		}
+		item.Why = l.Why
 		item.Decision = s.programDecision(p.ID(), p.Fingerprint(), l.LoadedBy)
 		if cur, err := s.flows.ActiveProgram(ctx, p.ID()); err == nil {
 			item.Warn = "It replaces the active program " + p.ID() + " (" + cur.Fingerprint() + ") for everyone who starts " + p.ID() + " by id."

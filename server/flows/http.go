@@ -394,6 +394,11 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.InvalidRequest, "the program could not be read: "+err.Error())
 		return
 	}
+	why, rerr := tool.CheckReason(r.URL.Query().Get("reason"))
+	if rerr != nil {
+		host.WriteToolError(w, rerr)
+		return
+	}
 	pr := host.PrincipalOf(r)
 	if proposes(pr) {
 		s.proposeMu.Lock()
@@ -403,7 +408,7 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p, load, err := s.flows.LoadProgram(r.Context(), src, flowPrincipal(pr))
+	p, load, err := s.flows.LoadProgram(r.Context(), src, flowPrincipal(pr), flow.WithWhy(why))
 	if err != nil {
 		writeFlowError(w, err)
 		return
