@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,6 +66,22 @@ func TestInboxRouting(t *testing.T) {
 	}
 	if page := assenttest.ReadAll(f.Get("/inbox", benCookie)); strings.Contains(page, card.ID) {
 		t.Error("the inbox page shows ben a card not routed to him")
+	}
+	// The badge counts what the inbox lists: ben's leaves out the card
+	// routed to ada, ada's counts it.
+	badge := regexp.MustCompile(`class="badge" aria-label="(\d+) open"`)
+	for _, who := range []struct {
+		name   string
+		cookie *http.Cookie
+		inbox  api.Inbox
+	}{{"ben", benCookie, bens}, {"ada", adaCookie, adas}} {
+		shown := "0" // no badge at all when nothing is open
+		if m := badge.FindStringSubmatch(assenttest.ReadAll(f.Get("/inbox", who.cookie))); m != nil {
+			shown = m[1]
+		}
+		if shown != strconv.Itoa(len(who.inbox.Items)) {
+			t.Errorf("%s's badge = %s, want %d, the decisions their inbox lists", who.name, shown, len(who.inbox.Items))
+		}
 	}
 	var e struct {
 		Error wire.Error `json:"error"`
