@@ -69,6 +69,11 @@ type Approval struct {
 	// Approvers are the people who have approved so far, in order; the
 	// last one of a quorum is the one whose approval applied it.
 	Approvers []Approver `json:"approvers,omitempty"`
+	// Deadline, when set, is when a pending approval stops waiting for
+	// people and takes its Fallback (FallbackDecline): it comes from the
+	// transition's approval rule, counted from when it was filed.
+	Deadline time.Time `json:"deadline,omitzero"`
+	Fallback string    `json:"fallback,omitempty"`
 	// Changed says, for a stale approval, what moved since it was filed.
 	Changed   []string  `json:"changed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -198,6 +203,9 @@ func (k *Kernel) requestApproval(ctx context.Context, instance string, requester
 	}
 	if r := t.Approval; r != nil {
 		a.Quorum, a.Group = r.People(), r.Group
+		if d := r.Deadline(); d > 0 {
+			a.Deadline, a.Fallback = a.CreatedAt.Add(d), FallbackDecline
+		}
 	}
 	if ps := t.Prescription; ps != nil {
 		a.Operation, a.Arguments, a.ExpectedPostcondition = ps.Operation, slices.Clone(ps.Arguments), ps.ExpectedPostcondition
@@ -865,9 +873,65 @@ func (k *Kernel) openApproval(ctx context.Context, id string, person Principal) 
 	return rec, nil
 }
 
+// Overdue reports whether a is pending past its deadline at now.
+func (a *Approval) Overdue(now time.Time) bool {
+	return a.Status == ApprovalPending && !a.Deadline.IsZero() && !now.Before(a.Deadline)
+}
+
+// DeclineOverdue declines every pending approval whose deadline has passed
+// with the reason NoDecision, and returns those it declined. Each decline
+// is the same compare-and-set in the store as a person's decline: an
+// approval that a person decided meanwhile, or that another kernel on the
+// same store declined first, is left as it is and not returned, so each
+// approval is declined once across nodes and after a restart.
+func (k *Kernel) DeclineOverdue(ctx context.Context) ([]Approval, error) {
+	pending, err := k.PendingApprovals(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("flow: listing approvals past their deadline: %w", err)
+	}
+	var out []Approval
+	for _, a := range pending {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if !a.Overdue(k.now()) {
+			continue
+		}
+		var got Approval
+		err := k.decideIf(ctx, a.ID, func(a *Approval) bool {
+			// Read again in the transaction: the deadline is checked
+			// on the record the write replaces.
+			if !a.Overdue(k.now()) {
+				return false
+			}
+			a.Status, a.Decider, a.Reason = ApprovalDeclined, "", NoDecision
+			got = *a
+			return true
+		})
+		switch {
+		case ErrorCode(err) == CodeApprovalClosed || errors.Is(err, errNotOverdue):
+			continue
+		case err != nil:
+			return out, err
+		}
+		out = append(out, got)
+	}
+	return out, nil
+}
+
+// errNotOverdue ends a deadline's decline of an approval whose deadline
+// moved or has not come.
+var errNotOverdue = errors.New("flow: the approval is not past its deadline")
+
 // decide updates a pending approval. A stale write (already decided) is
 // reported as APPROVAL_CLOSED.
 func (k *Kernel) decide(ctx context.Context, id string, fn func(*Approval)) error {
+	return k.decideIf(ctx, id, func(a *Approval) bool { fn(a); return true })
+}
+
+// decideIf is decide where fn may leave the approval as it is, by
+// returning false; decideIf then returns errNotOverdue.
+func (k *Kernel) decideIf(ctx context.Context, id string, fn func(*Approval) bool) error {
 	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		rec, err := tx.Approval(id)
 		if err != nil {
@@ -876,12 +940,18 @@ func (k *Kernel) decide(ctx context.Context, id string, fn func(*Approval)) erro
 		if rec.Approval.Status != ApprovalPending {
 			return closedError(&rec.Approval)
 		}
-		fn(&rec.Approval)
+		if !fn(&rec.Approval) {
+			return errNotOverdue
+		}
 		rec.Approval.DecidedAt = k.now().UTC()
 		// Decided: the raw parameter values are no longer needed.
 		rec.Parameters = nil
 		return tx.PutApproval(rec)
 	})
+	if errors.Is(err, errNotOverdue) {
+		// Still pending: its secret values are still needed.
+		return err
+	}
 	k.vault.forget(id)
 	if err != nil {
 		return fmt.Errorf("flow: recording the decision on %s: %w", id, err)

@@ -413,6 +413,8 @@ func FuzzDecodeApprovalRecord(f *testing.F) {
 	f.Add([]byte(`{"approval":{"id":"apr-5","instance_id":"i","transition":"p/t","status":"pending","quorum":2,"group":"finance","approvers":[{"person":"alice","at":"2026-12-02T12:00:00Z"}]}}`))
 	f.Add([]byte(`{"approval":{"id":"apr-6","instance_id":"i","transition":"p/t","status":"pending","quorum":2,"approvers":[{"person":"a"},{"person":"a"}]}}`))
 	f.Add([]byte(`{"approval":{"id":"apr-7","instance_id":"i","transition":"p/t","status":"pending","quorum":-1,"approvers":[{"person":""}]}}`))
+	f.Add([]byte(`{"approval":{"id":"apr-8","instance_id":"i","transition":"p/t","status":"declined","deadline":"2026-12-02T12:00:02Z","fallback":"decline","reason":"no decision before the deadline"}}`))
+	f.Add([]byte(`{"approval":{"id":"apr-9","instance_id":"i","transition":"p/t","status":"pending","deadline":"yesterday","fallback":"approve"}}`))
 	f.Add([]byte(`{"approval":{},"approval":{}}`))
 	f.Add([]byte(`{"approval":{"id":"x"},"extra":1}`))
 	f.Add([]byte("\xff"))

@@ -118,6 +118,14 @@ func appendTransition(b []byte, t *Transition) []byte {
 		first = false
 		b = append(b, `"approval":{`...)
 		inner := true
+		if r.DeadlineSeconds > 0 {
+			b = appendKey(b, &inner, "deadline_seconds")
+			b = jcs.AppendInt(b, r.DeadlineSeconds)
+		}
+		// The default fallback is left out, like a quorum of one.
+		if r.Fallback != "" && r.Fallback != FallbackDecline {
+			b = appendStringMember(b, &inner, "fallback", r.Fallback)
+		}
 		if r.Group != "" {
 			b = appendStringMember(b, &inner, "group", r.Group)
 		}

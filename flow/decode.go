@@ -641,6 +641,11 @@ func (d *decoder) transition(t *Transition) {
 					r.Quorum, _ = d.integer()
 				case "group":
 					r.Group, _ = d.str()
+				case "deadline_seconds":
+					r.DeadlineSeconds, _ = d.integer()
+					r.deadlineSet = true
+				case "fallback":
+					r.Fallback, _ = d.str()
 				default:
 					return false
 				}

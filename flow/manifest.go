@@ -1,5 +1,7 @@
 package flow
 
+import "time"
+
 // SchemaVersion is the manifest schema this package implements.
 const SchemaVersion = 1
 
@@ -122,13 +124,44 @@ type Interruption struct {
 // MaxQuorum bounds how many distinct people an approval may require.
 const MaxQuorum = 16
 
+// MaxApprovalDeadline bounds, in seconds, how long an approval may wait
+// for people before its deadline: 30 days.
+const MaxApprovalDeadline = 30 * 24 * 60 * 60
+
+// FallbackDecline is the fallback an approval takes when nobody decided it
+// before its deadline: it is declined with the reason NoDecision. It is the
+// only fallback, and the default.
+const FallbackDecline = "decline"
+
+// NoDecision is the reason of an approval declined at its deadline.
+const NoDecision = "no decision before the deadline"
+
 // ApprovalRule says who must approve a transition before the kernel applies
 // it: Quorum distinct people (one when zero), each a member of Group when it
 // names one. A transition with a rule is applied only through an approval
 // that meets it, whoever asks.
+//
+// DeadlineSeconds, when positive, is how long an approval filed under the
+// rule waits for people; when it passes with no decision, the approval
+// takes its Fallback (FallbackDecline, the default).
 type ApprovalRule struct {
-	Quorum int64
-	Group  string
+	Quorum          int64
+	Group           string
+	DeadlineSeconds int64
+	Fallback        string
+
+	// deadlineSet records that the document named deadline_seconds, so
+	// that an explicit 0 is refused rather than read as "no deadline".
+	deadlineSet bool
+}
+
+// Deadline returns how long an approval under r waits before its
+// fallback; 0 when it waits for ever.
+func (r *ApprovalRule) Deadline() time.Duration {
+	if r == nil || r.DeadlineSeconds <= 0 {
+		return 0
+	}
+	return time.Duration(r.DeadlineSeconds) * time.Second
 }
 
 // People returns how many distinct people must approve: Quorum, at least 1.

@@ -44,6 +44,16 @@ func TestApprovalRuleParse(t *testing.T) {
 		{"empty group", doc{"group": ""}, nil, ""},
 		{"unknown key", doc{"quorum": 2, "people": 2}, nil, "transitions[3].approval.people"},
 		{"not an object", 2, nil, "transitions[3].approval"},
+		{"deadline", doc{"deadline_seconds": 60}, &ApprovalRule{Quorum: 1, DeadlineSeconds: 60, Fallback: FallbackDecline}, ""},
+		{"deadline and fallback", doc{"deadline_seconds": 1, "fallback": "decline"}, &ApprovalRule{Quorum: 1, DeadlineSeconds: 1, Fallback: FallbackDecline}, ""},
+		{"deadline with quorum", doc{"quorum": 2, "deadline_seconds": MaxApprovalDeadline}, &ApprovalRule{Quorum: 2, DeadlineSeconds: MaxApprovalDeadline, Fallback: FallbackDecline}, ""},
+		{"zero deadline", doc{"deadline_seconds": 0}, nil, "transitions[3].approval.deadline_seconds"},
+		{"negative deadline", doc{"deadline_seconds": -5}, nil, "transitions[3].approval.deadline_seconds"},
+		{"deadline over 30 days", doc{"deadline_seconds": MaxApprovalDeadline + 1}, nil, "transitions[3].approval.deadline_seconds"},
+		{"fractional deadline", doc{"deadline_seconds": 1.5}, nil, "transitions[3].approval.deadline_seconds"},
+		{"string deadline", doc{"deadline_seconds": "60"}, nil, "transitions[3].approval.deadline_seconds"},
+		{"unknown fallback", doc{"deadline_seconds": 60, "fallback": "approve"}, nil, "transitions[3].approval.fallback"},
+		{"fallback without deadline", doc{"fallback": "decline"}, nil, "transitions[3].approval.fallback"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,6 +94,9 @@ func DecodeApprovalRecord(data []byte) (ApprovalRecord, error) {
 	if a.Quorum < 0 || a.Quorum > MaxQuorum {
 		return bad("approval.quorum", fmt.Sprintf("a quorum is 0 to %d people", MaxQuorum))
 	}
+	if a.Fallback != "" && a.Fallback != FallbackDecline {
+		return bad("approval.fallback", fmt.Sprintf("the only fallback is %q", FallbackDecline))
+	}
 	if len(a.Approvers) > a.People() {
 		return bad("approval.approvers", "an approval has no more approvers than its quorum")
 	}

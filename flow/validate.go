@@ -503,6 +503,19 @@ func (c *checker) approvalRule(out *Transition, r *ApprovalRule, t *Transition, 
 	if r.Group != "" && !isName(r.Group) {
 		c.add(at("approval", "group"), "%q is not a valid group name: %s", r.Group, nameRule)
 	}
+	if r.deadlineSet && (r.DeadlineSeconds < 1 || r.DeadlineSeconds > MaxApprovalDeadline) {
+		c.add(at("approval", "deadline_seconds"), "must be an integer from 1 to %d (30 days): how many seconds people have to decide", MaxApprovalDeadline)
+	}
+	fallback := r.Fallback
+	switch {
+	case r.Fallback != "" && r.Fallback != FallbackDecline:
+		c.add(at("approval", "fallback"), "%q is not a fallback: the only one is %q", r.Fallback, FallbackDecline)
+	case r.Fallback != "" && !r.deadlineSet:
+		c.add(at("approval", "fallback"), "a fallback is taken at a deadline: add deadline_seconds, or remove fallback")
+	}
+	if r.DeadlineSeconds > 0 {
+		fallback = FallbackDecline
+	}
 	switch {
 	case !controllable:
 		c.add(at("approval"), "an OBSERVED_EXTERNAL transition is never applied, so nobody approves it; remove the key")
@@ -514,7 +527,7 @@ func (c *checker) approvalRule(out *Transition, r *ApprovalRule, t *Transition, 
 			c.add(at("authority_all", i), "%q: a transition with an approval rule is applied by the person who completes the approval, so authority_all may name only human, policy or none", a)
 		}
 	}
-	if r.Quorum > 1 || r.Group != "" {
-		out.Approval = &ApprovalRule{Quorum: r.Quorum, Group: r.Group}
+	if r.Quorum > 1 || r.Group != "" || r.DeadlineSeconds > 0 {
+		out.Approval = &ApprovalRule{Quorum: r.Quorum, Group: r.Group, DeadlineSeconds: max(r.DeadlineSeconds, 0), Fallback: fallback}
 	}
 }

@@ -1,0 +1,140 @@
+package flow
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestApprovalDeadlineCanonical(t *testing.T) {
+	p := mustLoad(t, withRule(t, doc{"deadline_seconds": 120}))
+	want := `{"approval":{"deadline_seconds":120},"authority":`
+	if !bytes.Contains(p.Canonical(), []byte(want)) {
+		t.Fatalf("canonical bytes lack %s:\n%s", want, p.Canonical())
+	}
+	// The default fallback, named or not, is the same program.
+	q := mustLoad(t, withRule(t, doc{"fallback": "decline", "deadline_seconds": 120}))
+	if q.Fingerprint() != p.Fingerprint() {
+		t.Error("naming the default fallback changed the fingerprint")
+	}
+	r := mustLoad(t, withRule(t, doc{"deadline_seconds": 121}))
+	if r.Fingerprint() == p.Fingerprint() {
+		t.Error("a different deadline kept the fingerprint")
+	}
+	// A rule without a deadline keeps the fingerprint it had.
+	g := mustLoad(t, withRule(t, doc{"group": "finance", "quorum": 2}))
+	want = `{"approval":{"group":"finance","quorum":2},"authority":`
+	if !bytes.Contains(g.Canonical(), []byte(want)) {
+		t.Fatalf("canonical bytes lack %s:\n%s", want, g.Canonical())
+	}
+	all := mustLoad(t, withRule(t, doc{"group": "finance", "quorum": 2, "deadline_seconds": 5}))
+	want = `{"approval":{"deadline_seconds":5,"group":"finance","quorum":2},"authority":`
+	if !bytes.Contains(all.Canonical(), []byte(want)) {
+		t.Fatalf("canonical bytes lack %s:\n%s", want, all.Canonical())
+	}
+}
+
+func TestApprovalDeadlineDeclines(t *testing.T) {
+	ctx := context.Background()
+	f := quorumFixture(t, doc{"quorum": 2, "deadline_seconds": 60})
+	f.start(t, "d", "new", nil)
+	a, err := f.k.RequestApproval(ctx, "d", agent(CapabilityStateWrite), Request{Transition: "cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(time.Minute).UTC(); !a.Deadline.Equal(want) || a.Fallback != FallbackDecline {
+		t.Fatalf("deadline %v fallback %q, want %v decline", a.Deadline, a.Fallback, want)
+	}
+	// One of two people approves; the deadline still applies.
+	if _, err := f.k.Approve(ctx, a.ID, named("alice", CapabilityStateWrite)); ErrorCode(err) != CodeMorePeopleNeeded {
+		t.Fatalf("approve = %v", err)
+	}
+	f.clk.advance(59 * time.Second)
+	if got, err := f.k.DeclineOverdue(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("before the deadline: %v %v", got, err)
+	}
+	f.clk.advance(time.Second)
+	got, err := f.k.DeclineOverdue(ctx)
+	if err != nil || len(got) != 1 || got[0].ID != a.ID {
+		t.Fatalf("at the deadline: %v %v", got, err)
+	}
+	now, _ := f.k.Approval(ctx, a.ID)
+	if now.Status != ApprovalDeclined || now.Reason != NoDecision || now.Decider != "" || !now.DecidedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after the deadline: %+v", now)
+	}
+	// Nobody decides it afterwards, and a second sweep does nothing.
+	if _, err := f.k.Approve(ctx, a.ID, named("bob", CapabilityStateWrite)); ErrorCode(err) != CodeApprovalClosed {
+		t.Fatalf("approve after the deadline = %v, want %s", err, CodeApprovalClosed)
+	}
+	if got, err := f.k.DeclineOverdue(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("second sweep: %v %v", got, err)
+	}
+	if inst, _ := f.k.Instance(ctx, "d"); inst.Phase != "new" {
+		t.Fatalf("phase %s after the decline", inst.Phase)
+	}
+}
+
+// A person's decision before the deadline stands: the sweep leaves it.
+func TestApprovalDeadlineAfterDecision(t *testing.T) {
+	ctx := context.Background()
+	f := quorumFixture(t, doc{"deadline_seconds": 1})
+	f.start(t, "d", "new", nil)
+	a, err := f.k.RequestApproval(ctx, "d", agent(CapabilityStateWrite), Request{Transition: "cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.Decline(ctx, a.ID, named("alice"), "no"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.advance(time.Hour)
+	if got, err := f.k.DeclineOverdue(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("sweep: %v %v", got, err)
+	}
+	if now, _ := f.k.Approval(ctx, a.ID); now.Reason != "no" || now.Decider != "alice" {
+		t.Fatalf("decision overwritten: %+v", now)
+	}
+}
+
+// Two kernels on one store (two nodes) sweep at once: each overdue
+// approval is declined by exactly one of them.
+func TestApprovalDeadlineOnceAcrossKernels(t *testing.T) {
+	ctx := context.Background()
+	f := quorumFixture(t, doc{"deadline_seconds": 5})
+	const n = 8
+	ids := make([]string, n)
+	for i := range n {
+		id := string(rune('a' + i))
+		f.start(t, id, "new", nil)
+		a, err := f.k.RequestApproval(ctx, id, agent(CapabilityStateWrite), Request{Transition: "cancel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = a.ID
+	}
+	f.clk.advance(5 * time.Second)
+	other := NewKernel(f.store, f.inv, WithClock(f.clk.now))
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i, k := range []*Kernel{f.k, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := k.DeclineOverdue(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = len(got)
+		}()
+	}
+	wg.Wait()
+	if counts[0]+counts[1] != n {
+		t.Fatalf("declined %d + %d times, want %d in all", counts[0], counts[1], n)
+	}
+	for _, id := range ids {
+		if a, _ := f.k.Approval(ctx, id); a.Status != ApprovalDeclined || a.Reason != NoDecision {
+			t.Fatalf("%s: %+v", id, a)
+		}
+	}
+}
