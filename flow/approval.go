@@ -74,6 +74,14 @@ type Approval struct {
 	// transition's approval rule, counted from when it was filed.
 	Deadline time.Time `json:"deadline,omitzero"`
 	Fallback string    `json:"fallback,omitempty"`
+	// EscalateTo, when set, is the group the approval is routed to at its
+	// first deadline, instead of taking the fallback; a second deadline
+	// of the same length then starts. EscalatedFrom (the group it was
+	// routed to before, empty for the requester's supervisors) and
+	// EscalatedAt record that it happened.
+	EscalateTo    string    `json:"escalate_to,omitempty"`
+	EscalatedFrom string    `json:"escalated_from,omitempty"`
+	EscalatedAt   time.Time `json:"escalated_at,omitzero"`
 	// Changed says, for a stale approval, what moved since it was filed.
 	Changed   []string  `json:"changed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -204,7 +212,7 @@ func (k *Kernel) requestApproval(ctx context.Context, instance string, requester
 	if r := t.Approval; r != nil {
 		a.Quorum, a.Group = r.People(), r.Group
 		if d := r.Deadline(); d > 0 {
-			a.Deadline, a.Fallback = a.CreatedAt.Add(d), FallbackDecline
+			a.Deadline, a.Fallback, a.EscalateTo = a.CreatedAt.Add(d), FallbackDecline, r.EscalateTo
 		}
 	}
 	if ps := t.Prescription; ps != nil {
@@ -878,13 +886,20 @@ func (a *Approval) Overdue(now time.Time) bool {
 	return a.Status == ApprovalPending && !a.Deadline.IsZero() && !now.Before(a.Deadline)
 }
 
-// DeclineOverdue declines every pending approval whose deadline has passed
-// with the reason NoDecision, and returns those it declined. Each decline
+// Escalated reports whether a was routed to its EscalateTo group at its
+// first deadline.
+func (a *Approval) Escalated() bool { return !a.EscalatedAt.IsZero() }
+
+// SettleOverdue settles every pending approval whose deadline has passed,
+// and returns those it changed. An approval with a group to escalate to,
+// not yet escalated, is routed to that group (Group becomes EscalateTo)
+// and given a second deadline as long as the first, counted from now; any
+// other is declined with the reason NoDecision and no decider. Each change
 // is the same compare-and-set in the store as a person's decline: an
 // approval that a person decided meanwhile, or that another kernel on the
-// same store declined first, is left as it is and not returned, so each
-// approval is declined once across nodes and after a restart.
-func (k *Kernel) DeclineOverdue(ctx context.Context) ([]Approval, error) {
+// same store settled first, is left as it is and not returned, so each
+// deadline acts once across nodes and after a restart.
+func (k *Kernel) SettleOverdue(ctx context.Context) ([]Approval, error) {
 	pending, err := k.PendingApprovals(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("flow: listing approvals past their deadline: %w", err)
@@ -901,10 +916,17 @@ func (k *Kernel) DeclineOverdue(ctx context.Context) ([]Approval, error) {
 		err := k.decideIf(ctx, a.ID, func(a *Approval) bool {
 			// Read again in the transaction: the deadline is checked
 			// on the record the write replaces.
-			if !a.Overdue(k.now()) {
+			now := k.now().UTC()
+			if !a.Overdue(now) {
 				return false
 			}
-			a.Status, a.Decider, a.Reason = ApprovalDeclined, "", NoDecision
+			if a.EscalateTo != "" && !a.Escalated() {
+				length := a.Deadline.Sub(a.CreatedAt)
+				a.EscalatedFrom, a.Group, a.EscalatedAt = a.Group, a.EscalateTo, now
+				a.Deadline = now.Add(length)
+			} else {
+				a.Status, a.Decider, a.Reason = ApprovalDeclined, "", NoDecision
+			}
 			got = *a
 			return true
 		})
@@ -930,8 +952,10 @@ func (k *Kernel) decide(ctx context.Context, id string, fn func(*Approval)) erro
 }
 
 // decideIf is decide where fn may leave the approval as it is, by
-// returning false; decideIf then returns errNotOverdue.
+// returning false (decideIf then returns errNotOverdue), or change it and
+// leave it pending (an escalation).
 func (k *Kernel) decideIf(ctx context.Context, id string, fn func(*Approval) bool) error {
+	stillPending := false
 	err := k.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		rec, err := tx.Approval(id)
 		if err != nil {
@@ -943,12 +967,17 @@ func (k *Kernel) decideIf(ctx context.Context, id string, fn func(*Approval) boo
 		if !fn(&rec.Approval) {
 			return errNotOverdue
 		}
+		if rec.Approval.Status == ApprovalPending {
+			// Escalated, not decided: the parameters are still needed.
+			stillPending = true
+			return tx.PutApproval(rec)
+		}
 		rec.Approval.DecidedAt = k.now().UTC()
 		// Decided: the raw parameter values are no longer needed.
 		rec.Parameters = nil
 		return tx.PutApproval(rec)
 	})
-	if errors.Is(err, errNotOverdue) {
+	if errors.Is(err, errNotOverdue) || (err == nil && stillPending) {
 		// Still pending: its secret values are still needed.
 		return err
 	}

@@ -415,6 +415,7 @@ func FuzzDecodeApprovalRecord(f *testing.F) {
 	f.Add([]byte(`{"approval":{"id":"apr-7","instance_id":"i","transition":"p/t","status":"pending","quorum":-1,"approvers":[{"person":""}]}}`))
 	f.Add([]byte(`{"approval":{"id":"apr-8","instance_id":"i","transition":"p/t","status":"declined","deadline":"2026-12-02T12:00:02Z","fallback":"decline","reason":"no decision before the deadline"}}`))
 	f.Add([]byte(`{"approval":{"id":"apr-9","instance_id":"i","transition":"p/t","status":"pending","deadline":"yesterday","fallback":"approve"}}`))
+	f.Add([]byte(`{"approval":{"id":"apr-10","instance_id":"i","transition":"p/t","status":"pending","group":"heads","deadline":"2026-12-02T12:02:00Z","fallback":"decline","escalate_to":"heads","escalated_from":"finance","escalated_at":"2026-12-02T12:01:00Z"}}`))
 	f.Add([]byte(`{"approval":{},"approval":{}}`))
 	f.Add([]byte(`{"approval":{"id":"x"},"extra":1}`))
 	f.Add([]byte("\xff"))

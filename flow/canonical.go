@@ -122,6 +122,9 @@ func appendTransition(b []byte, t *Transition) []byte {
 			b = appendKey(b, &inner, "deadline_seconds")
 			b = jcs.AppendInt(b, r.DeadlineSeconds)
 		}
+		if r.EscalateTo != "" {
+			b = appendStringMember(b, &inner, "escalate_to", r.EscalateTo)
+		}
 		// The default fallback is left out, like a quorum of one.
 		if r.Fallback != "" && r.Fallback != FallbackDecline {
 			b = appendStringMember(b, &inner, "fallback", r.Fallback)

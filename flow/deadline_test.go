@@ -3,6 +3,7 @@ package flow
 import (
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,11 +53,11 @@ func TestApprovalDeadlineDeclines(t *testing.T) {
 		t.Fatalf("approve = %v", err)
 	}
 	f.clk.advance(59 * time.Second)
-	if got, err := f.k.DeclineOverdue(ctx); err != nil || len(got) != 0 {
+	if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("before the deadline: %v %v", got, err)
 	}
 	f.clk.advance(time.Second)
-	got, err := f.k.DeclineOverdue(ctx)
+	got, err := f.k.SettleOverdue(ctx)
 	if err != nil || len(got) != 1 || got[0].ID != a.ID {
 		t.Fatalf("at the deadline: %v %v", got, err)
 	}
@@ -68,7 +69,7 @@ func TestApprovalDeadlineDeclines(t *testing.T) {
 	if _, err := f.k.Approve(ctx, a.ID, named("bob", CapabilityStateWrite)); ErrorCode(err) != CodeApprovalClosed {
 		t.Fatalf("approve after the deadline = %v, want %s", err, CodeApprovalClosed)
 	}
-	if got, err := f.k.DeclineOverdue(ctx); err != nil || len(got) != 0 {
+	if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("second sweep: %v %v", got, err)
 	}
 	if inst, _ := f.k.Instance(ctx, "d"); inst.Phase != "new" {
@@ -89,7 +90,7 @@ func TestApprovalDeadlineAfterDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clk.advance(time.Hour)
-	if got, err := f.k.DeclineOverdue(ctx); err != nil || len(got) != 0 {
+	if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("sweep: %v %v", got, err)
 	}
 	if now, _ := f.k.Approval(ctx, a.ID); now.Reason != "no" || now.Decider != "alice" {
@@ -121,7 +122,7 @@ func TestApprovalDeadlineOnceAcrossKernels(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := k.DeclineOverdue(ctx)
+			got, err := k.SettleOverdue(ctx)
 			if err != nil {
 				t.Error(err)
 			}
@@ -136,5 +137,65 @@ func TestApprovalDeadlineOnceAcrossKernels(t *testing.T) {
 		if a, _ := f.k.Approval(ctx, id); a.Status != ApprovalDeclined || a.Reason != NoDecision {
 			t.Fatalf("%s: %+v", id, a)
 		}
+	}
+}
+
+func TestApprovalEscalationRule(t *testing.T) {
+	p := mustLoad(t, withRule(t, doc{"group": "finance", "deadline_seconds": 60, "escalate_to": "finance.heads"}))
+	want := `{"approval":{"deadline_seconds":60,"escalate_to":"finance.heads","group":"finance"},"authority":`
+	if !bytes.Contains(p.Canonical(), []byte(want)) {
+		t.Fatalf("canonical bytes lack %s:\n%s", want, p.Canonical())
+	}
+	for _, rule := range []doc{
+		{"escalate_to": "heads"},                                  // no deadline
+		{"deadline_seconds": 60, "escalate_to": "Heads!"},         // not a name
+		{"deadline_seconds": 60, "escalate_to": 3},                // not a string
+		{"group": "a", "deadline_seconds": 9, "escalate_to": "a"}, // the same group
+	} {
+		if _, err := Load(withRule(t, rule), testInventory()); err == nil || !strings.Contains(err.Error(), "approval.escalate_to") {
+			t.Errorf("%v: Load = %v, want an error at approval.escalate_to", rule, err)
+		}
+	}
+}
+
+// At the first deadline an approval with a group to escalate to is routed
+// to that group, once, with a second deadline as long as the first; at the
+// second it is declined.
+func TestApprovalDeadlineEscalates(t *testing.T) {
+	ctx := context.Background()
+	f := quorumFixture(t, doc{"group": "finance", "deadline_seconds": 60, "escalate_to": "heads"})
+	f.start(t, "d", "new", nil)
+	a, err := f.k.RequestApproval(ctx, "d", agent(CapabilityStateWrite), Request{Transition: "cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.EscalateTo != "heads" || a.Group != "finance" || a.Escalated() {
+		t.Fatalf("filed: %+v", a)
+	}
+	f.clk.advance(90 * time.Second) // the sweep runs late
+	other := NewKernel(f.store, f.inv, WithClock(f.clk.now))
+	got, err := f.k.SettleOverdue(ctx)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("first deadline: %v %v", got, err)
+	}
+	if again, err := other.SettleOverdue(ctx); err != nil || len(again) != 0 {
+		t.Fatalf("another node at the first deadline: %v %v", again, err)
+	}
+	now, _ := f.k.Approval(ctx, a.ID)
+	if now.Status != ApprovalPending || now.Group != "heads" || now.EscalatedFrom != "finance" || !now.Escalated() ||
+		!now.Deadline.Equal(t0.Add(150*time.Second)) {
+		t.Fatalf("after the first deadline: %+v", now)
+	}
+	f.clk.advance(59 * time.Second)
+	if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("before the second deadline: %v %v", got, err)
+	}
+	f.clk.advance(time.Second)
+	if got, err := other.SettleOverdue(ctx); err != nil || len(got) != 1 || got[0].Status != ApprovalDeclined {
+		t.Fatalf("second deadline: %v %v", got, err)
+	}
+	now, _ = f.k.Approval(ctx, a.ID)
+	if now.Status != ApprovalDeclined || now.Reason != NoDecision || now.Group != "heads" {
+		t.Fatalf("after the second deadline: %+v", now)
 	}
 }

@@ -646,6 +646,8 @@ func (d *decoder) transition(t *Transition) {
 					r.deadlineSet = true
 				case "fallback":
 					r.Fallback, _ = d.str()
+				case "escalate_to":
+					r.EscalateTo, _ = d.str()
 				default:
 					return false
 				}

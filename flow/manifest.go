@@ -143,12 +143,15 @@ const NoDecision = "no decision before the deadline"
 //
 // DeadlineSeconds, when positive, is how long an approval filed under the
 // rule waits for people; when it passes with no decision, the approval
-// takes its Fallback (FallbackDecline, the default).
+// takes its Fallback (FallbackDecline, the default). With EscalateTo, the
+// first deadline instead routes the approval to that group and starts a
+// second deadline of the same length; the fallback applies at the second.
 type ApprovalRule struct {
 	Quorum          int64
 	Group           string
 	DeadlineSeconds int64
 	Fallback        string
+	EscalateTo      string
 
 	// deadlineSet records that the document named deadline_seconds, so
 	// that an explicit 0 is refused rather than read as "no deadline".

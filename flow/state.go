@@ -97,6 +97,9 @@ func DecodeApprovalRecord(data []byte) (ApprovalRecord, error) {
 	if a.Fallback != "" && a.Fallback != FallbackDecline {
 		return bad("approval.fallback", fmt.Sprintf("the only fallback is %q", FallbackDecline))
 	}
+	if a.EscalateTo != "" && !isName(a.EscalateTo) {
+		return bad("approval.escalate_to", "a group to escalate to is a name")
+	}
 	if len(a.Approvers) > a.People() {
 		return bad("approval.approvers", "an approval has no more approvers than its quorum")
 	}

@@ -517,6 +517,14 @@ func (c *checker) approvalRule(out *Transition, r *ApprovalRule, t *Transition, 
 		fallback = FallbackDecline
 	}
 	switch {
+	case r.EscalateTo != "" && !isName(r.EscalateTo):
+		c.add(at("approval", "escalate_to"), "%q is not a valid group name: %s", r.EscalateTo, nameRule)
+	case r.EscalateTo != "" && !r.deadlineSet:
+		c.add(at("approval", "escalate_to"), "an approval escalates at a deadline: add deadline_seconds, or remove escalate_to")
+	case r.EscalateTo != "" && r.EscalateTo == r.Group:
+		c.add(at("approval", "escalate_to"), "the approval is already routed to group %s: name another group, or remove escalate_to", r.Group)
+	}
+	switch {
 	case !controllable:
 		c.add(at("approval"), "an OBSERVED_EXTERNAL transition is never applied, so nobody approves it; remove the key")
 	case !slices.Contains(t.Authority, AuthorityHuman) && !slices.Contains(t.Authority, AuthorityNone):
@@ -528,6 +536,6 @@ func (c *checker) approvalRule(out *Transition, r *ApprovalRule, t *Transition, 
 		}
 	}
 	if r.Quorum > 1 || r.Group != "" || r.DeadlineSeconds > 0 {
-		out.Approval = &ApprovalRule{Quorum: r.Quorum, Group: r.Group, DeadlineSeconds: max(r.DeadlineSeconds, 0), Fallback: fallback}
+		out.Approval = &ApprovalRule{Quorum: r.Quorum, Group: r.Group, DeadlineSeconds: max(r.DeadlineSeconds, 0), Fallback: fallback, EscalateTo: r.EscalateTo}
 	}
 }

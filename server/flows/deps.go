@@ -93,6 +93,9 @@ type Config struct {
 	// InterruptedAfter is how old another node's apply mark must be
 	// before this node settles it (flow.DefaultInterruptedAfter when 0).
 	InterruptedAfter time.Duration
+	// DeadlineSweep is how often the part looks for approvals past their
+	// deadline; 0 means DefaultDeadlineSweep.
+	DeadlineSweep time.Duration
 }
 
 func (d Deps) check() error {

@@ -56,6 +56,9 @@ type Part struct {
 	// stopSweep ends the sweep of other nodes' interrupted applies and
 	// waits for it.
 	stopSweep func()
+	// stopDeadlines ends the sweep of approvals past their deadline and
+	// waits for it.
+	stopDeadlines func()
 }
 
 // New builds the Flows part on h: the kernel on the store's Flows part,
@@ -95,6 +98,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 		}
 	}
 	s.stopSweep = s.sweepInterrupted()
+	s.stopDeadlines = s.sweepDeadlines()
 	return s, nil
 }
 
@@ -162,8 +166,14 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 	return map[string]int{kind: n}
 }
 
-// Close stops watching the Runs that Flow transitions started.
+// Close stops the sweeps of interrupted applies and of approvals past
+// their deadline, and stops watching the Runs that Flow transitions
+// started.
 func (s *Part) Close() {
+	if s.stopDeadlines != nil {
+		s.stopDeadlines()
+		s.stopDeadlines = nil
+	}
 	if s.stopSweep != nil {
 		s.stopSweep()
 		s.stopSweep = nil
@@ -533,6 +543,18 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 			{Label: "Decline", URL: "/web/flows/approvals/" + a.ID + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 		},
 	}
+	if !a.Deadline.IsZero() {
+		item.Fields = append(item.Fields, host.InboxTime("Decide by", a.Deadline),
+			host.InboxField{Label: "If nobody decides by then", Value: deadlineWords(a)})
+	}
+	if a.Escalated() {
+		from := "the requester's supervisors"
+		if a.EscalatedFrom != "" {
+			from = "group " + a.EscalatedFrom
+		}
+		item.Fields = append(item.Fields, host.InboxField{Label: "Escalated", Value: fmt.Sprintf("escalated to group %s: nobody of %s decided before the first deadline", a.Group, from)},
+			host.InboxTime("Escalated at", a.EscalatedAt))
+	}
 	decorateApprovalCard(&item, a, person)
 	decorateQuorum(&item, a, names, person)
 	item.Decision = s.approvalDecision(a, programID)
@@ -564,6 +586,14 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 	return item
 }
 
+// deadlineWords says what a's deadline does.
+func deadlineWords(a flow.Approval) string {
+	if a.EscalateTo != "" && !a.Escalated() {
+		return fmt.Sprintf("It is escalated to group %s, which has as long again to decide; then it is declined with the reason %q", a.EscalateTo, flow.NoDecision)
+	}
+	return fmt.Sprintf("It is declined with the reason %q, and nothing is applied", flow.NoDecision)
+}
+
 // approvalDecision makes an approval's card decidable: approving admits
 // the transition at the instance revision the card shows, declining sends
 // the note to the requester as the reason.
@@ -581,6 +611,13 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 			v = "(secret, hidden)"
 		}
 		bound["Parameter "+prm.Name] = v
+	}
+	if !a.Deadline.IsZero() {
+		bound["deadline"] = a.Deadline.UTC().Format("2006-01-02T15:04:05Z")
+		bound["fallback"] = a.Fallback
+	}
+	if a.Escalated() {
+		bound["escalated_to"] = a.Group
 	}
 	return &host.Decision{
 		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
