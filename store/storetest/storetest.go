@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Flows", testFlows},
 		{"FlowDecisions", FlowDecisions},
 		{"FlowQuorum", FlowQuorum},
+		{"FlowDeadline", FlowDeadline},
 		{"Runs", Runs},
 		{"RunRequests", RunRequests},
 		{"Controls", testControls},
