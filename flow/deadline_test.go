@@ -3,6 +3,7 @@ package flow
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -197,5 +198,28 @@ func TestApprovalDeadlineEscalates(t *testing.T) {
 	now, _ = f.k.Approval(ctx, a.ID)
 	if now.Status != ApprovalDeclined || now.Reason != NoDecision || now.Group != "heads" {
 		t.Fatalf("after the second deadline: %+v", now)
+	}
+}
+
+// BenchmarkSettleOverdue measures one sweep over 1000 pending approvals
+// with a deadline, none of them due: the cost the server pays every
+// second while approvals wait.
+func BenchmarkSettleOverdue(b *testing.B) {
+	ctx := context.Background()
+	f := quorumFixture(b, doc{"deadline_seconds": 3600})
+	for i := range 1000 {
+		id := "i" + strconv.Itoa(i)
+		if _, err := f.k.Start(ctx, Instance{ID: id, Program: f.prog.Fingerprint(), Phase: "new"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.k.RequestApproval(ctx, id, agent(CapabilityStateWrite), Request{Transition: "cancel"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 0 {
+			b.Fatal(got, err)
+		}
 	}
 }

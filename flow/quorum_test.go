@@ -134,7 +134,7 @@ func TestApprovalRuleCanonical(t *testing.T) {
 }
 
 // quorumFixture is the kernel fixture with cancel needing rule.
-func quorumFixture(t *testing.T, rule any, opts ...Option) *fixture {
+func quorumFixture(t testing.TB, rule any, opts ...Option) *fixture {
 	t.Helper()
 	inv := testInventory()
 	f := &fixture{clk: &clock{t: t0}, inv: inv, store: NewMemoryStore()}
