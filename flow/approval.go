@@ -848,6 +848,10 @@ func (k *Kernel) openApproval(ctx context.Context, id string, person Principal) 
 		if rec.Approval.Status != ApprovalPending {
 			return closedError(&rec.Approval)
 		}
+		if rec.Approval.Overdue(k.now()) {
+			// The sweep settles it shortly; nobody decides it meanwhile.
+			return errorf(CodeApprovalClosed, "approval %s passed its deadline at %s; it is being settled as its rule says (declined, or escalated to another group)", id, rec.Approval.Deadline.Format(time.RFC3339))
+		}
 		inst, err := tx.Instance(rec.Approval.Instance)
 		if err != nil {
 			return notFound(err, "instance", rec.Approval.Instance)

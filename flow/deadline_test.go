@@ -78,6 +78,31 @@ func TestApprovalDeadlineDeclines(t *testing.T) {
 	}
 }
 
+// Once the deadline has passed, nobody decides the approval, even before
+// the sweep settles it.
+func TestApprovalDeadlineRefusesLateDecisions(t *testing.T) {
+	ctx := context.Background()
+	f := quorumFixture(t, doc{"deadline_seconds": 10})
+	f.start(t, "d", "new", nil)
+	a, err := f.k.RequestApproval(ctx, "d", agent(CapabilityStateWrite), Request{Transition: "cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.advance(10 * time.Second)
+	if _, err := f.k.Approve(ctx, a.ID, named("alice", CapabilityStateWrite)); ErrorCode(err) != CodeApprovalClosed {
+		t.Fatalf("approve after the deadline = %v, want %s", err, CodeApprovalClosed)
+	}
+	if _, err := f.k.Decline(ctx, a.ID, named("alice"), "late"); ErrorCode(err) != CodeApprovalClosed {
+		t.Fatalf("decline after the deadline = %v, want %s", err, CodeApprovalClosed)
+	}
+	if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 1 || got[0].Reason != NoDecision {
+		t.Fatalf("sweep: %v %v", got, err)
+	}
+	if inst, _ := f.k.Instance(ctx, "d"); inst.Phase != "new" {
+		t.Fatalf("phase %s", inst.Phase)
+	}
+}
+
 // A person's decision before the deadline stands: the sweep leaves it.
 func TestApprovalDeadlineAfterDecision(t *testing.T) {
 	ctx := context.Background()
