@@ -14,7 +14,9 @@ import (
 
 // askMigrations holds agents' questions to people. deadline is NULL when
 // the question has none; the partial index finds the open ones that are
-// due.
+// due. ask_announce holds the questions written but not yet announced: a
+// row is inserted with its question, and removed once the question's
+// outbox messages are stored.
 var askMigrations = []migration{{1, `
 CREATE TABLE asks (
 	id TEXT COLLATE "C" PRIMARY KEY,
@@ -34,6 +36,11 @@ CREATE TABLE asks (
 );
 CREATE INDEX asks_open ON asks(asker, created_at) WHERE state = 'open';
 CREATE INDEX asks_due ON asks(deadline) WHERE state = 'open' AND deadline IS NOT NULL;
+`}, {2, `
+CREATE TABLE ask_announce (
+	ask_id TEXT COLLATE "C" PRIMARY KEY,
+	queued_at TIMESTAMPTZ NOT NULL
+);
 `}}
 
 // Asks implements store.Store.
@@ -87,6 +94,10 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open')`,
 			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO ask_announce (ask_id, queued_at) VALUES ($1, $2)`, a.ID, a.CreatedAt)
 		return err
 	})
 	switch {
@@ -156,4 +167,21 @@ func (s *DB) DecideAsk(ctx context.Context, id string, d store.AskDecision) (sto
 // DueAsks implements store.Asks.
 func (s *DB) DueAsks(ctx context.Context, now time.Time, limit int) ([]store.Ask, error) {
 	return s.listAsks(ctx, `SELECT `+askCols+` FROM asks WHERE state = 'open' AND deadline IS NOT NULL AND deadline <= $1 ORDER BY deadline, id LIMIT $2`, now, limit)
+}
+
+// AsksToAnnounce implements store.Asks.
+func (s *DB) AsksToAnnounce(ctx context.Context, limit int) ([]store.Ask, error) {
+	return s.listAsks(ctx, `SELECT `+askCols+` FROM ask_announce JOIN asks ON id = ask_id
+		ORDER BY queued_at, ask_id LIMIT $1`, limit)
+}
+
+// AnnouncedAsks implements store.Asks.
+func (s *DB) AnnouncedAsks(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM ask_announce WHERE ask_id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("clear announced questions: %w", err)
+	}
+	return nil
 }

@@ -203,4 +203,66 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 			t.Errorf("expired question = %+v", a)
 		}
 	})
+
+	t.Run("announce row iff the question is stored", func(t *testing.T) {
+		// Clear what the cases above queued.
+		queued, err := q.AsksToAnnounce(ctx(t), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(queued) == 0 {
+			t.Fatal("the questions stored above wait for no announcement")
+		}
+		var ids []string
+		for _, a := range queued {
+			ids = append(ids, a.ID)
+		}
+		if err := q.AnnouncedAsks(ctx(t), ids); err != nil {
+			t.Fatal(err)
+		}
+		if left, err := q.AsksToAnnounce(ctx(t), 1000); err != nil || len(left) != 0 {
+			t.Fatalf("after AnnouncedAsks, AsksToAnnounce = %v, %v; want none", left, err)
+		}
+
+		for i := range 2 {
+			if err := q.CreateAsk(ctx(t), ask(fmt.Sprintf("ask_ann%d", i), "p_ann", time.Duration(20-i)*time.Second), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Refused over the bound, and refused as a second write of a
+		// stored id: neither leaves a row to announce.
+		if err := q.CreateAsk(ctx(t), ask("ask_ann_over", "p_ann", time.Second), 2); !errors.Is(err, store.ErrTooManyAsks) {
+			t.Fatalf("third question under a bound of 2: %v, want ErrTooManyAsks", err)
+		}
+		if err := q.CreateAsk(ctx(t), ask("ask_ann0", "p_other_ann", time.Second), 0); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a stored id again: %v, want ErrConflict", err)
+		}
+		got, err := q.AsksToAnnounce(ctx(t), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].ID != "ask_ann1" || got[1].ID != "ask_ann0" || got[1].Asker != "p_ann" || got[0].Question == "" {
+			t.Fatalf("AsksToAnnounce = %+v; want ask_ann1, ask_ann0, oldest first", got)
+		}
+		if one, _ := q.AsksToAnnounce(ctx(t), 1); len(one) != 1 {
+			t.Errorf("AsksToAnnounce with limit 1 returned %d", len(one))
+		}
+		// A decided question still waits: the reader decides what to do.
+		if _, err := q.DecideAsk(ctx(t), "ask_ann1", store.AskDecision{State: store.AskDeclined, DecidedBy: "p_ada", At: at(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := q.AsksToAnnounce(ctx(t), 10); len(got) != 2 || got[0].State != store.AskDeclined {
+			t.Errorf("after a decision, AsksToAnnounce = %+v", got)
+		}
+		if err := q.AnnouncedAsks(ctx(t), []string{"ask_ann1", "ask_none"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := q.AsksToAnnounce(ctx(t), 10); len(got) != 1 || got[0].ID != "ask_ann0" {
+			t.Errorf("after clearing ask_ann1, AsksToAnnounce = %+v; want ask_ann0", got)
+		}
+		if err := q.AnnouncedAsks(ctx(t), nil); err != nil {
+			t.Errorf("AnnouncedAsks(nil) = %v", err)
+		}
+	})
+
 }
