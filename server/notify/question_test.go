@@ -48,3 +48,66 @@ func TestQuestionAnnounced(t *testing.T) {
 		t.Errorf("mail to %q, subject %q", m.To, m.Subject())
 	}
 }
+
+// The record that a question waits to be announced, written with the
+// question, is cleared only once the question's messages are in the
+// outbox, and a question is announced once however often it is read.
+func TestQuestionAnnounceRecordCleared(t *testing.T) {
+	smtp, hooks := startSMTP(t), startHooks(t, 0)
+	k, _ := setup(t, smtp, hooks)
+	cs, err := k.MCPSession(k.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	out, isErr := assenttest.CallTool(t, cs, "approvals_request", map[string]any{"question": "Refund order 91?"})
+	id, _ := out["approval"].(string)
+	if isErr || id == "" {
+		t.Fatalf("approvals_request: %v", out)
+	}
+	asks := k.DB.Asks()
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		waiting, err := asks.AsksToAnnounce(t.Context(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range waiting {
+			if a.ID == id {
+				return false
+			}
+		}
+		return true
+	}, "the question's announce record cleared")
+	msgs, err := k.DB.Notify().ListMessages(t.Context(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	channels := map[string]bool{}
+	for _, m := range msgs {
+		if m.Item == notify.KindQuestion+":"+id {
+			channels[m.Channel] = true
+		}
+	}
+	if !channels["webhook:wh_test"] || !channels["mail:"+k.Boot.Owner.ID] {
+		t.Errorf("when the record was cleared the outbox held %v for the question, want its webhook and its mail", channels)
+	}
+	mailFor(t, smtp, id)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		got, _, _ := hooks.Got()
+		for _, h := range got {
+			if h.Body.Data.ItemID == id {
+				return true
+			}
+		}
+		return false
+	}, "webhook about the question")
+	n := 0
+	for _, m := range smtp.Mails() {
+		if strings.Contains(m.Data, id) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d mails about the question, want 1", n)
+	}
+}
