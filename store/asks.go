@@ -37,7 +37,10 @@ type Ask struct {
 	// Kind is AskYesNo, AskChoice or AskText.
 	Kind string
 	// Reason is why the agent asks, shown on the card.
-	Reason    string
+	Reason string
+	// Group, when set, names the group of people the question is asked
+	// of instead of the asker's supervisors.
+	Group     string
 	CreatedAt time.Time
 	// Deadline, when not zero, is when the question takes its Fallback
 	// if no person decided it.
@@ -128,6 +131,9 @@ func (a Ask) Check() error {
 		return fmt.Errorf("%w: a choice question, and only one, has options", ErrInvalid)
 	case a.State != AskOpen:
 		return fmt.Errorf("%w: a new question is open, not %q", ErrInvalid, a.State)
+	}
+	if a.Group != "" {
+		return CheckGroupName(a.Group)
 	}
 	return nil
 }

@@ -16,7 +16,8 @@ import (
 // the question has none; the partial index finds the open ones that are
 // due. ask_announce holds the questions written but not yet announced: a
 // row is inserted with its question, and removed once the question's
-// outbox messages are stored.
+// outbox messages are stored. ask_group names the group a question is
+// asked of, or is empty.
 var askMigrations = []migration{{1, `
 CREATE TABLE asks (
 	id TEXT COLLATE "C" PRIMARY KEY,
@@ -41,19 +42,21 @@ CREATE TABLE ask_announce (
 	ask_id TEXT COLLATE "C" PRIMARY KEY,
 	queued_at TIMESTAMPTZ NOT NULL
 );
+`}, {3, `
+ALTER TABLE asks ADD COLUMN ask_group TEXT NOT NULL DEFAULT '';
 `}}
 
 // Asks implements store.Store.
 func (s *DB) Asks() store.Asks { return s }
 
-const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at`
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group`
 
 func scanAsk(row pgx.Row) (store.Ask, error) {
 	var a store.Ask
 	var opts string
 	var deadline, decided *time.Time
 	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &a.CreatedAt, &deadline, &a.Fallback,
-		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided)
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group)
 	if err != nil {
 		return a, rowErr(err, "read question")
 	}
@@ -91,9 +94,9 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 				return store.ErrTooManyAsks
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open')`,
-			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback)
+		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open', $10)`,
+			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback, a.Group)
 		if err != nil {
 			return err
 		}

@@ -40,19 +40,21 @@ CREATE TABLE ask_announce (
 	ask_id TEXT PRIMARY KEY,
 	queued_at INTEGER NOT NULL
 );
+`}, {3, `
+ALTER TABLE asks ADD COLUMN ask_group TEXT NOT NULL DEFAULT '';
 `}}
 
 // Asks implements store.Store.
 func (s *DB) Asks() store.Asks { return s }
 
-const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at`
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group`
 
 func scanAsk(row interface{ Scan(...any) error }) (store.Ask, error) {
 	var a store.Ask
 	var opts string
 	var created, deadline, decided int64
 	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &created, &deadline, &a.Fallback,
-		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided)
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, store.ErrNotFound
 	}
@@ -106,9 +108,9 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 			return store.ErrTooManyAsks
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')`,
-		a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, ms(a.CreatedAt), optMS(a.Deadline), a.Fallback)
+	_, err = tx.ExecContext(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)`,
+		a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, ms(a.CreatedAt), optMS(a.Deadline), a.Fallback, a.Group)
 	if isUnique(err) {
 		return store.ErrConflict
 	}

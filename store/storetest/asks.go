@@ -21,7 +21,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("create and read", func(t *testing.T) {
 		a := store.Ask{ID: "ask_round", Asker: "p_round", Question: "Which account?\u202e", Options: []string{"Checking", "Savings"},
-			Kind: store.AskChoice, Reason: "the invoice names none", CreatedAt: at(time.Second), Deadline: at(24 * time.Hour),
+			Kind: store.AskChoice, Reason: "the invoice names none", Group: "finance", CreatedAt: at(time.Second), Deadline: at(24 * time.Hour),
 			Fallback: "Savings", State: store.AskOpen}
 		if err := q.CreateAsk(ctx(t), a, 0); err != nil {
 			t.Fatal(err)
@@ -33,7 +33,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Question != a.Question || !slices.Equal(got.Options, a.Options) || got.Kind != a.Kind || got.Reason != a.Reason ||
+		if got.Question != a.Question || !slices.Equal(got.Options, a.Options) || got.Kind != a.Kind || got.Reason != a.Reason || got.Group != a.Group ||
 			!got.CreatedAt.Equal(a.CreatedAt) || !got.Deadline.Equal(a.Deadline) || got.Fallback != a.Fallback ||
 			got.State != store.AskOpen || got.Answer != "" || got.DecidedBy != "" || !got.DecidedAt.IsZero() {
 			t.Errorf("Ask = %+v, want %+v", got, a)
@@ -45,7 +45,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 		if err := q.CreateAsk(ctx(t), yn, 0); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := q.Ask(ctx(t), yn.ID); err != nil || !got.Deadline.IsZero() || got.Options != nil {
+		if got, err := q.Ask(ctx(t), yn.ID); err != nil || !got.Deadline.IsZero() || got.Options != nil || got.Group != "" {
 			t.Errorf("question without deadline or options read back as %+v, %v", got, err)
 		}
 	})
@@ -56,6 +56,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 			{ID: "ask_bad2", Asker: "p", Question: "?", Kind: "maybe", State: store.AskOpen, CreatedAt: epoch},
 			{ID: "ask_bad3", Asker: "p", Question: "?", Kind: store.AskChoice, State: store.AskOpen, CreatedAt: epoch},
 			{ID: "ask_bad4", Asker: "p", Question: "?", Kind: store.AskYesNo, State: store.AskAnswered, CreatedAt: epoch},
+			{ID: "ask_bad5", Asker: "p", Question: "?", Kind: store.AskYesNo, State: store.AskOpen, Group: "Finance Team", CreatedAt: epoch},
 		} {
 			if err := q.CreateAsk(ctx(t), a, 0); !errors.Is(err, store.ErrInvalid) {
 				t.Errorf("CreateAsk(%+v) = %v, want ErrInvalid", a, err)
