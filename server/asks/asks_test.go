@@ -192,12 +192,12 @@ func TestAnswerOf(t *testing.T) {
 // accepted question keeps its bounds, and an accepted answer is one the
 // question allows.
 func FuzzRequest(f *testing.F) {
-	f.Add("Which account?", "Operating\nReserve", "", "", int64(60), "Reserve", `"Reserve"`)
-	f.Add("Go?", "", "yes_no", "", int64(0), "", `"no"`)
-	f.Add("Why?", "", "text", "because", int64(-1), "decline", `"\u202e"`)
-	f.Add("\xff", "a\nb\na", "choice", "\u202e", int64(1<<40), "approve", `true`)
-	f.Fuzz(func(t *testing.T, q, opts, kind, reason string, secs int64, fallback, answer string) {
-		r := Request{Question: q, Answer: kind, Reason: reason, Fallback: fallback}
+	f.Add("Which account?", "Operating\nReserve", "", "", int64(60), "Reserve", `"Reserve"`, "")
+	f.Add("Go?", "", "yes_no", "", int64(0), "", `"no"`, "finance")
+	f.Add("Why?", "", "text", "because", int64(-1), "decline", `"\u202e"`, " ops.team-2 ")
+	f.Add("\xff", "a\nb\na", "choice", "\u202e", int64(1<<40), "approve", `true`, "Finance\u202e")
+	f.Fuzz(func(t *testing.T, q, opts, kind, reason string, secs int64, fallback, answer, group string) {
+		r := Request{Question: q, Answer: kind, Reason: reason, Fallback: fallback, Group: group}
 		if opts != "" {
 			r.Options = strings.Split(opts, "\n")
 		}
@@ -213,6 +213,9 @@ func FuzzRequest(f *testing.F) {
 		}
 		if !utf8.ValidString(a.Question) || len(a.Question) > DefaultLimits.QuestionBytes || a.Question == "" {
 			t.Fatalf("accepted question %q", a.Question)
+		}
+		if a.Group != "" && store.CheckGroupName(a.Group) != nil {
+			t.Fatalf("accepted group %q", a.Group)
 		}
 		a.ID, a.Asker = "ask_f", "p_f"
 		if err := a.Check(); err != nil {
