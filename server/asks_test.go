@@ -364,3 +364,55 @@ func TestQuestionComesAsURLElicitation(t *testing.T) {
 		t.Errorf("elicitations %+v, want one url elicitation of %s", asked, link)
 	}
 }
+
+// A question asked of a group goes to its members: a member finds it in
+// their inbox, marked "Asked of group finance", and answers it; a
+// supervisor of the asking agent outside the group neither lists it nor
+// may answer it (not_routed).
+func TestQuestionAskedOfGroup(t *testing.T) {
+	f := assenttest.StartListening(t, nil)
+	_, ben := f.Issue(store.KindHuman, "ben", "state.write")
+	_, carol := f.Issue(store.KindHuman, "carol", "state.write")
+	token, _, err := f.Srv.AddAgent(t.Context(), "clerk", f.Boot.Agent.Grants, ben.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.DB.Groups().AddGroupMember(t.Context(), store.GroupMember{Group: "finance", PrincipalID: carol.ID, AddedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.MCPSession(token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if out, isErr := assenttest.CallTool(t, cs, "approvals_request", map[string]any{"question": "Pay?", "group": "legal"}); !isErr || !strings.Contains(fmt.Sprint(out), "invalid_value") {
+		t.Errorf("a group without members: %v", out)
+	}
+	id, _ := ask(t, cs, map[string]any{"question": "Pay invoice INV-9 of 410.00 EUR?", "group": "finance"})
+
+	cc, ccsrf := f.SignInAs(carol.ID)
+	it, ok := question(t, f, cc, ccsrf, id)
+	if !ok || it.AskedOf != "Asked of group finance" || it.Bound["group"] != "finance" {
+		t.Fatalf("carol's card = %+v (found %v), want it asked of group finance", it, ok)
+	}
+	if page := assenttest.ReadAll(f.Get("/inbox", cc)); !strings.Contains(page, "Asked of group finance") {
+		t.Error("the inbox page does not say the question is asked of group finance")
+	}
+	bc, bcsrf := f.SignInAs(ben.ID)
+	if _, ok := question(t, f, bc, bcsrf, id); ok {
+		t.Error("ben, who supervises the agent but is not in the group, lists the question")
+	}
+	var out api.InboxOutcome
+	if code := session(t, f, bc, bcsrf, "POST", "/v1/inbox/"+url.PathEscape(it.ID)+"/decision",
+		map[string]any{"decision": "approve", "values": map[string]any{"answer": "yes"}}, &out); code != http.StatusForbidden || out.Error == nil || out.Error.Code != "not_routed" {
+		t.Fatalf("ben's answer: %d %+v, want 403 not_routed", code, out.Error)
+	}
+	out = api.InboxOutcome{}
+	if code := session(t, f, cc, ccsrf, "POST", "/v1/inbox/"+url.PathEscape(it.ID)+"/decision",
+		map[string]any{"decision": "approve", "values": map[string]any{"answer": "yes"}}, &out); code != http.StatusOK || out.Status != "approved" {
+		t.Fatalf("carol's answer: %d %+v", code, out)
+	}
+	if o := waitFor(t, cs, id, 0); o["status"] != "answered" || o["answer"] != "yes" || o["decided_by"] != carol.ID {
+		t.Errorf("inbox_wait outcome %v", o)
+	}
+}

@@ -113,6 +113,7 @@ func asksDeps(h *host.Host) asks.Deps {
 	return asks.Deps{
 		Gate:   h,
 		Asks:   h.Store.Backend.Asks(),
+		Groups: h.Store.Backend.Groups(),
 		Audit:  h.Store.Audit,
 		Bus:    h.Bus,
 		Tools:  h.Tools,

@@ -37,7 +37,10 @@ type Ask struct {
 	// Kind is AskYesNo, AskChoice or AskText.
 	Kind string
 	// Reason is why the agent asks, shown on the card.
-	Reason    string
+	Reason string
+	// Group, when set, names the group of people the question is asked
+	// of instead of the asker's supervisors.
+	Group     string
 	CreatedAt time.Time
 	// Deadline, when not zero, is when the question takes its Fallback
 	// if no person decided it.
@@ -75,7 +78,9 @@ type Asks interface {
 	// has maxOpen open questions (ErrTooManyAsks; maxOpen 0 bounds
 	// nothing). The count and the insert are one transaction, so
 	// concurrent askers never pass the bound. An existing id gives
-	// ErrConflict.
+	// ErrConflict. The same transaction records that the question waits
+	// to be announced (see AsksToAnnounce): a stored question is always
+	// announced, and a refused one never.
 	CreateAsk(ctx context.Context, a Ask, maxOpen int) error
 	// Ask returns the question id, or ErrNotFound.
 	Ask(ctx context.Context, id string) (Ask, error)
@@ -90,6 +95,13 @@ type Asks interface {
 	// DueAsks returns at most limit open questions whose deadline is at
 	// or before now, earliest first.
 	DueAsks(ctx context.Context, now time.Time, limit int) ([]Ask, error)
+	// AsksToAnnounce returns at most limit questions that CreateAsk
+	// recorded as waiting to be announced and that no AnnouncedAsks has
+	// cleared since, oldest first, whatever their state now.
+	AsksToAnnounce(ctx context.Context, limit int) ([]Ask, error)
+	// AnnouncedAsks clears the questions ids from those waiting to be
+	// announced; an id not waiting is ignored.
+	AnnouncedAsks(ctx context.Context, ids []string) error
 }
 
 // ValidAskDecision reports whether d may end an open question: a final
@@ -119,6 +131,9 @@ func (a Ask) Check() error {
 		return fmt.Errorf("%w: a choice question, and only one, has options", ErrInvalid)
 	case a.State != AskOpen:
 		return fmt.Errorf("%w: a new question is open, not %q", ErrInvalid, a.State)
+	}
+	if a.Group != "" {
+		return CheckGroupName(a.Group)
 	}
 	return nil
 }

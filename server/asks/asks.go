@@ -146,6 +146,15 @@ func (s *Part) Ask(ctx context.Context, p store.Principal, r Request) (store.Ask
 	if err != nil {
 		return a, err
 	}
+	if a.Group != "" {
+		members, err := s.Groups.GroupMembers(ctx, a.Group)
+		if err != nil {
+			return a, fmt.Errorf("asks: read group %s: %w", a.Group, err)
+		}
+		if len(members) == 0 {
+			return a, invalid("the workspace has no group %q; name a group with members, or leave group out to ask your supervisors", a.Group)
+		}
+	}
 	now := s.Now().UTC()
 	a.ID, a.Asker, a.CreatedAt = auth.NewID(IDPrefix), p.ID, now
 	if r.DeadlineSeconds != nil {
@@ -187,6 +196,9 @@ func binding(a store.Ask) string {
 	for _, s := range append([]string{a.Kind, a.Question, a.Reason, a.Fallback, a.Deadline.UTC().Format(time.RFC3339)}, a.Options...) {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
+	if a.Group != "" {
+		fmt.Fprintf(h, "group:%d:%s;", len(a.Group), a.Group)
+	}
 	return hex.EncodeToString(h.Sum(nil)[:6])
 }
 
@@ -207,13 +219,23 @@ func (s *Part) Visible(ctx context.Context, p store.Principal, id string) (store
 		return store.Ask{}, errNotFound(id)
 	}
 	a, err := s.Asks.Ask(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !s.Gate.Oversees(ctx, p, a.Asker)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !s.mayRead(ctx, p, a)) {
 		return store.Ask{}, errNotFound(id)
 	}
 	if err != nil {
 		return store.Ask{}, fmt.Errorf("asks: read question: %w", err)
 	}
 	return a, nil
+}
+
+// mayRead reports whether p may see a: the agent that asked, a person
+// who oversees it, or, for a question asked of a group, a person it is
+// routed to.
+func (s *Part) mayRead(ctx context.Context, p store.Principal, a store.Ask) bool {
+	if s.Gate.Oversees(ctx, p, a.Asker) {
+		return true
+	}
+	return a.Group != "" && p.Kind == store.KindHuman && s.Gate.Routed(ctx, p, a.Asker, a.Group) == nil
 }
 
 // Decision is a person's decision on a question.
@@ -231,8 +253,15 @@ type Decision struct {
 // showed it. Of concurrent decisions one wins; the others are refused
 // conflict, naming who decided.
 func (s *Part) Decide(ctx context.Context, p store.Principal, a store.Ask, d Decision) (store.Ask, error) {
-	if p.Kind != store.KindHuman || !s.Gate.Oversees(ctx, p, a.Asker) {
+	if p.Kind != store.KindHuman || !s.mayRead(ctx, p, a) {
 		return a, errNotFound(a.ID)
+	}
+	if a.Group != "" {
+		// A supervisor outside the group sees the question but may not
+		// decide it.
+		if err := s.Gate.Routed(ctx, p, a.Asker, a.Group); err != nil {
+			return a, err
+		}
 	}
 	dec := store.AskDecision{State: store.AskDeclined, DecidedBy: p.ID, At: s.Now().UTC()}
 	if d.Approve {

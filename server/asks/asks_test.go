@@ -34,6 +34,15 @@ func (gate) Oversees(_ context.Context, p store.Principal, owner string) bool {
 func (gate) OwnedEvent(typ, owner string, data []byte) event.Event {
 	return event.Event{Type: typ, Owner: owner, Data: data}
 }
+
+// Routed lets every person decide a question asked of no group, and only
+// p_member one asked of a group.
+func (gate) Routed(_ context.Context, p store.Principal, _, group string) error {
+	if group != "" && p.ID != "p_member" {
+		return tool.Errorf("not_routed", "this decision is asked of group %s", group)
+	}
+	return nil
+}
 func (gate) PrincipalNames(context.Context) map[string]string {
 	return map[string]string{"p_ada": "Ada", "p_agent": "bot"}
 }
@@ -70,7 +79,7 @@ func newPartTB(t testing.TB) (*Part, *clock, *event.Bus) {
 	c := &clock{t: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
 	bus := event.New(event.Options{})
 	t.Cleanup(bus.Close)
-	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
+	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Groups: db.Groups(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: c.now, Config: Config{Sweep: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +192,12 @@ func TestAnswerOf(t *testing.T) {
 // accepted question keeps its bounds, and an accepted answer is one the
 // question allows.
 func FuzzRequest(f *testing.F) {
-	f.Add("Which account?", "Operating\nReserve", "", "", int64(60), "Reserve", `"Reserve"`)
-	f.Add("Go?", "", "yes_no", "", int64(0), "", `"no"`)
-	f.Add("Why?", "", "text", "because", int64(-1), "decline", `"\u202e"`)
-	f.Add("\xff", "a\nb\na", "choice", "\u202e", int64(1<<40), "approve", `true`)
-	f.Fuzz(func(t *testing.T, q, opts, kind, reason string, secs int64, fallback, answer string) {
-		r := Request{Question: q, Answer: kind, Reason: reason, Fallback: fallback}
+	f.Add("Which account?", "Operating\nReserve", "", "", int64(60), "Reserve", `"Reserve"`, "")
+	f.Add("Go?", "", "yes_no", "", int64(0), "", `"no"`, "finance")
+	f.Add("Why?", "", "text", "because", int64(-1), "decline", `"\u202e"`, " ops.team-2 ")
+	f.Add("\xff", "a\nb\na", "choice", "\u202e", int64(1<<40), "approve", `true`, "Finance\u202e")
+	f.Fuzz(func(t *testing.T, q, opts, kind, reason string, secs int64, fallback, answer, group string) {
+		r := Request{Question: q, Answer: kind, Reason: reason, Fallback: fallback, Group: group}
 		if opts != "" {
 			r.Options = strings.Split(opts, "\n")
 		}
@@ -204,6 +213,9 @@ func FuzzRequest(f *testing.F) {
 		}
 		if !utf8.ValidString(a.Question) || len(a.Question) > DefaultLimits.QuestionBytes || a.Question == "" {
 			t.Fatalf("accepted question %q", a.Question)
+		}
+		if a.Group != "" && store.CheckGroupName(a.Group) != nil {
+			t.Fatalf("accepted group %q", a.Group)
 		}
 		a.ID, a.Asker = "ask_f", "p_f"
 		if err := a.Check(); err != nil {
@@ -412,7 +424,7 @@ func TestSweepOnceAcrossNodes(t *testing.T) {
 	for range 2 {
 		bus := event.New(event.Options{})
 		defer bus.Close()
-		p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
+		p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Groups: db.Groups(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: c.now, Config: Config{Sweep: time.Hour}})
 		if err != nil {
 			t.Fatal(err)
@@ -455,5 +467,43 @@ func TestSweepOnceAcrossNodes(t *testing.T) {
 	}
 	if expired != questions {
 		t.Errorf("%d expiries audited, want %d", expired, questions)
+	}
+}
+
+// A question may name a group: the name must be one and the group must
+// have members; then only the group's members (here p_member) may answer
+// it, and a supervisor outside the group is refused not_routed.
+func TestQuestionAskedOfGroup(t *testing.T) {
+	p, c, _ := newPart(t)
+	ctx := t.Context()
+	for _, tc := range []struct{ group, code string }{
+		{"Finance Team", "invalid_value"},
+		{strings.Repeat("f", 65), "invalid_value"},
+		{"finance", "invalid_value"}, // no members yet
+	} {
+		if _, err := p.Ask(ctx, agent, Request{Question: "Pay?", Group: tc.group}); code(err) != tc.code {
+			t.Errorf("group %q: %v, want %s", tc.group, err, tc.code)
+		}
+	}
+	if err := p.Groups.AddGroupMember(ctx, store.GroupMember{Group: "finance", PrincipalID: "p_member", AddedAt: c.now()}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Ask(ctx, agent, Request{Question: "Pay invoice 7?", Group: " finance "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.Asks.Ask(ctx, a.ID); got.Group != "finance" {
+		t.Fatalf("stored group = %q, want finance", got.Group)
+	}
+	if d := p.decision(a); d.Group != "finance" || d.Bound["group"] != "finance" {
+		t.Errorf("card decision names group %q, binds %q", d.Group, d.Bound["group"])
+	}
+	if _, err := p.Decide(ctx, ada, a, Decision{Approve: true}); code(err) != "not_routed" {
+		t.Fatalf("a supervisor outside the group answered: %v, want not_routed", err)
+	}
+	member := store.Principal{ID: "p_member", Kind: store.KindHuman}
+	got, err := p.Decide(ctx, member, a, Decision{Approve: true})
+	if err != nil || got.State != store.AskAnswered || got.DecidedBy != "p_member" {
+		t.Fatalf("the member's answer: %+v, %v", got, err)
 	}
 }

@@ -86,6 +86,9 @@ type Request struct {
 	// no person decided it in time.
 	DeadlineSeconds *int64 `json:"deadline_seconds,omitempty" type:"integer" jsonschema:"Seconds until the fallback is taken if no person decides (1 to 2592000). Default: no deadline."`
 	Fallback        string `json:"fallback,omitempty" jsonschema:"The outcome at the deadline: decline (the default), approve (a yes_no question's yes) or one of options."`
+	// Group, when set, asks the members of that group instead of the
+	// asker's supervisors.
+	Group string `json:"group,omitempty" jsonschema:"The group of people to ask instead of your supervisors: the name of a group the workspace has (such as finance). Default: your supervisors."`
 }
 
 func invalid(format string, args ...any) *tool.Error {
@@ -113,7 +116,10 @@ func checkText(name, s string, max int) error {
 // visible escapes, so a person reads what the agent sent. Options, which
 // a person's answer must equal, may not hold such characters at all.
 func newAsk(r Request, l Limits) (store.Ask, error) {
-	a := store.Ask{Question: strings.TrimSpace(r.Question), Reason: strings.TrimSpace(r.Reason), State: store.AskOpen}
+	a := store.Ask{Question: strings.TrimSpace(r.Question), Reason: strings.TrimSpace(r.Reason), Group: strings.TrimSpace(r.Group), State: store.AskOpen}
+	if a.Group != "" && store.CheckGroupName(a.Group) != nil {
+		return a, invalid("group %q is not a group name (lower-case letters, digits, '-', '_' and '.', at most %d); name a group the workspace has, or leave group out", shortText(a.Group, 80), store.GroupNameMax)
+	}
 	if a.Question == "" {
 		return a, invalid("question is empty; write what the person should answer")
 	}
@@ -267,4 +273,16 @@ func quoteAll(list []string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// shortText returns s cut to at most n bytes on a rune boundary, for
+// quoting input back in an error.
+func shortText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

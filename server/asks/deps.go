@@ -17,6 +17,8 @@ type Deps struct {
 	Gate Gate
 	// Asks keeps the questions.
 	Asks store.Asks
+	// Groups says which groups exist, for a question that names one.
+	Groups store.Groups
 	// Audit records who asked, who decided and which deadlines passed.
 	Audit store.Audit
 	// Bus carries the part's events, which wake agents waiting in
@@ -35,6 +37,9 @@ type Gate interface {
 	Oversees(ctx context.Context, p store.Principal, ownerID string) bool
 	OwnedEvent(typ, ownerID string, data []byte) event.Event
 	PrincipalNames(ctx context.Context) map[string]string
+	// Routed returns nil when p may decide the item filer filed, naming
+	// group (or ""), else an error coded not_routed.
+	Routed(ctx context.Context, p store.Principal, filer, group string) error
 }
 
 // Config is the part's share of the server's configuration.
@@ -60,6 +65,8 @@ func (d Deps) check() error {
 		return miss("Gate")
 	case d.Asks == nil:
 		return miss("Asks")
+	case d.Groups == nil:
+		return miss("Groups")
 	case d.Audit == nil:
 		return miss("Audit")
 	case d.Bus == nil:

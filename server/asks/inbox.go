@@ -15,7 +15,8 @@ import (
 const decideURL = "/inbox/decide"
 
 // Inbox returns, for a person, the open questions of the agents they
-// oversee, oldest first.
+// oversee and those asked of a group they are in, oldest first. The host
+// then keeps only the cards routed to the person.
 func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSection, error) {
 	if p.Kind != store.KindHuman {
 		return nil, nil
@@ -27,7 +28,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 	sec := host.InboxSection{ID: "questions", Title: "Questions from agents", Empty: "No agent waits for your answer."}
 	var names map[string]string
 	for _, a := range open {
-		if !s.Gate.Oversees(ctx, p, a.Asker) {
+		if !s.mayRead(ctx, p, a) {
 			continue
 		}
 		if names == nil {
@@ -55,7 +56,7 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 	}
 	n := 0
 	for _, a := range open {
-		if asker != "" || s.Gate.Oversees(ctx, p, a.Asker) {
+		if asker != "" || s.mayRead(ctx, p, a) {
 			n++
 		}
 	}
@@ -136,6 +137,9 @@ func (s *Part) decision(a store.Ask) *host.Decision {
 	if a.Reason != "" {
 		bound["reason"] = a.Reason
 	}
+	if a.Group != "" {
+		bound["group"] = a.Group
+	}
 	if !a.Deadline.IsZero() {
 		bound["deadline"] = a.Deadline.UTC().Format("2006-01-02T15:04:05Z")
 		bound["fallback"] = a.Fallback
@@ -152,7 +156,7 @@ func (s *Part) decision(a store.Ask) *host.Decision {
 		}
 	}
 	return &host.Decision{
-		Key: itemKey(a.ID), Binding: binding(a), Kind: Kind, Bound: bound, ProposedBy: a.Asker, DeclineNote: true,
+		Key: itemKey(a.ID), Binding: binding(a), Kind: Kind, Bound: bound, ProposedBy: a.Asker, Group: a.Group, DeclineNote: true,
 		Edits: []host.EditField{edit},
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			got, err := s.Decide(ctx, p, a, Decision{Approve: d.Approve, Answer: d.Values["answer"], Note: d.Note})

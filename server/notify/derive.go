@@ -74,13 +74,68 @@ type pending struct {
 	to   []string // principal ids
 }
 
+// announceBatch bounds the questions one read of the store's announce
+// records takes.
+const announceBatch = 100
+
 // derive writes a message for every pending item not yet written by this
-// node, to every destination.
+// node, to every destination: first for the questions the store recorded
+// as waiting to be announced, then for every pending item it reads (the
+// safety net for what no record names).
 func (p *Part) derive(ctx context.Context) error {
+	if err := p.announce(ctx); err != nil && ctx.Err() == nil {
+		p.Log.Warn("notify: announcing questions", "err", err)
+	}
 	items, err := p.pendingItems(ctx)
 	if err != nil {
 		return err
 	}
+	return p.enqueue(ctx, items)
+}
+
+// announce writes the messages of the questions that the store recorded,
+// in the transaction that stored each question, as waiting to be
+// announced, and clears those records once the messages are stored. A
+// question decided before it was announced is cleared without a message.
+// Records cleared by another node, or written twice, change nothing: a
+// message's id is derived from its item and destination.
+func (p *Part) announce(ctx context.Context) error {
+	if p.Store.Asks == nil {
+		return nil
+	}
+	for {
+		asks, err := p.Store.Asks.AsksToAnnounce(ctx, announceBatch)
+		if err != nil {
+			return fmt.Errorf("questions to announce: %w", err)
+		}
+		var items []pending
+		ids := make([]string, 0, len(asks))
+		for _, a := range asks {
+			ids = append(ids, a.ID)
+			if a.State != store.AskOpen {
+				continue
+			}
+			it, err := p.questionItem(ctx, a)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		if err := p.enqueue(ctx, items); err != nil {
+			return err
+		}
+		if err := p.Store.Asks.AnnouncedAsks(ctx, ids); err != nil {
+			return fmt.Errorf("clear announced questions: %w", err)
+		}
+		if len(asks) < announceBatch {
+			return nil
+		}
+	}
+}
+
+// enqueue writes the messages of the items this node has not written
+// yet, to every destination, and remembers them as written.
+func (p *Part) enqueue(ctx context.Context, items []pending) error {
 	var fresh []pending
 	p.mu.Lock()
 	for _, it := range items {
@@ -306,7 +361,7 @@ func (p *Part) questionItem(ctx context.Context, a store.Ask) (pending, error) {
 		fmt.Fprintf(&b, "If nobody answers by %s, %s.\n", a.Deadline.UTC().Format("2006-01-02 15:04 UTC"), then)
 	}
 	it.Summary = strings.TrimRight(b.String(), "\n")
-	return p.route(ctx, it, a.Asker, "", "")
+	return p.route(ctx, it, a.Asker, "", a.Group)
 }
 
 // route names the item's agent and the people it goes to: the supervisor

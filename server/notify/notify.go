@@ -5,7 +5,10 @@
 // Every pending item (an agent's command or tool proposal, a Flow's
 // approval request, a value an agent staged on a control) becomes one
 // outbox message per destination, written to the store with an id derived
-// from the item and the destination. The part
+// from the item and the destination. An agent's question is also
+// recorded by the store, in the transaction that stores it, as waiting to
+// be announced; the part writes its messages from that record and then
+// clears it. For every item, the part
 // writes them when it sees the item — on the event bus, and by scanning
 // the pending items at start and every Options.Poll — so a message is
 // never lost after the item is committed: a restart derives again what was

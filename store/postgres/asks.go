@@ -14,7 +14,10 @@ import (
 
 // askMigrations holds agents' questions to people. deadline is NULL when
 // the question has none; the partial index finds the open ones that are
-// due.
+// due. ask_announce holds the questions written but not yet announced: a
+// row is inserted with its question, and removed once the question's
+// outbox messages are stored. ask_group names the group a question is
+// asked of, or is empty.
 var askMigrations = []migration{{1, `
 CREATE TABLE asks (
 	id TEXT COLLATE "C" PRIMARY KEY,
@@ -34,19 +37,26 @@ CREATE TABLE asks (
 );
 CREATE INDEX asks_open ON asks(asker, created_at) WHERE state = 'open';
 CREATE INDEX asks_due ON asks(deadline) WHERE state = 'open' AND deadline IS NOT NULL;
+`}, {2, `
+CREATE TABLE ask_announce (
+	ask_id TEXT COLLATE "C" PRIMARY KEY,
+	queued_at TIMESTAMPTZ NOT NULL
+);
+`}, {3, `
+ALTER TABLE asks ADD COLUMN ask_group TEXT NOT NULL DEFAULT '';
 `}}
 
 // Asks implements store.Store.
 func (s *DB) Asks() store.Asks { return s }
 
-const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at`
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group`
 
 func scanAsk(row pgx.Row) (store.Ask, error) {
 	var a store.Ask
 	var opts string
 	var deadline, decided *time.Time
 	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &a.CreatedAt, &deadline, &a.Fallback,
-		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided)
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group)
 	if err != nil {
 		return a, rowErr(err, "read question")
 	}
@@ -84,9 +94,13 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 				return store.ErrTooManyAsks
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open')`,
-			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback)
+		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open', $10)`,
+			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback, a.Group)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO ask_announce (ask_id, queued_at) VALUES ($1, $2)`, a.ID, a.CreatedAt)
 		return err
 	})
 	switch {
@@ -156,4 +170,21 @@ func (s *DB) DecideAsk(ctx context.Context, id string, d store.AskDecision) (sto
 // DueAsks implements store.Asks.
 func (s *DB) DueAsks(ctx context.Context, now time.Time, limit int) ([]store.Ask, error) {
 	return s.listAsks(ctx, `SELECT `+askCols+` FROM asks WHERE state = 'open' AND deadline IS NOT NULL AND deadline <= $1 ORDER BY deadline, id LIMIT $2`, now, limit)
+}
+
+// AsksToAnnounce implements store.Asks.
+func (s *DB) AsksToAnnounce(ctx context.Context, limit int) ([]store.Ask, error) {
+	return s.listAsks(ctx, `SELECT `+askCols+` FROM ask_announce JOIN asks ON id = ask_id
+		ORDER BY queued_at, ask_id LIMIT $1`, limit)
+}
+
+// AnnouncedAsks implements store.Asks.
+func (s *DB) AnnouncedAsks(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM ask_announce WHERE ask_id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("clear announced questions: %w", err)
+	}
+	return nil
 }

@@ -13,6 +13,9 @@ import (
 
 // askMigrations holds agents' questions to people. deadline is 0 when the
 // question has none; the partial index finds the open ones that are due.
+// ask_announce holds the questions written but not yet announced: a row
+// is inserted with its question, and removed once the question's outbox
+// messages are stored.
 var askMigrations = []migration{{1, `
 CREATE TABLE asks (
 	id TEXT PRIMARY KEY,
@@ -32,19 +35,26 @@ CREATE TABLE asks (
 );
 CREATE INDEX asks_open ON asks(asker, created_at) WHERE state = 'open';
 CREATE INDEX asks_due ON asks(deadline) WHERE state = 'open' AND deadline > 0;
+`}, {2, `
+CREATE TABLE ask_announce (
+	ask_id TEXT PRIMARY KEY,
+	queued_at INTEGER NOT NULL
+);
+`}, {3, `
+ALTER TABLE asks ADD COLUMN ask_group TEXT NOT NULL DEFAULT '';
 `}}
 
 // Asks implements store.Store.
 func (s *DB) Asks() store.Asks { return s }
 
-const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at`
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group`
 
 func scanAsk(row interface{ Scan(...any) error }) (store.Ask, error) {
 	var a store.Ask
 	var opts string
 	var created, deadline, decided int64
 	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &created, &deadline, &a.Fallback,
-		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided)
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, store.ErrNotFound
 	}
@@ -98,14 +108,17 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 			return store.ErrTooManyAsks
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')`,
-		a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, ms(a.CreatedAt), optMS(a.Deadline), a.Fallback)
+	_, err = tx.ExecContext(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)`,
+		a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, ms(a.CreatedAt), optMS(a.Deadline), a.Fallback, a.Group)
 	if isUnique(err) {
 		return store.ErrConflict
 	}
 	if err != nil {
 		return fmt.Errorf("create question: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO ask_announce (ask_id, queued_at) VALUES (?, ?)`, a.ID, ms(a.CreatedAt)); err != nil {
+		return fmt.Errorf("create question: announce: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("create question: %w", err)
@@ -168,4 +181,25 @@ func (s *DB) DecideAsk(ctx context.Context, id string, d store.AskDecision) (sto
 // DueAsks implements store.Asks.
 func (s *DB) DueAsks(ctx context.Context, now time.Time, limit int) ([]store.Ask, error) {
 	return s.listAsks(ctx, `SELECT `+askCols+` FROM asks WHERE state = 'open' AND deadline > 0 AND deadline <= ? ORDER BY deadline, id LIMIT ?`, ms(now), limit)
+}
+
+// AsksToAnnounce implements store.Asks.
+func (s *DB) AsksToAnnounce(ctx context.Context, limit int) ([]store.Ask, error) {
+	return s.listAsks(ctx, `SELECT `+askCols+` FROM ask_announce JOIN asks ON id = ask_id
+		ORDER BY queued_at, ask_id LIMIT ?`, limit)
+}
+
+// AnnouncedAsks implements store.Asks.
+func (s *DB) AnnouncedAsks(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("clear announced questions: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM ask_announce WHERE ask_id IN (SELECT value FROM json_each(?))`, string(b)); err != nil {
+		return fmt.Errorf("clear announced questions: %w", err)
+	}
+	return nil
 }

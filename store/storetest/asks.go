@@ -21,7 +21,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("create and read", func(t *testing.T) {
 		a := store.Ask{ID: "ask_round", Asker: "p_round", Question: "Which account?\u202e", Options: []string{"Checking", "Savings"},
-			Kind: store.AskChoice, Reason: "the invoice names none", CreatedAt: at(time.Second), Deadline: at(24 * time.Hour),
+			Kind: store.AskChoice, Reason: "the invoice names none", Group: "finance", CreatedAt: at(time.Second), Deadline: at(24 * time.Hour),
 			Fallback: "Savings", State: store.AskOpen}
 		if err := q.CreateAsk(ctx(t), a, 0); err != nil {
 			t.Fatal(err)
@@ -33,7 +33,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Question != a.Question || !slices.Equal(got.Options, a.Options) || got.Kind != a.Kind || got.Reason != a.Reason ||
+		if got.Question != a.Question || !slices.Equal(got.Options, a.Options) || got.Kind != a.Kind || got.Reason != a.Reason || got.Group != a.Group ||
 			!got.CreatedAt.Equal(a.CreatedAt) || !got.Deadline.Equal(a.Deadline) || got.Fallback != a.Fallback ||
 			got.State != store.AskOpen || got.Answer != "" || got.DecidedBy != "" || !got.DecidedAt.IsZero() {
 			t.Errorf("Ask = %+v, want %+v", got, a)
@@ -45,7 +45,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 		if err := q.CreateAsk(ctx(t), yn, 0); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := q.Ask(ctx(t), yn.ID); err != nil || !got.Deadline.IsZero() || got.Options != nil {
+		if got, err := q.Ask(ctx(t), yn.ID); err != nil || !got.Deadline.IsZero() || got.Options != nil || got.Group != "" {
 			t.Errorf("question without deadline or options read back as %+v, %v", got, err)
 		}
 	})
@@ -56,6 +56,7 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 			{ID: "ask_bad2", Asker: "p", Question: "?", Kind: "maybe", State: store.AskOpen, CreatedAt: epoch},
 			{ID: "ask_bad3", Asker: "p", Question: "?", Kind: store.AskChoice, State: store.AskOpen, CreatedAt: epoch},
 			{ID: "ask_bad4", Asker: "p", Question: "?", Kind: store.AskYesNo, State: store.AskAnswered, CreatedAt: epoch},
+			{ID: "ask_bad5", Asker: "p", Question: "?", Kind: store.AskYesNo, State: store.AskOpen, Group: "Finance Team", CreatedAt: epoch},
 		} {
 			if err := q.CreateAsk(ctx(t), a, 0); !errors.Is(err, store.ErrInvalid) {
 				t.Errorf("CreateAsk(%+v) = %v, want ErrInvalid", a, err)
@@ -203,4 +204,66 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 			t.Errorf("expired question = %+v", a)
 		}
 	})
+
+	t.Run("announce row iff the question is stored", func(t *testing.T) {
+		// Clear what the cases above queued.
+		queued, err := q.AsksToAnnounce(ctx(t), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(queued) == 0 {
+			t.Fatal("the questions stored above wait for no announcement")
+		}
+		var ids []string
+		for _, a := range queued {
+			ids = append(ids, a.ID)
+		}
+		if err := q.AnnouncedAsks(ctx(t), ids); err != nil {
+			t.Fatal(err)
+		}
+		if left, err := q.AsksToAnnounce(ctx(t), 1000); err != nil || len(left) != 0 {
+			t.Fatalf("after AnnouncedAsks, AsksToAnnounce = %v, %v; want none", left, err)
+		}
+
+		for i := range 2 {
+			if err := q.CreateAsk(ctx(t), ask(fmt.Sprintf("ask_ann%d", i), "p_ann", time.Duration(20-i)*time.Second), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Refused over the bound, and refused as a second write of a
+		// stored id: neither leaves a row to announce.
+		if err := q.CreateAsk(ctx(t), ask("ask_ann_over", "p_ann", time.Second), 2); !errors.Is(err, store.ErrTooManyAsks) {
+			t.Fatalf("third question under a bound of 2: %v, want ErrTooManyAsks", err)
+		}
+		if err := q.CreateAsk(ctx(t), ask("ask_ann0", "p_other_ann", time.Second), 0); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a stored id again: %v, want ErrConflict", err)
+		}
+		got, err := q.AsksToAnnounce(ctx(t), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].ID != "ask_ann1" || got[1].ID != "ask_ann0" || got[1].Asker != "p_ann" || got[0].Question == "" {
+			t.Fatalf("AsksToAnnounce = %+v; want ask_ann1, ask_ann0, oldest first", got)
+		}
+		if one, _ := q.AsksToAnnounce(ctx(t), 1); len(one) != 1 {
+			t.Errorf("AsksToAnnounce with limit 1 returned %d", len(one))
+		}
+		// A decided question still waits: the reader decides what to do.
+		if _, err := q.DecideAsk(ctx(t), "ask_ann1", store.AskDecision{State: store.AskDeclined, DecidedBy: "p_ada", At: at(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := q.AsksToAnnounce(ctx(t), 10); len(got) != 2 || got[0].State != store.AskDeclined {
+			t.Errorf("after a decision, AsksToAnnounce = %+v", got)
+		}
+		if err := q.AnnouncedAsks(ctx(t), []string{"ask_ann1", "ask_none"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := q.AsksToAnnounce(ctx(t), 10); len(got) != 1 || got[0].ID != "ask_ann0" {
+			t.Errorf("after clearing ask_ann1, AsksToAnnounce = %+v; want ask_ann0", got)
+		}
+		if err := q.AnnouncedAsks(ctx(t), nil); err != nil {
+			t.Errorf("AnnouncedAsks(nil) = %v", err)
+		}
+	})
+
 }
