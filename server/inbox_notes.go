@@ -51,6 +51,12 @@ func (s *Server) addNote(ctx context.Context, itemID, proposer string, n inboxNo
 		return fmt.Errorf("save the note: %w", err)
 	}
 	if err := s.keepControlNote(ctx, itemID, proposer, n); err != nil {
+		// The note goes whole or not at all: the item's list is put back.
+		if old, merr := json.Marshal(notes); merr == nil {
+			if rerr := s.host.Store.SetSetting(ctx, noteSetting(itemID), string(old)); rerr != nil {
+				s.host.Log.Error("a note kept on its item only could not be removed", "item", itemID, "err", rerr)
+			}
+		}
 		return err
 	}
 	detail, _ := json.Marshal(map[string]string{"item": itemID, "decision": n.Decision, "note": n.Text})
