@@ -66,7 +66,7 @@ func TestTwoPeopleApproveLargeExpense(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('`+approve+`').length`); n != 0 {
 		t.Fatal("Ada is still offered Approve")
 	}
-	if n := eval[int](t, ctx, `document.querySelectorAll('input[form="inbox-batch"][value*="`+aprID+`"]').length`); n != 0 {
+	if n := eval[int](t, ctx, `document.querySelectorAll('input[name="id"][type="checkbox"][value*="`+aprID+`"]').length`); n != 0 {
 		t.Fatal("Ada can still select the approval to approve it with others")
 	}
 	screenshot(t, ctx, "one-of-two")

@@ -143,6 +143,14 @@ func (s *Server) handleInboxBatch(w http.ResponseWriter, r *http.Request, p stor
 		host.WriteToolError(w, err)
 		return
 	}
+	ids := make([]string, len(req.Items))
+	for i, it := range req.Items {
+		ids[i] = it.ID
+	}
+	if kinds := batchKinds(cards, ids); len(kinds) > 1 {
+		host.WriteError(w, wire.InvalidRequest, "a batch decides items of one kind; this one mixes "+strings.Join(kinds, ", ")+": send one batch per kind (nothing was decided)")
+		return
+	}
 	out := api.InboxBatchOutcome{Items: make([]api.InboxOutcome, 0, len(req.Items))}
 	seen := map[string]bool{}
 	for _, it := range req.Items {
@@ -154,6 +162,38 @@ func (s *Server) handleInboxBatch(w http.ResponseWriter, r *http.Request, p stor
 		out.Items = append(out.Items, s.decideCard(r.Context(), p, cards, it.ID, it.InboxDecision))
 	}
 	host.WriteJSON(w, http.StatusOK, out)
+}
+
+// kindOf is the kind of the inbox item id: its card's kind when the card
+// is among cards, otherwise the part of its key before the first colon,
+// as every part names its keys; "" for an id with neither.
+func kindOf(cards []host.InboxItem, id string) string {
+	key := id
+	if i := strings.LastIndex(id, "@"); i > 0 {
+		key = id[:i]
+	}
+	for _, c := range cards {
+		if c.Decision.Key == key {
+			return c.Decision.Kind
+		}
+	}
+	if k, _, ok := strings.Cut(key, ":"); ok {
+		return k
+	}
+	return ""
+}
+
+// batchKinds lists the distinct kinds of the items ids, sorted. An id of
+// no kind is left out: it is refused on its own as not found.
+func batchKinds(cards []host.InboxItem, ids []string) []string {
+	var kinds []string
+	for _, id := range ids {
+		if k := kindOf(cards, id); k != "" && !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
 }
 
 // decideCard carries out p's decision d on the card id among cards: the
@@ -364,6 +404,11 @@ func (s *Server) handleWebInboxSelected(w http.ResponseWriter, r *http.Request, 
 		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 		return
 	}
+	if kinds := batchKinds(cards, ids); len(kinds) > 1 {
+		s.host.SetNotice(w, r, "Nothing was approved: the selection mixes "+strings.Join(kindLabels(kinds), " and ")+"; approve one kind at a time with its own button.")
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		return
+	}
 	done := 0
 	var refusals []string
 	seen := map[string]bool{}
@@ -385,4 +430,64 @@ func (s *Server) handleWebInboxSelected(w http.ResponseWriter, r *http.Request, 
 	}
 	s.host.SetNotice(w, r, msg)
 	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+}
+
+// kindLabel names a kind of inbox item in the person's words, plural.
+func kindLabel(kind string) string {
+	switch kind {
+	case "control_proposal":
+		return "proposed changes"
+	case "flow_approval":
+		return "approvals"
+	case "flow_program":
+		return "proposed programs"
+	case "command_proposal":
+		return "proposed commands"
+	case "screen_press":
+		return "screen presses"
+	case "question":
+		return "questions"
+	}
+	return strings.ReplaceAll(kind, "_", " ") + " items"
+}
+
+func kindLabels(kinds []string) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = kindLabel(k)
+	}
+	return out
+}
+
+// batchBar is one kind of the inbox page's batch approval: the kind, its
+// name for the person and how many of its items may be ticked.
+type batchBar struct {
+	Kind, Label string
+	N           int
+}
+
+// inboxBatches returns the page's batch bars, one a kind in the order the
+// kinds first appear, and each section's share of them by section id, for
+// its "Select all" boxes. An item the person already approved is not
+// ticked again, so it is not counted.
+func inboxBatches(sections []host.InboxSection) (bars []batchBar, bySection map[string][]batchBar) {
+	bySection = map[string][]batchBar{}
+	add := func(list []batchBar, kind string) []batchBar {
+		for i := range list {
+			if list[i].Kind == kind {
+				list[i].N++
+				return list
+			}
+		}
+		return append(list, batchBar{Kind: kind, Label: kindLabel(kind), N: 1})
+	}
+	for _, sec := range sections {
+		for _, it := range sec.Items {
+			if d := it.Decision; d != nil && !d.AlreadyApproved {
+				bars = add(bars, d.Kind)
+				bySection[sec.ID] = add(bySection[sec.ID], d.Kind)
+			}
+		}
+	}
+	return bars, bySection
 }

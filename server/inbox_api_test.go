@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,27 +161,50 @@ func TestInboxAPI(t *testing.T) {
 		t.Errorf("respond without a note: %d %v", c, e)
 	}
 
-	// A batch: the stale card refused on its own, the approval approved,
-	// the command declined with a reason the agent hears.
-	var got api.InboxBatchOutcome
+	// A batch decides items of one kind: one that mixes kinds is refused
+	// as a whole, naming the kinds, and decides nothing.
 	batch := api.InboxBatch{Items: []api.InboxBatchItem{
 		{ID: ctl.ID, InboxDecision: api.InboxDecision{Decision: "approve"}},
 		{ID: apr.ID, InboxDecision: api.InboxDecision{Decision: "approve", Note: "Book economy."}},
 		{ID: cmd.ID, InboxDecision: api.InboxDecision{Decision: "decline", Note: "not on a Sunday"}},
 		{ID: "command_proposal:nope@pending", InboxDecision: api.InboxDecision{Decision: "approve"}},
 	}}
-	if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/decisions", batch, &got); c != 200 || len(got.Items) != 4 {
-		t.Fatalf("batch: %d %+v", c, got)
+	e = nil
+	if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/decisions", batch, &e); c != 400 || assenttest.ErrCode(e) != "invalid_request" {
+		t.Fatalf("a batch of three kinds: %d %v", c, e)
 	}
-	want := []struct{ status, code string }{{"refused", "stale"}, {"approved", ""}, {"declined", ""}, {"refused", "not_found"}}
-	for i, w := range want {
-		o := got.Items[i]
-		code := ""
-		if o.Error != nil {
-			code = string(o.Error.Code)
+	if msg := fmt.Sprint(e); !strings.Contains(msg, "command_proposal, control_proposal, flow_approval") {
+		t.Errorf("the refusal does not name the kinds: %v", e)
+	}
+	in = api.Inbox{}
+	session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in)
+	for _, id := range []string{apr.ID, cmd.ID} {
+		if !slices.ContainsFunc(in.Items, func(it api.InboxItem) bool { return it.ID == id }) {
+			t.Errorf("%s was decided by a refused batch", id)
 		}
-		if o.Status != w.status || code != w.code || o.ID != batch.Items[i].ID {
-			t.Errorf("batch item %d: %+v, want %s %s", i, o, w.status, w.code)
+	}
+	// Batches of one kind each: the stale card refused on its own, the
+	// approval approved, the command declined with a reason the agent
+	// hears and an unknown command refused beside it.
+	for _, b := range [][]int{{0}, {1}, {2, 3}} {
+		var one api.InboxBatch
+		for _, i := range b {
+			one.Items = append(one.Items, batch.Items[i])
+		}
+		var got api.InboxBatchOutcome
+		if c := session(t, f, cookie, csrf, "POST", "/v1/inbox/decisions", one, &got); c != 200 || len(got.Items) != len(b) {
+			t.Fatalf("batch %v: %d %+v", b, c, got)
+		}
+		want := []struct{ status, code string }{{"refused", "stale"}, {"approved", ""}, {"declined", ""}, {"refused", "not_found"}}
+		for j, i := range b {
+			o, w := got.Items[j], want[i]
+			code := ""
+			if o.Error != nil {
+				code = string(o.Error.Code)
+			}
+			if o.Status != w.status || code != w.code || o.ID != batch.Items[i].ID {
+				t.Errorf("batch item %d: %+v, want %s %s", i, o, w.status, w.code)
+			}
 		}
 	}
 	wt := waitNow(t, cs, map[string]any{"items": []any{
@@ -238,6 +263,9 @@ func TestInboxBatchOfTen(t *testing.T) {
 	cl, err := client.New(f.URL(), "", &client.Options{Session: &client.Session{Cookie: cookie.Value, CSRF: csrf}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if page := assenttest.ReadAll(f.Get("/inbox", cookie)); !strings.Contains(page, "Select all 10 proposed changes") {
+		t.Error("the inbox page does not offer to select the ten proposals at once")
 	}
 	ctx := context.Background()
 	in, err := cl.Inbox(ctx)
@@ -383,4 +411,52 @@ func notesOf(t *testing.T, item map[string]any) []heardNote {
 		return nil
 	}
 	return assenttest.As[[]heardNote](t, item["notes"])
+}
+
+// The inbox page offers one batch approval a kind: each kind's bar names
+// it, a section with several items of a kind offers to select them all,
+// and a selection that mixes kinds approves nothing.
+func TestInboxWebBatchOfOneKind(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	_, person := f.Issue(store.KindHuman, "batcher", "state.write")
+	cookie, csrf := f.SignInAs(person.ID)
+	stage(t, cs, "pro")
+	out, _ := assenttest.CallTool(t, cs, "flows_prescribe", map[string]any{"instance": demo.ExpenseID})
+	if approvalOf(t, out).ID == "" {
+		t.Fatalf("no approval: %v", out)
+	}
+	var in api.Inbox
+	session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in)
+	ctl, okc := byKind(in, "control_proposal")
+	apr, oka := byKind(in, "flow_approval")
+	if !okc || !oka {
+		t.Fatalf("inbox: %+v", in)
+	}
+	page := assenttest.ReadAll(f.Get("/inbox", cookie))
+	for _, want := range []string{`id="batch-control_proposal"`, "Approve selected proposed changes", `id="batch-flow_approval"`, "Approve selected approvals",
+		`form="batch-control_proposal" data-kind="control_proposal"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the inbox page lacks %s", want)
+		}
+	}
+	_, page = f.Decide("/inbox/decide-selected", url.Values{"csrf": {csrf}, "id": {ctl.ID, apr.ID}}, cookie)
+	if !strings.Contains(page, "Nothing was approved: the selection mixes") {
+		t.Errorf("a mixed selection: the page says no refusal")
+	}
+	in = api.Inbox{}
+	session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in)
+	if len(in.Items) < 2 || !slices.ContainsFunc(in.Items, func(it api.InboxItem) bool { return it.ID == ctl.ID }) ||
+		!slices.ContainsFunc(in.Items, func(it api.InboxItem) bool { return it.ID == apr.ID }) {
+		t.Errorf("a mixed selection decided something: %+v", in)
+	}
+	// One kind goes through, each item on its own.
+	_, page = f.Decide("/inbox/decide-selected", url.Values{"csrf": {csrf}, "id": {apr.ID}}, cookie)
+	if !strings.Contains(page, "Approved 1 of 1 selected") {
+		t.Errorf("one kind: the page does not say it was approved")
+	}
 }

@@ -81,7 +81,7 @@ func TestInboxBrowserEditAndBatch(t *testing.T) {
 		t.Fatal("the agent's wait did not return after the edited approval")
 	}
 
-	// Ten proposals, ticked one by one and approved at once.
+	// Ten proposals, selected at once and approved at once.
 	svc, _ := f.Issue(store.KindService, "crm")
 	var ctrls []api.HostedControl
 	for i := range 10 {
@@ -100,9 +100,12 @@ func TestInboxBrowserEditAndBatch(t *testing.T) {
 			t.Fatalf("stage %d: %d %v", i, c, body)
 		}
 		pick := chromedp.ID("pick-" + cardAnchor("control_proposal:"+id.String()))
-		steps = append(steps, chromedp.WaitVisible(pick), chromedp.Click(pick))
+		steps = append(steps, chromedp.WaitVisible(pick))
 	}
-	steps = append(steps, chromedp.Click(chromedp.CSS("#inbox-batch button[type=submit]")), chromedp.WaitVisible(chromedp.ID("notice")))
+	// The section's "Select all 10 proposed changes" ticks all ten.
+	all := chromedp.ID("all-proposals-control_proposal")
+	steps = append(steps, chromedp.WaitVisible(all), chromedp.Click(all))
+	steps = append(steps, chromedp.Click(chromedp.CSS("#batch-control_proposal button[type=submit]")), chromedp.WaitVisible(chromedp.ID("notice")))
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("tick ten and approve: %v", err)
 	}

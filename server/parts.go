@@ -17,7 +17,7 @@ import (
 func controlsDeps(h *host.Host) controls.Deps {
 	return controls.Deps{
 		Gate:      h,
-		Store:     controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry},
+		Store:     controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings},
 		Bus:       h.Bus,
 		SharedBus: h.SharedBus,
 		Origin:    h.Origin,

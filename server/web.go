@@ -70,12 +70,13 @@ func (s *Server) handleInbox(w http.ResponseWriter, r *http.Request, pg host.Pag
 			}
 		}
 	}
+	bars, bySection := inboxBatches(sections)
 	pg.Title = "Inbox"
-	pg.Data = map[string]any{"Sections": sections, "Decidable": decidable}
+	pg.Data = map[string]any{"Sections": sections, "Decidable": decidable, "Batches": bars, "SectionBatches": bySection}
 	if r.URL.Query().Get("partial") == "1" {
 		s.host.Web.RenderPartial(w, "inbox", "sections", pg)
 		return
 	}
-	pg.Data = map[string]any{"Sections": sections, "Decidable": decidable, "Notice": s.host.TakeNotice(w, r)}
+	pg.Data = map[string]any{"Sections": sections, "Decidable": decidable, "Batches": bars, "SectionBatches": bySection, "Notice": s.host.TakeNotice(w, r)}
 	s.host.Web.Render(w, http.StatusOK, "inbox", pg)
 }

@@ -51,6 +51,9 @@ type Stores struct {
 	// ControlRegistry keeps the registry's proposals, undo histories and
 	// hosted forms.
 	ControlRegistry store.Controls
+	// Settings holds the notes people wrote on the control's proposals,
+	// read back for their proposers.
+	Settings store.Settings
 }
 
 // Config is the part's share of the server's configuration.
@@ -64,7 +67,7 @@ func (d Deps) check() error {
 	switch {
 	case d.Gate == nil:
 		return host.MissingDep("controls", "Gate")
-	case d.Store.Audit == nil || d.Store.ControlRegistry == nil:
+	case d.Store.Audit == nil || d.Store.ControlRegistry == nil || d.Store.Settings == nil:
 		return host.MissingDep("controls", "Store")
 	case d.Bus == nil:
 		return host.MissingDep("controls", "Bus")

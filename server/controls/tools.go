@@ -3,8 +3,10 @@ package controls
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/tool"
 )
 
@@ -16,6 +18,40 @@ type listArgs struct {
 // inspectArgs are controls_inspect's arguments.
 type inspectArgs struct {
 	Identity control.Identity `json:"identity" jsonschema:"The control's stable identity."`
+}
+
+// inspectAnswer is controls_inspect's answer: the control's snapshot and
+// the notes people wrote on the caller's own proposals for it.
+type inspectAnswer struct {
+	control.Snapshot
+	Notes []inspectNote `json:"notes,omitempty" jsonschema:"What people wrote on your proposals for this control, oldest first: a note with an approval, the reason of a discard, or a reply without deciding. Only notes on revisions you staged."`
+}
+
+// inspectNote is one person's note on a proposal, as controls_inspect
+// shows it to the proposer.
+type inspectNote struct {
+	By       string    `json:"by" jsonschema:"principal id of the person who wrote it"`
+	Decision string    `json:"decision" jsonschema:"approve, decline (the proposal was discarded) or respond (no decision)"`
+	Text     string    `json:"text"`
+	At       time.Time `json:"at"`
+	Revision int64     `json:"revision" jsonschema:"the revision of your proposal it was written on"`
+}
+
+// notesFor returns the notes on the proposals of the control id that
+// principal staged, oldest first; another principal's are never among
+// them.
+func (s *Part) notesFor(ctx context.Context, principal string, id control.Identity) ([]inspectNote, error) {
+	all, err := host.ReadControlNotes(ctx, s.Store.Settings, id.String())
+	if err != nil {
+		return nil, err
+	}
+	var out []inspectNote
+	for _, n := range all {
+		if n.Proposer == principal {
+			out = append(out, inspectNote{By: n.By, Decision: n.Decision, Text: n.Text, At: n.At, Revision: n.Revision})
+		}
+	}
+	return out, nil
 }
 
 // controlsList is controls_list's answer.
@@ -60,17 +96,23 @@ func (s *Part) controlTools() []tool.Tool {
 			return tool.Answer(controlsList{Controls: s.List(ctx, c.Principal, a.FormID)}), nil
 		}),
 		tool.New(tool.Spec[inspectArgs]{
-			Name:        "controls_inspect",
-			Title:       "Inspect a control",
-			Description: "Return one control's snapshot: metadata, capabilities, state (validity included), live value and any staged proposal with its revision and provenance.",
+			Name:  "controls_inspect",
+			Title: "Inspect a control",
+			Description: "Return one control's snapshot: metadata, capabilities, state (validity included), live value and any staged proposal with its revision and provenance, " +
+				"and the words people wrote on your proposals for it (notes), also after a proposal was applied or discarded.",
 			Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 			Example:     inspectArgs{Identity: control.Identity{FormID: "profile", ControlID: "plan"}},
-		}, func(ctx context.Context, c tool.Call, a inspectArgs) (*tool.Reply[control.Snapshot], error) {
+		}, func(ctx context.Context, c tool.Call, a inspectArgs) (*tool.Reply[inspectAnswer], error) {
 			snap, terr := s.Inspect(ctx, c.Principal, a.Identity)
 			if terr != nil {
 				return nil, terr
 			}
-			return tool.Answer(snap), nil
+			notes, err := s.notesFor(ctx, c.Principal.ID, snap.Identity)
+			if err != nil {
+				// The snapshot is still worth having without the notes.
+				s.Log.Error("the notes on a control could not be read", "control", snap.Identity.String(), "err", err)
+			}
+			return tool.Answer(inspectAnswer{Snapshot: snap, Notes: notes}), nil
 		}),
 		tool.New(executeSpec(), func(ctx context.Context, c tool.Call, a executeArgs) (*tool.Reply[executeAnswer], error) {
 			cmd, cerr := a.command()

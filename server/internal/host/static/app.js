@@ -22,6 +22,18 @@
   }
   localTimes(document);
 
+  // An inbox section's "Select all N <kind>" box ticks, or unticks, every
+  // item of that kind in the section (the boxes of its batch form).
+  document.addEventListener("change", function (ev) {
+    const all = ev.target;
+    if (!all.matches || !all.matches("input[data-select-all]")) return;
+    const sec = document.getElementById(all.dataset.section);
+    if (!sec) return;
+    for (const box of sec.querySelectorAll("input[type=checkbox][name=id]")) {
+      if (box.dataset.kind === all.dataset.selectAll) box.checked = all.checked;
+    }
+  });
+
   // afterHold redraws the regions a card held while it offered an undo
   // (set below once the live refresh runs).
   let afterHold = function () {};
