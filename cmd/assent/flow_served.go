@@ -90,7 +90,7 @@ the one its program id names. With any other token (an agent's) it is only
 proposed: it starts nothing until a person approves it in the web inbox,
 whose card shows --reason, the proposer's own words on why.`,
 		Example: `  assent flow load examples/flows/expense-approval.json
-  assent flow load refunds.json --reason "Refunds over 200 EUR need a second look"
+  assent flow load examples/flows/expense-approval.json --reason "Expenses over 5,000 EUR need two people"
   cat program.json | assent flow load - --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
