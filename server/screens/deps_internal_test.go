@@ -8,7 +8,7 @@ import (
 // hostControlsDeps is what a server gives the controls part, taken from h.
 func hostControlsDeps(h *host.Host) controls.Deps {
 	return controls.Deps{
-		Gate: h, Store: controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry},
+		Gate: h, Store: controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings},
 		Bus: h.Bus, SharedBus: h.SharedBus, Origin: h.Origin, Tools: h.Tools, Log: h.Log, Now: h.Now, Web: h.Web,
 		Config: controls.Config{BaseURL: h.Config.BaseURL},
 	}
