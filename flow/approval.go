@@ -82,6 +82,12 @@ type Approval struct {
 	EscalateTo    string    `json:"escalate_to,omitempty"`
 	EscalatedFrom string    `json:"escalated_from,omitempty"`
 	EscalatedAt   time.Time `json:"escalated_at,omitzero"`
+	// Edits are the changes people made to the parameters before
+	// approving, oldest first: each says who changed what, from which
+	// value to which. Parameters and Bindings are those of the newest
+	// version, which is what approving applies; a change resets
+	// Approvers, since the earlier approvals were of other values.
+	Edits []ApprovalEdit `json:"edits,omitempty"`
 	// Changed says, for a stale approval, what moved since it was filed.
 	Changed   []string  `json:"changed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -244,6 +250,9 @@ func (k *Kernel) requestApproval(ctx context.Context, instance string, requester
 	}
 	if len(missing) > 0 {
 		return Approval{}, errorf(CodeNotPrescribed, "transition %s needs parameters %v before a person can approve it", t.ID, missing)
+	}
+	if err := k.checkParameters(ctx, p, t, req.Parameters); err != nil {
+		return Approval{}, err
 	}
 	if a.Bindings, err = k.bind(ctx, t, &inst, requester, req.Parameters); err != nil {
 		return Approval{}, err

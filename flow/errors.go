@@ -63,6 +63,18 @@ const (
 	// CodeNotInGroup: the approval asks for people of a group the person
 	// is not a member of.
 	CodeNotInGroup = "NOT_IN_GROUP"
+	// CodeApprovalChanged: the approval's values were changed by a person
+	// since the card the decision was made on was read.
+	CodeApprovalChanged = "APPROVAL_CHANGED"
+	// CodeEditRefused: a person's change to an approval's parameters breaks
+	// a rule the requester's own request must follow; nothing changed.
+	CodeEditRefused = "EDIT_REFUSED"
+	// CodeParameterInvalid: a parameter value breaks the rule the
+	// application set on it (see WithParameterCheck).
+	CodeParameterInvalid = "PARAMETER_INVALID"
+	// CodeParameterNotEditable: the parameter cannot be changed by the
+	// person approving (a secret one).
+	CodeParameterNotEditable = "PARAMETER_NOT_EDITABLE"
 	// CodeRevisionConflict: the instance changed under a concurrent writer.
 	CodeRevisionConflict = "REVISION_CONFLICT"
 	// CodeStateInvalid: an instance state or principal is malformed.

@@ -30,6 +30,7 @@ type Kernel struct {
 	vault     secretVault
 	summarize Summarizer
 	groups    Groups
+	check     ParameterCheck
 
 	// node names this kernel's node on a store several nodes share, and
 	// interruptedAfter is how old another node's apply mark must be
@@ -360,7 +361,17 @@ func (k *Kernel) Resolve(ctx context.Context, id string, pr Principal, req Reque
 	if err != nil {
 		return Decision{}, err
 	}
-	return Resolve(p, k.inv, &inst, &pr, req, k.now()), nil
+	d := Resolve(p, k.inv, &inst, &pr, req, k.now())
+	if d.Kind == Prescribed || (d.Kind == Frontier && d.Awaiting == AuthorityHuman) {
+		if t := p.lookup(d.Transition); t != nil {
+			if err := k.checkParameters(ctx, p, t, req.Parameters); err != nil {
+				var fe *Error
+				errors.As(err, &fe)
+				d = refuse(d, fe.Code, "%s", fe.Message)
+			}
+		}
+	}
+	return d, nil
 }
 
 // Prescribe resolves and, when the decision is PRESCRIBED, stores the

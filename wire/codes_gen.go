@@ -187,6 +187,14 @@ const (
 	AlreadyApproved Code = "ALREADY_APPROVED"
 	// MorePeopleNeeded: the person's approval is recorded; more people must approve before anything is applied (409).
 	MorePeopleNeeded Code = "MORE_PEOPLE_NEEDED"
+	// ApprovalChanged: a person changed the approval's values since the card was read; read it again (409).
+	ApprovalChanged Code = "APPROVAL_CHANGED"
+	// EditRefused: the changed values break a rule the requester's own request must follow; nothing changed (400).
+	EditRefused Code = "EDIT_REFUSED"
+	// ParameterInvalid: a parameter value breaks the rule the application set on it (400).
+	ParameterInvalid Code = "PARAMETER_INVALID"
+	// ParameterNotEditable: the parameter cannot be changed before approving (a secret one) (400).
+	ParameterNotEditable Code = "PARAMETER_NOT_EDITABLE"
 	// NotInGroup: the approval asks for people of a group the person is not a member of (403).
 	NotInGroup Code = "NOT_IN_GROUP"
 	// RecoveryRequired: the instance needs recovery first (409).
