@@ -12,6 +12,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/asks"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
@@ -315,7 +316,7 @@ func (s *Server) noteItemID(ctx context.Context, p store.Principal, it waitItem,
 		}
 	case it.Approval != "":
 		if a, err := s.flows.VisibleApproval(ctx, p, it.Approval); err == nil {
-			return fmt.Sprintf("flow_approval:%s@%d", a.ID, a.Revision)
+			return flows.ApprovalItemID(a)
 		}
 	case it.CommandProposal != "":
 		return "command_proposal:" + it.CommandProposal + "@pending"
@@ -427,6 +428,9 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 		if a.People() > 1 {
 			o.Next = fmt.Sprintf("%d different people must approve in the web inbox; %d approved so far", a.People(), len(a.Approvers))
 		}
+		if ch := a.ChangedParameters(); len(ch) > 0 {
+			o.Reason, o.Changed = "a person changed parameters before approving; it waits for more people to approve the new values", changeLines(ch)
+		}
 		if inst, err := s.flows.Kernel().Instance(ctx, a.Instance); err == nil && inst.Revision != a.Revision {
 			o.Status = outcomeStale
 			o.Changed = []string{fmt.Sprintf("instance %s: was at revision %d, now at %d", inst.ID, a.Revision, inst.Revision)}
@@ -434,6 +438,11 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 		}
 	case flow.ApprovalApproved:
 		o.Status, o.Next = outcomeApproved, "a person approved and the transition was applied; see the receipt with flows_inspect"
+		if ch := a.ChangedParameters(); len(ch) > 0 {
+			o.Reason = "approved with changes: a person changed parameters before approving, and the step was applied with their values"
+			o.Changed = changeLines(ch)
+			o.Next = "the step was applied with the values the person chose (changed lists each as old → new); use them from now on"
+		}
 	case flow.ApprovalDeclined:
 		o.Status, o.Reason = outcomeDeclined, a.Reason
 		o.Next = `prescribe with "ask_again": true to file a new approval request, or request another transition`
@@ -442,6 +451,16 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 		o.Next = "prescribe again so that a person sees the new values"
 	}
 	return o, nil
+}
+
+// changeLines are a Flow approval's changed parameters, each as
+// name: "old" → "new".
+func changeLines(ch []flow.ParameterChange) []string {
+	out := make([]string, len(ch))
+	for i, c := range ch {
+		out[i] = c.String()
+	}
+	return out
 }
 
 // commandProposalOutcome reports a command or tool proposal to its

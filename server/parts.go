@@ -67,7 +67,7 @@ func runsDeps(h *host.Host) runs.Deps {
 func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 	return flows.Deps{
 		Gate:     h,
-		Store:    flows.Stores{Principals: h.Store.Principals, Settings: h.Store.Settings, Flows: h.Store.Flows},
+		Store:    flows.Stores{Principals: h.Store.Principals, Settings: h.Store.Settings, Flows: h.Store.Flows, Audit: h.Store.Audit},
 		Controls: ctl,
 		Runs:     runs,
 		Bus:      h.Bus,

@@ -78,6 +78,8 @@ type Stores struct {
 	store.Settings
 	// Flows is the kernel's store.
 	Flows flow.Store
+	// Audit, when set, records people's changes to approvals' values.
+	Audit store.Audit
 }
 
 // Config is the part's share of the server's configuration.

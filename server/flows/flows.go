@@ -42,6 +42,9 @@ type Part struct {
 	// startChecks are the checks apps register per program on the
 	// instances started of it.
 	startChecks perProgram[StartCheckFunc]
+	// paramInputs are how apps show, and bound, the parameters of each
+	// program's transitions.
+	paramInputs perProgram[map[string]ParameterInput]
 
 	// limits bound the programs and approvals an agent puts before
 	// people; New sets DefaultLimits. limitsMu guards it.
@@ -78,7 +81,8 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 		return nil, err
 	}
 	opts := []flow.Option{flow.WithClock(s.Now), flow.WithSummarizer(flow.SummarizerFunc(s.summarizeApproval)),
-		flow.WithNode(s.Config.Node), flow.WithInterruptedAfter(s.Config.InterruptedAfter)}
+		flow.WithNode(s.Config.Node), flow.WithInterruptedAfter(s.Config.InterruptedAfter),
+		flow.WithParameterCheck(flow.ParameterCheckFunc(s.checkParameters))}
 	if d.Groups != nil {
 		opts = append(opts, flow.WithGroups(d.Groups))
 	}
@@ -575,13 +579,21 @@ func (s *Part) approvalItem(ctx context.Context, a flow.Approval, names map[stri
 			item.Details = append(item.Details, host.InboxField{Label: "Control " + b.Name, Value: fmt.Sprintf("proposal revision %d", b.Revision)})
 		}
 	}
+	inputs := s.paramInputs.get(programID)
 	for _, prm := range a.Parameters {
-		v := prm.Value
+		in := inputs[prm.Name]
+		v := in.shown(prm.Value)
 		if prm.Secret {
 			v = "(secret, hidden)"
 		}
-		item.Fields = append(item.Fields, host.InboxField{Label: host.PlainName(prm.Name), Value: v})
+		item.Fields = append(item.Fields, host.InboxField{Label: in.label(prm.Name), Value: v})
 		item.Details = append(item.Details, host.InboxField{Label: "Parameter", Value: prm.Name})
+	}
+	if w := changedWords(a, names, inputs); w != "" {
+		item.Fields = append(item.Fields, host.InboxField{Label: "Changed before approving", Value: w})
+		if a.People() > 1 {
+			item.Warn = "The values were changed after the agent asked, so approvals given before the change no longer count: " + morePeople(a.Needs()) + " must approve what is shown now."
+		}
 	}
 	return item
 }
@@ -599,6 +611,7 @@ func deadlineWords(a flow.Approval) string {
 // the note to the requester as the reason.
 func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decision {
 	rev := strconv.FormatInt(a.Revision, 10)
+	inputs := s.paramInputs.get(programID)
 	bound := map[string]string{"approval": a.ID, "instance": a.Instance, "instance_revision": rev,
 		"transition": a.Transition, "program": programID}
 	for _, b := range a.Bindings {
@@ -606,11 +619,14 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 		bound[f.Label] = f.Value
 	}
 	for _, prm := range a.Parameters {
-		v := prm.Value
+		v := inputs[prm.Name].shown(prm.Value)
 		if prm.Secret {
 			v = "(secret, hidden)"
 		}
 		bound["Parameter "+prm.Name] = v
+	}
+	for _, c := range a.ChangedParameters() {
+		bound["Asked for "+c.Name] = inputs[c.Name].shown(c.Was)
 	}
 	if !a.Deadline.IsZero() {
 		bound["deadline"] = a.Deadline.UTC().Format("2006-01-02T15:04:05Z")
@@ -620,21 +636,38 @@ func (s *Part) approvalDecision(a flow.Approval, programID string) *host.Decisio
 		bound["escalated_to"] = a.Group
 	}
 	return &host.Decision{
-		Key: "flow_approval:" + a.ID, Binding: rev, Kind: "flow_approval",
+		Key: "flow_approval:" + a.ID, Binding: approvalBinding(a), Kind: "flow_approval",
 		Bound: bound, ProposedBy: a.Requester, Group: route.FlowApprovalGroup(a), DeclineNote: true, Needs: a.Needs(),
+		Edits: s.approvalEdits(a, programID),
 		Decide: func(ctx context.Context, p store.Principal, d host.DecideArgs) (string, error) {
 			decision := "decline"
 			if d.Approve {
 				decision = "approve"
 			}
-			out, _, err := s.Decide(ctx, p, a.ID, decision, d.Note)
+			var out any
+			var err error
+			if d.Approve && len(d.Values) > 0 {
+				values, verr := editedValues(d.Values)
+				if verr != nil {
+					return "", verr
+				}
+				out, _, err = s.ApproveEdited(ctx, p, a.ID, sameNumbers(a, values), a.Edition())
+			} else {
+				out, _, err = s.Decide(ctx, p, a.ID, decision, d.Note)
+			}
 			if err != nil {
 				return "", flowError(err)
 			}
 			if rc, ok := out.(flow.Receipt); ok {
+				if now, err := s.flows.Approval(ctx, a.ID); err == nil && now.Edition() > a.Edition() {
+					return fmt.Sprintf("Approved with your changes and applied %s: receipt %s, revision %d. The agent is told what you changed.", a.Transition, rc.ID, rc.Revision), nil
+				}
 				return fmt.Sprintf("Approved and applied %s: receipt %s, revision %d.", a.Transition, rc.ID, rc.Revision), nil
 			}
 			if now, ok := out.(flow.Approval); ok && now.Status == flow.ApprovalPending {
+				if now.Edition() > a.Edition() {
+					return fmt.Sprintf("Your changes and your approval of %s are recorded; approvals given before your change no longer count, so it needs %s before it runs.", a.Transition, morePeople(now.Needs())), nil
+				}
 				return fmt.Sprintf("Your approval of %s is recorded; it needs %s before it runs.", a.Transition, morePeople(now.Needs())), nil
 			}
 			return "Declined " + a.Transition + ".", nil
