@@ -60,6 +60,32 @@ type Ask struct {
 	// decided.
 	Note      string
 	DecidedAt time.Time
+	// Quorum is how many distinct people must give the same answer
+	// before it is the question's (0 or 1: the first person's answer is).
+	Quorum int
+	// Answers are the answers people gave to a question with a quorum,
+	// oldest first, one a person.
+	Answers []AskAnswer
+}
+
+// AskAnswer is one person's answer to a question with a quorum.
+type AskAnswer struct {
+	Person string    `json:"person"`
+	Answer string    `json:"answer"`
+	At     time.Time `json:"at"`
+}
+
+// MaxAskQuorum is the most people a question may need.
+const MaxAskQuorum = 16
+
+// AnsweredBy reports whether person is among a's answers.
+func (a Ask) AnsweredBy(person string) bool {
+	for _, v := range a.Answers {
+		if v.Person == person {
+			return true
+		}
+	}
+	return false
 }
 
 // AskDecision is how an open question ends.
@@ -92,6 +118,16 @@ type Asks interface {
 	// decided before is returned as it stands, with ErrConflict, so that
 	// the caller can say who decided it; an unknown id gives ErrNotFound.
 	DecideAsk(ctx context.Context, id string, d AskDecision) (Ask, error)
+	// AddAskAnswer records one more person's answer to the open question
+	// id: answers is the question's answers with the new one last. It
+	// writes only when the stored question is open and has exactly
+	// len(answers)-1 answers, so of concurrent answers read from the same
+	// state exactly one is kept; otherwise it returns the question as it
+	// stands with ErrConflict (read again and retry). end, when not nil,
+	// ends the question in the same write (its quorum is met). An unknown
+	// id gives ErrNotFound; answers that are empty, or hold one person
+	// twice, give ErrInvalid.
+	AddAskAnswer(ctx context.Context, id string, answers []AskAnswer, end *AskDecision) (Ask, error)
 	// DueAsks returns at most limit open questions whose deadline is at
 	// or before now, earliest first.
 	DueAsks(ctx context.Context, now time.Time, limit int) ([]Ask, error)
@@ -131,9 +167,30 @@ func (a Ask) Check() error {
 		return fmt.Errorf("%w: a choice question, and only one, has options", ErrInvalid)
 	case a.State != AskOpen:
 		return fmt.Errorf("%w: a new question is open, not %q", ErrInvalid, a.State)
+	case a.Quorum < 0 || a.Quorum > MaxAskQuorum:
+		return fmt.Errorf("%w: a question needs 1 to %d people, not %d", ErrInvalid, MaxAskQuorum, a.Quorum)
+	case len(a.Answers) > 0:
+		return fmt.Errorf("%w: a new question has no answers", ErrInvalid)
 	}
 	if a.Group != "" {
 		return CheckGroupName(a.Group)
+	}
+	return nil
+}
+
+// CheckAskAnswers reports whether answers may be stored by AddAskAnswer:
+// at least one, each with a person and an answer, no person twice, at
+// most MaxAskQuorum. The error wraps ErrInvalid.
+func CheckAskAnswers(answers []AskAnswer) error {
+	if len(answers) == 0 || len(answers) > MaxAskQuorum {
+		return fmt.Errorf("%w: a question keeps 1 to %d answers", ErrInvalid, MaxAskQuorum)
+	}
+	seen := map[string]bool{}
+	for _, v := range answers {
+		if v.Person == "" || v.Answer == "" || seen[v.Person] {
+			return fmt.Errorf("%w: each answer has a person, once, and an answer", ErrInvalid)
+		}
+		seen[v.Person] = true
 	}
 	return nil
 }

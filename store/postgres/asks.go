@@ -44,19 +44,23 @@ CREATE TABLE ask_announce (
 );
 `}, {3, `
 ALTER TABLE asks ADD COLUMN ask_group TEXT NOT NULL DEFAULT '';
+`}, {4, `
+ALTER TABLE asks ADD COLUMN quorum INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE asks ADD COLUMN answers TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE asks ADD COLUMN answer_count INTEGER NOT NULL DEFAULT 0;
 `}}
 
 // Asks implements store.Store.
 func (s *DB) Asks() store.Asks { return s }
 
-const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group`
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group, quorum, answers`
 
 func scanAsk(row pgx.Row) (store.Ask, error) {
 	var a store.Ask
-	var opts string
+	var opts, answers string
 	var deadline, decided *time.Time
 	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &a.CreatedAt, &deadline, &a.Fallback,
-		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group)
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group, &a.Quorum, &answers)
 	if err != nil {
 		return a, rowErr(err, "read question")
 	}
@@ -65,6 +69,15 @@ func scanAsk(row pgx.Row) (store.Ask, error) {
 	}
 	if len(a.Options) == 0 {
 		a.Options = nil
+	}
+	if err := json.Unmarshal([]byte(answers), &a.Answers); err != nil {
+		return a, fmt.Errorf("read question %s: answers: %w", a.ID, err)
+	}
+	if len(a.Answers) == 0 {
+		a.Answers = nil
+	}
+	for i := range a.Answers {
+		a.Answers[i].At = a.Answers[i].At.UTC()
 	}
 	a.CreatedAt, a.Deadline, a.DecidedAt = utc(a.CreatedAt), fromOpt(deadline), fromOpt(decided)
 	return a, nil
@@ -94,9 +107,9 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 				return store.ErrTooManyAsks
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open', $10)`,
-			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback, a.Group)
+		_, err := tx.Exec(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group, quorum)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open', $10, $11)`,
+			a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, a.CreatedAt, optTime(a.Deadline), a.Fallback, a.Group, a.Quorum)
 		if err != nil {
 			return err
 		}
@@ -157,6 +170,40 @@ func (s *DB) DecideAsk(ctx context.Context, id string, d store.AskDecision) (sto
 	}
 	a, err := scanAsk(s.pool.QueryRow(ctx, `UPDATE asks SET state = $1, answer = $2, decided_by = $3, note = $4, decided_at = $5
 		WHERE id = $6 AND state = 'open' RETURNING `+askCols, d.State, d.Answer, d.DecidedBy, d.Note, d.At, id))
+	if !errors.Is(err, store.ErrNotFound) {
+		return a, err
+	}
+	a, err = s.Ask(ctx, id)
+	if err != nil {
+		return a, err
+	}
+	return a, store.ErrConflict
+}
+
+// AddAskAnswer implements store.Asks. The update's condition on the open
+// state and the number of answers is the compare-and-set: of concurrent
+// updates, the first to lock the row wins, and the others find another
+// count when they re-check the condition.
+func (s *DB) AddAskAnswer(ctx context.Context, id string, answers []store.AskAnswer, end *store.AskDecision) (store.Ask, error) {
+	if err := store.CheckAskAnswers(answers); err != nil {
+		return store.Ask{}, err
+	}
+	if end != nil && !store.ValidAskDecision(*end) {
+		return store.Ask{}, fmt.Errorf("%w: a question ends answered (with an answer), declined or expired, not %q", store.ErrInvalid, end.State)
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return store.Ask{}, fmt.Errorf("answer question: %w", err)
+	}
+	var a store.Ask
+	if end == nil {
+		a, err = scanAsk(s.pool.QueryRow(ctx, `UPDATE asks SET answers = $1, answer_count = $2
+			WHERE id = $3 AND state = 'open' AND answer_count = $4 RETURNING `+askCols, string(b), len(answers), id, len(answers)-1))
+	} else {
+		a, err = scanAsk(s.pool.QueryRow(ctx, `UPDATE asks SET answers = $1, answer_count = $2, state = $3, answer = $4, decided_by = $5, note = $6, decided_at = $7
+			WHERE id = $8 AND state = 'open' AND answer_count = $9 RETURNING `+askCols,
+			string(b), len(answers), end.State, end.Answer, end.DecidedBy, end.Note, end.At, id, len(answers)-1))
+	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return a, err
 	}

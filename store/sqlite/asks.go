@@ -42,19 +42,23 @@ CREATE TABLE ask_announce (
 );
 `}, {3, `
 ALTER TABLE asks ADD COLUMN ask_group TEXT NOT NULL DEFAULT '';
+`}, {4, `
+ALTER TABLE asks ADD COLUMN quorum INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE asks ADD COLUMN answers TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE asks ADD COLUMN answer_count INTEGER NOT NULL DEFAULT 0;
 `}}
 
 // Asks implements store.Store.
 func (s *DB) Asks() store.Asks { return s }
 
-const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group`
+const askCols = `id, asker, question, options, kind, reason, created_at, deadline, fallback, state, answer, decided_by, note, decided_at, ask_group, quorum, answers`
 
 func scanAsk(row interface{ Scan(...any) error }) (store.Ask, error) {
 	var a store.Ask
-	var opts string
+	var opts, answers string
 	var created, deadline, decided int64
 	err := row.Scan(&a.ID, &a.Asker, &a.Question, &opts, &a.Kind, &a.Reason, &created, &deadline, &a.Fallback,
-		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group)
+		&a.State, &a.Answer, &a.DecidedBy, &a.Note, &decided, &a.Group, &a.Quorum, &answers)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, store.ErrNotFound
 	}
@@ -66,6 +70,12 @@ func scanAsk(row interface{ Scan(...any) error }) (store.Ask, error) {
 	}
 	if len(a.Options) == 0 {
 		a.Options = nil
+	}
+	if err := json.Unmarshal([]byte(answers), &a.Answers); err != nil {
+		return a, fmt.Errorf("read question %s: answers: %w", a.ID, err)
+	}
+	if len(a.Answers) == 0 {
+		a.Answers = nil
 	}
 	a.CreatedAt = fromMS(created)
 	if deadline > 0 {
@@ -108,9 +118,9 @@ func (s *DB) CreateAsk(ctx context.Context, a store.Ask, maxOpen int) error {
 			return store.ErrTooManyAsks
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)`,
-		a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, ms(a.CreatedAt), optMS(a.Deadline), a.Fallback, a.Group)
+	_, err = tx.ExecContext(ctx, `INSERT INTO asks (id, asker, question, options, kind, reason, created_at, deadline, fallback, state, ask_group, quorum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)`,
+		a.ID, a.Asker, a.Question, string(opts), a.Kind, a.Reason, ms(a.CreatedAt), optMS(a.Deadline), a.Fallback, a.Group, a.Quorum)
 	if isUnique(err) {
 		return store.ErrConflict
 	}
@@ -168,6 +178,38 @@ func (s *DB) DecideAsk(ctx context.Context, id string, d store.AskDecision) (sto
 	}
 	a, err := scanAsk(s.db.QueryRowContext(ctx, `UPDATE asks SET state = ?, answer = ?, decided_by = ?, note = ?, decided_at = ?
 		WHERE id = ? AND state = 'open' RETURNING `+askCols, d.State, d.Answer, d.DecidedBy, d.Note, ms(d.At), id))
+	if !errors.Is(err, store.ErrNotFound) {
+		return a, err
+	}
+	a, err = s.Ask(ctx, id)
+	if err != nil {
+		return a, err
+	}
+	return a, store.ErrConflict
+}
+
+// AddAskAnswer implements store.Asks. The update's condition on the open
+// state and the number of answers is the compare-and-set.
+func (s *DB) AddAskAnswer(ctx context.Context, id string, answers []store.AskAnswer, end *store.AskDecision) (store.Ask, error) {
+	if err := store.CheckAskAnswers(answers); err != nil {
+		return store.Ask{}, err
+	}
+	if end != nil && !store.ValidAskDecision(*end) {
+		return store.Ask{}, fmt.Errorf("%w: a question ends answered (with an answer), declined or expired, not %q", store.ErrInvalid, end.State)
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return store.Ask{}, fmt.Errorf("answer question: %w", err)
+	}
+	var a store.Ask
+	if end == nil {
+		a, err = scanAsk(s.db.QueryRowContext(ctx, `UPDATE asks SET answers = ?, answer_count = ?
+			WHERE id = ? AND state = 'open' AND answer_count = ? RETURNING `+askCols, string(b), len(answers), id, len(answers)-1))
+	} else {
+		a, err = scanAsk(s.db.QueryRowContext(ctx, `UPDATE asks SET answers = ?, answer_count = ?, state = ?, answer = ?, decided_by = ?, note = ?, decided_at = ?
+			WHERE id = ? AND state = 'open' AND answer_count = ? RETURNING `+askCols,
+			string(b), len(answers), end.State, end.Answer, end.DecidedBy, end.Note, ms(end.At), id, len(answers)-1))
+	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return a, err
 	}

@@ -179,6 +179,103 @@ func testAsks(t *testing.T, open func(*testing.T) store.Store) {
 		}
 	})
 
+	t.Run("answers towards a quorum", func(t *testing.T) {
+		a := ask("ask_quorum", "p_quorum", time.Second)
+		a.Quorum = 3
+		if err := q.CreateAsk(ctx(t), a, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.Ask(ctx(t), a.ID); err != nil || got.Quorum != 3 || got.Answers != nil {
+			t.Fatalf("question with a quorum read back as %+v, %v", got, err)
+		}
+		one := []store.AskAnswer{{Person: "p_ada", Answer: "yes", At: at(time.Minute)}}
+		got, err := q.AddAskAnswer(ctx(t), a.ID, one, nil)
+		if err != nil || got.State != store.AskOpen || len(got.Answers) != 1 || got.Answers[0] != one[0] {
+			t.Fatalf("first answer: %+v, %v", got, err)
+		}
+		// An answer read from the state before the first one is refused.
+		if got, err := q.AddAskAnswer(ctx(t), a.ID, []store.AskAnswer{{Person: "p_ben", Answer: "yes", At: at(time.Minute)}}, nil); !errors.Is(err, store.ErrConflict) || len(got.Answers) != 1 {
+			t.Fatalf("an answer on a stale count: %+v, %v; want ErrConflict and the stored answer", got, err)
+		}
+		for _, bad := range [][]store.AskAnswer{
+			nil,
+			{one[0], {Person: "p_ada", Answer: "no"}},
+			{one[0], {Person: "p_ben"}},
+		} {
+			if _, err := q.AddAskAnswer(ctx(t), a.ID, bad, nil); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("answers %+v: %v, want ErrInvalid", bad, err)
+			}
+		}
+		two := append(one, store.AskAnswer{Person: "p_ben", Answer: "yes", At: at(2 * time.Minute)})
+		end := &store.AskDecision{State: store.AskAnswered, Answer: "yes", DecidedBy: "p_ben", At: at(2 * time.Minute)}
+		got, err = q.AddAskAnswer(ctx(t), a.ID, two, end)
+		if err != nil || got.State != store.AskAnswered || got.Answer != "yes" || got.DecidedBy != "p_ben" || len(got.Answers) != 2 {
+			t.Fatalf("the answer that ends it: %+v, %v", got, err)
+		}
+		three := append(two, store.AskAnswer{Person: "p_cy", Answer: "yes", At: at(3 * time.Minute)})
+		if _, err := q.AddAskAnswer(ctx(t), a.ID, three, nil); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("an answer after the end: %v, want ErrConflict", err)
+		}
+		if _, err := q.AddAskAnswer(ctx(t), "ask_none", one, nil); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("answering an unknown question: %v, want ErrNotFound", err)
+		}
+		bad := ask("ask_quorum_bad", "p_quorum", time.Second)
+		bad.Quorum = store.MaxAskQuorum + 1
+		if err := q.CreateAsk(ctx(t), bad, 0); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("a quorum over %d: %v, want ErrInvalid", store.MaxAskQuorum, err)
+		}
+	})
+
+	t.Run("concurrent answers by different people count once each", func(t *testing.T) {
+		a := ask("ask_quorum_race", "p_quorum", time.Second)
+		a.Quorum = store.MaxAskQuorum
+		if err := q.CreateAsk(ctx(t), a, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Each person reads, appends and retries on a conflict, as the
+		// server does; every answer is kept once.
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				me := store.AskAnswer{Person: fmt.Sprintf("p_person%d", i), Answer: "yes", At: at(time.Minute)}
+				for range 1000 {
+					cur, err := q.Ask(ctx(t), a.ID)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					_, err = q.AddAskAnswer(ctx(t), a.ID, append(slices.Clone(cur.Answers), me), nil)
+					if !errors.Is(err, store.ErrConflict) {
+						errs[i] = err
+						return
+					}
+				}
+				errs[i] = errors.New("never stored")
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("person %d: %v", i, err)
+			}
+		}
+		got, err := q.Ask(ctx(t), a.ID)
+		if err != nil || len(got.Answers) != n {
+			t.Fatalf("after %d people answered at once: %d answers, %v", n, len(got.Answers), err)
+		}
+		seen := map[string]bool{}
+		for _, v := range got.Answers {
+			if seen[v.Person] {
+				t.Errorf("%s counted twice", v.Person)
+			}
+			seen[v.Person] = true
+		}
+	})
+
 	t.Run("due", func(t *testing.T) {
 		for i, d := range []time.Duration{3 * time.Hour, 2 * time.Hour, 5 * time.Hour} {
 			a := ask(fmt.Sprintf("ask_due%d", i), "p_due", 0)
