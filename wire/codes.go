@@ -63,6 +63,7 @@ var codeTable = []CodeInfo{
 	{"ConfirmationRequired", "confirmation_required", http.StatusConflict, false, groupWho, "a screen view's press needs a person's confirmation first"},
 
 	{"Conflict", "conflict", http.StatusConflict, false, groupState, "the thing changed since you looked"},
+	{"AlreadyAnswered", "already_answered", http.StatusConflict, false, groupState, "the person already answered this question; one person counts once towards its quorum"},
 	{"AlreadyExists", "already_exists", http.StatusConflict, false, groupState, "something of that id exists (a Flow instance)"},
 	{"IdempotencyConflict", "idempotency_conflict", http.StatusConflict, false, groupState, "the idempotency key was used for other params"},
 	{"IdempotencyInProgress", "idempotency_in_progress", http.StatusConflict, true, groupState, "the request with that idempotency key is still being answered"},

@@ -51,6 +51,8 @@ const (
 const (
 	// Conflict: the thing changed since you looked (409).
 	Conflict Code = "conflict"
+	// AlreadyAnswered: the person already answered this question; one person counts once towards its quorum (409).
+	AlreadyAnswered Code = "already_answered"
 	// AlreadyExists: something of that id exists (a Flow instance) (409).
 	AlreadyExists Code = "already_exists"
 	// IdempotencyConflict: the idempotency key was used for other params (409).

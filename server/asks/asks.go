@@ -154,6 +154,9 @@ func (s *Part) Ask(ctx context.Context, p store.Principal, r Request) (store.Ask
 		if len(members) == 0 {
 			return a, invalid("the workspace has no group %q; name a group with members, or leave group out to ask your supervisors", a.Group)
 		}
+		if len(members) < People(a) {
+			return a, invalid("group %s has %d members, fewer than the %d people the quorum needs; ask for fewer people or another group", a.Group, len(members), People(a))
+		}
 	}
 	now := s.Now().UTC()
 	a.ID, a.Asker, a.CreatedAt = auth.NewID(IDPrefix), p.ID, now
@@ -174,7 +177,11 @@ func (s *Part) Ask(ctx context.Context, p store.Principal, r Request) (store.Ask
 // audit records action on a by the principal id; a failure to record is
 // logged, since the question itself is kept.
 func (s *Part) audit(ctx context.Context, id, source, action string, a store.Ask) {
-	detail, _ := json.Marshal(map[string]string{"question": a.ID, "state": a.State, "answer": a.Answer})
+	d := map[string]any{"question": a.ID, "state": a.State, "answer": a.Answer}
+	if a.Quorum > 1 {
+		d["quorum"], d["answers"] = a.Quorum, a.Answers
+	}
+	detail, _ := json.Marshal(d)
 	rec := store.AuditRecord{Time: s.Now().UTC(), PrincipalID: id, Source: source, Subject: itemKey(a.ID), Action: action, OK: true, Detail: string(detail)}
 	if _, err := s.Audit.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 		s.Log.Error("audit question", "question", a.ID, "action", action, "err", err)
@@ -198,6 +205,9 @@ func binding(a store.Ask) string {
 	}
 	if a.Group != "" {
 		fmt.Fprintf(h, "group:%d:%s;", len(a.Group), a.Group)
+	}
+	if a.Quorum > 1 {
+		fmt.Fprintf(h, "quorum:%d;", a.Quorum)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:6])
 }
@@ -269,6 +279,18 @@ func (s *Part) Decide(ctx context.Context, p store.Principal, a store.Ask, d Dec
 		if err != nil {
 			return a, err
 		}
+		if People(a) > 1 {
+			got, err := s.answerQuorum(ctx, p, a.ID, ans)
+			if err != nil {
+				return got, err
+			}
+			s.audit(ctx, p.ID, "user", "question.answer", got)
+			if got.State != store.AskOpen {
+				s.audit(ctx, p.ID, "user", "question.decide", got)
+			}
+			s.publish(EventDecided, got)
+			return got, nil
+		}
 		dec.State, dec.Answer = store.AskAnswered, ans
 	} else {
 		dec.Note = strings.TrimSpace(d.Note)
@@ -327,11 +349,17 @@ func (s *Part) Outcome(ctx context.Context, p store.Principal, id string) (Outco
 	switch a.State {
 	case store.AskOpen:
 		o.Status, o.Next = "pending", "a person answers in the web inbox at "+s.URL(a)
+		if People(a) > 1 {
+			o.Next = fmt.Sprintf("%d different people must answer the same in the web inbox at %s; %d answered so far, %s needed", People(a), s.URL(a), len(a.Answers), morePeople(Needs(a)))
+		}
 		if !a.Deadline.IsZero() {
 			o.Next += "; if nobody does by " + a.Deadline.UTC().Format(time.RFC3339) + ", the fallback " + a.Fallback + " is taken"
 		}
 	case store.AskAnswered:
 		o.Status, o.Reason = "answered", a.Note
+		if People(a) > 1 && a.Note == "" {
+			o.Reason = fmt.Sprintf("%d people answered", len(a.Answers))
+		}
 	case store.AskDeclined:
 		o.Status, o.Reason = "declined", a.Note
 		o.Next = "a person declined to answer; go on without it, or ask again only if something changed"

@@ -89,6 +89,9 @@ type Request struct {
 	// Group, when set, asks the members of that group instead of the
 	// asker's supervisors.
 	Group string `json:"group,omitempty" jsonschema:"The group of people to ask instead of your supervisors: the name of a group the workspace has (such as finance). Default: your supervisors."`
+	// Quorum, when set, is how many different people must give the same
+	// answer (see Resolve).
+	Quorum *int `json:"quorum,omitempty" type:"integer" jsonschema:"How many different people must answer (2 to 16): for yes_no, that many yes answers make yes and any no makes no; for choice and text, the first answer that many people give is the answer. Default: the first person's answer."`
 }
 
 func invalid(format string, args ...any) *tool.Error {
@@ -147,6 +150,14 @@ func newAsk(r Request, l Limits) (store.Ask, error) {
 			return a, invalid("option %q is given twice; options must differ", o)
 		}
 		a.Options = append(a.Options, o)
+	}
+	if r.Quorum != nil {
+		if *r.Quorum < 1 || *r.Quorum > store.MaxAskQuorum {
+			return a, invalid("quorum must be between 2 and %d people (or left out for one person), not %d", store.MaxAskQuorum, *r.Quorum)
+		}
+		if *r.Quorum > 1 {
+			a.Quorum = *r.Quorum
+		}
 	}
 	a.Kind = r.Answer
 	if a.Kind == "" {

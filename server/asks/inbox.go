@@ -34,7 +34,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 		if names == nil {
 			names = s.Gate.PrincipalNames(ctx)
 		}
-		sec.Items = append(sec.Items, s.card(a, names))
+		sec.Items = append(sec.Items, s.card(a, names, p))
 	}
 	if len(sec.Items) == 0 {
 		return nil, nil
@@ -73,7 +73,7 @@ var kindWords = map[string]string{
 // card is a's inbox card: the question as the agent wrote it (the page
 // shows hidden characters as escapes), its reason and deadline, and one
 // button per answer.
-func (s *Part) card(a store.Ask, names map[string]string) host.InboxItem {
+func (s *Part) card(a store.Ask, names map[string]string, p store.Principal) host.InboxItem {
 	asker := host.NameOr(names, a.Asker)
 	it := host.InboxItem{
 		Title:   "Question from " + asker,
@@ -95,6 +95,20 @@ func (s *Part) card(a store.Ask, names map[string]string) host.InboxItem {
 	it.Note = "Your answer goes to the agent as you give it; the agent decides what to do with it."
 	d := s.decision(a)
 	it.Decision = d
+	answered := a.AnsweredBy(p.ID)
+	if People(a) > 1 {
+		it.Fields = append(it.Fields, host.InboxField{Label: "Answers", Value: answersWords(a, names)})
+		it.Note = fmt.Sprintf("This question needs %d different people; each person answers once.", People(a))
+		if a.Kind == store.AskYesNo {
+			it.Note += fmt.Sprintf(" %d yes answers make yes; one no makes no at once.", People(a))
+		} else {
+			it.Note += fmt.Sprintf(" The first answer %d people give is the answer the agent gets.", People(a))
+		}
+		d.Needs, d.AlreadyApproved = Needs(a), answered
+		if answered {
+			it.Note = fmt.Sprintf("You answered this. It needs %s; someone else must answer. You can still decline it.", morePeople(Needs(a)))
+		}
+	}
 	id := d.ID()
 	answer := func(label, value string, primary bool) host.InboxAction {
 		return host.InboxAction{Label: label, URL: decideURL, Primary: primary,
@@ -110,6 +124,9 @@ func (s *Part) card(a store.Ask, names map[string]string) host.InboxItem {
 	case store.AskText:
 		it.Actions = append(it.Actions, host.InboxAction{Label: "Send answer", URL: decideURL, Primary: true,
 			Values: map[string]string{"id": id, "decision": "approve"}, Input: "value:answer", InputLabel: "Your answer"})
+	}
+	if answered {
+		it.Actions = nil
 	}
 	it.Actions = append(it.Actions, host.InboxAction{Label: "Decline to answer", URL: decideURL, Danger: true,
 		Values: map[string]string{"id": id, "decision": "decline"}, Input: "note", InputLabel: "Reason (optional)"})
@@ -140,6 +157,9 @@ func (s *Part) decision(a store.Ask) *host.Decision {
 	if a.Group != "" {
 		bound["group"] = a.Group
 	}
+	if a.Quorum > 1 {
+		bound["quorum"] = fmt.Sprint(a.Quorum)
+	}
 	if !a.Deadline.IsZero() {
 		bound["deadline"] = a.Deadline.UTC().Format("2006-01-02T15:04:05Z")
 		bound["fallback"] = a.Fallback
@@ -162,6 +182,9 @@ func (s *Part) decision(a store.Ask) *host.Decision {
 			got, err := s.Decide(ctx, p, a, Decision{Approve: d.Approve, Answer: d.Values["answer"], Note: d.Note})
 			if err != nil {
 				return "", err
+			}
+			if got.State == store.AskOpen {
+				return fmt.Sprintf("Your answer is recorded; the question needs %s before the agent is told.", morePeople(Needs(got))), nil
 			}
 			if got.State == store.AskAnswered {
 				return fmt.Sprintf("Answered %q; the agent is told.", strings.TrimSpace(got.Answer)), nil
