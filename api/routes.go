@@ -104,7 +104,7 @@ func Routes() []Route {
 		{Method: post, Path: "/v1/flows/prescriptions/{id}/apply", Summary: "Apply a prescription", Request: typeOf[ApplyRequest](), Status: ok, Response: typeOf[flow.Receipt]()},
 		{Method: get, Path: "/v1/flows/approvals", Summary: "Flow approvals (?instance=)", Status: ok, Response: typeOf[ApprovalList]()},
 		{Method: get, Path: "/v1/flows/approvals/{id}", Summary: "One approval", Status: ok, Response: typeOf[flow.Approval]()},
-		{Method: post, Path: "/v1/flows/approvals/{id}/{decision}", Summary: "A person decides an approval (web UI only)", Request: typeOf[DecisionRequest](), Status: ok},
+		{Method: post, Path: "/v1/flows/approvals/{id}/{decision}", Summary: "A person decides an approval, changing its parameters first when approving with values (web UI only)", Request: typeOf[ApprovalDecisionRequest](), Status: ok},
 
 		{Method: post, Path: "/v1/screens", Summary: "Show a screen from an Omni-IR stream (the body)", RequestText: "text/plain", Status: created, Response: typeOf[ScreenSummary]()},
 		{Method: get, Path: "/v1/screens", Summary: "Your screens", Status: ok, Response: typeOf[ScreenList]()},

@@ -160,6 +160,17 @@ type DecisionRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ApprovalDecisionRequest is the body of a person's decision on a Flow
+// approval: the reason of a decline, or, with approve, the parameter
+// values the person changes before approving and the edition of the
+// approval they read (its number of earlier changes; a decision on an
+// older edition is refused APPROVAL_CHANGED).
+type ApprovalDecisionRequest struct {
+	Reason  string                     `json:"reason,omitempty"`
+	Values  map[string]json.RawMessage `json:"values,omitempty"`
+	Edition int                        `json:"edition,omitempty" minimum:"0"`
+}
+
 // ProgramView summarizes a stored Flow program. Status is active (it
 // starts instances), proposed (it waits for a person's approval) or
 // declined; LoadedBy is who loaded or proposed it ("operator" for the

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/route"
@@ -278,4 +279,22 @@ func sameNumbers(a flow.Approval, values map[string]string) map[string]string {
 		}
 	}
 	return values
+}
+
+// approveEditedJSON is a decision with values on the approval's own route:
+// only approve takes values.
+func (s *Part) approveEditedJSON(ctx context.Context, p store.Principal, id, decision string, body api.ApprovalDecisionRequest) (any, error) {
+	if decision != "approve" {
+		return nil, tool.Errorf("invalid_request", "values go with approve: they are your changes to the parameters approving applies")
+	}
+	values, err := editedValues(body.Values)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.VisibleApproval(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := s.ApproveEdited(ctx, p, id, sameNumbers(a, values), body.Edition)
+	return out, err
 }

@@ -204,3 +204,38 @@ func TestFlowApprovalEditResetsQuorum(t *testing.T) {
 		t.Fatalf("applied %v, want Ada's amount", got)
 	}
 }
+
+// The approval's own route takes the changed values too, with the edition
+// of the approval the person read: a decision on an older edition is
+// refused APPROVAL_CHANGED, values with decline are refused, and what is
+// applied is the changed values.
+func TestFlowApprovalRouteTakesValues(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	f.StartReimbursement("r-1", 2)
+	apr := reimbursementApproval(t, f, "r-1", "900", "acme-travel")
+	_, ada := f.Issue(store.KindHuman, "Ada", "state.write")
+	_, ben := f.Issue(store.KindHuman, "Ben", "state.write")
+	adaCookie, adaCSRF := f.SignInAs(ada.ID)
+	benCookie, benCSRF := f.SignInAs(ben.ID)
+	path := "/v1/flows/approvals/" + apr.ID
+
+	var out map[string]any
+	if c := sessionJSON(t, f, adaCookie, adaCSRF, "POST", path+"/decline", map[string]any{"values": map[string]any{"amount": "800"}}, &out); c != 400 || assenttest.ErrCode(out) != "invalid_request" {
+		t.Fatalf("decline with values = %d %v", c, out)
+	}
+	var a flow.Approval
+	if c := sessionJSON(t, f, adaCookie, adaCSRF, "POST", path+"/approve", map[string]any{"values": map[string]any{"amount": "800"}}, &a); c != 200 || a.Edition() != 1 || a.Needs() != 1 {
+		t.Fatalf("Ada changes and approves = %d %+v", c, a)
+	}
+	out = nil
+	if c := sessionJSON(t, f, benCookie, benCSRF, "POST", path+"/approve", map[string]any{"values": map[string]any{"amount": "700"}}, &out); c != 409 || assenttest.ErrCode(out) != "APPROVAL_CHANGED" {
+		t.Fatalf("Ben on the first edition = %d %v", c, out)
+	}
+	var rc flow.Receipt
+	if c := sessionJSON(t, f, benCookie, benCSRF, "POST", path+"/approve", map[string]any{"values": map[string]any{"amount": 800}, "edition": 1}, &rc); c != 200 || rc.ID == "" {
+		t.Fatalf("Ben approves Ada's values = %d %+v", c, rc)
+	}
+	if got := appliedValues(t, f, "r-1"); got["amount"] != "800" {
+		t.Fatalf("applied %v, want 800", got)
+	}
+}

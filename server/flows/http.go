@@ -607,11 +607,17 @@ func (s *Part) handleFlowDecide(w http.ResponseWriter, r *http.Request) {
 		host.WriteError(w, wire.HumanConfirmationRequired, "approvals are decided by a person in the web inbox (/inbox), never with a token")
 		return
 	}
-	var body api.DecisionRequest
-	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 4096, &body) {
+	var body api.ApprovalDecisionRequest
+	if r.ContentLength != 0 && !host.DecodeJSON(w, r, 16<<10, &body) {
 		return
 	}
-	out, _, err := s.Decide(r.Context(), p, r.PathValue("id"), r.PathValue("decision"), body.Reason)
+	var out any
+	var err error
+	if len(body.Values) > 0 {
+		out, err = s.approveEditedJSON(r.Context(), p, r.PathValue("id"), r.PathValue("decision"), body)
+	} else {
+		out, _, err = s.Decide(r.Context(), p, r.PathValue("id"), r.PathValue("decision"), body.Reason)
+	}
 	if err != nil {
 		writeFlowError(w, err)
 		return
