@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ import (
 // editFixture is the kernel fixture whose cancel transition takes an
 // amount, a payee and a secret pin, under the approval rule rule; the
 // application's check refuses an amount over 1000.
-func editFixture(t *testing.T, rule any) *fixture {
+func editFixture(t testing.TB, rule any) *fixture {
 	t.Helper()
 	src := variant(t, fullProgram(t), func(m doc) {
 		for _, tr := range m["transitions"].([]any) {
@@ -34,7 +35,9 @@ func editFixture(t *testing.T, rule any) *fixture {
 		t.Fatal(err)
 	}
 	f.prog = p
-	f.start(t, "d", "new", nil)
+	if _, err := f.k.Start(context.Background(), Instance{ID: "d", Program: p.Fingerprint(), Phase: "new", Objective: "shipped"}); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -206,5 +209,38 @@ func TestApproveEditedResetsTheQuorum(t *testing.T) {
 	}
 	if got := appliedParameters(t, f, rc); got["amount"] != "500" {
 		t.Fatalf("applied %v, want amount 500", got)
+	}
+}
+
+// BenchmarkApproveEdited compares a person's approval as filed with one
+// that changes a parameter first (checked as the requester's request,
+// recorded, then approved), on the memory store.
+func BenchmarkApproveEdited(b *testing.B) {
+	for _, edited := range []bool{false, true} {
+		b.Run(fmt.Sprintf("edited=%v", edited), func(b *testing.B) {
+			ctx := context.Background()
+			f := editFixture(b, doc{})
+			bot, alice := agent(CapabilityStateWrite), named("alice", CapabilityStateWrite)
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				id := fmt.Sprintf("b%d", i)
+				if _, err := f.k.Start(ctx, Instance{ID: id, Program: f.prog.Fingerprint(), Phase: "new", Objective: "shipped"}); err != nil {
+					b.Fatal(err)
+				}
+				a, err := f.k.RequestApproval(ctx, id, bot, editRequest())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if edited {
+					_, err = f.k.ApproveEdited(ctx, a.ID, alice, Edit{Values: map[string]string{"amount": "750"}, Requester: bot})
+				} else {
+					_, err = f.k.Approve(ctx, a.ID, alice)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
