@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/api"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/server/rules"
 	"github.com/assent-run/assent/store"
@@ -259,8 +260,10 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 		}
 	}
 	n := inboxNote{By: p.ID, Decision: d.Decision, Text: note, At: s.host.Now()}
+	// Notes stay with the item when people change its values.
+	noteID := flows.NoteID(id)
 	if d.Decision == api.DecisionRespond {
-		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
+		if err := s.addNote(ctx, noteID, card.ProposedBy, n); err != nil {
 			return refused(id, d.Decision, decisionError(err))
 		}
 		return api.InboxOutcome{ID: id, Decision: d.Decision, Status: "responded", Message: "Sent your note; the item still waits for a decision."}
@@ -272,14 +275,14 @@ func (s *Server) decideCard(ctx context.Context, p store.Principal, cards []host
 	if note != "" {
 		// The note is kept before the decision, so that the agent, which
 		// learns the outcome as soon as it is made, reads it with it.
-		if err := s.addNote(ctx, id, card.ProposedBy, n); err != nil {
+		if err := s.addNote(ctx, noteID, card.ProposedBy, n); err != nil {
 			return refused(id, d.Decision, decisionError(err))
 		}
 	}
 	msg, err := card.Decide(ctx, p, host.DecideArgs{Approve: approve, Note: reason, Values: d.Values})
 	if err != nil {
 		if note != "" {
-			s.dropNote(ctx, id, n)
+			s.dropNote(ctx, noteID, n)
 		}
 		return refused(id, d.Decision, decisionError(err))
 	}

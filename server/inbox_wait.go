@@ -316,7 +316,7 @@ func (s *Server) noteItemID(ctx context.Context, p store.Principal, it waitItem,
 		}
 	case it.Approval != "":
 		if a, err := s.flows.VisibleApproval(ctx, p, it.Approval); err == nil {
-			return flows.ApprovalItemID(a)
+			return flows.ApprovalNoteID(a)
 		}
 	case it.CommandProposal != "":
 		return "command_proposal:" + it.CommandProposal + "@pending"

@@ -228,10 +228,29 @@ func (s *Part) auditEdit(ctx context.Context, person store.Principal, a flow.App
 	}
 }
 
-// ApprovalItemID is the inbox id of a's card: its key and the revision
-// and edition it shows. People's notes on the card are kept under it.
-func ApprovalItemID(a flow.Approval) string {
-	return "flow_approval:" + a.ID + "@" + approvalBinding(a)
+// ApprovalNoteID is the id under which people's notes on a's card are
+// kept: the card's id as it was filed, whatever people changed since, so
+// that a note written on a changed card reaches the requester with the
+// others.
+func ApprovalNoteID(a flow.Approval) string {
+	return "flow_approval:" + a.ID + "@" + strconv.FormatInt(a.Revision, 10)
+}
+
+// NoteID is the id under which the notes on the inbox item itemID are
+// kept: a Flow approval's card id without the edition its binding names
+// (see ApprovalNoteID); any other id as it is.
+func NoteID(itemID string) string {
+	if !strings.HasPrefix(itemID, "flow_approval:") {
+		return itemID
+	}
+	at := strings.LastIndex(itemID, "@")
+	if at < 0 {
+		return itemID
+	}
+	if dot := strings.Index(itemID[at:], ".e"); dot > 0 {
+		return itemID[:at+dot]
+	}
+	return itemID
 }
 
 // approvalBinding names what a's card shows: the instance revision, and

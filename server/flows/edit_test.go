@@ -11,6 +11,7 @@ import (
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 )
 
@@ -179,7 +180,7 @@ func TestFlowApprovalEditResetsQuorum(t *testing.T) {
 		t.Fatalf("needs %d after Ben, want 1", adaCard.Needs)
 	}
 	if c := sessionJSON(t, f, adaCookie, adaCSRF, "POST", "/v1/inbox/"+url.PathEscape(adaCard.ID)+"/decision",
-		map[string]any{"decision": "approve", "values": map[string]any{"amount": 850}}, &o); c != 200 || !strings.Contains(o.Message, "no longer count") {
+		map[string]any{"decision": "approve", "values": map[string]any{"amount": 850}, "note": "Capped at the hotel rate."}, &o); c != 200 || !strings.Contains(o.Message, "no longer count") {
 		t.Fatalf("Ada changes and approves = %d %+v", c, o)
 	}
 	now, _ := f.Srv.Flows().Kernel().Approval(t.Context(), apr.ID)
@@ -197,11 +198,45 @@ func TestFlowApprovalEditResetsQuorum(t *testing.T) {
 		}
 	}
 	benCard, _ = inboxItem(t, f, benCookie, benCSRF, apr.ID)
-	if c := sessionJSON(t, f, benCookie, benCSRF, "POST", "/v1/inbox/"+url.PathEscape(benCard.ID)+"/decision", map[string]any{"decision": "approve"}, &o); c != 200 || o.Status != "approved" {
+	if !strings.HasSuffix(benCard.ID, ".e1") {
+		t.Fatalf("the changed card's id %s does not name its edition", benCard.ID)
+	}
+	if c := sessionJSON(t, f, benCookie, benCSRF, "POST", "/v1/inbox/"+url.PathEscape(benCard.ID)+"/decision", map[string]any{"decision": "approve", "note": "Fine by me."}, &o); c != 200 || o.Status != "approved" {
 		t.Fatalf("Ben approves the changed values = %d %+v", c, o)
 	}
 	if got := appliedValues(t, f, "r-1"); got["amount"] != "850" || got["payee"] != "hotel-lisboa" {
 		t.Fatalf("applied %v, want Ada's amount", got)
+	}
+	// Ada's note, written on the card before her change, and Ben's, on
+	// the changed card, reach the agent with the outcome.
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	wait, _ := assenttest.CallTool(t, cs, "inbox_wait", map[string]any{"items": []any{map[string]any{"approval": apr.ID}}, "timeout_ms": 1000})
+	if b, _ := json.Marshal(wait); !strings.Contains(string(b), "Capped at the hotel rate.") || !strings.Contains(string(b), "Fine by me.") || !strings.Contains(string(b), "approved with changes") {
+		t.Fatalf("inbox_wait does not carry Ada's note and the change: %s", b)
+	}
+	insp, _ := assenttest.CallTool(t, cs, "flows_inspect", map[string]any{"instance": "r-1", "approval": apr.ID})
+	if b, _ := json.Marshal(insp); !strings.Contains(string(b), "Capped at the hotel rate.") || !strings.Contains(string(b), "Fine by me.") {
+		t.Fatalf("flows_inspect does not carry Ada's note: %s", b)
+	}
+}
+
+func TestNoteIDKeepsNotesAcrossChanges(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"flow_approval:apr-1@3", "flow_approval:apr-1@3"},
+		{"flow_approval:apr-1@3.e2", "flow_approval:apr-1@3"},
+		{"flow_approval:apr-1@3.e12", "flow_approval:apr-1@3"},
+		{"flow_approval:apr-1", "flow_approval:apr-1"},
+		{"control_proposal:f/c@4", "control_proposal:f/c@4"},
+		{"question:ask_1@ab.ecd", "question:ask_1@ab.ecd"},
+	}
+	for _, tt := range tests {
+		if got := flows.NoteID(tt.in); got != tt.want {
+			t.Errorf("NoteID(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
 

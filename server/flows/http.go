@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/assent-run/assent/api"
@@ -199,7 +198,7 @@ func (s *Part) flowInspect(ctx context.Context, p store.Principal, id, approval 
 			return instanceView{}, errFlowNotFound("approval", approval)
 		}
 		v.Approval = &a
-		notes, err := host.ReadNotes(ctx, s.Store.Settings, "flow_approval:"+a.ID+"@"+strconv.FormatInt(a.Revision, 10))
+		notes, err := host.ReadNotes(ctx, s.Store.Settings, ApprovalNoteID(a))
 		if err != nil {
 			return instanceView{}, err
 		}
