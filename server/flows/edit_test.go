@@ -84,6 +84,12 @@ func TestFlowApprovalEditedBeforeApproving(t *testing.T) {
 		}
 	}
 
+	// The instance page offers the same form, and comes back to itself.
+	inst := assenttest.ReadAll(f.Get("/flows/instances/r-1", cookie))
+	if !strings.Contains(inst, `name="value:amount" value="1500.00"`) || !strings.Contains(inst, `<option value="acme-travel" selected>ACME Travel Ltd</option>`) {
+		t.Fatalf("the instance page's approval has no edit form:\n%s", inst)
+	}
+
 	refusals := []struct {
 		name   string
 		values map[string]any
@@ -272,5 +278,27 @@ func TestFlowApprovalRouteTakesValues(t *testing.T) {
 	}
 	if got := appliedValues(t, f, "r-1"); got["amount"] != "800" {
 		t.Fatalf("applied %v, want 800", got)
+	}
+}
+
+// The edit form of the instance page approves with the changed values and
+// comes back to the instance page, saying so.
+func TestFlowApprovalEditFromInstancePage(t *testing.T) {
+	f := assenttest.Start(t, nil)
+	f.StartReimbursement("r-1", 1)
+	apr := reimbursementApproval(t, f, "r-1", "1500.00", "acme-travel")
+	_, ada := f.Issue(store.KindHuman, "Ada", "state.write")
+	cookie, csrf := f.SignInAs(ada.ID)
+	it, _ := inboxItem(t, f, cookie, csrf, apr.ID)
+	loc, page := f.Decide("/inbox/decide", url.Values{"csrf": {csrf}, "id": {it.ID}, "decision": {"approve"}, "back": {"/flows/instances/r-1"},
+		"value:amount": {"1000"}, "value:payee": {"hotel-lisboa"}}, cookie)
+	if loc != "/flows/instances/r-1" || !strings.Contains(page, "Approved with your changes") {
+		t.Fatalf("after the form: %s\n%s", loc, page)
+	}
+	if got := appliedValues(t, f, "r-1"); got["amount"] != "1000" || got["payee"] != "hotel-lisboa" {
+		t.Fatalf("applied %v", got)
+	}
+	if !strings.Contains(page, "Changed by Ada: Amount 1500.00 EUR → 1000 EUR; Payee ACME Travel Ltd → Hotel Lisboa") {
+		t.Fatalf("the instance page's decided approval does not say what Ada changed:\n%s", page)
 	}
 }

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -264,6 +265,8 @@ type receiptRow struct {
 type closedRow struct {
 	flow.Approval
 	By, Asked string
+	// Edited says what people changed before approving, old → new.
+	Edited string
 }
 
 // factRow is one fact on the instance page.
@@ -314,7 +317,8 @@ func (s *Part) handleFlowInstancePage(w http.ResponseWriter, r *http.Request, pg
 			}
 			by = strings.Join(all, ", ")
 		}
-		closed = append(closed, closedRow{Approval: a, By: by, Asked: host.NameOr(names, a.Requester)})
+		closed = append(closed, closedRow{Approval: a, By: by, Asked: host.NameOr(names, a.Requester),
+			Edited: changedWords(a, names, s.paramInputs.get(programOf(ctx, s, a)))})
 	}
 	pg.Data = map[string]any{"View": v, "Facts": facts, "Approvals": items, "Receipts": receipts, "Closed": closed,
 		"Owner": host.NameOr(names, v.Instance.Owner)}
@@ -470,4 +474,12 @@ func morePeople(n int) string {
 		return "1 more person"
 	}
 	return fmt.Sprintf("%d more people", n)
+}
+
+// programOf is the id of a's program, or "" when it is no longer stored.
+func programOf(ctx context.Context, s *Part, a flow.Approval) string {
+	if p, err := s.flows.Program(ctx, a.Program); err == nil {
+		return p.ID()
+	}
+	return ""
 }
