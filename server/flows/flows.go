@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/flow"
@@ -53,12 +52,9 @@ type Part struct {
 	// summaries are what lists show of each program.
 	summaries programSummaries
 
-	// stopSweep ends the sweep of other nodes' interrupted applies and
-	// waits for it.
-	stopSweep func()
-	// stopDeadlines ends the sweep of approvals past their deadline and
-	// waits for it.
-	stopDeadlines func()
+	// stopSweeps ends the sweeps of approvals past their deadline and
+	// of other nodes' interrupted applies, and waits for them.
+	stopSweeps func()
 }
 
 // New builds the Flows part on h: the kernel on the store's Flows part,
@@ -97,43 +93,8 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 			return nil, err
 		}
 	}
-	s.stopSweep = s.sweepInterrupted()
-	s.stopDeadlines = s.sweepDeadlines()
+	s.stopSweeps = s.sweep()
 	return s, nil
-}
-
-// sweepInterrupted settles, every quarter of the interrupted-apply bound,
-// the applies that a node which died mid-apply left marked, so that their
-// instances and approvals do not wait for that node to come back. It
-// returns the function that stops it.
-func (s *Part) sweepInterrupted() func() {
-	every := s.Config.InterruptedAfter
-	if every <= 0 {
-		every = flow.DefaultInterruptedAfter
-	}
-	every = max(every/4, 250*time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			n, err := s.flows.SweepInterrupted(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.Log.Warn("settling interrupted applies of other nodes", "err", err)
-			}
-			if n > 0 {
-				s.Log.Warn("flow instances put in recovery mode after another node stopped mid-apply", "count", n)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 //go:embed templates/*.html
@@ -170,13 +131,9 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 // their deadline, and stops watching the Runs that Flow transitions
 // started.
 func (s *Part) Close() {
-	if s.stopDeadlines != nil {
-		s.stopDeadlines()
-		s.stopDeadlines = nil
-	}
-	if s.stopSweep != nil {
-		s.stopSweep()
-		s.stopSweep = nil
+	if s.stopSweeps != nil {
+		s.stopSweeps()
+		s.stopSweeps = nil
 	}
 	if s.flowRuns != nil {
 		s.flowRuns.close()
