@@ -103,8 +103,9 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "flows" }
 
-// CountOpen counts the approvals and proposed programs waiting for p, or,
-// for an agent or service, those it filed that wait for a person.
+// CountOpen counts the approvals and proposed programs waiting for p (the
+// inbox cards routed to p), or, for an agent or service, those it filed
+// that wait for a person.
 func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	const kind = "flow_approvals"
 	person := p.Kind == store.KindHuman
@@ -113,16 +114,32 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 		return map[string]int{kind: 0}
 	}
 	n := 0
+	var filed []host.Filed
 	for _, a := range list {
-		if person || a.Requester == p.ID {
+		switch {
+		case person:
+			filed = append(filed, host.Filed{By: a.Requester, Group: route.FlowApprovalGroup(a)})
+		case a.Requester == p.ID:
 			n++
 		}
 	}
 	loads, _ := s.flows.ProgramLoads(ctx)
 	for _, l := range loads {
-		if l.Status == flow.ProgramProposed && (person || l.LoadedBy == p.ID) {
+		if l.Status != flow.ProgramProposed {
+			continue
+		}
+		switch {
+		case person:
+			// The inbox shows a proposed program it can read.
+			if _, err := s.flows.Program(ctx, l.Fingerprint); err == nil {
+				filed = append(filed, host.Filed{By: l.LoadedBy})
+			}
+		case l.LoadedBy == p.ID:
 			n++
 		}
+	}
+	if person {
+		n = s.CountRouted(ctx, p, filed)
 	}
 	return map[string]int{kind: n}
 }
