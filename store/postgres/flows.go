@@ -60,14 +60,15 @@ CREATE INDEX flow_approvals_pending ON flow_approvals(seq) WHERE pending;
 -- The sweeps read only what is due: a pending approval's deadline and an
 -- apply mark's time, in microseconds since 1970 (0: none), each behind an
 -- index of the rows that can come due. Rows written before this step get
--- their time from the body, a second early, so that none is missed.
+-- their time from the body, a second early, so that none is missed; only
+-- the bodies of pending rows that name the time are read.
 ALTER TABLE flow_approvals ADD COLUMN deadline BIGINT NOT NULL DEFAULT 0;
-UPDATE flow_approvals SET deadline = floor(extract(epoch FROM (body::jsonb #>> '{approval,deadline}')::timestamptz) * 1000000)::bigint - 1000000
-WHERE pending AND body::jsonb #>> '{approval,deadline}' IS NOT NULL;
+UPDATE flow_approvals SET deadline = coalesce(floor(extract(epoch FROM (body::jsonb #>> '{approval,deadline}')::timestamptz) * 1000000)::bigint - 1000000, 0)
+WHERE pending AND body LIKE '%"deadline"%';
 CREATE INDEX flow_approvals_due ON flow_approvals(deadline) WHERE pending AND deadline > 0;
 ALTER TABLE flow_instances ADD COLUMN pending_at BIGINT NOT NULL DEFAULT 0;
-UPDATE flow_instances SET pending_at = floor(extract(epoch FROM (body::jsonb ->> 'pending_at')::timestamptz) * 1000000)::bigint - 1000000
-WHERE pending <> '' AND body::jsonb ->> 'pending_at' IS NOT NULL;
+UPDATE flow_instances SET pending_at = coalesce(floor(extract(epoch FROM (body::jsonb ->> 'pending_at')::timestamptz) * 1000000)::bigint - 1000000, 0)
+WHERE pending <> '' AND body LIKE '%"pending_at"%';
 CREATE INDEX flow_instances_marked ON flow_instances(pending_at) WHERE pending <> '';
 `}}
 

@@ -139,7 +139,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 		t.Cleanup(func() { dbs[i].Close() })
 	}
-	// core 2, runs 5, flows 2, proposals 1, controls 2, screens 1,
+	// core 2, runs 5, flows 3, proposals 1, controls 2, screens 1,
 	// cluster 1, oauth 1, notify 1, rules 1, asks 3, groups 1.
 	const steps = 22
 	if n := countSteps(t, dbs[0]); n != steps {
