@@ -913,12 +913,12 @@ func (a *Approval) Escalated() bool { return !a.EscalatedAt.IsZero() }
 // same store settled first, is left as it is and not returned, so each
 // deadline acts once across nodes and after a restart.
 func (k *Kernel) SettleOverdue(ctx context.Context) ([]Approval, error) {
-	pending, err := k.PendingApprovals(ctx)
+	due, err := k.dueApprovals(ctx, k.now())
 	if err != nil {
 		return nil, fmt.Errorf("flow: listing approvals past their deadline: %w", err)
 	}
 	var out []Approval
-	for _, a := range pending {
+	for _, a := range due {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}

@@ -226,14 +226,15 @@ func TestApprovalDeadlineEscalates(t *testing.T) {
 	}
 }
 
-// BenchmarkSettleOverdue measures one sweep over 1000 pending approvals
-// with a deadline, none of them due: the cost the server pays every
-// second while approvals wait.
+// BenchmarkSettleOverdue measures one sweep while 1000 approvals wait
+// with a deadline far off and three others are due: the cost the server
+// pays every second while approvals wait. Each iteration files the three
+// due ones (untimed) and settles them.
 func BenchmarkSettleOverdue(b *testing.B) {
 	ctx := context.Background()
-	f := quorumFixture(b, doc{"deadline_seconds": 3600})
-	for i := range 1000 {
-		id := "i" + strconv.Itoa(i)
+	const step = time.Minute
+	f := quorumFixture(b, doc{"deadline_seconds": int(step / time.Second)})
+	file := func(id string) {
 		if _, err := f.k.Start(ctx, Instance{ID: id, Program: f.prog.Fingerprint(), Phase: "new"}); err != nil {
 			b.Fatal(err)
 		}
@@ -241,9 +242,23 @@ func BenchmarkSettleOverdue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// The waiting ones are filed far ahead of the clock the sweeps run
+	// at, so none of them comes due during the benchmark.
+	const ahead = 100_000 * time.Hour
+	f.clk.advance(ahead)
+	for i := range 1000 {
+		file("wait" + strconv.Itoa(i))
+	}
+	f.clk.advance(-ahead)
 	b.ResetTimer()
-	for b.Loop() {
-		if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 0 {
+	for i := range b.N {
+		b.StopTimer()
+		for j := range 3 {
+			file("due" + strconv.Itoa(i) + "_" + strconv.Itoa(j))
+		}
+		f.clk.advance(step)
+		b.StartTimer()
+		if got, err := f.k.SettleOverdue(ctx); err != nil || len(got) != 3 {
 			b.Fatal(got, err)
 		}
 	}

@@ -715,7 +715,14 @@ func (k *Kernel) interrupted(inst *Instance, own bool) bool {
 }
 
 func (k *Kernel) settleInterrupted(ctx context.Context, own bool) (int, error) {
-	list, err := k.Instances(ctx)
+	var list []Instance
+	var err error
+	if own {
+		// At start: this node's marks, whatever their age.
+		list, err = k.Instances(ctx)
+	} else {
+		list, err = k.markedInstances(ctx, k.now().Add(-k.interruptedAfter))
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -58,6 +58,12 @@ type Tx interface {
 	UpdateInstance(inst Instance, rev int64, pending string) error
 	// Instances returns every instance, sorted by id.
 	Instances() ([]Instance, error)
+	// MarkedInstances returns the instances marked with an apply in
+	// progress (Pending set) whose mark was made at or before before, or
+	// carries no time, sorted by id. A store may compare at a coarser
+	// precision and return a few marked a little later; the kernel
+	// checks each again.
+	MarkedInstances(before time.Time) ([]Instance, error)
 
 	// Prescription returns an issued prescription by id.
 	Prescription(id string) (PrescriptionRecord, error)
@@ -70,6 +76,11 @@ type Tx interface {
 	PutApproval(rec ApprovalRecord) error
 	// PendingApprovals returns the pending approvals, oldest first.
 	PendingApprovals() ([]ApprovalRecord, error)
+	// DueApprovals returns the pending approvals with a deadline at or
+	// before now, oldest first. A store may compare at a coarser
+	// precision and return a few due a little after now; the kernel
+	// checks each again.
+	DueApprovals(now time.Time) ([]ApprovalRecord, error)
 	// InstanceApprovals returns every approval of an instance, whatever
 	// its status, oldest first.
 	InstanceApprovals(instance string) ([]ApprovalRecord, error)
@@ -290,6 +301,27 @@ func (t *memTx) Instances() ([]Instance, error) {
 	return out, nil
 }
 
+func (t *memTx) MarkedInstances(before time.Time) ([]Instance, error) {
+	marked := func(in *Instance) bool { return in.Pending != "" && !in.PendingAt.After(before) }
+	ids := make(map[string]bool)
+	for id, in := range t.s.instances {
+		if _, over := t.instances[id]; !over && marked(&in) {
+			ids[id] = true
+		}
+	}
+	for id, in := range t.instances {
+		if marked(&in) {
+			ids[id] = true
+		}
+	}
+	out := make([]Instance, 0, len(ids))
+	for _, id := range sortedKeys(ids) {
+		in, _ := t.Instance(id)
+		out = append(out, in)
+	}
+	return out, nil
+}
+
 func (t *memTx) Instance(id string) (Instance, error) {
 	in, err := lookup(t.instances, t.s.instances, id)
 	return in.Clone(), err
@@ -337,6 +369,10 @@ func (t *memTx) PutApproval(rec ApprovalRecord) error {
 
 func (t *memTx) PendingApprovals() ([]ApprovalRecord, error) {
 	return t.approvalsWhere(func(a *Approval) bool { return a.Status == ApprovalPending }), nil
+}
+
+func (t *memTx) DueApprovals(now time.Time) ([]ApprovalRecord, error) {
+	return t.approvalsWhere(func(a *Approval) bool { return a.Overdue(now) }), nil
 }
 
 func (t *memTx) InstanceApprovals(instance string) ([]ApprovalRecord, error) {

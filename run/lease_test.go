@@ -318,3 +318,29 @@ func TestLostFailsPendingControls(t *testing.T) {
 		t.Fatalf("journal = %+v, %v; want c1 failed with terminal_state", cs, err)
 	}
 }
+
+// A generation this node has claimed but whose process it has not started
+// yet (pid 0) reads running, process identity "starting", not exited: a
+// read racing a spawn, or the restart of a Run lost with its node, does
+// not see a Run about to run as gone. Once nothing starts it, the same
+// record reads exited.
+func TestStatusWhileStarting(t *testing.T) {
+	f := newFixture(t)
+	m := openNode(t, f, "node-b")
+	r := store.RunRecord{ID: "phoenix", InstanceID: "gen-2", Generation: 2, Doc: json.RawMessage(`{"launch_kind":"spawn","node":"node-b"}`)}
+	tests := []struct {
+		name     string
+		starting bool
+		status   Status
+		ident    string
+	}{
+		{"claimed, its process being started", true, StatusRunning, identityStarting},
+		{"claimed, nothing starting it", false, StatusExited, identityDead},
+	}
+	for _, tt := range tests {
+		m.setStarting(r.InstanceID, tt.starting)
+		if status, ident := m.status(r); status != tt.status || ident != tt.ident {
+			t.Errorf("%s: status %s (%s), want %s (%s)", tt.name, status, ident, tt.status, tt.ident)
+		}
+	}
+}

@@ -139,6 +139,10 @@ type Manager struct {
 	mu sync.Mutex
 	// closed is set by Close; after it no process end is recorded.
 	closed bool
+	// starting holds the Run instances (generations) this Manager has
+	// claimed in the store and whose process it is starting: until the
+	// process's pid is recorded, they read running, not exited.
+	starting map[string]bool
 	// locks holds a lock for each Run in use; an entry goes when its last
 	// holder or waiter lets go.
 	locks keylock.Map
@@ -691,6 +695,8 @@ func (m *Manager) startGeneration(ctx context.Context, ownerID, id string, req S
 		}
 		return nil, nil, err
 	}
+	m.setStarting(instance, true)
+	defer m.setStarting(instance, false)
 	done, err := m.start(ctx, &r, doc, p.script, p.env, p.secrets, dir, who)
 	started = err == nil
 	if err != nil {
@@ -964,6 +970,29 @@ func (m *Manager) adopt(id, instance string, pid int, start string, who *identit
 	}()
 }
 
+// setStarting records whether this Manager is starting the process of
+// Run instance (generation) instance.
+func (m *Manager) setStarting(instance string, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !on {
+		delete(m.starting, instance)
+		return
+	}
+	if m.starting == nil {
+		m.starting = make(map[string]bool)
+	}
+	m.starting[instance] = true
+}
+
+// isStarting reports whether this Manager is starting the process of Run
+// instance instance.
+func (m *Manager) isStarting(instance string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.starting[instance]
+}
+
 // otherNode reports whether another node started r's current generation.
 func (m *Manager) otherNode(r store.RunRecord) bool {
 	var d struct {
@@ -978,6 +1007,10 @@ func (m *Manager) status(r store.RunRecord) (Status, string) {
 	ident := verifyProcess(r.PID, r.StartTime)
 	if r.EndedAt.IsZero() && (ident == identityValid || ident == identityUnsupported && r.PID > 0) {
 		return StatusRunning, ident
+	}
+	if r.EndedAt.IsZero() && r.PID <= 0 && m.isStarting(r.InstanceID) {
+		// Claimed, its process not yet started: it is not gone.
+		return StatusRunning, identityStarting
 	}
 	if r.EndedAt.IsZero() && m.otherNode(r) {
 		// Its process lives on the node that supervises it, which

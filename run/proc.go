@@ -17,6 +17,9 @@ const (
 	// identityOtherNode: another node supervises the Run; its process
 	// lives there and is not checked here.
 	identityOtherNode = "other_node"
+	// identityStarting: this node claimed the Run's generation and is
+	// starting its process, whose pid is not recorded yet.
+	identityStarting = "starting"
 )
 
 // procStartTime returns the kernel start time of pid (field 22 of

@@ -45,8 +45,9 @@ type Run struct {
 	OwnerID    string `json:"owner_id"`
 	// PID is the process group leader; ProcessIdentity tells whether the
 	// live process is still the one recorded (valid, dead_pid,
-	// owner_mismatch or unsupported_proof), or other_node when another
-	// node supervises the Run and its process cannot be checked here.
+	// owner_mismatch or unsupported_proof), other_node when another
+	// node supervises the Run and its process cannot be checked here, or
+	// starting while this node starts its process (pid 0).
 	PID             int    `json:"pid"`
 	ProcessIdentity string `json:"process_identity_status"`
 	StateSchema     string `json:"state_schema"`

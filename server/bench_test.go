@@ -3,9 +3,14 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/unsaved"
@@ -167,4 +172,47 @@ func BenchmarkMCPStatusStatelessParallel(b *testing.B) {
 
 func BenchmarkMCPFloorStatelessParallel(b *testing.B) {
 	parallel(b, 8, BenchmarkMCPFloorStateless)
+}
+
+// BenchmarkPageOpenItems measures loading a web page (the Runs page) for
+// the workspace's owner while 200 questions from an agent they supervise
+// wait, on the demo: the inbox badge counts them on every page.
+func BenchmarkPageOpenItems(b *testing.B) {
+	t := &testing.T{}
+	f := assenttest.StartDemo(t, func(c *server.Config) { c.RateLimit = -1 })
+	f.T = t
+	defer func() {
+		f.HTTP.CloseClientConnections()
+		f.Srv.Close()
+		f.HTTP.Close()
+		f.DB.Close()
+	}()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	for i := range 200 {
+		a := store.Ask{ID: fmt.Sprintf("ask-bench-%03d", i), Asker: f.Boot.Agent.ID, Question: fmt.Sprintf("Ship order %d today?", i),
+			Kind: store.AskYesNo, CreatedAt: now, State: store.AskOpen}
+		if err := f.DB.Asks().CreateAsk(ctx, a, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cookie, _ := f.SignIn()
+	// The demo's own open items are counted too.
+	m := regexp.MustCompile(`class="badge" aria-label="(\d+) open"`).FindStringSubmatch(assenttest.ReadAll(f.Get("/runs", cookie)))
+	if m == nil {
+		b.Fatal("the page shows no badge")
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 200 {
+		b.Fatalf("badge %v, want at least the 200 questions", m)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp := f.Get("/runs", cookie)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET /runs: %d", resp.StatusCode)
+		}
+	}
 }

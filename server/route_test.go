@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
@@ -89,5 +90,62 @@ func TestInboxRouting(t *testing.T) {
 	c := session(t, f, benCookie, benCSRF, "POST", "/v1/inbox/"+url.PathEscape(card.ID)+"/decision", api.InboxDecision{Decision: api.DecisionApprove}, &e)
 	if c != 403 || e.Error.Code != wire.NotRouted || !strings.Contains(e.Error.Message, "ada") {
 		t.Fatalf("ben's decision = %d %+v, want 403 not_routed", c, e)
+	}
+}
+
+// The badge counts what each person's inbox lists when decisions are
+// routed to two groups and to an agent's supervisor: a member of one
+// group counts that group's questions only, the supervisor counts the
+// command proposal and none of the groups' questions, and each badge
+// equals the decisions the person's inbox lists.
+func TestBadgeCountsRoutingToTwoGroups(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	ctx := t.Context()
+	_, ben := f.Issue(store.KindHuman, "ben", "state.write")
+	_, carol := f.Issue(store.KindHuman, "carol", "state.write")
+	_, dave := f.Issue(store.KindHuman, "dave", "state.write")
+	token, _, err := f.Srv.AddAgent(ctx, "clerk", f.Boot.Agent.Grants, ben.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []store.GroupMember{{Group: "finance", PrincipalID: carol.ID}, {Group: "ops", PrincipalID: dave.ID}} {
+		m.AddedAt = time.Now()
+		if err := f.DB.Groups().AddGroupMember(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := f.MCPSession(token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ask(t, cs, map[string]any{"question": "Pay invoice INV-1?", "group": "finance"})
+	ask(t, cs, map[string]any{"question": "Pay invoice INV-2?", "group": "finance"})
+	ask(t, cs, map[string]any{"question": "Restart the ingest job?", "group": "ops"})
+	if code, v, _ := f.API("POST", "/v1/runs", token, map[string]any{"template": "echo hi", "run_id": "badge-groups"}); code != 202 || v["proposal"] == nil {
+		t.Fatalf("command proposal: %d %v", code, v)
+	}
+
+	badge := regexp.MustCompile(`class="badge" aria-label="(\d+) open"`)
+	for _, who := range []struct {
+		name string
+		id   string
+		want int
+	}{{"carol", carol.ID, 2}, {"dave", dave.ID, 1}, {"ben", ben.ID, 1}, {"the owner", f.Boot.Owner.ID, -1}} {
+		cookie, _ := f.SignInAs(who.id)
+		var in api.Inbox
+		if c := session(t, f, cookie, "", "GET", "/v1/inbox", nil, &in); c != 200 {
+			t.Fatalf("%s's inbox: %d", who.name, c)
+		}
+		shown := 0 // no badge at all when nothing is open
+		if m := badge.FindStringSubmatch(assenttest.ReadAll(f.Get("/runs", cookie))); m != nil {
+			shown, _ = strconv.Atoi(m[1])
+		}
+		if shown != len(in.Items) {
+			t.Errorf("%s's badge = %d, inbox lists %d decisions: %+v", who.name, shown, len(in.Items), in.Items)
+		}
+		if who.want >= 0 && len(in.Items) != who.want {
+			t.Errorf("%s's inbox lists %d decisions, want %d: %+v", who.name, len(in.Items), who.want, in.Items)
+		}
 	}
 }

@@ -257,9 +257,10 @@ func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// countOpen counts what p has waiting, by kind. A person's decisions are
-// counted from the cards their inbox shows, so that an item routed to
-// other people is neither shown nor counted.
+// countOpen counts what p has waiting, by kind. Each part counts a
+// person's decisions routed to them (host.CountRouted), without building
+// the cards, so that an item routed to other people is neither shown in
+// their inbox nor counted.
 func (s *Server) countOpen(ctx context.Context, p store.Principal) map[string]int {
 	out := map[string]int{}
 	for _, part := range s.parts {
@@ -267,36 +268,7 @@ func (s *Server) countOpen(ctx context.Context, p store.Principal) map[string]in
 			maps.Copy(out, c.CountOpen(ctx, p))
 		}
 	}
-	if p.Kind != store.KindHuman {
-		return out
-	}
-	cards, err := s.decisionCards(ctx, p)
-	if err != nil {
-		return out // the parts' own counts, rather than none
-	}
-	routed := map[string]int{}
-	for _, c := range cards {
-		if key := countKey[c.Decision.Kind]; key != "" && c.Decision.NotRouted == nil {
-			routed[key]++
-		}
-	}
-	for _, key := range countKey {
-		if _, ok := out[key]; ok {
-			out[key] = routed[key]
-		}
-	}
 	return out
-}
-
-// countKey names the count of runtime_status's open (and of the inbox
-// badge) that each kind of decision adds to.
-var countKey = map[string]string{
-	"control_proposal": "proposals",
-	"flow_approval":    "flow_approvals",
-	"flow_program":     "flow_approvals",
-	"command_proposal": "command_proposals",
-	"screen_press":     "screen_presses",
-	"question":         "questions",
 }
 
 // buildParts builds the parts on the host, each given the parts it

@@ -33,13 +33,11 @@ func newTokenCmd(c *cli) *cobra.Command {
 
 func newTokenCreateCmd(c *cli) *cobra.Command {
 	var (
-		data, kind, name, base string
-		email                  string
-		storeFlag              storeFlags
-		grants, forNames       []string
-		asJSON                 bool
+		kind, name, base, email string
+		grants, forNames        []string
+		asJSON                  bool
 	)
-	cmd := &cobra.Command{
+	cmd := storeCommand(&cobra.Command{
 		Use:   "create",
 		Short: "Create a principal and print its token once",
 		Long: `Create a principal (a person, an agent or a service) with a new bearer token.
@@ -51,81 +49,75 @@ one-time sign-in link for the web UI is printed too.`,
   assent token create --kind human --name ada --email ada@example.com
   assent token create --kind agent --name triage --for alice,owner`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			switch kind {
-			case store.KindHuman, store.KindAgent, store.KindService:
-			default:
-				return usageErr("--kind must be human, agent or service")
+	}, true, func([]string) error {
+		switch kind {
+		case store.KindHuman, store.KindAgent, store.KindService:
+		default:
+			return usageErr("--kind must be human, agent or service")
+		}
+		if strings.TrimSpace(name) == "" {
+			return usageErr("--name is required")
+		}
+		if email != "" && kind != store.KindHuman {
+			return usageErr("--email is for a person (--kind human): decisions are mailed to people")
+		}
+		if email != "" {
+			if a, err := mail.ParseAddress(email); err != nil || a.Name != "" {
+				return usageErr("--email %q is not a plain mail address like ada@example.com", email)
 			}
-			if strings.TrimSpace(name) == "" {
-				return usageErr("--name is required")
-			}
-			if email != "" && kind != store.KindHuman {
-				return usageErr("--email is for a person (--kind human): decisions are mailed to people")
-			}
-			if email != "" {
-				if a, err := mail.ParseAddress(email); err != nil || a.Name != "" {
-					return usageErr("--email %q is not a plain mail address like ada@example.com", email)
-				}
-			}
-			ctx := cmd.Context()
-			db, err := openCommandStore(ctx, data, storeFlag, true)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			sup, err := supervisorIDs(ctx, db.Principals(), splitList(forNames))
-			if err != nil {
-				return err
-			}
-			all, err := db.Principals().ListPrincipals(ctx)
-			if err != nil {
-				return refused("%v", err)
-			}
-			// People are found by name (token link, --for), so two of one
-			// name are refused; an agent's or service's name only labels it.
-			if other, ok := sameName(all, kind, name); ok {
-				if kind == store.KindHuman {
-					return refused("already_exists: a person named %q exists (%s); choose another --name, or revoke that one first", name, other.ID)
-				}
-				fmt.Fprintf(c.err, "assent: note: another %s is named %q (%s); pages and lists will show both under that name\n", kind, name, other.ID)
-			}
-			for _, g := range splitList(grants) {
-				if !slices.Contains(knownGrants, g) {
-					fmt.Fprintf(c.err, "assent: note: %q is not a capability the runtime checks (%s); it counts only where an application defines it\n", g, strings.Join(knownGrants, ", "))
-				}
-			}
-			tok, p, err := auth.IssueTokenFor(ctx, db, kind, name, splitList(grants), sup, time.Now())
-			if err != nil {
-				return refused("%v", err)
-			}
-			if email != "" {
-				if err := notifypart.SetEmail(ctx, db.Settings(), p.ID, email); err != nil {
-					return refused("bad_email: %v", err)
-				}
-			}
-			var link string
+		}
+		return nil
+	}, func(ctx context.Context, db store.Store, _ []string) error {
+		sup, err := supervisorIDs(ctx, db.Principals(), splitList(forNames))
+		if err != nil {
+			return err
+		}
+		all, err := db.Principals().ListPrincipals(ctx)
+		if err != nil {
+			return refused("%v", err)
+		}
+		// People are found by name (token link, --for), so two of one
+		// name are refused; an agent's or service's name only labels it.
+		if other, ok := sameName(all, kind, name); ok {
 			if kind == store.KindHuman {
-				if link, err = auth.NewSignInLink(ctx, db.Sessions(), p.ID, linkBase(ctx, db.Settings(), base), time.Now()); err != nil {
-					return refused("%v", err)
-				}
+				return refused("already_exists: a person named %q exists (%s); choose another --name, or revoke that one first", name, other.ID)
 			}
-			if asJSON {
-				out := map[string]any{"principal": p, "token": tok}
-				if link != "" {
-					out["signInLink"] = link
-				}
-				return printJSON(c.out, out)
+			fmt.Fprintf(c.err, "assent: note: another %s is named %q (%s); pages and lists will show both under that name\n", kind, name, other.ID)
+		}
+		for _, g := range splitList(grants) {
+			if !slices.Contains(knownGrants, g) {
+				fmt.Fprintf(c.err, "assent: note: %q is not a capability the runtime checks (%s); it counts only where an application defines it\n", g, strings.Join(knownGrants, ", "))
 			}
-			fmt.Fprintf(c.out, "Created %s %q (%s).\nToken (shown once; keep it secret):\n  %s\n", p.Kind, p.Name, p.ID, tok)
+		}
+		tok, p, err := auth.IssueTokenFor(ctx, db, kind, name, splitList(grants), sup, time.Now())
+		if err != nil {
+			return refused("%v", err)
+		}
+		if email != "" {
+			if err := notifypart.SetEmail(ctx, db.Settings(), p.ID, email); err != nil {
+				return refused("bad_email: %v", err)
+			}
+		}
+		var link string
+		if kind == store.KindHuman {
+			if link, err = auth.NewSignInLink(ctx, db.Sessions(), p.ID, linkBase(ctx, db.Settings(), base), time.Now()); err != nil {
+				return refused("%v", err)
+			}
+		}
+		if asJSON {
+			out := map[string]any{"principal": p, "token": tok}
 			if link != "" {
-				fmt.Fprintf(c.out, "Sign-in link (one use, within 15 minutes):\n  %s\n", link)
+				out["signInLink"] = link
 			}
-			return nil
-		},
-	}
+			return printJSON(c.out, out)
+		}
+		fmt.Fprintf(c.out, "Created %s %q (%s).\nToken (shown once; keep it secret):\n  %s\n", p.Kind, p.Name, p.ID, tok)
+		if link != "" {
+			fmt.Fprintf(c.out, "Sign-in link (one use, within 15 minutes):\n  %s\n", link)
+		}
+		return nil
+	})
 	f := cmd.Flags()
-	addDataFlags(f, &data, &storeFlag)
 	f.StringVar(&kind, "kind", "", "human, agent or service (required)")
 	f.StringVar(&name, "name", "", "a name people will recognise (required)")
 	f.StringSliceVar(&grants, "grant", nil, "capabilities to grant, comma-separated or repeated")
@@ -137,79 +129,54 @@ one-time sign-in link for the web UI is printed too.`,
 }
 
 func newTokenListCmd(c *cli) *cobra.Command {
-	var (
-		data      string
-		storeFlag storeFlags
-		asJSON    bool
-	)
-	cmd := &cobra.Command{
+	var asJSON bool
+	cmd := storeCommand(&cobra.Command{
 		Use:     "list",
 		Short:   "List principals (never their tokens)",
 		Example: "  assent token list\n  assent token list --json",
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			db, err := openCommandStore(ctx, data, storeFlag, false)
-			if err != nil {
-				return err
+	}, false, nil, func(ctx context.Context, db store.Store, _ []string) error {
+		ps, err := db.Principals().ListPrincipals(ctx)
+		if err != nil {
+			return refused("%v", err)
+		}
+		if asJSON {
+			if ps == nil {
+				ps = []store.Principal{}
 			}
-			defer db.Close()
-			ps, err := db.Principals().ListPrincipals(ctx)
-			if err != nil {
-				return refused("%v", err)
+			return printJSON(c.out, ps)
+		}
+		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tNAME\tGRANTS\tCREATED\tSTATE")
+		for _, p := range ps {
+			state := "active"
+			if p.Revoked {
+				state = "revoked"
 			}
-			if asJSON {
-				if ps == nil {
-					ps = []store.Principal{}
-				}
-				return printJSON(c.out, ps)
-			}
-			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tKIND\tNAME\tGRANTS\tCREATED\tSTATE")
-			for _, p := range ps {
-				state := "active"
-				if p.Revoked {
-					state = "revoked"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Kind, p.Name, strings.Join(p.Grants, ","), p.CreatedAt.Format(time.RFC3339), state)
-			}
-			return tw.Flush()
-		},
-	}
-	addDataFlags(cmd.Flags(), &data, &storeFlag)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Kind, p.Name, strings.Join(p.Grants, ","), p.CreatedAt.Format(time.RFC3339), state)
+		}
+		return tw.Flush()
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func newTokenRevokeCmd(c *cli) *cobra.Command {
-	var (
-		data      string
-		storeFlag storeFlags
-	)
-	cmd := &cobra.Command{
+	return storeCommand(&cobra.Command{
 		Use:     "revoke PRINCIPAL_ID",
 		Short:   "Revoke a principal's tokens and web sessions",
 		Example: "  assent token revoke p_0123456789abcdef0123",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			db, err := openCommandStore(ctx, data, storeFlag, false)
-			if err != nil {
-				return err
+	}, false, nil, func(ctx context.Context, db store.Store, args []string) error {
+		if err := db.Principals().RevokePrincipal(ctx, args[0]); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return refused("not_found: no active principal %q (assent token list shows them)", args[0])
 			}
-			defer db.Close()
-			if err := db.Principals().RevokePrincipal(ctx, args[0]); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return refused("not_found: no active principal %q (assent token list shows them)", args[0])
-				}
-				return refused("%v", err)
-			}
-			fmt.Fprintf(c.out, "Revoked %s.\n", args[0])
-			return nil
-		},
-	}
-	addDataFlags(cmd.Flags(), &data, &storeFlag)
-	return cmd
+			return refused("%v", err)
+		}
+		fmt.Fprintf(c.out, "Revoked %s.\n", args[0])
+		return nil
+	})
 }
 
 // splitList flattens repeated and comma-separated flag values.

@@ -242,14 +242,15 @@ func tokens(t *testing.T, exe, dir, storeURL, kind string, n int) []string {
 	var out []string
 	for i := range n {
 		args := []string{"token", "create", "--data", dir, "--kind", kind, "--name", fmt.Sprintf("load-%s-%d", kind, i), "--grant", "state.write", "--json"}
-		if storeURL != "" {
-			args = append(args, "--store", storeURL)
-		}
 		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), "ASSENT_STORE=")
+		// The store's URL goes in the environment: a URL with a
+		// password is refused on the command line.
+		cmd.Env = append(os.Environ(), "ASSENT_STORE="+storeURL)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		b, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("token create: %v", err)
+			t.Fatalf("token create: %v\n%s", err, stderr.String())
 		}
 		var v struct {
 			Token string `json:"token"`

@@ -43,6 +43,17 @@ func (gate) Routed(_ context.Context, p store.Principal, _, group string) error 
 	}
 	return nil
 }
+
+// CountRouted counts what Routed lets p decide.
+func (g gate) CountRouted(ctx context.Context, p store.Principal, filed []host.Filed) int {
+	n := 0
+	for _, f := range filed {
+		if g.Routed(ctx, p, f.By, f.Group) == nil {
+			n++
+		}
+	}
+	return n
+}
 func (gate) PrincipalNames(context.Context) map[string]string {
 	return map[string]string{"p_ada": "Ada", "p_agent": "bot"}
 }

@@ -34,6 +34,9 @@ type Deps struct {
 
 // Gate is what the part uses of the server's host.
 type Gate interface {
+	// CountRouted counts the decisions of filed that are routed to p
+	// (package route), for the inbox badge and runtime_status.
+	CountRouted(ctx context.Context, p store.Principal, filed []host.Filed) int
 	Oversees(ctx context.Context, p store.Principal, ownerID string) bool
 	OwnedEvent(typ, ownerID string, data []byte) event.Event
 	PrincipalNames(ctx context.Context) map[string]string

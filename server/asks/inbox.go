@@ -42,8 +42,8 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 	return []host.InboxSection{sec}, nil
 }
 
-// CountOpen counts the open questions p may answer, or, for an agent, the
-// ones it asked.
+// CountOpen counts the open questions routed to p (the inbox cards), or,
+// for an agent, the ones it asked.
 func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	const kind = "questions"
 	asker := ""
@@ -54,13 +54,16 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 	if err != nil {
 		return map[string]int{kind: 0}
 	}
-	n := 0
+	if asker != "" {
+		return map[string]int{kind: len(open)}
+	}
+	var filed []host.Filed
 	for _, a := range open {
-		if asker != "" || s.mayRead(ctx, p, a) {
-			n++
+		if s.mayRead(ctx, p, a) {
+			filed = append(filed, host.Filed{By: a.Asker, Group: a.Group})
 		}
 	}
-	return map[string]int{kind: n}
+	return map[string]int{kind: s.Gate.CountRouted(ctx, p, filed)}
 }
 
 // kindWords says how a question is answered.

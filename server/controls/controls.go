@@ -137,11 +137,16 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "controls" }
 
-// CountOpen counts the proposals waiting for p's decision, or, for an
-// agent or service, the proposals it staged that wait for a person.
+// CountOpen counts the proposals waiting for p's decision (the inbox
+// cards routed to p), or, for an agent or service, the proposals it
+// staged that wait for a person.
 func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	if p.Kind == store.KindHuman {
-		return map[string]int{"proposals": len(s.VisibleProposals(ctx, p))}
+		var filed []host.Filed
+		for _, snap := range s.VisibleProposals(ctx, p) {
+			filed = append(filed, host.Filed{By: snap.State.Staged.Provenance.PrincipalID})
+		}
+		return map[string]int{"proposals": s.CountRouted(ctx, p, filed)}
 	}
 	n := 0
 	for _, snap := range s.controls.Proposals(ctx, "") {

@@ -35,6 +35,9 @@ type Deps struct {
 
 // Gate is the part of the server's host the controls part calls.
 type Gate interface {
+	// CountRouted counts the decisions of filed that are routed to p
+	// (package route), for the inbox badge and runtime_status.
+	CountRouted(ctx context.Context, p store.Principal, filed []host.Filed) int
 	Authed(next http.Handler) http.Handler
 	WebPage(h func(w http.ResponseWriter, r *http.Request, pg host.Page)) http.Handler
 	SetNotice(w http.ResponseWriter, r *http.Request, msg string)

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/assent-run/assent"
 	"github.com/assent-run/assent/flow"
@@ -56,12 +55,9 @@ type Part struct {
 	// summaries are what lists show of each program.
 	summaries programSummaries
 
-	// stopSweep ends the sweep of other nodes' interrupted applies and
-	// waits for it.
-	stopSweep func()
-	// stopDeadlines ends the sweep of approvals past their deadline and
-	// waits for it.
-	stopDeadlines func()
+	// stopSweeps ends the sweeps of approvals past their deadline and
+	// of other nodes' interrupted applies, and waits for them.
+	stopSweeps func()
 }
 
 // New builds the Flows part on h: the kernel on the store's Flows part,
@@ -101,43 +97,8 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 			return nil, err
 		}
 	}
-	s.stopSweep = s.sweepInterrupted()
-	s.stopDeadlines = s.sweepDeadlines()
+	s.stopSweeps = s.sweep()
 	return s, nil
-}
-
-// sweepInterrupted settles, every quarter of the interrupted-apply bound,
-// the applies that a node which died mid-apply left marked, so that their
-// instances and approvals do not wait for that node to come back. It
-// returns the function that stops it.
-func (s *Part) sweepInterrupted() func() {
-	every := s.Config.InterruptedAfter
-	if every <= 0 {
-		every = flow.DefaultInterruptedAfter
-	}
-	every = max(every/4, 250*time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			n, err := s.flows.SweepInterrupted(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.Log.Warn("settling interrupted applies of other nodes", "err", err)
-			}
-			if n > 0 {
-				s.Log.Warn("flow instances put in recovery mode after another node stopped mid-apply", "count", n)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 //go:embed templates/*.html
@@ -146,8 +107,9 @@ var templateFS embed.FS
 // Name names the part.
 func (s *Part) Name() string { return "flows" }
 
-// CountOpen counts the approvals and proposed programs waiting for p, or,
-// for an agent or service, those it filed that wait for a person.
+// CountOpen counts the approvals and proposed programs waiting for p (the
+// inbox cards routed to p), or, for an agent or service, those it filed
+// that wait for a person.
 func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	const kind = "flow_approvals"
 	person := p.Kind == store.KindHuman
@@ -156,16 +118,32 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 		return map[string]int{kind: 0}
 	}
 	n := 0
+	var filed []host.Filed
 	for _, a := range list {
-		if person || a.Requester == p.ID {
+		switch {
+		case person:
+			filed = append(filed, host.Filed{By: a.Requester, Group: route.FlowApprovalGroup(a)})
+		case a.Requester == p.ID:
 			n++
 		}
 	}
 	loads, _ := s.flows.ProgramLoads(ctx)
 	for _, l := range loads {
-		if l.Status == flow.ProgramProposed && (person || l.LoadedBy == p.ID) {
+		if l.Status != flow.ProgramProposed {
+			continue
+		}
+		switch {
+		case person:
+			// The inbox shows a proposed program it can read.
+			if _, err := s.flows.Program(ctx, l.Fingerprint); err == nil {
+				filed = append(filed, host.Filed{By: l.LoadedBy})
+			}
+		case l.LoadedBy == p.ID:
 			n++
 		}
+	}
+	if person {
+		n = s.CountRouted(ctx, p, filed)
 	}
 	return map[string]int{kind: n}
 }
@@ -174,13 +152,9 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 // their deadline, and stops watching the Runs that Flow transitions
 // started.
 func (s *Part) Close() {
-	if s.stopDeadlines != nil {
-		s.stopDeadlines()
-		s.stopDeadlines = nil
-	}
-	if s.stopSweep != nil {
-		s.stopSweep()
-		s.stopSweep = nil
+	if s.stopSweeps != nil {
+		s.stopSweeps()
+		s.stopSweeps = nil
 	}
 	if s.flowRuns != nil {
 		s.flowRuns.close()

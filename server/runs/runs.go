@@ -150,8 +150,8 @@ var templateFS embed.FS
 func (s *Part) Name() string { return "runs" }
 
 // CountOpen counts p's active Runs and the command and tool proposals
-// waiting: for a person, those they may decide; for an agent or service,
-// those it filed.
+// waiting: for a person, those routed to them (the inbox cards); for an
+// agent or service, those it filed.
 func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	out := map[string]int{"runs": 0, "command_proposals": 0}
 	if runs, err := s.listRuns(ctx, p, "active"); err == nil {
@@ -159,10 +159,17 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 	}
 	if s.runTools != nil {
 		if pending, err := s.runTools.Proposals(ctx, p, store.ProposalPending); err == nil {
+			var filed []host.Filed
 			for _, pr := range pending {
-				if p.Kind == store.KindHuman || pr.ProposerID == p.ID {
+				switch {
+				case p.Kind == store.KindHuman:
+					filed = append(filed, host.Filed{By: pr.ProposerID})
+				case pr.ProposerID == p.ID:
 					out["command_proposals"]++
 				}
+			}
+			if p.Kind == store.KindHuman {
+				out["command_proposals"] = s.CountRouted(ctx, p, filed)
 			}
 		}
 	}

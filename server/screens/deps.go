@@ -44,6 +44,9 @@ type Deps struct {
 
 // Gate is the part of the server's host the screens part calls.
 type Gate interface {
+	// CountRouted counts the decisions of filed that are routed to p
+	// (package route), for the inbox badge and runtime_status.
+	CountRouted(ctx context.Context, p store.Principal, filed []host.Filed) int
 	Authed(next http.Handler) http.Handler
 	Unauthorized(w http.ResponseWriter, err error)
 	Allow(w http.ResponseWriter, p store.Principal) bool

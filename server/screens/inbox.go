@@ -230,15 +230,25 @@ func (s *Part) pressDecision(screen, press, owner, sentence, toolName string) *h
 }
 
 // CountOpen counts the presses waiting for a person's confirmation: for a
-// person, on the screens they see; for an agent, on the screens it showed.
+// person, on the screens they see, routed to them (the inbox cards); for
+// an agent, on the screens it showed.
 func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int {
 	n := 0
+	var filed []host.Filed
 	for _, sc := range s.visibleScreens(ctx, p) {
 		sc.mu.RLock()
 		if !sc.closed {
 			n += len(sc.presses)
+			if p.Kind == store.KindHuman {
+				for range sc.presses {
+					filed = append(filed, host.Filed{By: sc.owner.ID})
+				}
+			}
 		}
 		sc.mu.RUnlock()
+	}
+	if p.Kind == store.KindHuman {
+		n = s.CountRouted(ctx, p, filed)
 	}
 	return map[string]int{"screen_presses": n}
 }

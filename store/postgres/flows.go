@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -55,7 +56,30 @@ CREATE TABLE flow_program_loads (
 ALTER TABLE flow_approvals ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 CREATE INDEX flow_approvals_instance ON flow_approvals(instance, seq);
 CREATE INDEX flow_approvals_pending ON flow_approvals(seq) WHERE pending;
+`}, {3, `
+-- The sweeps read only what is due: a pending approval's deadline and an
+-- apply mark's time, in microseconds since 1970 (0: none), each behind an
+-- index of the rows that can come due. Rows written before this step get
+-- their time from the body, a second early, so that none is missed; only
+-- the bodies of pending rows that name the time are read.
+ALTER TABLE flow_approvals ADD COLUMN deadline BIGINT NOT NULL DEFAULT 0;
+UPDATE flow_approvals SET deadline = coalesce(floor(extract(epoch FROM (body::jsonb #>> '{approval,deadline}')::timestamptz) * 1000000)::bigint - 1000000, 0)
+WHERE pending AND body LIKE '%"deadline"%';
+CREATE INDEX flow_approvals_due ON flow_approvals(deadline) WHERE pending AND deadline > 0;
+ALTER TABLE flow_instances ADD COLUMN pending_at BIGINT NOT NULL DEFAULT 0;
+UPDATE flow_instances SET pending_at = coalesce(floor(extract(epoch FROM (body::jsonb ->> 'pending_at')::timestamptz) * 1000000)::bigint - 1000000, 0)
+WHERE pending <> '' AND body LIKE '%"pending_at"%';
+CREATE INDEX flow_instances_marked ON flow_instances(pending_at) WHERE pending <> '';
 `}}
+
+// micros is t in microseconds since 1970, rounded down, and 0 for the zero
+// time: the form of the deadline and pending_at columns.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
 
 // flowStore is the flow.Store of a DB. Each Update is one SERIALIZABLE
 // transaction, so the kernel's read-check-write sequences behave as if run
@@ -237,8 +261,8 @@ func (t flowTx) CreateInstance(in flow.Instance) error {
 	if err != nil {
 		return err
 	}
-	tag, err := t.write(`INSERT INTO flow_instances (id, revision, pending, body) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-		in.ID, in.Revision, in.Pending, body)
+	tag, err := t.write(`INSERT INTO flow_instances (id, revision, pending, pending_at, body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+		in.ID, in.Revision, in.Pending, micros(in.PendingAt), body)
 	if err != nil {
 		return err
 	}
@@ -253,8 +277,8 @@ func (t flowTx) UpdateInstance(in flow.Instance, rev int64, pending string) erro
 	if err != nil {
 		return err
 	}
-	tag, err := t.write(`UPDATE flow_instances SET revision = $1, pending = $2, body = $3 WHERE id = $4 AND revision = $5 AND pending = $6`,
-		in.Revision, in.Pending, body, in.ID, rev, pending)
+	tag, err := t.write(`UPDATE flow_instances SET revision = $1, pending = $2, pending_at = $3, body = $4 WHERE id = $5 AND revision = $6 AND pending = $7`,
+		in.Revision, in.Pending, micros(in.PendingAt), body, in.ID, rev, pending)
 	if err != nil {
 		return err
 	}
@@ -266,6 +290,12 @@ func (t flowTx) UpdateInstance(in flow.Instance, rev int64, pending string) erro
 
 func (t flowTx) Instances() ([]flow.Instance, error) {
 	return bodies(t, decoder[flow.Instance]("instance"), `SELECT body FROM flow_instances ORDER BY id`)
+}
+
+// MarkedInstances implements flow.Tx: the index of marked instances
+// holds only those with an apply in progress.
+func (t flowTx) MarkedInstances(before time.Time) ([]flow.Instance, error) {
+	return bodies(t, decoder[flow.Instance]("instance"), `SELECT body FROM flow_instances WHERE pending <> '' AND pending_at <= $1 ORDER BY id`, micros(before))
 }
 
 func (t flowTx) Prescription(id string) (flow.PrescriptionRecord, error) {
@@ -303,8 +333,9 @@ func (t flowTx) PutApproval(rec flow.ApprovalRecord) error {
 		return err
 	}
 	pending := rec.Approval.Status == flow.ApprovalPending
-	return t.exec(`INSERT INTO flow_approvals (id, pending, instance, body) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (id) DO UPDATE SET pending = excluded.pending, body = excluded.body`, rec.Approval.ID, pending, rec.Approval.Instance, body)
+	return t.exec(`INSERT INTO flow_approvals (id, pending, instance, deadline, body) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET pending = excluded.pending, deadline = excluded.deadline, body = excluded.body`,
+		rec.Approval.ID, pending, rec.Approval.Instance, micros(rec.Approval.Deadline), body)
 }
 
 func decodeApproval(b []byte) (flow.ApprovalRecord, error) {
@@ -317,6 +348,12 @@ func decodeApproval(b []byte) (flow.ApprovalRecord, error) {
 
 func (t flowTx) PendingApprovals() ([]flow.ApprovalRecord, error) {
 	return bodies(t, decodeApproval, `SELECT body FROM flow_approvals WHERE pending ORDER BY seq`)
+}
+
+// DueApprovals implements flow.Tx: the index of due approvals holds only
+// pending ones with a deadline.
+func (t flowTx) DueApprovals(now time.Time) ([]flow.ApprovalRecord, error) {
+	return bodies(t, decodeApproval, `SELECT body FROM flow_approvals WHERE pending AND deadline > 0 AND deadline <= $1 ORDER BY seq`, micros(now))
 }
 
 func (t flowTx) InstanceApprovals(instance string) ([]flow.ApprovalRecord, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/assent-run/assent/flow"
 )
@@ -63,7 +64,29 @@ FROM flow_programs;
 ALTER TABLE flow_approvals ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 UPDATE flow_approvals SET instance = coalesce(json_extract(body, '$.approval.instance_id'), '') WHERE json_valid(body);
 CREATE INDEX flow_approvals_instance ON flow_approvals(instance, seq);
+`}, {3, `
+-- The sweeps read only what is due: a pending approval's deadline and an
+-- apply mark's time, in microseconds since 1970 (0: none), each behind an
+-- index of the rows that can come due. Rows written before this step get
+-- their time from the body, a second early, so that none is missed.
+ALTER TABLE flow_approvals ADD COLUMN deadline INTEGER NOT NULL DEFAULT 0;
+UPDATE flow_approvals SET deadline = coalesce(CAST((julianday(json_extract(body, '$.approval.deadline')) - 2440587.5) * 86400000000 AS INTEGER) - 1000000, 0)
+WHERE pending AND json_valid(body) AND json_extract(body, '$.approval.deadline') IS NOT NULL;
+CREATE INDEX flow_approvals_due ON flow_approvals(deadline) WHERE pending AND deadline > 0;
+ALTER TABLE flow_instances ADD COLUMN pending_at INTEGER NOT NULL DEFAULT 0;
+UPDATE flow_instances SET pending_at = coalesce(CAST((julianday(json_extract(body, '$.pending_at')) - 2440587.5) * 86400000000 AS INTEGER) - 1000000, 0)
+WHERE pending <> '' AND json_valid(body) AND json_extract(body, '$.pending_at') IS NOT NULL;
+CREATE INDEX flow_instances_marked ON flow_instances(pending_at) WHERE pending <> '';
 `}}
+
+// micros is t in microseconds since 1970, rounded down, and 0 for the zero
+// time: the form of the deadline and pending_at columns.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
 
 // flowStore is the flow.Store of a DB: each Update or View is one SQLite
 // transaction, so the kernel's compare-and-swap on an instance's revision
@@ -210,8 +233,8 @@ func (t flowTx) CreateInstance(in flow.Instance) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.write(`INSERT INTO flow_instances (id, revision, pending, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		in.ID, in.Revision, in.Pending, body)
+	res, err := t.write(`INSERT INTO flow_instances (id, revision, pending, pending_at, body) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		in.ID, in.Revision, in.Pending, micros(in.PendingAt), body)
 	if err != nil {
 		return err
 	}
@@ -226,8 +249,8 @@ func (t flowTx) UpdateInstance(in flow.Instance, rev int64, pending string) erro
 	if err != nil {
 		return err
 	}
-	res, err := t.write(`UPDATE flow_instances SET revision = ?, pending = ?, body = ? WHERE id = ? AND revision = ? AND pending = ?`,
-		in.Revision, in.Pending, body, in.ID, rev, pending)
+	res, err := t.write(`UPDATE flow_instances SET revision = ?, pending = ?, pending_at = ?, body = ? WHERE id = ? AND revision = ? AND pending = ?`,
+		in.Revision, in.Pending, micros(in.PendingAt), body, in.ID, rev, pending)
 	if err != nil {
 		return err
 	}
@@ -238,7 +261,17 @@ func (t flowTx) UpdateInstance(in flow.Instance, rev int64, pending string) erro
 }
 
 func (t flowTx) Instances() ([]flow.Instance, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT body FROM flow_instances ORDER BY id`)
+	return t.instances(`SELECT body FROM flow_instances ORDER BY id`)
+}
+
+// MarkedInstances implements flow.Tx: the index of marked instances
+// holds only those with an apply in progress.
+func (t flowTx) MarkedInstances(before time.Time) ([]flow.Instance, error) {
+	return t.instances(`SELECT body FROM flow_instances WHERE pending <> '' AND pending_at <= ? ORDER BY id`, micros(before))
+}
+
+func (t flowTx) instances(query string, args ...any) ([]flow.Instance, error) {
+	rows, err := t.tx.QueryContext(t.ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -293,9 +326,16 @@ func (t flowTx) PutApproval(rec flow.ApprovalRecord) error {
 		return err
 	}
 	pending := rec.Approval.Status == flow.ApprovalPending
-	return t.exec(`INSERT INTO flow_approvals (id, pending, seq, instance, body)
-		VALUES (?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM flow_approvals), ?, ?)
-		ON CONFLICT(id) DO UPDATE SET pending = excluded.pending, body = excluded.body`, rec.Approval.ID, pending, rec.Approval.Instance, body)
+	return t.exec(`INSERT INTO flow_approvals (id, pending, seq, instance, deadline, body)
+		VALUES (?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM flow_approvals), ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET pending = excluded.pending, deadline = excluded.deadline, body = excluded.body`,
+		rec.Approval.ID, pending, rec.Approval.Instance, micros(rec.Approval.Deadline), body)
+}
+
+// DueApprovals implements flow.Tx: the index of due approvals holds only
+// pending ones with a deadline.
+func (t flowTx) DueApprovals(now time.Time) ([]flow.ApprovalRecord, error) {
+	return t.approvals(`SELECT body FROM flow_approvals WHERE pending AND deadline > 0 AND deadline <= ? ORDER BY seq`, micros(now))
 }
 
 func (t flowTx) PendingApprovals() ([]flow.ApprovalRecord, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/assent-run/assent/flow"
 )
@@ -163,6 +164,50 @@ func TestFlowProgramLoadsMigration(t *testing.T) {
 		}
 		if _, err := tx.ProgramLoad("sha256:cc"); !errors.Is(err, flow.ErrNotFound) {
 			t.Errorf("missing load: %v", err)
+		}
+		return nil
+	})
+}
+
+// TestFlowDueMigration: approvals and apply marks stored before the sweeps
+// read only what is due get their times from their bodies, so a deadline
+// or a mark that passed before the upgrade is still found, and one still
+// ahead is not.
+func TestFlowDueMigration(t *testing.T) {
+	ctx := context.Background()
+	db := openFlowTest(t)
+	for _, q := range []string{
+		`DROP INDEX flow_approvals_due`,
+		`ALTER TABLE flow_approvals DROP COLUMN deadline`,
+		`DROP INDEX flow_instances_marked`,
+		`ALTER TABLE flow_instances DROP COLUMN pending_at`,
+		`INSERT INTO flow_approvals (id, pending, seq, instance, body) VALUES
+			('apr-due', 1, 1, 'i1', '{"approval":{"id":"apr-due","instance_id":"i1","transition":"p/t","status":"pending","deadline":"2026-12-01T10:00:00.123456789Z"}}'),
+			('apr-ahead', 1, 2, 'i2', '{"approval":{"id":"apr-ahead","instance_id":"i2","transition":"p/t","status":"pending","deadline":"2026-12-01T10:05:00Z"}}'),
+			('apr-none', 1, 3, 'i3', '{"approval":{"id":"apr-none","instance_id":"i3","transition":"p/t","status":"pending"}}'),
+			('apr-bad', 0, 4, 'i4', 'not json')`,
+		`INSERT INTO flow_instances (id, revision, pending, body) VALUES
+			('i-old', 1, 'rx-1', '{"instance_id":"i-old","program_fingerprint":"sha256:aa","phase":"new","facts":{},"revision":1,"pending":"rx-1","pending_node":"a","pending_at":"2026-12-01T09:58:00+01:00"}'),
+			('i-young', 1, 'rx-2', '{"instance_id":"i-young","program_fingerprint":"sha256:aa","phase":"new","facts":{},"revision":1,"pending":"rx-2","pending_node":"a","pending_at":"2026-12-01T10:03:00Z"}'),
+			('i-idle', 1, '', '{"instance_id":"i-idle","program_fingerprint":"sha256:aa","phase":"new","facts":{},"revision":1}')`,
+		`DELETE FROM schema_migrations WHERE component = 'flows' AND version = 3`,
+	} {
+		if _, err := db.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	db.Flows().View(ctx, func(tx flow.Tx) error {
+		due, err := tx.DueApprovals(now)
+		if err != nil || len(due) != 1 || due[0].Approval.ID != "apr-due" {
+			t.Errorf("due approvals = %+v, %v; want apr-due", due, err)
+		}
+		marked, err := tx.MarkedInstances(now.Add(-time.Minute))
+		if err != nil || len(marked) != 1 || marked[0].ID != "i-old" {
+			t.Errorf("marked instances = %+v, %v; want i-old", marked, err)
 		}
 		return nil
 	})

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FlowDecisions", FlowDecisions},
 		{"FlowQuorum", FlowQuorum},
 		{"FlowDeadline", FlowDeadline},
+		{"FlowDue", FlowDue},
 		{"Runs", Runs},
 		{"RunRequests", RunRequests},
 		{"Controls", testControls},
