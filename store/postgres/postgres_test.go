@@ -141,7 +141,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	// core 2, runs 5, flows 2, proposals 1, controls 2, screens 1,
 	// cluster 1, oauth 1, notify 1, rules 1, asks 3, groups 1.
-	const steps = 21
+	const steps = 22
 	if n := countSteps(t, dbs[0]); n != steps {
 		t.Errorf("schema_migrations holds %d steps, want %d", n, steps)
 	}
