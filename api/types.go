@@ -115,6 +115,11 @@ type SpawnRequest struct {
 	// Reason is why the caller asks, shown to the person who decides
 	// when the spawn waits for approval (at most 500 characters).
 	Reason string `json:"reason,omitempty"`
+	// DeadlineSeconds is, when the spawn waits for approval, how long it
+	// waits before it is declined with the reason "no decision before the
+	// deadline" (1 to 2592000; default the server's --decision-deadline
+	// for command).
+	DeadlineSeconds int64 `json:"deadline_seconds,omitempty"`
 }
 
 // RunControlRequest is the body of POST /v1/runs/{id}/controls.

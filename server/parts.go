@@ -52,7 +52,7 @@ func runsDeps(h *host.Host) runs.Deps {
 	return runs.Deps{
 		Gate: h,
 		Store: runs.Stores{Audit: st.Audit, Runs: st.Runs, Proposals: st.Proposals, Principals: st.Principals,
-			Cluster: st.Backend.Cluster(), Backend: st.Backend},
+			Cluster: st.Backend.Cluster(), Backend: st.Backend, Deadlines: st.Backend.Deadlines()},
 		Bus:       h.Bus,
 		SharedBus: h.SharedBus,
 		Tools:     h.Tools,
@@ -60,7 +60,8 @@ func runsDeps(h *host.Host) runs.Deps {
 		Now:       h.Now,
 		Web:       h.Web,
 		Config: runs.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, RunUser: h.Config.RunUser,
-			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL, Network: h.Config.RunNetwork},
+			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL, Network: h.Config.RunNetwork,
+			DecisionDeadline: h.Config.DecisionDeadlines[DeadlineCommand]},
 	}
 }
 
