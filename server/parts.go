@@ -16,8 +16,9 @@ import (
 
 func controlsDeps(h *host.Host) controls.Deps {
 	return controls.Deps{
-		Gate:      h,
-		Store:     controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings},
+		Gate: h,
+		Store: controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings,
+			Deadlines: h.Store.Backend.Deadlines()},
 		Bus:       h.Bus,
 		SharedBus: h.SharedBus,
 		Origin:    h.Origin,
@@ -25,7 +26,7 @@ func controlsDeps(h *host.Host) controls.Deps {
 		Log:       h.Log,
 		Now:       h.Now,
 		Web:       h.Web,
-		Config:    controls.Config{BaseURL: h.Config.BaseURL},
+		Config:    controls.Config{BaseURL: h.Config.BaseURL, DecisionDeadline: h.Config.DecisionDeadlines[DeadlineProposal]},
 	}
 }
 

@@ -54,12 +54,22 @@ type Stores struct {
 	// Settings holds the notes people wrote on the control's proposals,
 	// read back for their proposers.
 	Settings store.Settings
+	// Deadlines, when set, keeps the deadlines of staged values; without
+	// it a staged value waits for a person however long it takes.
+	Deadlines store.Deadlines
 }
 
 // Config is the part's share of the server's configuration.
 type Config struct {
 	// BaseURL is the server's externally visible URL.
 	BaseURL string
+	// DecisionDeadline is how long a value an agent staged without
+	// deadline_seconds waits for a person before it is discarded; none
+	// when zero.
+	DecisionDeadline time.Duration
+	// Sweep is how often the part looks for staged values past their
+	// deadline; DefaultSweep when zero.
+	Sweep time.Duration
 }
 
 // check reports which field of d is missing.
