@@ -805,6 +805,10 @@ func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.
 		}
 		cmd.Revision = n
 	}
+	if err := s.routedProposal(r.Context(), *pg.Principal, cmd); err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
 	res := s.Exec(r.Context(), *pg.Principal, cmd, control.CommandContext{Source: control.SourceUser, Confirmed: true})
 	if r.Header.Get("Accept") == "application/json" {
 		writeCommandResult(w, res)
@@ -814,6 +818,21 @@ func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.
 		s.SetNotice(w, r, fmt.Sprintf("%s refused: %s", action, res.Message))
 	}
 	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
+}
+
+// routedProposal refuses (not_routed) a person's apply or discard of a
+// value an agent staged when the decision was not routed to them, as the
+// inbox refuses it. Other commands, and controls with nothing staged,
+// pass: the registry answers them.
+func (s *Part) routedProposal(ctx context.Context, p store.Principal, cmd control.Command) error {
+	if cmd.Action != control.Apply && cmd.Action != control.Discard {
+		return nil
+	}
+	snap, ok := s.controls.Get(ctx, cmd.Identity)
+	if !ok || snap.State.Staged == nil || !s.FormVisible(ctx, p, cmd.Identity.FormID) {
+		return nil
+	}
+	return s.Routed(ctx, p, snap.State.Staged.Provenance.PrincipalID, "")
 }
 
 // visibleProposals lists the open proposals p may act on.

@@ -43,6 +43,9 @@ type Gate interface {
 	OwnedEvent(typ, ownerID string, data []byte) event.Event
 	PrincipalNames(ctx context.Context) map[string]string
 	FollowOtherNodes(match func(event.Event) bool, handle func(context.Context, event.Event)) (stop func())
+	// Routed refuses (not_routed) a decision by a person it is not
+	// routed to (package route).
+	Routed(ctx context.Context, p store.Principal, filer, group string) error
 }
 
 // Stores are the stores the controls part reads and writes.
