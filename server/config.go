@@ -79,6 +79,10 @@ type Config struct {
 	// request names one. Past its deadline a decision takes its fallback
 	// (docs/notifications.md).
 	DecisionDeadlines map[string]time.Duration
+	// RemindBefore are the points before a decision's deadline at which
+	// the people it is routed to are reminded, once each, by mail and
+	// webhook (type decision.reminder); none when empty.
+	RemindBefore []time.Duration
 }
 
 // Kinds of decision a default deadline is set for (Config.DecisionDeadlines).

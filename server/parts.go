@@ -87,16 +87,18 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 	return notifypart.Deps{
 		Gate: h,
 		Store: notifypart.Stores{Notify: st.Backend.Notify(), Proposals: st.Proposals, Flows: st.Flows,
-			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions, Asks: st.Backend.Asks()},
-		Controls: ctl,
-		Bus:      h.Bus,
-		Log:      h.Log,
-		Now:      h.Now,
-		Web:      h.Web,
-		BaseURL:  h.Config.BaseURL,
-		Node:     h.Config.Node,
-		Options:  h.Config.Notify,
-		Router:   h.Router(),
+			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions, Asks: st.Backend.Asks(),
+			Deadlines: st.Backend.Deadlines()},
+		Controls:     ctl,
+		Bus:          h.Bus,
+		Log:          h.Log,
+		Now:          h.Now,
+		Web:          h.Web,
+		BaseURL:      h.Config.BaseURL,
+		Node:         h.Config.Node,
+		Options:      h.Config.Notify,
+		Router:       h.Router(),
+		RemindBefore: h.Config.RemindBefore,
 	}
 }
 

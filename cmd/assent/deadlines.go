@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,4 +81,40 @@ func parseDays(s string) (time.Duration, error) {
 		return time.Duration(days) * 24 * time.Hour, nil
 	}
 	return time.ParseDuration(s)
+}
+
+// maxReminders bounds the points of --remind-before.
+const maxReminders = 10
+
+// parseRemindBefore reads --remind-before: durations before a decision's
+// deadline at which its people are reminded, separated by commas, such as
+// "1h,10m" (each 1s to 30d, at most 10, none twice). Empty means no
+// reminders. Anything else is refused with bad_remind_before.
+func parseRemindBefore(s string) ([]time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return refused("bad_remind_before: --remind-before: "+format+"; write durations before the deadline separated by commas, such as 1h,10m", args...)
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > maxReminders {
+		return nil, bad("at most %d points, not %d", maxReminders, len(parts))
+	}
+	var out []time.Duration
+	for _, part := range parts {
+		part = strings.TrimSpace(part)
+		d, err := parseDays(part)
+		if err != nil {
+			return nil, bad("%q is not a duration such as 10m, 1h or 1d", part)
+		}
+		if d < minDecisionDeadline || d > maxDecisionDeadline {
+			return nil, bad("%s is not between 1s and 30d", part)
+		}
+		if slices.Contains(out, d) {
+			return nil, bad("%s is given twice", part)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

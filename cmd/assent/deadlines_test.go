@@ -69,3 +69,66 @@ func FuzzParseDecisionDeadlines(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRemindBefore(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []time.Duration
+		err  string
+	}{
+		{"", nil, ""},
+		{"1h,10m", []time.Duration{time.Hour, 10 * time.Minute}, ""},
+		{" 1d , 30s ", []time.Duration{24 * time.Hour, 30 * time.Second}, ""},
+		{"1h,60m", nil, "given twice"},
+		{"soon", nil, "not a duration"},
+		{"0s", nil, "not between"},
+		{"31d", nil, "not between"},
+		{"1h,", nil, "not a duration"},
+		{"1s,2s,3s,4s,5s,6s,7s,8s,9s,10s,11s", nil, "at most 10"},
+	} {
+		got, err := parseRemindBefore(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "bad_remind_before") {
+				t.Errorf("%q: %v, want an error with %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(c.want) {
+			t.Errorf("%q = %v, %v; want %v", c.in, got, err, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%q = %v, want %v", c.in, got, c.want)
+			}
+		}
+	}
+}
+
+// FuzzParseRemindBefore checks that any --remind-before is refused with
+// bad_remind_before or gives at most 10 distinct points, each between 1s
+// and 30 days.
+func FuzzParseRemindBefore(f *testing.F) {
+	for _, s := range []string{"", "1h,10m", "1d", "1h,1h", "x", "1s,2s,3s,4s,5s,6s,7s,8s,9s,10s,11s", "-5m", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseRemindBefore(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), "bad_remind_before") {
+				t.Fatalf("%q: error without its code: %v", s, err)
+			}
+			return
+		}
+		if len(got) > maxReminders {
+			t.Fatalf("%q: %d points", s, len(got))
+		}
+		seen := map[time.Duration]bool{}
+		for _, d := range got {
+			if d < minDecisionDeadline || d > maxDecisionDeadline || seen[d] {
+				t.Fatalf("%q: accepted %v", s, got)
+			}
+			seen[d] = true
+		}
+	})
+}

@@ -81,7 +81,7 @@ func newServeCmd(c *cli) *cobra.Command {
 		withDemo, oauthInsecure                       bool
 		leaseTTL                                      time.Duration
 		mailOpts                                      mailFlags
-		decisionDeadline                              string
+		decisionDeadline, remindBefore                string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -140,7 +140,8 @@ never the URL) and to the webhooks "assent webhook add" registers; see
 docs/notifications.md. --decision-deadline gives each kind of decision a
 default deadline (command=1h,proposal=24h): past it, nobody deciding
 declines a command proposal and discards a staged value, with the reason
-"no decision before the deadline".
+"no decision before the deadline"; --remind-before 1h,10m reminds the
+people a decision is routed to at those points before its deadline.
 
 With --demo it loads the demo workspace (a profile form, screens, a player
 Recipe, expense and deployment Flows), puts a proposed profile change, the
@@ -174,6 +175,10 @@ down gracefully.`,
 				return err
 			}
 			deadlines, err := parseDecisionDeadlines(decisionDeadline)
+			if err != nil {
+				return err
+			}
+			reminders, err := parseRemindBefore(remindBefore)
 			if err != nil {
 				return err
 			}
@@ -221,7 +226,7 @@ down gracefully.`,
 			}
 			cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base, RunUser: runUser,
 				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure,
-				Notify: notify.Options{SMTP: smtpCfg}, RunNetwork: runNetwork, DecisionDeadlines: deadlines}
+				Notify: notify.Options{SMTP: smtpCfg}, RunNetwork: runNetwork, DecisionDeadlines: deadlines, RemindBefore: reminders}
 			srv, err := server.New(ctx, cfg)
 			if err != nil {
 				ln.Close()
@@ -275,6 +280,7 @@ down gracefully.`,
 	f.StringVar(&runNetwork, "run-network", run.NetworkIsolated, "network of Run and tool processes: isolated (each its own, with loopback only; a Run reaches this server alone, at its ASSENT_URL) or host (they share the server's network)")
 	mailOpts.add(f)
 	f.StringVar(&decisionDeadline, "decision-deadline", "", "how long each kind of decision waits for a person when its request names no deadline, as KIND=DURATION pairs: command=1h (command and tool proposals; declined past it), proposal=24h (values staged on controls; discarded past it); durations 1s to 30d, such as 90m or 3d (default: no deadline)")
+	f.StringVar(&remindBefore, "remind-before", "", "points before a decision's deadline at which the people it is routed to are reminded, once each, by mail and webhook (decision.reminder), such as 1h,10m (default: no reminders)")
 	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd
 }

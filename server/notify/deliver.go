@@ -138,6 +138,16 @@ func (p *Part) sendWebhook(ctx context.Context, m store.OutboxMessage, id string
 	if err != nil {
 		return permanent{err}
 	}
+	if asReminder(m.Payload) {
+		var pl notify.Payload
+		if err := json.Unmarshal(body, &pl); err != nil {
+			return permanent{err}
+		}
+		pl.Type = ReminderType
+		if body, err = json.Marshal(pl); err != nil {
+			return permanent{err}
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(body))
 	if err != nil {
 		return permanent{fmt.Errorf("webhook %s: %w", id, err)}

@@ -45,6 +45,7 @@ type Config struct {
 	Notify                 notify.Options
 	RunNetwork             string
 	DecisionDeadlines      map[string]time.Duration
+	RemindBefore           []time.Duration
 }
 
 // DefaultNode is the node name of a server that is given none: the host
