@@ -2,6 +2,7 @@ package controls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -98,6 +99,9 @@ func (s *Part) sweepDeadlines() {
 	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
 	go func() {
 		defer close(s.sweepDone)
+		if err := s.keepDefaultDeadlines(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("default deadlines of staged values could not be kept", "err", err)
+		}
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -111,6 +115,33 @@ func (s *Part) sweepDeadlines() {
 			}
 		}
 	}()
+}
+
+// keepDefaultDeadlines gives the server's default deadline to every value
+// an agent staged that has none kept: one whose deadline a process that
+// stopped between staging it and keeping its deadline did not write. It
+// runs once at start; the deadline counts from when the value was staged.
+func (s *Part) keepDefaultDeadlines(ctx context.Context) error {
+	if s.Config.DecisionDeadline <= 0 {
+		return nil
+	}
+	for _, snap := range s.controls.Proposals(ctx, "") {
+		st := snap.State.Staged
+		if st == nil || st.Provenance.Source != control.SourceAgent {
+			continue
+		}
+		item := deadlineItem(snap.Identity, st.Revision)
+		if _, err := s.Store.Deadlines.Deadline(ctx, store.DeadlineControlProposal, item); err == nil {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := s.Store.Deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineControlProposal, Item: item,
+			Due: st.StagedAt.Add(s.Config.DecisionDeadline), CreatedAt: st.StagedAt}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExpireDue discards every staged value past its deadline that nobody

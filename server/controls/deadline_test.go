@@ -144,3 +144,28 @@ func TestStagedValueDeadlineBounds(t *testing.T) {
 func controlID(form, ctl string) control.Identity {
 	return control.Identity{FormID: form, ControlID: ctl}
 }
+
+// A value staged while no deadline was kept for it (a process that
+// stopped between staging it and keeping its deadline, here one without a
+// default) gets the default deadline, counted from when it was staged,
+// from the next process, which discards it once that has passed.
+func TestStagedValueWithoutKeptDeadlineGetsTheDefault(t *testing.T) {
+	c := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	f := assenttest.StartDemo(t, func(cfg *server.Config) { cfg.Now = c.Now })
+	cs, err := f.MCPSession(f.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	out, isErr := assenttest.CallTool(t, cs, "controls_execute", map[string]any{"action": "stage", "identity": plan, "value": "team"})
+	cs.Close()
+	if isErr || out["ok"] != true || out["deadline"] != nil {
+		t.Fatalf("stage without a deadline: %v", out)
+	}
+	c.Add(2 * time.Hour)
+	g := f.Restart(func(cfg *server.Config) {
+		cfg.Now = c.Now
+		cfg.DecisionDeadlines = map[string]time.Duration{server.DeadlineProposal: time.Hour}
+	})
+	testwait.Eventually(t, 10*time.Second, func() bool { return deadlineDiscards(t, g) == 1 }, "the value staged two hours ago is discarded under the one-hour default")
+}
