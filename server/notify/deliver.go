@@ -96,6 +96,14 @@ func (p *Part) decided(ctx context.Context, it notify.Item) bool {
 			return err
 		})
 		return flow.ErrorCode(err) == flow.CodeNotFound || err == nil && status != flow.ApprovalPending
+	case KindProgramProposal:
+		var status flow.ProgramStatus
+		err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+			l, err := tx.ProgramLoad(it.ID)
+			status = l.Status
+			return err
+		})
+		return flow.ErrorCode(err) == flow.CodeNotFound || err == nil && status != flow.ProgramProposed
 	case notify.KindControlProposal:
 		for _, snap := range p.Controls.Proposals(ctx, "") {
 			if snap.State.Staged != nil && controlItemID(snap) == it.ID {
