@@ -75,7 +75,7 @@ type Config struct {
 	// DecisionDeadlines is how long each kind of decision waits for a
 	// person when its request names no deadline, keyed by kind
 	// ("command" for command and tool proposals, "proposal" for values
-	// staged on controls); a kind not listed has no deadline unless its
+	// staged on controls, "question" for agents' questions); a kind not listed has no deadline unless its
 	// request names one. Past its deadline a decision takes its fallback
 	// (docs/notifications.md).
 	DecisionDeadlines map[string]time.Duration
@@ -91,4 +91,7 @@ const (
 	DeadlineCommand = "command"
 	// DeadlineProposal is a value an agent staged on a control.
 	DeadlineProposal = "proposal"
+	// DeadlineQuestion is an agent's question (approvals_request) that
+	// names neither deadline_seconds nor fallback; it is declined.
+	DeadlineQuestion = "question"
 )

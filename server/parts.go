@@ -123,6 +123,6 @@ func asksDeps(h *host.Host) asks.Deps {
 		Tools:  h.Tools,
 		Log:    h.Log,
 		Now:    h.Now,
-		Config: asks.Config{BaseURL: h.Config.BaseURL},
+		Config: asks.Config{BaseURL: h.Config.BaseURL, DefaultDeadline: h.Config.DecisionDeadlines[DeadlineQuestion]},
 	}
 }

@@ -22,6 +22,7 @@ const (
 var decisionKinds = map[string]string{
 	server.DeadlineCommand:  "an agent's command or tool proposal",
 	server.DeadlineProposal: "a value an agent staged on a control",
+	server.DeadlineQuestion: "an agent's question that names no deadline",
 }
 
 // kindList names the kinds --decision-deadline takes, sorted.
@@ -45,7 +46,7 @@ func parseDecisionDeadlines(s string) (map[string]time.Duration, error) {
 		return out, nil
 	}
 	bad := func(format string, args ...any) error {
-		return refused("bad_decision_deadline: --decision-deadline: "+format+"; write KIND=DURATION pairs separated by commas, such as command=1h,proposal=24h", args...)
+		return refused("bad_decision_deadline: --decision-deadline: "+format+"; write KIND=DURATION pairs separated by commas, such as command=1h,proposal=24h,question=4h", args...)
 	}
 	for _, part := range strings.Split(s, ",") {
 		kind, dur, ok := strings.Cut(strings.TrimSpace(part), "=")

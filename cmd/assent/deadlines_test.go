@@ -20,6 +20,7 @@ func TestParseDecisionDeadlines(t *testing.T) {
 		{"command", nil, "not KIND=DURATION"},
 		{"command=", nil, "not KIND=DURATION"},
 		{"program=1h", nil, "unknown kind"},
+		{"question=4h", map[string]time.Duration{"question": 4 * time.Hour}, ""},
 		{"command=1h,command=2h", nil, "given twice"},
 		{"command=soon", nil, "not a duration"},
 		{"command=-1h", nil, "not between"},

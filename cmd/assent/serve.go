@@ -279,7 +279,7 @@ down gracefully.`,
 	f.BoolVar(&oauthInsecure, "oauth-insecure-client-ids", false, "development only: let OAuth client ID metadata documents be fetched over http and from loopback and private addresses")
 	f.StringVar(&runNetwork, "run-network", run.NetworkIsolated, "network of Run and tool processes: isolated (each its own, with loopback only; a Run reaches this server alone, at its ASSENT_URL) or host (they share the server's network)")
 	mailOpts.add(f)
-	f.StringVar(&decisionDeadline, "decision-deadline", "", "how long each kind of decision waits for a person when its request names no deadline, as KIND=DURATION pairs: command=1h (command and tool proposals; declined past it), proposal=24h (values staged on controls; discarded past it); durations 1s to 30d, such as 90m or 3d (default: no deadline)")
+	f.StringVar(&decisionDeadline, "decision-deadline", "", "how long each kind of decision waits for a person when its request names no deadline, as KIND=DURATION pairs: command=1h (command and tool proposals; declined past it), proposal=24h (values staged on controls; discarded past it), question=4h (agents' questions naming no deadline; declined past it); durations 1s to 30d, such as 90m or 3d (default: no deadline)")
 	f.StringVar(&remindBefore, "remind-before", "", "points before a decision's deadline at which the people it is routed to are reminded, once each, by mail and webhook (decision.reminder), such as 1h,10m (default: no reminders)")
 	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd

@@ -350,7 +350,7 @@ const KindProgramProposal = "flow.program"
 // card is in the inbox's section of programs to load.
 func (p *Part) programItem(ctx context.Context, l flow.ProgramLoad) (pending, error) {
 	it := notify.Item{Kind: KindProgramProposal, ID: l.Fingerprint, CreatedAt: l.LoadedAt,
-		URL: p.BaseURL + "/inbox#section-flow-programs",
+		URL:   p.BaseURL + "/inbox#section-flow-programs",
 		Title: shorten(fmt.Sprintf("Load program %s (version %s)", l.ProgramID, l.Version), 120)}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The agent proposes to load Flow program %s, version %s (fingerprint %s). Approving puts it in use: it can be started, and its steps can call the tools it names.\n", l.ProgramID, l.Version, l.Fingerprint)
