@@ -54,6 +54,11 @@ func (p *Part) attempt(ctx context.Context, m store.OutboxMessage) {
 		case "webhook":
 			err = p.sendWebhook(ctx, m, dest, it)
 		case "mail":
+			if pt := reminderPoint(m.Payload); pt != "" {
+				// A reminder's Message-ID is its own, so no mail client
+				// takes it for the first message again.
+				it.ID += ".remind-" + pt
+			}
 			err = p.sendMail(ctx, dest, it)
 		default:
 			err = permanent{fmt.Errorf("unknown channel %q", m.Channel)}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/notify"
 	"github.com/assent-run/assent/store"
 )
@@ -35,28 +36,36 @@ func reminderKey(itemKey string, before time.Duration) string {
 	return itemKey + "@remind-" + before.String()
 }
 
+// due is a decision with a deadline ahead: its item's key, its deadline,
+// and how to read it as a pending item (ok false when decided).
+type due struct {
+	key      string
+	deadline time.Time
+	item     func(ctx context.Context) (pending, bool, error)
+}
+
 // remind writes the reminders due now: for every decision whose deadline
-// is ahead and within one of Deps.RemindBefore, a message to each
-// destination about the nearest point passed. A decision whose deadline
-// passed is left to its part, which ends it.
+// is ahead and within one of Deps.RemindBefore (command proposals and
+// staged values, whose deadlines the store keeps; questions and Flow
+// approvals, which carry theirs), a message to each destination about the
+// nearest point passed. A decision whose deadline passed is left to its
+// part, which ends it.
 func (p *Part) remind(ctx context.Context) error {
-	if len(p.RemindBefore) == 0 || p.Store.Deadlines == nil {
+	if len(p.RemindBefore) == 0 {
 		return nil
 	}
 	now := p.Now().UTC()
-	due, err := p.Store.Deadlines.DueDeadlines(ctx, "", now.Add(slices.Max(p.RemindBefore)), remindBatch)
+	horizon := now.Add(slices.Max(p.RemindBefore))
+	cands, err := p.dueSoon(ctx, now, horizon)
 	if err != nil {
-		return fmt.Errorf("deadlines: %w", err)
+		return err
 	}
 	points := slices.Clone(p.RemindBefore)
 	slices.Sort(points) // nearest first
-	for _, d := range due {
-		if !d.Due.After(now) {
-			continue
-		}
+	for _, d := range cands {
 		var at time.Duration
 		for _, pt := range points {
-			if !now.Before(d.Due.Add(-pt)) {
+			if !now.Before(d.deadline.Add(-pt)) {
 				at = pt
 				break
 			}
@@ -64,19 +73,19 @@ func (p *Part) remind(ctx context.Context) error {
 		if at == 0 {
 			continue
 		}
-		key := reminderKey(d.Kind+":"+d.Item, at)
+		key := reminderKey(d.key, at)
 		p.mu.Lock()
 		done := p.reminded[key]
 		p.mu.Unlock()
 		if done {
 			continue
 		}
-		it, ok, err := p.deadlineItem(ctx, d)
+		it, ok, err := d.item(ctx)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if err := p.enqueueReminder(ctx, it, key, at, d.Due, now); err != nil {
+			if err := p.enqueueReminder(ctx, it, key, at, d.deadline, now); err != nil {
 				return err
 			}
 		}
@@ -85,6 +94,66 @@ func (p *Part) remind(ctx context.Context) error {
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// dueSoon lists the decisions whose deadline is after now and at or
+// before horizon.
+func (p *Part) dueSoon(ctx context.Context, now, horizon time.Time) ([]due, error) {
+	var out []due
+	ahead := func(t time.Time) bool { return t.After(now) && !t.After(horizon) }
+	if p.Store.Deadlines != nil {
+		ds, err := p.Store.Deadlines.DueDeadlines(ctx, "", horizon, remindBatch)
+		if err != nil {
+			return nil, fmt.Errorf("deadlines: %w", err)
+		}
+		for _, d := range ds {
+			if !ahead(d.Due) {
+				continue
+			}
+			kind := notify.KindRunProposal
+			if d.Kind == store.DeadlineControlProposal {
+				kind = notify.KindControlProposal
+			}
+			out = append(out, due{key: kind + ":" + d.Item, deadline: d.Due,
+				item: func(ctx context.Context) (pending, bool, error) { return p.deadlineItem(ctx, d) }})
+		}
+	}
+	if p.Store.Asks != nil {
+		asks, err := p.Store.Asks.OpenAsks(ctx, "")
+		if err != nil {
+			return nil, fmt.Errorf("open questions: %w", err)
+		}
+		for _, a := range asks {
+			if !ahead(a.Deadline) {
+				continue
+			}
+			out = append(out, due{key: notify.KindQuestion + ":" + a.ID, deadline: a.Deadline,
+				item: func(ctx context.Context) (pending, bool, error) {
+					it, err := p.questionItem(ctx, a)
+					return it, err == nil, err
+				}})
+		}
+	}
+	var approvals []flow.ApprovalRecord
+	if err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+		var err error
+		approvals, err = tx.PendingApprovals()
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	for _, rec := range approvals {
+		a := rec.Approval
+		if !ahead(a.Deadline) {
+			continue
+		}
+		out = append(out, due{key: notify.KindFlowApproval + ":" + a.ID, deadline: a.Deadline,
+			item: func(ctx context.Context) (pending, bool, error) {
+				it, err := p.approvalItem(ctx, a)
+				return it, err == nil, err
+			}})
+	}
+	return out, nil
 }
 
 // deadlineItem is the pending item a deadline belongs to; ok is false
@@ -120,12 +189,15 @@ func (p *Part) enqueueReminder(ctx context.Context, it pending, key string, befo
 		return err
 	}
 	then := "it is declined"
-	if it.item.Kind == notify.KindControlProposal {
+	switch it.item.Kind {
+	case notify.KindControlProposal:
 		then = "the value is discarded"
+	case notify.KindQuestion, notify.KindFlowApproval:
+		then = "it takes its fallback (see the card)"
 	}
 	r := reminder{Item: it.item, RemindBefore: before.String(), Deadline: deadline.UTC()}
 	r.Title = shorten("Reminder: "+it.item.Title, 120)
-	r.Summary = fmt.Sprintf("Decide by %s (within %s): if nobody decides, %s with the reason \"no decision before the deadline\".\n\n%s",
+	r.Summary = fmt.Sprintf("Decide by %s (within %s): if nobody decides, %s (\"no decision before the deadline\").\n\n%s",
 		deadline.UTC().Format("2006-01-02 15:04 UTC"), before, then, it.item.Summary)
 	payload, err := json.Marshal(r)
 	if err != nil {
@@ -157,9 +229,16 @@ func (p *Part) enqueueReminder(ctx context.Context, it pending, key string, befo
 }
 
 // asReminder reports whether the payload of a message is a reminder.
-func asReminder(payload []byte) bool {
+func asReminder(payload []byte) bool { return reminderPoint(payload) != "" }
+
+// reminderPoint is the point a reminder's payload reminds at, "" for an
+// announcement.
+func reminderPoint(payload []byte) string {
 	var r struct {
 		RemindBefore string `json:"remind_before"`
 	}
-	return json.Unmarshal(payload, &r) == nil && r.RemindBefore != ""
+	if json.Unmarshal(payload, &r) != nil {
+		return ""
+	}
+	return r.RemindBefore
 }

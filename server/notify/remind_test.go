@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
 	notifypart "github.com/assent-run/assent/server/notify"
@@ -77,13 +78,53 @@ func TestRemindersBeforeDeadline(t *testing.T) {
 	if got := reminders(hooks, id); len(got) != 2 {
 		t.Fatalf("after a restart the reminders are %v, want the two sent before", got)
 	}
-	n := 0
+	// Delivery is at least once (a mail sent just before the restart may
+	// be sent again); each reminder keeps its own Message-ID.
+	ids := map[string]bool{}
 	for _, m := range smtp.Mails() {
 		if strings.Contains(m.Data, id) && strings.HasPrefix(m.Subject(), "Reminder: ") {
-			n++
+			mid := header(m, "Message-ID")
+			if !strings.Contains(mid, ".remind-") {
+				t.Errorf("reminder Message-ID %q is the announcement's", mid)
+			}
+			ids[mid] = true
 		}
 	}
-	if n != 2 {
+	if n := len(ids); n != 2 {
 		t.Fatalf("%d reminder mails after a restart, want 2", n)
 	}
+}
+
+// An agent's question with a deadline 12 minutes ahead is reminded of at
+// once when reminders start an hour before, like a proposal.
+func TestQuestionReminded(t *testing.T) {
+	smtp, hooks := startSMTP(t), startHooks(t, 0)
+	k, _ := setupPoll(t, smtp, hooks, 50*time.Millisecond, func(c *server.Config) { c.RemindBefore = []time.Duration{time.Hour} })
+	cs, err := k.MCPSession(k.Token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	out, isErr := assenttest.CallTool(t, cs, "approvals_request", map[string]any{"question": "Ship the release?", "deadline_seconds": 12 * 60})
+	id, _ := out["approval"].(string)
+	if isErr || id == "" {
+		t.Fatalf("approvals_request: %v", out)
+	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return len(reminders(hooks, id)) == 1 }, "the reminder of the question")
+	got, _, _ := hooks.Got()
+	for _, m := range got {
+		if m.Body.Type == notifypart.ReminderType && m.Body.Data.ItemID == id && !strings.HasPrefix(m.Body.Data.Title, "Reminder: Answer: Ship the release?") {
+			t.Errorf("reminder title %q", m.Body.Data.Title)
+		}
+	}
+}
+
+// header returns the value of the header name of m.
+func header(m mail, name string) string {
+	for line := range strings.Lines(m.Data) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), name+": "); ok {
+			return v
+		}
+	}
+	return ""
 }
