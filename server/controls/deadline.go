@@ -26,6 +26,12 @@ const MaxDeadlineSeconds = 30 * 24 * 3600
 // deadline.
 const DefaultSweep = time.Second
 
+// unmatchedGrace is how long past its deadline a deadline whose value this
+// node does not see open is kept before it is removed: a value decided
+// before its deadline has nothing to discard, and one staged on another
+// node reaches this node's registry well within it.
+const unmatchedGrace = time.Minute
+
 // deadlineItem is the item under which the deadline of revision rev of the
 // control id is kept.
 func deadlineItem(id control.Identity, rev int64) string {
@@ -55,7 +61,12 @@ func (s *Part) keepDeadline(ctx context.Context, res control.Result, seconds int
 	if s.Store.Deadlines == nil || !res.OK || res.Action != control.Stage || st == nil {
 		return time.Time{}
 	}
-	d := s.Config.DecisionDeadline
+	// The server's default is for values agents stage; a person's own
+	// stage waits only as long as they ask.
+	d := time.Duration(0)
+	if st.Provenance.Source == control.SourceAgent {
+		d = s.Config.DecisionDeadline
+	}
 	if seconds > 0 {
 		d = time.Duration(seconds) * time.Second
 	}
@@ -167,8 +178,15 @@ func (s *Part) ExpireDue(ctx context.Context) (int, error) {
 		for _, snap := range s.controls.Proposals(ctx, "") {
 			open[deadlineItem(snap.Identity, snap.State.Staged.Revision)] = snap.Identity
 		}
+		removed := 0
 		for _, d := range due {
-			if id, ok := open[d.Item]; ok {
+			id, ok := open[d.Item]
+			if !ok && s.Now().Sub(d.Due) < unmatchedGrace {
+				// This node's registry may not have heard yet of a value
+				// another node staged: look again on the next sweeps.
+				continue
+			}
+			if ok {
 				rev, _ := strconv.ParseInt(d.Item[len(id.String())+1:], 10, 64)
 				if s.discardAtDeadline(ctx, id, rev) {
 					n++
@@ -177,8 +195,9 @@ func (s *Part) ExpireDue(ctx context.Context) (int, error) {
 			if err := s.Store.Deadlines.DeleteDeadline(ctx, d.Kind, d.Item); err != nil {
 				return n, err
 			}
+			removed++
 		}
-		if len(due) < 100 {
+		if len(due) < 100 || removed < len(due) {
 			return n, nil
 		}
 	}

@@ -169,3 +169,27 @@ func TestStagedValueWithoutKeptDeadlineGetsTheDefault(t *testing.T) {
 	})
 	testwait.Eventually(t, 10*time.Second, func() bool { return deadlineDiscards(t, g) == 1 }, "the value staged two hours ago is discarded under the one-hour default")
 }
+
+// The server's default deadline is for values agents stage: a person's own
+// stage gets none unless it names one.
+func TestDefaultDeadlineIsForAgentsStages(t *testing.T) {
+	f := assenttest.StartDemo(t, func(cfg *server.Config) {
+		cfg.DecisionDeadlines = map[string]time.Duration{server.DeadlineProposal: time.Hour}
+	})
+	person, _ := f.Issue(store.KindHuman, "ada", "state.write")
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	for _, c := range []struct {
+		token   string
+		seconds int
+		want    bool
+	}{{f.Token, 0, true}, {person, 0, false}, {person, 60, true}} {
+		body := map[string]any{"action": "stage", "identity": plan, "value": "pro"}
+		if c.seconds > 0 {
+			body["deadline_seconds"] = c.seconds
+		}
+		code, out, raw := f.API("POST", "/v1/controls/execute", c.token, body)
+		if code != 200 || (out["deadline"] != nil) != c.want {
+			t.Errorf("stage by %s with deadline_seconds %d: %d %s; want a deadline: %v", c.token[:8], c.seconds, code, raw, c.want)
+		}
+	}
+}
