@@ -76,6 +76,9 @@ type CommandAnswer struct {
 	// agent staged was applied at once, in the name of the person who
 	// made the rule, without asking anyone.
 	AppliedUnderRule string `json:"applied_under_rule,omitempty"`
+	// Deadline is, for a staged value, when it is discarded if no person
+	// decides it (RFC 3339); empty when it has none.
+	Deadline string `json:"deadline,omitempty"`
 }
 
 // ExecuteRequest is the body of POST /v1/controls/execute. Value is sent
@@ -90,6 +93,10 @@ type ExecuteRequest struct {
 	// Source is a service token's declared source (voice, tutorial, test
 	// or user).
 	Source string `json:"source,omitempty"`
+	// DeadlineSeconds is, for stage, how long the value waits for a
+	// person before it is discarded (1 to 2592000; default the server's
+	// --decision-deadline for proposal).
+	DeadlineSeconds int64 `json:"deadline_seconds,omitempty"`
 }
 
 // AuditList is the answer of GET /v1/audit, oldest record first.
@@ -115,6 +122,11 @@ type SpawnRequest struct {
 	// Reason is why the caller asks, shown to the person who decides
 	// when the spawn waits for approval (at most 500 characters).
 	Reason string `json:"reason,omitempty"`
+	// DeadlineSeconds is, when the spawn waits for approval, how long it
+	// waits before it is declined with the reason "no decision before the
+	// deadline" (1 to 2592000; default the server's --decision-deadline
+	// for command).
+	DeadlineSeconds int64 `json:"deadline_seconds,omitempty"`
 }
 
 // RunControlRequest is the body of POST /v1/runs/{id}/controls.

@@ -372,6 +372,9 @@ type SpawnRequest struct {
 	// Reason is why the caller asks, shown to the person who decides
 	// when the spawn waits for approval.
 	Reason string
+	// DeadlineSeconds, when positive, is how long the spawn waits for
+	// approval before it is declined; otherwise the ToolSet's default.
+	DeadlineSeconds int64
 	// RunID is the Run id; "run-<epoch ms>" when empty.
 	RunID string
 	// Artifacts adds or replaces declared artifacts.

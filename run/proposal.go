@@ -261,7 +261,7 @@ func (ts *ToolSet) ProposalURL(id string) string {
 }
 
 // file stores a new pending proposal of p, within p's bound.
-func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal) (*tool.Reply[any], error) {
+func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal, deadlineSeconds int64) (*tool.Reply[any], error) {
 	pending, err := ts.props.ListProposals(ctx, store.ProposalPending, p.ID, maxPendingProposals)
 	if err != nil {
 		return nil, err
@@ -279,14 +279,29 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	if prop.Controls == nil {
 		prop.Controls = []string{}
 	}
+	// The deadline is stored before the proposal, so a proposal is never
+	// kept without the deadline it was filed with; a deadline whose
+	// proposal was not kept is removed when it comes due.
+	due := ts.deadlineOf(deadlineSeconds, prop.CreatedAt)
+	if !due.IsZero() {
+		if err := ts.deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineCommandProposal, Item: prop.ID, Due: due, CreatedAt: prop.CreatedAt}); err != nil {
+			return nil, err
+		}
+	}
 	if err := ts.props.CreateProposal(ctx, prop); err != nil {
 		return nil, err
 	}
 	url := ts.ProposalURL(prop.ID)
 	msg := "A person must approve this command in the web inbox: " + url
+	if !due.IsZero() {
+		msg += " (declined with the reason \"" + NoDecision + "\" unless decided by " + store.FormatTime(due) + ")"
+	}
 	script, _ := ShownProposal(prop)
 	v := &PendingApproval{Status: StatusPendingApproval, Proposal: prop.ID, Kind: prop.Kind, URL: url, Message: msg,
 		Script: script, WorkDir: prop.WorkDir, NextActions: proposalNext(prop.ID)}
+	if !due.IsZero() {
+		v.Deadline = store.FormatTime(due)
+	}
 	if prop.Kind == store.ProposalSpawn {
 		v.Run = prop.Target
 	} else {
@@ -328,7 +343,7 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 		request, _ = json.Marshal(spawnRequestDoc{Artifacts: req.Artifacts})
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalSpawn, Target: id, Recipe: def, Script: script, WorkDir: dir,
-		EnvNames: processEnvNames(rec, true), Controls: rec.Control, Values: req.Values, Request: request, Why: req.Reason})
+		EnvNames: processEnvNames(rec, true), Controls: rec.Control, Values: req.Values, Request: request, Why: req.Reason}, req.DeadlineSeconds)
 }
 
 // ProposeSpawn files req, an inline-template spawn that p may not run
@@ -337,6 +352,9 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 // person decides.
 func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req SpawnRequest) (*PendingApproval, error) {
 	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkDeadlineSeconds(req.DeadlineSeconds); err != nil {
 		return nil, err
 	}
 	res, err := ts.proposeSpawn(ctx, p, req)
@@ -348,7 +366,7 @@ func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req Spaw
 }
 
 // proposeTool files a tool registration for a person's approval.
-func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool, why string) (*tool.Reply[any], error) {
+func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool, why string, deadlineSeconds int64) (*tool.Reply[any], error) {
 	script, err := r.Script(nil)
 	if err != nil {
 		return nil, toolError(err)
@@ -360,7 +378,7 @@ func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name stri
 		dir = proposalWorkDir("<run id>")
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalTool, Target: name, Recipe: doc, Script: script, WorkDir: dir,
-		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request, Why: why})
+		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request, Why: why}, deadlineSeconds)
 }
 
 // proposal returns the proposal id as viewer may see it: its proposer

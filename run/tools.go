@@ -54,6 +54,10 @@ type ToolSet struct {
 	// principals tells whether a proposal's proposer still exists.
 	principals store.Principals
 	notes      func(ctx context.Context, id string) ([]ProposalNote, error)
+	// deadlines keeps the proposals' deadlines; defaultDeadline applies
+	// to a proposal that names none (none when zero).
+	deadlines       store.Deadlines
+	defaultDeadline time.Duration
 
 	mu sync.Mutex // serializes registrations
 }
@@ -69,6 +73,11 @@ type ToolStores struct {
 	// proposal id (a note with an approval, a decline's reason, an answer
 	// without deciding), which the proposal's view shows.
 	Notes func(ctx context.Context, id string) ([]ProposalNote, error)
+	// Deadlines, when set, keeps the deadline of each proposal that has
+	// one: its own deadline_seconds, or DefaultDeadline when positive.
+	// Past it, ExpireDue declines the proposal.
+	Deadlines       store.Deadlines
+	DefaultDeadline time.Duration
 }
 
 // NewToolSet returns the tools of m, to be added to reg. Both stores of st
@@ -82,7 +91,8 @@ func NewToolSet(m *Manager, reg *tool.Registry, st ToolStores) (*ToolSet, error)
 	case st.Principals == nil:
 		return nil, errors.New("run: a tool set needs a principals store")
 	}
-	return &ToolSet{m: m, reg: reg, props: st.Proposals, principals: st.Principals, notes: st.Notes}, nil
+	return &ToolSet{m: m, reg: reg, props: st.Proposals, principals: st.Principals, notes: st.Notes,
+		deadlines: st.Deadlines, defaultDeadline: st.DefaultDeadline}, nil
 }
 
 // Register adds the actors_* tools and their hidden aliases to the
@@ -127,6 +137,7 @@ type spawnArgs struct {
 	TransportContext map[string]any             `json:"transport_context,omitempty"`
 	Verbose          bool                       `json:"verbose,omitempty"`
 	Reason           string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
+	DeadlineSeconds  int64                      `json:"deadline_seconds,omitempty" minimum:"1" maximum:"2592000" jsonschema:"when the call waits for approval: seconds until it is declined with the reason 'no decision before the deadline' if no person decides (default: the server's --decision-deadline for command)"`
 }
 
 // inspectArgs are actors_inspect's arguments.
@@ -150,16 +161,17 @@ type controlArgs struct {
 
 // registerArgs are actors_tool_register's arguments.
 type registerArgs struct {
-	Name        string                     `json:"name,omitempty" jsonschema:"owner_function, e.g. audio_transcribe; omit to list"`
-	Description string                     `json:"description,omitempty"`
-	From        *string                    `json:"from,omitempty" type:"string" jsonschema:"Recipe file stem"`
-	Template    json.RawMessage            `json:"template,omitempty" type:"string,array,object,null" jsonschema:"command template; null or \"\" deletes"`
-	Defaults    map[string]json.RawMessage `json:"defaults,omitempty"`
-	Args        string                     `json:"args,omitempty" jsonschema:"e.g. file:path,lang=ru"`
-	Async       *bool                      `json:"async,omitempty" type:"boolean"`
-	Update      bool                       `json:"update,omitempty"`
-	Expose      *bool                      `json:"expose,omitempty" type:"boolean"`
-	Reason      string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
+	Name            string                     `json:"name,omitempty" jsonschema:"owner_function, e.g. audio_transcribe; omit to list"`
+	Description     string                     `json:"description,omitempty"`
+	From            *string                    `json:"from,omitempty" type:"string" jsonschema:"Recipe file stem"`
+	Template        json.RawMessage            `json:"template,omitempty" type:"string,array,object,null" jsonschema:"command template; null or \"\" deletes"`
+	Defaults        map[string]json.RawMessage `json:"defaults,omitempty"`
+	Args            string                     `json:"args,omitempty" jsonschema:"e.g. file:path,lang=ru"`
+	Async           *bool                      `json:"async,omitempty" type:"boolean"`
+	Update          bool                       `json:"update,omitempty"`
+	Expose          *bool                      `json:"expose,omitempty" type:"boolean"`
+	Reason          string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
+	DeadlineSeconds int64                      `json:"deadline_seconds,omitempty" minimum:"1" maximum:"2592000" jsonschema:"when the call waits for approval: seconds until it is declined with the reason 'no decision before the deadline' if no person decides (default: the server's --decision-deadline for command)"`
 }
 
 // Arguments the actors_* tools no longer take, with the hint a call that
@@ -253,7 +265,10 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call, in spawnArgs) (*to
 	if rerr != nil {
 		return nil, rerr
 	}
-	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts, Reason: why}
+	if err := checkDeadlineSeconds(in.DeadlineSeconds); err != nil {
+		return nil, toolError(err)
+	}
+	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts, Reason: why, DeadlineSeconds: in.DeadlineSeconds}
 	if in.As != "" {
 		if !strings.HasPrefix(strings.TrimSpace(in.As), "run:") {
 			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "spawn.as accepts only run:<id>; received: " + in.As}
@@ -515,7 +530,10 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call, in registerArgs
 		if rerr != nil {
 			return nil, rerr
 		}
-		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine, why)
+		if err := checkDeadlineSeconds(in.DeadlineSeconds); err != nil {
+			return nil, toolError(err)
+		}
+		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine, why, in.DeadlineSeconds)
 	}
 	v, err := ts.install(ctx, caller.ID, name, d, r, expose, in.Update)
 	if err != nil {

@@ -481,15 +481,18 @@ type ControlRecord struct {
 // person's approval (Status is StatusPendingApproval). Run or Tool names
 // what the proposal would create.
 type PendingApproval struct {
-	Status      string      `json:"status"`
-	Proposal    string      `json:"proposal"`
-	Kind        string      `json:"kind"`
-	Run         string      `json:"run,omitempty"`
-	Tool        string      `json:"tool,omitempty"`
-	URL         string      `json:"url"`
-	Message     string      `json:"message"`
-	Script      string      `json:"script"`
-	WorkDir     string      `json:"work_dir"`
+	Status   string `json:"status"`
+	Proposal string `json:"proposal"`
+	Kind     string `json:"kind"`
+	Run      string `json:"run,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	URL      string `json:"url"`
+	Message  string `json:"message"`
+	Script   string `json:"script"`
+	WorkDir  string `json:"work_dir"`
+	// Deadline is when the proposal is declined if no person decides it
+	// (RFC 3339), empty when it has none.
+	Deadline    string      `json:"deadline,omitempty"`
 	NextActions []tool.Next `json:"next_actions"`
 }
 

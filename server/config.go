@@ -72,4 +72,26 @@ type Config struct {
 	// its ASSENT_URL; "host" lets them share the server's network (see
 	// run.Config.Network).
 	RunNetwork string
+	// DecisionDeadlines is how long each kind of decision waits for a
+	// person when its request names no deadline, keyed by kind
+	// ("command" for command and tool proposals, "proposal" for values
+	// staged on controls, "question" for agents' questions); a kind not listed has no deadline unless its
+	// request names one. Past its deadline a decision takes its fallback
+	// (docs/notifications.md).
+	DecisionDeadlines map[string]time.Duration
+	// RemindBefore are the points before a decision's deadline at which
+	// the people it is routed to are reminded, once each, by mail and
+	// webhook (type decision.reminder); none when empty.
+	RemindBefore []time.Duration
 }
+
+// Kinds of decision a default deadline is set for (Config.DecisionDeadlines).
+const (
+	// DeadlineCommand is an agent's command or tool proposal.
+	DeadlineCommand = "command"
+	// DeadlineProposal is a value an agent staged on a control.
+	DeadlineProposal = "proposal"
+	// DeadlineQuestion is an agent's question (approvals_request) that
+	// names neither deadline_seconds nor fallback; it is declined.
+	DeadlineQuestion = "question"
+)

@@ -12,6 +12,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/run"
 	"github.com/assent-run/assent/server/asks"
+	"github.com/assent-run/assent/server/controls"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/server/screens"
 	"github.com/assent-run/assent/store"
@@ -381,6 +382,10 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 		}
 	case outcomeDiscarded:
 		o.Reason = "a person discarded the proposal"
+		if h.by == "" {
+			// Discarded in no one's name: by its deadline.
+			o.Reason = controls.NoDecision
+		}
 	case outcomeStale:
 		o.Reason = "a newer proposal replaced it"
 	}

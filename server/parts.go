@@ -16,8 +16,9 @@ import (
 
 func controlsDeps(h *host.Host) controls.Deps {
 	return controls.Deps{
-		Gate:      h,
-		Store:     controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings},
+		Gate: h,
+		Store: controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings,
+			Deadlines: h.Store.Backend.Deadlines()},
 		Bus:       h.Bus,
 		SharedBus: h.SharedBus,
 		Origin:    h.Origin,
@@ -25,7 +26,7 @@ func controlsDeps(h *host.Host) controls.Deps {
 		Log:       h.Log,
 		Now:       h.Now,
 		Web:       h.Web,
-		Config:    controls.Config{BaseURL: h.Config.BaseURL},
+		Config:    controls.Config{BaseURL: h.Config.BaseURL, DecisionDeadline: h.Config.DecisionDeadlines[DeadlineProposal]},
 	}
 }
 
@@ -52,7 +53,7 @@ func runsDeps(h *host.Host) runs.Deps {
 	return runs.Deps{
 		Gate: h,
 		Store: runs.Stores{Audit: st.Audit, Runs: st.Runs, Proposals: st.Proposals, Principals: st.Principals,
-			Cluster: st.Backend.Cluster(), Backend: st.Backend},
+			Cluster: st.Backend.Cluster(), Backend: st.Backend, Deadlines: st.Backend.Deadlines()},
 		Bus:       h.Bus,
 		SharedBus: h.SharedBus,
 		Tools:     h.Tools,
@@ -60,7 +61,8 @@ func runsDeps(h *host.Host) runs.Deps {
 		Now:       h.Now,
 		Web:       h.Web,
 		Config: runs.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, RunUser: h.Config.RunUser,
-			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL, Network: h.Config.RunNetwork},
+			Node: h.Config.Node, LeaseTTL: h.Config.LeaseTTL, Network: h.Config.RunNetwork,
+			DecisionDeadline: h.Config.DecisionDeadlines[DeadlineCommand]},
 	}
 }
 
@@ -85,16 +87,18 @@ func notifyDeps(h *host.Host, ctl notifypart.ControlProposals) notifypart.Deps {
 	return notifypart.Deps{
 		Gate: h,
 		Store: notifypart.Stores{Notify: st.Backend.Notify(), Proposals: st.Proposals, Flows: st.Flows,
-			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions, Asks: st.Backend.Asks()},
-		Controls: ctl,
-		Bus:      h.Bus,
-		Log:      h.Log,
-		Now:      h.Now,
-		Web:      h.Web,
-		BaseURL:  h.Config.BaseURL,
-		Node:     h.Config.Node,
-		Options:  h.Config.Notify,
-		Router:   h.Router(),
+			Principals: st.Principals, Settings: st.Settings, Sessions: st.Sessions, Asks: st.Backend.Asks(),
+			Deadlines: st.Backend.Deadlines()},
+		Controls:     ctl,
+		Bus:          h.Bus,
+		Log:          h.Log,
+		Now:          h.Now,
+		Web:          h.Web,
+		BaseURL:      h.Config.BaseURL,
+		Node:         h.Config.Node,
+		Options:      h.Config.Notify,
+		Router:       h.Router(),
+		RemindBefore: h.Config.RemindBefore,
 	}
 }
 
@@ -119,6 +123,6 @@ func asksDeps(h *host.Host) asks.Deps {
 		Tools:  h.Tools,
 		Log:    h.Log,
 		Now:    h.Now,
-		Config: asks.Config{BaseURL: h.Config.BaseURL},
+		Config: asks.Config{BaseURL: h.Config.BaseURL, DefaultDeadline: h.Config.DecisionDeadlines[DeadlineQuestion]},
 	}
 }

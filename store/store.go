@@ -213,6 +213,8 @@ type Store interface {
 	Asks() Asks
 	// Groups returns the people's groups that decisions are routed to.
 	Groups() Groups
+	// Deadlines returns the deadlines of decisions waiting for people.
+	Deadlines() Deadlines
 	// Kind names the backend ("sqlite").
 	Kind() string
 	// Shared reports whether several nodes may serve from the store at

@@ -81,6 +81,7 @@ func newServeCmd(c *cli) *cobra.Command {
 		withDemo, oauthInsecure                       bool
 		leaseTTL                                      time.Duration
 		mailOpts                                      mailFlags
+		decisionDeadline, remindBefore                string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -136,7 +137,11 @@ node holds a lease on each Run it supervises, renewed every third of
 Pending decisions are announced by mail when --smtp and --mail-from are
 given (the password from ASSENT_SMTP_PASSWORD or --smtp-password-file,
 never the URL) and to the webhooks "assent webhook add" registers; see
-docs/notifications.md.
+docs/notifications.md. --decision-deadline gives each kind of decision a
+default deadline (command=1h,proposal=24h): past it, nobody deciding
+declines a command proposal and discards a staged value, with the reason
+"no decision before the deadline"; --remind-before 1h,10m reminds the
+people a decision is routed to at those points before its deadline.
 
 With --demo it loads the demo workspace (a profile form, screens, a player
 Recipe, expense and deployment Flows), puts a proposed profile change, the
@@ -166,6 +171,14 @@ down gracefully.`,
 				runUser = runUIDs
 			}
 			smtpCfg, err := mailOpts.resolve()
+			if err != nil {
+				return err
+			}
+			deadlines, err := parseDecisionDeadlines(decisionDeadline)
+			if err != nil {
+				return err
+			}
+			reminders, err := parseRemindBefore(remindBefore)
 			if err != nil {
 				return err
 			}
@@ -213,7 +226,7 @@ down gracefully.`,
 			}
 			cfg := server.Config{DataDir: dir, Store: db, Logger: log, BaseURL: base, RunUser: runUser,
 				Node: firstNonEmpty(node, os.Getenv("ASSENT_NODE")), LeaseTTL: leaseTTL, OAuthInsecureClientIDs: oauthInsecure,
-				Notify: notify.Options{SMTP: smtpCfg}, RunNetwork: runNetwork}
+				Notify: notify.Options{SMTP: smtpCfg}, RunNetwork: runNetwork, DecisionDeadlines: deadlines, RemindBefore: reminders}
 			srv, err := server.New(ctx, cfg)
 			if err != nil {
 				ln.Close()
@@ -266,6 +279,8 @@ down gracefully.`,
 	f.BoolVar(&oauthInsecure, "oauth-insecure-client-ids", false, "development only: let OAuth client ID metadata documents be fetched over http and from loopback and private addresses")
 	f.StringVar(&runNetwork, "run-network", run.NetworkIsolated, "network of Run and tool processes: isolated (each its own, with loopback only; a Run reaches this server alone, at its ASSENT_URL) or host (they share the server's network)")
 	mailOpts.add(f)
+	f.StringVar(&decisionDeadline, "decision-deadline", "", "how long each kind of decision waits for a person when its request names no deadline, as KIND=DURATION pairs: command=1h (command and tool proposals; declined past it), proposal=24h (values staged on controls; discarded past it), question=4h (agents' questions naming no deadline; declined past it); durations 1s to 30d, such as 90m or 3d (default: no deadline)")
+	f.StringVar(&remindBefore, "remind-before", "", "points before a decision's deadline at which the people it is routed to are reminded, once each, by mail and webhook (decision.reminder), such as 1h,10m (default: no reminders)")
 	f.StringVar(&runUser, "run-user", "", "when serving as root, run every Run and tool process as this one user instead (a name or UID:GID); Runs can then reach each other")
 	return cmd
 }

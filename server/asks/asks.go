@@ -142,6 +142,11 @@ func (s *Part) publish(typ string, a store.Ask) {
 
 // Ask files r as p's question and returns it.
 func (s *Part) Ask(ctx context.Context, p store.Principal, r Request) (store.Ask, error) {
+	if d := s.Config.DefaultDeadline; r.DeadlineSeconds == nil && r.Fallback == "" && d >= s.limits.MinDeadline && d <= s.limits.MaxDeadline {
+		// The operator's default deadline, which declines.
+		secs := int64(d / time.Second)
+		r.DeadlineSeconds = &secs
+	}
 	a, err := newAsk(r, s.limits)
 	if err != nil {
 		return a, err

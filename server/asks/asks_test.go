@@ -518,3 +518,39 @@ func TestQuestionAskedOfGroup(t *testing.T) {
 		t.Fatalf("the member's answer: %+v, %v", got, err)
 	}
 }
+
+// The operator's default deadline applies to a question that names
+// neither deadline_seconds nor fallback, and declines it; a question's
+// own deadline is kept.
+func TestDefaultDeadline(t *testing.T) {
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "assent.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := &clock{t: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+	bus := event.New(event.Options{})
+	t.Cleanup(bus.Close)
+	p, err := New(t.Context(), Deps{Gate: gate{}, Asks: db.Asks(), Groups: db.Groups(), Audit: db.Audit(), Bus: bus, Tools: tool.NewRegistry(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: c.now, Config: Config{Sweep: time.Hour, DefaultDeadline: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	ctx := t.Context()
+	plain, err := p.Ask(ctx, agent, Request{Question: "Ship?"})
+	if err != nil || !plain.Deadline.Equal(c.now().Add(time.Hour)) || plain.Fallback != FallbackDecline {
+		t.Fatalf("question without a deadline: %+v %v; want the default hour, declining", plain, err)
+	}
+	own, err := p.Ask(ctx, agent, Request{Question: "Renew?", DeadlineSeconds: ptr[int64](7200), Fallback: "approve"})
+	if err != nil || !own.Deadline.Equal(c.now().Add(2*time.Hour)) {
+		t.Fatalf("question with its own deadline: %+v %v", own, err)
+	}
+	c.add(time.Hour)
+	if n, err := p.Sweep(ctx); n != 1 || err != nil {
+		t.Fatalf("Sweep after the default hour ended %d (%v), want 1", n, err)
+	}
+	if o, err := p.Outcome(ctx, agent, plain.ID); err != nil || o.Status != "declined" {
+		t.Fatalf("Outcome = %+v, %v; want declined", o, err)
+	}
+}

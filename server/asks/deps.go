@@ -55,6 +55,10 @@ type Config struct {
 	Sweep time.Duration
 	// Limits bound what an agent asks; a zero field keeps its default.
 	Limits Limits
+	// DefaultDeadline is the deadline of a question that names neither
+	// deadline_seconds nor fallback: past it, the question is declined.
+	// None when zero, or outside the limits' bounds.
+	DefaultDeadline time.Duration
 }
 
 // DefaultSweep is how often, by default, questions past their deadline

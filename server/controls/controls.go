@@ -59,6 +59,11 @@ type Part struct {
 	// standing, when set, applies the staged values a standing rule
 	// covers (see UseStanding).
 	standing Standing
+
+	// stopSweep ends the sweeper of staged values past their deadline;
+	// sweepDone is closed once it has.
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
 }
 
 // formDecl is a form whose controls assent holds.
@@ -117,6 +122,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	if s.SharedBus {
 		s.followOtherNodes()
 	}
+	s.sweepDeadlines()
 	return s, nil
 }
 
@@ -125,6 +131,10 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 // server shuts down, keep what the store holds for them, so the next start
 // restores it.
 func (s *Part) Close() {
+	if s.stopSweep != nil {
+		s.stopSweep()
+		<-s.sweepDone
+	}
 	if s.stopFollowing != nil {
 		s.stopFollowing()
 	}
@@ -180,6 +190,9 @@ type pendingAudit struct {
 	cc          control.CommandContext
 	// rule is the standing rule the command runs under, if any.
 	rule string
+	// note, when set, is the record's reason (why a deadline discarded
+	// a value).
+	note string
 	// written is set once the record is saved with the change.
 	written bool
 }
@@ -204,6 +217,9 @@ func (a auditedControls) SaveCommand(ctx context.Context, u control.Update, c co
 	}
 	rec := a.part.auditRecord(pa.principalID, pa.cmd, pa.cc, control.Result{OK: true})
 	rec.Detail = a.part.commandDetail(pa.cmd, !c.ValueRedacted, pa.rule)
+	if pa.note != "" {
+		rec.Reason = pa.note
+	}
 	if _, err := a.SaveControlAudited(ctx, u, rec); err != nil {
 		return err
 	}
@@ -359,6 +375,9 @@ type executeArgs struct {
 	DurationMs int              `json:"durationMs,omitempty" minimum:"0" maximum:"60000"`
 	Revision   int64            `json:"revision,omitempty" minimum:"1" jsonschema:"The proposal revision you saw."`
 	Reason     string           `json:"reason,omitempty" jsonschema:"For stage: why you propose the value, in a sentence the person reads on the card (at most 500 characters)."`
+	// DeadlineSeconds is, for stage, how long the value waits for a
+	// person before it is discarded.
+	DeadlineSeconds int64 `json:"deadline_seconds,omitempty" minimum:"1" maximum:"2592000" jsonschema:"For stage: seconds until the value is discarded with the reason 'no decision before the deadline' if no person decides (default: the server's --decision-deadline for proposal)."`
 }
 
 // givenValue is a command value that remembers whether the request gave
@@ -392,6 +411,9 @@ func (r executeArgs) command() (control.Command, *control.Error) {
 	why, terr := tool.CheckReason(r.Reason)
 	if terr != nil {
 		return control.Command{}, &control.Error{Reason: control.ReasonInvalidValue, Message: terr.Message}
+	}
+	if cerr := checkDeadlineSeconds(r); cerr != nil {
+		return control.Command{}, cerr
 	}
 	if why != "" && r.Action != control.Stage {
 		return control.Command{}, &control.Error{Reason: control.ReasonInvalidRequest,
@@ -495,6 +517,12 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		a.AppliedUnderRule = rule
 		a.Message = "Applied at once under standing rule " + rule + ", in the name of the person who made it; no one was asked."
 		host.WriteJSON(w, http.StatusOK, a)
+		return
+	}
+	if due := s.keepDeadline(r.Context(), res, req.DeadlineSeconds); !due.IsZero() {
+		a := answerOf(res)
+		a.Deadline = store.FormatTime(due)
+		host.WriteJSON(w, resultStatus(res), a)
 		return
 	}
 	writeCommandResult(w, res)
@@ -782,6 +810,10 @@ func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.
 		}
 		cmd.Revision = n
 	}
+	if err := s.routedProposal(r.Context(), *pg.Principal, cmd); err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
 	res := s.Exec(r.Context(), *pg.Principal, cmd, control.CommandContext{Source: control.SourceUser, Confirmed: true})
 	if r.Header.Get("Accept") == "application/json" {
 		writeCommandResult(w, res)
@@ -791,6 +823,21 @@ func (s *Part) handleWebControl(w http.ResponseWriter, r *http.Request, pg host.
 		s.SetNotice(w, r, fmt.Sprintf("%s refused: %s", action, res.Message))
 	}
 	http.Redirect(w, r, host.SafeBack(r.PostFormValue("back"), "/inbox"), http.StatusSeeOther)
+}
+
+// routedProposal refuses (not_routed) a person's apply or discard of a
+// value an agent staged when the decision was not routed to them, as the
+// inbox refuses it. Other commands, and controls with nothing staged,
+// pass: the registry answers them.
+func (s *Part) routedProposal(ctx context.Context, p store.Principal, cmd control.Command) error {
+	if cmd.Action != control.Apply && cmd.Action != control.Discard {
+		return nil
+	}
+	snap, ok := s.controls.Get(ctx, cmd.Identity)
+	if !ok || snap.State.Staged == nil || !s.FormVisible(ctx, p, cmd.Identity.FormID) {
+		return nil
+	}
+	return s.Routed(ctx, p, snap.State.Staged.Provenance.PrincipalID, "")
 }
 
 // visibleProposals lists the open proposals p may act on.
@@ -844,6 +891,10 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				{Label: "Apply", URL: "/web/controls/apply", Values: idv, Primary: true, Undo: true},
 				{Label: "Discard", URL: "/web/controls/discard", Values: identityValues(snap.Identity)},
 			},
+		}
+		if due := s.ProposalDeadline(ctx, snap.Identity, st.Staged.Revision); !due.IsZero() {
+			item.Fields = append(item.Fields, host.InboxTime("Decide by", due))
+			item.Details = append(item.Details, host.InboxField{Label: "Without a decision by then", Value: "discarded: " + NoDecision})
 		}
 		if st.Staged.Stale {
 			item.Warn = "Stale: the value changed after this was proposed. It cannot be applied; discard it or ask for a new proposal."

@@ -46,6 +46,9 @@ type Gate interface {
 	OwnedEvent(typ, ownerID string, data []byte) event.Event
 	PrincipalNames(ctx context.Context) map[string]string
 	FollowOtherNodes(match func(event.Event) bool, handle func(context.Context, event.Event)) (stop func())
+	// Routed refuses (not_routed) a decision by a person it is not
+	// routed to (package route).
+	Routed(ctx context.Context, p store.Principal, filer, group string) error
 }
 
 // Stores are the stores the controls part reads and writes.
@@ -57,12 +60,22 @@ type Stores struct {
 	// Settings holds the notes people wrote on the control's proposals,
 	// read back for their proposers.
 	Settings store.Settings
+	// Deadlines, when set, keeps the deadlines of staged values; without
+	// it a staged value waits for a person however long it takes.
+	Deadlines store.Deadlines
 }
 
 // Config is the part's share of the server's configuration.
 type Config struct {
 	// BaseURL is the server's externally visible URL.
 	BaseURL string
+	// DecisionDeadline is how long a value an agent staged without
+	// deadline_seconds waits for a person before it is discarded; none
+	// when zero.
+	DecisionDeadline time.Duration
+	// Sweep is how often the part looks for staged values past their
+	// deadline; DefaultSweep when zero.
+	Sweep time.Duration
 }
 
 // check reports which field of d is missing.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/server/internal/host"
+	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
 
@@ -132,7 +133,11 @@ func (s *Part) controlTools() []tool.Tool {
 			if res.OK && res.Action == control.Stage {
 				// A staged value waits for a person in the inbox.
 				inbox := strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"
-				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(res), URL: inbox}, Decision: inbox}, nil
+				ans := answerOf(res)
+				if due := s.keepDeadline(ctx, res, a.DeadlineSeconds); !due.IsZero() {
+					ans.Deadline = store.FormatTime(due)
+				}
+				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: ans, URL: inbox}, Decision: inbox}, nil
 			}
 			return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(res)}, IsError: !res.OK}, nil
 		}),

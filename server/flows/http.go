@@ -456,6 +456,13 @@ func (s *Part) flowDecideProgram(ctx context.Context, person store.Principal, fi
 	if _, err := s.flows.Program(ctx, fingerprint); err != nil {
 		return flow.ProgramLoad{}, tool.Errorf("not_found", "no program %q is stored", fingerprint)
 	}
+	// A proposed program is decided by the people it was routed to, on
+	// its page's buttons as in the inbox.
+	if filed, err := s.flows.ProgramLoad(ctx, fingerprint); err == nil && filed.Status == flow.ProgramProposed {
+		if err := s.Routed(ctx, person, filed.LoadedBy, ""); err != nil {
+			return flow.ProgramLoad{}, err
+		}
+	}
 	var l flow.ProgramLoad
 	var err error
 	switch decision {

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"github.com/assent-run/assent/flow"
 	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/tool"
 	"github.com/assent-run/assent/wire"
 )
 
@@ -381,7 +383,10 @@ func (s *Part) handleWebProgramDecide(w http.ResponseWriter, r *http.Request, pg
 		reason = strings.TrimSpace(r.PostFormValue("reason"))
 	}
 	l, err := s.flowDecideProgram(r.Context(), *pg.Principal, r.PathValue("fingerprint"), decision, reason)
-	if r.Header.Get("Accept") == "application/json" {
+	var te *tool.Error
+	if r.Header.Get("Accept") == "application/json" || errors.As(err, &te) && te.Code == string(wire.NotRouted) {
+		// A person the program was not routed to is refused, 403
+		// not_routed, as the inbox refuses them.
 		if err != nil {
 			writeFlowError(w, err)
 			return

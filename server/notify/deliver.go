@@ -54,6 +54,11 @@ func (p *Part) attempt(ctx context.Context, m store.OutboxMessage) {
 		case "webhook":
 			err = p.sendWebhook(ctx, m, dest, it)
 		case "mail":
+			if pt := reminderPoint(m.Payload); pt != "" {
+				// A reminder's Message-ID is its own, so no mail client
+				// takes it for the first message again.
+				it.ID += ".remind-" + pt
+			}
 			err = p.sendMail(ctx, dest, it)
 		default:
 			err = permanent{fmt.Errorf("unknown channel %q", m.Channel)}
@@ -96,6 +101,14 @@ func (p *Part) decided(ctx context.Context, it notify.Item) bool {
 			return err
 		})
 		return flow.ErrorCode(err) == flow.CodeNotFound || err == nil && status != flow.ApprovalPending
+	case KindProgramProposal:
+		var status flow.ProgramStatus
+		err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+			l, err := tx.ProgramLoad(it.ID)
+			status = l.Status
+			return err
+		})
+		return flow.ErrorCode(err) == flow.CodeNotFound || err == nil && status != flow.ProgramProposed
 	case notify.KindControlProposal:
 		for _, snap := range p.Controls.Proposals(ctx, "") {
 			if snap.State.Staged != nil && controlItemID(snap) == it.ID {
@@ -137,6 +150,16 @@ func (p *Part) sendWebhook(ctx context.Context, m store.OutboxMessage, id string
 	body, err := notify.WebhookBody(m.ID, it, now)
 	if err != nil {
 		return permanent{err}
+	}
+	if asReminder(m.Payload) {
+		var pl notify.Payload
+		if err := json.Unmarshal(body, &pl); err != nil {
+			return permanent{err}
+		}
+		pl.Type = ReminderType
+		if body, err = json.Marshal(pl); err != nil {
+			return permanent{err}
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(body))
 	if err != nil {

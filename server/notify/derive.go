@@ -227,6 +227,29 @@ func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
 		}
 		out = append(out, it)
 	}
+	var loads []flow.ProgramLoad
+	if err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+		var err error
+		loads, err = tx.ProgramLoads()
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("proposed programs: %w", err)
+	}
+	for _, l := range loads {
+		if l.Status != flow.ProgramProposed {
+			continue
+		}
+		key := KindProgramProposal + ":" + l.Fingerprint
+		live[key] = true
+		if p.known(key) {
+			continue
+		}
+		it, err := p.programItem(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
 	for _, snap := range p.Controls.Proposals(ctx, "") {
 		st := snap.State.Staged
 		if st == nil || st.Provenance.Source != control.SourceAgent {
@@ -317,6 +340,25 @@ func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, erro
 	lines := append([]string{a.Summary}, a.SummaryLines...)
 	it.Summary = strings.TrimSpace(strings.Join(lines, "\n"))
 	return p.route(ctx, it, a.Requester, "", route.FlowApprovalGroup(a))
+}
+
+// KindProgramProposal is the kind of an agent's proposal to load a Flow
+// program; its item id is the program's fingerprint.
+const KindProgramProposal = "flow.program"
+
+// programItem announces an agent's proposal to load a Flow program, whose
+// card is in the inbox's section of programs to load.
+func (p *Part) programItem(ctx context.Context, l flow.ProgramLoad) (pending, error) {
+	it := notify.Item{Kind: KindProgramProposal, ID: l.Fingerprint, CreatedAt: l.LoadedAt,
+		URL:   p.BaseURL + "/inbox#section-flow-programs",
+		Title: shorten(fmt.Sprintf("Load program %s (version %s)", l.ProgramID, l.Version), 120)}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent proposes to load Flow program %s, version %s (fingerprint %s). Approving puts it in use: it can be started, and its steps can call the tools it names.\n", l.ProgramID, l.Version, l.Fingerprint)
+	if l.Why != "" {
+		fmt.Fprintf(&b, "Why: %s\n", l.Why)
+	}
+	it.Summary = strings.TrimRight(b.String(), "\n")
+	return p.route(ctx, it, l.LoadedBy, "", "")
 }
 
 func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot) (pending, error) {

@@ -58,6 +58,9 @@ type Stores struct {
 	Sessions   store.Sessions
 	// Asks, when set, has agents' questions announced too.
 	Asks store.Asks
+	// Deadlines, when set with Deps.RemindBefore, has decisions whose
+	// deadline is near reminded of.
+	Deadlines store.Deadlines
 }
 
 // ControlProposals lists the proposals staged on controls (the control
@@ -86,6 +89,10 @@ type Deps struct {
 	Router route.Router
 	// Client posts webhooks; nil uses a client with a 10 s timeout.
 	Client *http.Client
+	// RemindBefore are the points before a decision's deadline at which
+	// the people it is routed to are reminded (each once); none when
+	// empty.
+	RemindBefore []time.Duration
 }
 
 func (d Deps) check() error {
@@ -125,8 +132,9 @@ type Part struct {
 	wake   chan struct{} // a new item may be pending
 	send   chan struct{} // a message may be due
 
-	mu   sync.Mutex
-	seen map[string]bool // item keys already written to the outbox
+	mu       sync.Mutex
+	seen     map[string]bool // item keys already written to the outbox
+	reminded map[string]bool // reminder keys already written to the outbox
 }
 
 // New builds the part and starts its two loops: one writes messages for
@@ -141,7 +149,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	if err := d.Web.AddPages(templateFS, "templates/*.html"); err != nil {
 		return nil, err
 	}
-	p := &Part{Deps: d, client: d.Client, wake: make(chan struct{}, 1), send: make(chan struct{}, 1), seen: map[string]bool{}}
+	p := &Part{Deps: d, client: d.Client, wake: make(chan struct{}, 1), send: make(chan struct{}, 1), seen: map[string]bool{}, reminded: map[string]bool{}}
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -207,6 +215,9 @@ func (p *Part) deriveLoop(ctx context.Context) {
 	for {
 		if err := p.derive(ctx); err != nil && ctx.Err() == nil {
 			p.Log.Warn("notify: reading pending items", "err", err)
+		}
+		if err := p.remind(ctx); err != nil && ctx.Err() == nil {
+			p.Log.Warn("notify: reminding of deadlines", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -62,6 +62,8 @@ type Stores struct {
 	// Backend is the whole store, in which the Runs' tokens are issued as
 	// service principals.
 	Backend store.Store
+	// Deadlines keeps the deadlines of command and tool proposals.
+	Deadlines store.Deadlines
 }
 
 // Config is the part's share of the server's configuration.
@@ -77,14 +79,25 @@ type Config struct {
 	Node     string
 	LeaseTTL time.Duration
 	Network  string
+	// DecisionDeadline is how long a command or tool proposal that names
+	// no deadline waits for a person before it is declined; none when
+	// zero.
+	DecisionDeadline time.Duration
+	// Sweep is how often the part looks for proposals past their
+	// deadline; DefaultSweep when zero.
+	Sweep time.Duration
 }
+
+// DefaultSweep is how often the part looks for proposals past their
+// deadline.
+const DefaultSweep = time.Second
 
 func (d Deps) check() error {
 	miss := func(f string) error { return host.MissingDep("runs", f) }
 	switch {
 	case d.Gate == nil:
 		return miss("Gate")
-	case d.Store.Audit == nil || d.Store.Runs == nil || d.Store.Proposals == nil || d.Store.Principals == nil || d.Store.Cluster == nil || d.Store.Backend == nil:
+	case d.Store.Audit == nil || d.Store.Runs == nil || d.Store.Proposals == nil || d.Store.Principals == nil || d.Store.Cluster == nil || d.Store.Backend == nil || d.Store.Deadlines == nil:
 		return miss("Store")
 	case d.Bus == nil:
 		return miss("Bus")

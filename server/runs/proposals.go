@@ -332,6 +332,10 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				{Label: "Decline", URL: base + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
 		}
+		if due := s.runTools.ProposalDeadline(ctx, pr.ID); !due.IsZero() {
+			item.Fields = append(item.Fields, host.InboxTime("Decide by", due))
+			item.Details = append(item.Details, host.InboxField{Label: "Without a decision by then", Value: "declined: " + run.NoDecision})
+		}
 		if pr.Kind == store.ProposalTool {
 			item.Note = "Approving registers this tool for its proposer only; every call runs this command with the caller's values. Publish it on the tools page to offer it to others."
 		}

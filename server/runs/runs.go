@@ -42,6 +42,10 @@ type Part struct {
 	leaseTTL time.Duration
 	// stopSignals ends the follower of other nodes' Signals.
 	stopSignals func()
+	// stopSweep ends the sweeper of proposals past their deadline;
+	// sweepDone is closed once it has.
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
 }
 
 // runTokens mints run-scoped tokens (ASSENT_RUN_TOKEN). Each is a service
@@ -93,7 +97,8 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 		return nil, err
 	}
 	s.runs = m
-	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals, Notes: s.proposalNotes}); err != nil {
+	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals, Notes: s.proposalNotes,
+		Deadlines: s.Store.Deadlines, DefaultDeadline: s.Config.DecisionDeadline}); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -103,6 +108,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	}
 	s.keepLeases()
 	s.followSignals(from)
+	s.sweepDeadlines()
 	return s, nil
 }
 
@@ -193,6 +199,10 @@ func (s *Part) Manager() *run.Manager { return s.runs }
 
 // Close stops supervising; Runs keep running and are picked up by the next start.
 func (s *Part) Close() {
+	if s.stopSweep != nil {
+		s.stopSweep()
+		<-s.sweepDone
+	}
 	if s.stopSignals != nil {
 		s.stopSignals()
 	}
@@ -342,7 +352,7 @@ func (s *Part) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 		host.WriteToolError(w, rerr)
 		return
 	}
-	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts, Reason: why}
+	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts, Reason: why, DeadlineSeconds: b.DeadlineSeconds}
 	if len(b.Template) > 0 && !run.MayExecute(host.PrincipalOf(r)) {
 		// An agent's own command waits for a person (runs_proposals.go).
 		v, err := s.runTools.ProposeSpawn(r.Context(), host.PrincipalOf(r), req)

@@ -59,6 +59,9 @@ type Gate interface {
 	OwnedEvent(typ, ownerID string, data []byte) event.Event
 	PrincipalNames(ctx context.Context) map[string]string
 	FollowOtherNodes(match func(event.Event) bool, handle func(context.Context, event.Event)) (stop func())
+	// Routed refuses (not_routed) a decision by a person it is not
+	// routed to (package route).
+	Routed(ctx context.Context, p store.Principal, filer, group string) error
 }
 
 // Controls is what the screens part asks of the control registry's part.

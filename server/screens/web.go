@@ -280,6 +280,10 @@ func (s *Part) handleScreenPress(w http.ResponseWriter, r *http.Request, pg host
 	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return
 	}
+	if err := s.Routed(r.Context(), *pg.Principal, sc.owner.ID, ""); err != nil {
+		host.WriteToolError(w, err)
+		return
+	}
 	var (
 		problems []confirm.FieldProblem
 		params   map[string]any
@@ -459,6 +463,14 @@ func (s *Part) handlePressAnswer(w http.ResponseWriter, r *http.Request, pg host
 	}
 	if !host.DecodeJSON(w, r, 4<<10, &req) {
 		return
+	}
+	// A press on an agent's screen is decided by the people the screen's
+	// decisions are routed to, as in the inbox.
+	if sc, ok := s.screenFor(r.Context(), *pg.Principal, r.PathValue("id")); ok {
+		if err := s.Routed(r.Context(), *pg.Principal, sc.owner.ID, ""); err != nil {
+			host.WriteToolError(w, err)
+			return
+		}
 	}
 	res, err := s.AnswerPress(r.Context(), *pg.Principal, r.PathValue("id"), req.Press, confirm)
 	if err != nil {

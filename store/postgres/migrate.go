@@ -36,6 +36,7 @@ func components() []component {
 		{"rules", ruleMigrations},
 		{"asks", askMigrations},
 		{"groups", groupMigrations},
+		{"deadlines", deadlineMigrations},
 	}
 }
 

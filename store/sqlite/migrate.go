@@ -33,6 +33,7 @@ func components() []struct {
 		{"rules", ruleMigrations},
 		{"asks", askMigrations},
 		{"groups", groupMigrations},
+		{"deadlines", deadlineMigrations},
 	}
 }
 

@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Rules", testRules},
 		{"Asks", testAsks},
 		{"Groups", testGroups},
+		{"Deadlines", testDeadlines},
 	}
 	for _, p := range parts {
 		t.Run(p.name, func(t *testing.T) { p.test(t, open) })

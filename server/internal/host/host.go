@@ -44,6 +44,8 @@ type Config struct {
 	LeaseTTL               time.Duration
 	Notify                 notify.Options
 	RunNetwork             string
+	DecisionDeadlines      map[string]time.Duration
+	RemindBefore           []time.Duration
 }
 
 // DefaultNode is the node name of a server that is given none: the host

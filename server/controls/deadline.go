@@ -1,0 +1,227 @@
+package controls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/store"
+)
+
+// NoDecision is the reason recorded when a staged value is discarded
+// because no person decided it before its deadline.
+const NoDecision = "no decision before the deadline"
+
+// SourceDeadline is the source of the discard a deadline makes, in the
+// audit log and the control.command event.
+const SourceDeadline control.Source = "deadline"
+
+// MaxDeadlineSeconds bounds a stage's deadline_seconds (30 days).
+const MaxDeadlineSeconds = 30 * 24 * 3600
+
+// DefaultSweep is how often the part looks for staged values past their
+// deadline.
+const DefaultSweep = time.Second
+
+// unmatchedGrace is how long past its deadline a deadline whose value this
+// node does not see open is kept before it is removed: a value decided
+// before its deadline has nothing to discard, and one staged on another
+// node reaches this node's registry well within it.
+const unmatchedGrace = time.Minute
+
+// deadlineItem is the item under which the deadline of revision rev of the
+// control id is kept.
+func deadlineItem(id control.Identity, rev int64) string {
+	return id.String() + "@" + strconv.FormatInt(rev, 10)
+}
+
+// checkDeadlineSeconds refuses a deadline_seconds out of bounds, or given
+// with another action than stage.
+func checkDeadlineSeconds(a executeArgs) *control.Error {
+	switch {
+	case a.DeadlineSeconds == 0:
+		return nil
+	case a.Action != control.Stage:
+		return &control.Error{Reason: control.ReasonInvalidRequest, Message: `"deadline_seconds" goes with stage only`}
+	case a.DeadlineSeconds < 0 || a.DeadlineSeconds > MaxDeadlineSeconds:
+		return &control.Error{Reason: control.ReasonInvalidRequest,
+			Message: fmt.Sprintf("deadline_seconds must be between 1 and %d (30 days); leave it out for the server's default", MaxDeadlineSeconds)}
+	}
+	return nil
+}
+
+// keepDeadline stores the deadline of the proposal res staged: seconds
+// after it was staged when seconds is positive, else the server's default
+// for staged values. It returns the deadline, zero when there is none.
+func (s *Part) keepDeadline(ctx context.Context, res control.Result, seconds int64) time.Time {
+	st := res.Snapshot.State.Staged
+	if s.Store.Deadlines == nil || !res.OK || res.Action != control.Stage || st == nil {
+		return time.Time{}
+	}
+	// The server's default is for values agents stage; a person's own
+	// stage waits only as long as they ask.
+	d := time.Duration(0)
+	if st.Provenance.Source == control.SourceAgent {
+		d = s.Config.DecisionDeadline
+	}
+	if seconds > 0 {
+		d = time.Duration(seconds) * time.Second
+	}
+	if d <= 0 {
+		return time.Time{}
+	}
+	due := st.StagedAt.Add(d)
+	err := s.Store.Deadlines.SetDeadline(context.WithoutCancel(ctx), store.DecisionDeadline{Kind: store.DeadlineControlProposal,
+		Item: deadlineItem(res.Identity, st.Revision), Due: due, CreatedAt: st.StagedAt})
+	if err != nil {
+		s.Log.Error("the deadline of a staged value could not be kept; it waits without one", "control", res.Identity.String(), "err", err)
+		return time.Time{}
+	}
+	return due
+}
+
+// ProposalDeadline returns when revision rev of the control id is
+// discarded if no person decides it, or the zero time.
+func (s *Part) ProposalDeadline(ctx context.Context, id control.Identity, rev int64) time.Time {
+	if s.Store.Deadlines == nil {
+		return time.Time{}
+	}
+	d, err := s.Store.Deadlines.Deadline(ctx, store.DeadlineControlProposal, deadlineItem(id, rev))
+	if err != nil {
+		return time.Time{}
+	}
+	return d.Due
+}
+
+// sweepDeadlines runs, until Close, the sweeper that discards the staged
+// values past their deadline: at once, then every Config.Sweep.
+func (s *Part) sweepDeadlines() {
+	if s.Store.Deadlines == nil {
+		return
+	}
+	every := s.Config.Sweep
+	if every <= 0 {
+		every = DefaultSweep
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.sweepDone)
+		if err := s.keepDefaultDeadlines(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("default deadlines of staged values could not be kept", "err", err)
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+				s.Log.Warn("staged values past their deadline could not be discarded; trying again", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// keepDefaultDeadlines gives the server's default deadline to every value
+// an agent staged that has none kept: one whose deadline a process that
+// stopped between staging it and keeping its deadline did not write. It
+// runs once at start; the deadline counts from when the value was staged.
+func (s *Part) keepDefaultDeadlines(ctx context.Context) error {
+	if s.Config.DecisionDeadline <= 0 {
+		return nil
+	}
+	for _, snap := range s.controls.Proposals(ctx, "") {
+		st := snap.State.Staged
+		if st == nil || st.Provenance.Source != control.SourceAgent {
+			continue
+		}
+		item := deadlineItem(snap.Identity, st.Revision)
+		if _, err := s.Store.Deadlines.Deadline(ctx, store.DeadlineControlProposal, item); err == nil {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := s.Store.Deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineControlProposal, Item: item,
+			Due: st.StagedAt.Add(s.Config.DecisionDeadline), CreatedAt: st.StagedAt}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExpireDue discards every staged value past its deadline that nobody
+// decided, records it in the audit log (source deadline, reason "no
+// decision before the deadline") and publishes it, so the agent waiting
+// in inbox_wait hears it; it returns how many it discarded. The discard
+// names the revision, so a value a person decided meanwhile, or that
+// another node discarded first, is left as it is: each is discarded once.
+func (s *Part) ExpireDue(ctx context.Context) (int, error) {
+	if s.Store.Deadlines == nil {
+		return 0, nil
+	}
+	n := 0
+	for {
+		due, err := s.Store.Deadlines.DueDeadlines(ctx, store.DeadlineControlProposal, s.Now(), 100)
+		if err != nil {
+			return n, err
+		}
+		if len(due) == 0 {
+			return n, nil
+		}
+		open := map[string]control.Identity{}
+		for _, snap := range s.controls.Proposals(ctx, "") {
+			open[deadlineItem(snap.Identity, snap.State.Staged.Revision)] = snap.Identity
+		}
+		removed := 0
+		for _, d := range due {
+			id, ok := open[d.Item]
+			if !ok && s.Now().Sub(d.Due) < unmatchedGrace {
+				// This node's registry may not have heard yet of a value
+				// another node staged: look again on the next sweeps.
+				continue
+			}
+			if ok {
+				rev, _ := strconv.ParseInt(d.Item[len(id.String())+1:], 10, 64)
+				if s.discardAtDeadline(ctx, id, rev) {
+					n++
+				}
+			}
+			if err := s.Store.Deadlines.DeleteDeadline(ctx, d.Kind, d.Item); err != nil {
+				return n, err
+			}
+			removed++
+		}
+		if len(due) < 100 || removed < len(due) {
+			return n, nil
+		}
+	}
+}
+
+// discardAtDeadline discards revision rev of the control id in no one's
+// name and reports whether it did.
+func (s *Part) discardAtDeadline(ctx context.Context, id control.Identity, rev int64) bool {
+	cmd := control.Command{Action: control.Discard, Identity: id, Revision: rev}
+	cc := control.CommandContext{Source: control.SourceUser, Confirmed: true}
+	pa := &pendingAudit{cmd: cmd, cc: control.CommandContext{Source: SourceDeadline}, note: NoDecision}
+	res := s.controls.Execute(context.WithValue(ctx, pendingAuditKey{}, pa), cmd, cc)
+	if !res.OK {
+		return false
+	}
+	if !pa.written {
+		rec := s.auditRecord("", cmd, pa.cc, res)
+		rec.Reason = NoDecision
+		if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+			s.Log.Error("audit append failed", "control", id.String(), "action", "discard", "err", err)
+		}
+	}
+	s.publishControl(id.FormID, "control.command", &commandData{
+		Action: control.Discard, Identity: id, OK: true, Source: SourceDeadline, Snapshot: &res.Snapshot, Origin: s.Origin,
+	})
+	return true
+}

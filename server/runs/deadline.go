@@ -1,0 +1,59 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/store"
+)
+
+// sweepDeadlines runs, until Close, the sweeper that declines the command
+// and tool proposals past their deadline: at once (those that passed it
+// while no node ran), then every Config.Sweep.
+func (s *Part) sweepDeadlines() {
+	every := s.Config.Sweep
+	if every <= 0 {
+		every = DefaultSweep
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.sweepDone)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+				s.Log.Warn("proposals past their deadline could not be declined; trying again", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// ExpireDue declines every pending command or tool proposal past its
+// deadline with the reason "no decision before the deadline", records
+// each in the audit log and tells its proposer, and returns how many it
+// declined. Each is declined once across the nodes sharing the store.
+func (s *Part) ExpireDue(ctx context.Context) (int, error) {
+	done, err := s.runTools.ExpireDue(ctx)
+	for _, pr := range done {
+		rec := store.AuditRecord{Time: s.Now(), PrincipalID: pr.ProposerID, Source: "deadline", Subject: "proposal:" + pr.ID,
+			Action: "proposal.expire", OK: true, Reason: run.NoDecision}
+		if _, aerr := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
+			s.Log.Error("audit proposal past its deadline", "proposal", pr.ID, "err", aerr)
+		}
+		s.publishProposalDecision(pr, false)
+	}
+	return len(done), err
+}
+
+// ProposalDeadline returns when proposal id is declined if no person
+// decides it, or the zero time when it has no deadline.
+func (s *Part) ProposalDeadline(ctx context.Context, id string) time.Time {
+	return s.runTools.ProposalDeadline(ctx, id)
+}
