@@ -28,7 +28,10 @@
 // with the component names and versions of store/sqlite. Each step is
 // applied in its own transaction under an advisory lock, so nodes starting
 // at once apply every step exactly once. Statements are prepared once per
-// connection and reused (pgx's statement cache).
+// connection and reused (pgx's statement cache). A control write, the
+// transaction of every staged, applied or undone control, sends its BEGIN
+// with its first batch and its COMMIT with its last: two round trips in
+// all, and its lock is released one round trip after it is taken.
 package postgres
 
 import (

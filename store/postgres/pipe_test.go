@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/store"
+	"github.com/assent-run/assent/store/postgres/pgtest"
+)
+
+// TestPipeWrite holds the pipelined transaction to a transaction's
+// contract: everything it wrote is kept when it commits, nothing when a
+// statement fails in its first or last batch or the function fails
+// between them, and the connection comes back to the pool outside any
+// transaction. The pool has one connection, so each case reuses it.
+func TestPipeWrite(t *testing.T) {
+	u, _ := pgtest.URL(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := &DB{pool: pool}
+	if _, err := pool.Exec(ctx, `CREATE TABLE pipe_t (k int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	errStop := errors.New("stop")
+	batch := func(sql ...string) *pgx.Batch {
+		b := &pgx.Batch{}
+		for _, q := range sql {
+			b.Queue(q)
+		}
+		return b
+	}
+	readAll := func(br pgx.BatchResults, n int) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return err
+			}
+		}
+		return br.Close()
+	}
+	tests := []struct {
+		name    string
+		fn      func(p *pipe) error
+		wantErr bool
+		want    int // rows in pipe_t afterwards
+	}{
+		{"two batches commit", func(p *pipe) error {
+			if err := readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (1)`)), 1); err != nil {
+				return err
+			}
+			return readAll(p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (2)`, `INSERT INTO pipe_t VALUES (3)`)), 2)
+		}, false, 3},
+		{"one final batch commits", func(p *pipe) error {
+			return readAll(p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (4)`)), 1)
+		}, false, 4},
+		{"without a final batch the commit goes alone", func(p *pipe) error {
+			return readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (5)`)), 1)
+		}, false, 5},
+		{"failure in the last batch rolls back the first", func(p *pipe) error {
+			if err := readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (6)`)), 1); err != nil {
+				return err
+			}
+			return readAll(p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (7)`, `INSERT INTO pipe_t VALUES (1)`)), 2)
+		}, true, 5},
+		{"failure in the first batch", func(p *pipe) error {
+			return readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (1)`)), 1)
+		}, true, 5},
+		{"function fails between batches", func(p *pipe) error {
+			if err := readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (8)`)), 1); err != nil {
+				return err
+			}
+			return errStop
+		}, true, 5},
+		{"results left unread still roll back on failure", func(p *pipe) error {
+			br := p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (9)`, `INSERT INTO pipe_t VALUES (1)`))
+			br.Exec()
+			br.Close()
+			return errStop
+		}, true, 5},
+		{"a batch after the final one is refused", func(p *pipe) error {
+			if err := readAll(p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (10)`)), 1); err != nil {
+				return err
+			}
+			return readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (11)`)), 1)
+		}, true, 6},
+	}
+	for _, tc := range tests {
+		err := s.pipeWrite(ctx, "pipe test", tc.fn)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err = %v, want error %v", tc.name, err, tc.wantErr)
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pipe_t`).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n != tc.want {
+			t.Errorf("%s: %d rows, want %d", tc.name, n, tc.want)
+		}
+	}
+}
+
+// roundTrips counts what a pool sends: each statement and each batch is
+// one round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestControlWriteRoundTrips: a control write with its audit record, the
+// transaction of every staged, applied or undone control, makes two round
+// trips from BEGIN to COMMIT, whatever the update holds.
+func TestControlWriteRoundTrips(t *testing.T) {
+	u, _ := pgtest.URL(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPoolDefaults(cfg, u)
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	s, err := OpenConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := control.Key{FormID: "f", ControlID: "c"}
+	prov := control.Provenance{Source: control.SourceAgent, PrincipalID: "p_a"}
+	now := time.Now().UTC()
+	stage := func(rev int64) control.Update {
+		return control.Update{Key: k, Stage: &control.SavedProposal{Revision: rev, Provenance: prov, StagedAt: now,
+			Value: json.RawMessage(`1`), Base: json.RawMessage(`0`)}}
+	}
+	// Each update is made twice, the first time unmeasured, so that
+	// every statement is prepared.
+	tests := []struct {
+		name string
+		u    func(i int64) control.Update
+	}{
+		{"stage", func(int64) control.Update { return stage(1) }},
+		{"stage again, expecting the proposal", func(i int64) control.Update {
+			u := stage(2 + i)
+			u.Expect = control.Expect{Proposal: true, Revision: 1 + i}
+			return u
+		}},
+		{"apply", func(int64) control.Update {
+			return control.Update{Key: k, Unstage: true, Depth: 3, Push: &control.SavedChange{Action: control.Apply,
+				Previous: json.RawMessage(`0`), Applied: json.RawMessage(`1`), Provenance: prov, At: now}}
+		}},
+		{"undo", func(int64) control.Update { return control.Update{Key: k, Pop: true} }},
+	}
+	for _, tc := range tests {
+		for i := range int64(2) {
+			rt.n.Store(0)
+			if _, err := s.ControlRegistry().SaveControlAudited(ctx, tc.u(i), store.AuditRecord{Time: now, PrincipalID: "p_a",
+				Source: "agent", FormID: "f", ControlID: "c", Action: "bench", OK: true}); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		if n := rt.n.Load(); n != 2 {
+			t.Errorf("%s: %d round trips, want 2", tc.name, n)
+		}
+	}
+}
