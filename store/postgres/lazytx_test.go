@@ -15,9 +15,16 @@ import (
 // that statement is sent, keeps what it wrote when it commits and nothing
 // when it fails, and costs its statements plus one COMMIT in round trips
 // (none when it sends nothing). The pool has one connection, so every case
-// reuses it and would see a transaction an earlier one left open.
+// reuses it and would see a transaction an earlier one left open. It
+// holds in each statement mode a URL may choose.
 func TestLazyTx(t *testing.T) {
 	u, _ := pgtest.URL(t)
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) { testLazyTx(t, u+"&default_query_exec_mode="+mode) })
+	}
+}
+
+func testLazyTx(t *testing.T, u string) {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
@@ -33,6 +40,9 @@ func TestLazyTx(t *testing.T) {
 	}
 	defer pool.Close()
 	s := &DB{pool: pool}
+	if _, err := pool.Exec(ctx, `DROP TABLE IF EXISTS lazy_t`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE lazy_t (k int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}

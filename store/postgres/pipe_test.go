@@ -20,9 +20,16 @@ import (
 // contract: everything it wrote is kept when it commits, nothing when a
 // statement fails in its first or last batch or the function fails
 // between them, and the connection comes back to the pool outside any
-// transaction. The pool has one connection, so each case reuses it.
+// transaction. The pool has one connection, so each case reuses it. It
+// holds in each statement mode a URL may choose.
 func TestPipeWrite(t *testing.T) {
 	u, _ := pgtest.URL(t)
+	for _, mode := range []string{"cache_statement", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) { testPipeWrite(t, u+"&default_query_exec_mode="+mode) })
+	}
+}
+
+func testPipeWrite(t *testing.T, u string) {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
@@ -35,6 +42,9 @@ func TestPipeWrite(t *testing.T) {
 	}
 	defer pool.Close()
 	s := &DB{pool: pool}
+	if _, err := pool.Exec(ctx, `DROP TABLE IF EXISTS pipe_t`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE pipe_t (k int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
