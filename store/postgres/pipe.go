@@ -66,7 +66,7 @@ func (p *pipe) send(ctx context.Context, b *pgx.Batch, final bool) pgx.BatchResu
 
 // pipeResults are the results of one batch of a pipe: BEGIN's result, when
 // it leads, is read before the caller's first, and COMMIT's, when it ends
-// the batch, on Close once the caller has read all of its own.
+// the batch, on Close, after the caller's results it left unread.
 type pipeResults struct {
 	p     *pipe
 	br    pgx.BatchResults
@@ -123,7 +123,14 @@ func (r *pipeResults) Close() error {
 		r.br.Close()
 		return err
 	}
-	if r.final && r.read == r.n {
+	if r.final {
+		// Read what the caller left unread, then COMMIT's result.
+		for ; r.read < r.n; r.read++ {
+			if _, err := r.br.Exec(); err != nil {
+				r.br.Close()
+				return err
+			}
+		}
 		tag, err := r.br.Exec()
 		if cerr := r.br.Close(); err == nil {
 			err = cerr

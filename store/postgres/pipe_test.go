@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,33 +84,39 @@ func testPipeWrite(t *testing.T, u string) {
 		{"without a final batch the commit goes alone", func(p *pipe) error {
 			return readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (5)`)), 1)
 		}, false, 5},
+		{"final batch closed unread commits", func(p *pipe) error {
+			return p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (12)`, `SELECT k FROM pipe_t`)).Close()
+		}, false, 6},
+		{"final batch closed unread reports a failure", func(p *pipe) error {
+			return p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (13)`, `INSERT INTO pipe_t VALUES (1)`)).Close()
+		}, true, 6},
 		{"failure in the last batch rolls back the first", func(p *pipe) error {
 			if err := readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (6)`)), 1); err != nil {
 				return err
 			}
 			return readAll(p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (7)`, `INSERT INTO pipe_t VALUES (1)`)), 2)
-		}, true, 5},
+		}, true, 6},
 		{"failure in the first batch", func(p *pipe) error {
 			return readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (1)`)), 1)
-		}, true, 5},
+		}, true, 6},
 		{"function fails between batches", func(p *pipe) error {
 			if err := readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (8)`)), 1); err != nil {
 				return err
 			}
 			return errStop
-		}, true, 5},
+		}, true, 6},
 		{"results left unread still roll back on failure", func(p *pipe) error {
 			br := p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (9)`, `INSERT INTO pipe_t VALUES (1)`))
 			br.Exec()
 			br.Close()
 			return errStop
-		}, true, 5},
+		}, true, 6},
 		{"a batch after the final one is refused", func(p *pipe) error {
 			if err := readAll(p.SendFinal(ctx, batch(`INSERT INTO pipe_t VALUES (10)`)), 1); err != nil {
 				return err
 			}
 			return readAll(p.SendBatch(ctx, batch(`INSERT INTO pipe_t VALUES (11)`)), 1)
-		}, true, 6},
+		}, true, 7},
 	}
 	for _, tc := range tests {
 		err := s.pipeWrite(ctx, "pipe test", tc.fn)
@@ -195,6 +202,67 @@ func TestControlWriteRoundTrips(t *testing.T) {
 		}
 		if n := rt.n.Load(); n != 2 {
 			t.Errorf("%s: %d round trips, want 2", tc.name, n)
+		}
+	}
+}
+
+// TestRunControlRoundTrips: moving a Run's Control (claimed, handled, or
+// any transition) makes two round trips from BEGIN to COMMIT.
+func TestRunControlRoundTrips(t *testing.T) {
+	u, _ := pgtest.URL(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPoolDefaults(cfg, u)
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	s, err := OpenConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC()
+	for i := range 2 { // the first unmeasured, so that every statement is prepared
+		r := store.RunRecord{ID: fmt.Sprintf("r%d", i), OwnerID: "o", InstanceID: fmt.Sprintf("r%d-g1", i), Generation: 1, CreatedAt: now, StartedAt: now}
+		if err := s.ClaimRun(ctx, r, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"c1", "c2"} {
+			if _, err := s.AdmitControl(ctx, r.ID, store.Control{ID: id, InstanceID: r.InstanceID, Action: "tick", QueuedAt: &now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		steps := []struct {
+			name string
+			do   func() error
+		}{
+			{"delivered", func() error {
+				_, err := s.TransitionControl(ctx, r.ID, "c1", store.ControlDelivered, nil, "", now)
+				return err
+			}},
+			{"claimed", func() error {
+				_, err := s.ClaimControl(ctx, r.ID, r.InstanceID, "c1", now)
+				return err
+			}},
+			{"handled", func() error {
+				_, err := s.TransitionControl(ctx, r.ID, "c1", store.ControlHandled, nil, "", now)
+				return err
+			}},
+			{"claimed, the oldest", func() error {
+				_, err := s.ClaimControl(ctx, r.ID, r.InstanceID, "", now)
+				return err
+			}},
+		}
+		for _, st := range steps {
+			rt.n.Store(0)
+			if err := st.do(); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			if n := rt.n.Load(); i == 1 && n != 2 {
+				t.Errorf("%s: %d round trips, want 2", st.name, n)
+			}
 		}
 	}
 }

@@ -349,15 +349,26 @@ func scanControl(row pgx.Row) (int64, journal.Record, error) {
 // cost does not grow with the terminal records a journal keeps. A Run that
 // does not exist has an empty journal.
 func readJournal(ctx context.Context, tx pgx.Tx, runID, instance string) (journal.State, error) {
+	return scanJournal(tx.QueryRow(ctx, journalQuery("$2"), runID, instance))
+}
+
+// journalQuery is the statement readJournal runs, on the Run $1, the
+// generation being the SQL expression instance.
+func journalQuery(instance string) string {
+	return `SELECT r.control_bytes, r.control_malformed, r.control_invalid, r.control_untimed, p.n, p.oldest, p.foreign
+		FROM runs r, LATERAL (SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE instance_id <> ` + instance + `) AS foreign,
+			MIN(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at END) AS oldest
+			FROM run_controls WHERE run_id = r.id AND status IN ('queued', 'delivered', 'claimed')) p
+		WHERE r.id = $1`
+}
+
+// scanJournal reads the row of journalQuery.
+func scanJournal(row pgx.Row) (journal.State, error) {
 	var (
 		t      journal.Tally
 		oldest *time.Time
 	)
-	err := tx.QueryRow(ctx, `SELECT r.control_bytes, r.control_malformed, r.control_invalid, r.control_untimed, p.n, p.oldest, p.foreign
-		FROM runs r, LATERAL (SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE instance_id <> $2) AS foreign,
-			MIN(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at END) AS oldest
-			FROM run_controls WHERE run_id = r.id AND status IN ('queued', 'delivered', 'claimed')) p
-		WHERE r.id = $1`, runID, instance).Scan(&t.Bytes, &t.Malformed, &t.Invalid, &t.Timestamp, &t.Pending, &oldest, &t.Generation)
+	err := row.Scan(&t.Bytes, &t.Malformed, &t.Invalid, &t.Timestamp, &t.Pending, &oldest, &t.Generation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.State{}, nil
 	}
@@ -483,36 +494,51 @@ func lockRun(ctx context.Context, tx pgx.Tx, runID, what string) error {
 // lock.
 func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expected []string, errText string, at time.Time) (store.Control, error) {
 	var out store.Control
-	err := s.write(ctx, "control transition", func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, runID, "control transition"); err != nil {
-			return err
-		}
-		seq, rec, err := scanControl(tx.QueryRow(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1`, runID, id))
-		if err != nil {
+	// Two round trips: the lock, the record and its journal as one batch
+	// (each read after the lock is held), then the writes with COMMIT.
+	err := s.pipeWrite(ctx, "control transition", func(p *pipe) error {
+		reads := &pgx.Batch{}
+		reads.Queue(`SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		reads.Queue(`SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1`, runID, id)
+		reads.Queue(journalQuery(`(SELECT instance_id FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1)`), runID, id)
+		br := p.SendBatch(ctx, reads)
+		var one int
+		if err := br.QueryRow().Scan(&one); err != nil {
+			br.Close()
 			return rowErr(err, "control transition")
 		}
-		c := rec.Control
-		out = c
-		j, err := readJournal(ctx, tx, runID, c.InstanceID)
+		seq, rec, err := scanControl(br.QueryRow())
+		if err != nil {
+			br.Close()
+			return rowErr(err, "control transition")
+		}
+		j, err := scanJournal(br.QueryRow())
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return fmt.Errorf("control transition: %w", err)
 		}
+		c := rec.Control
+		out = c
 		if err := j.Sound(c.InstanceID); err != nil {
 			return err
 		}
 		if c, err = journal.Transition(c, next, expected, errText, at); err != nil {
 			return err
 		}
-		if err := writeControl(ctx, tx, seq, rec.Bytes, c, j); err != nil {
+		writes := &pgx.Batch{}
+		if err := queueWriteControl(writes, seq, rec.Bytes, c, j); err != nil {
 			return err
 		}
 		if !store.ControlPending(c.Status) {
 			// Keep the newest ControlTerminalLimit terminal records.
-			if _, err := tx.Exec(ctx, `DELETE FROM run_controls WHERE run_id = $1 AND status IN ('handled','failed') AND seq NOT IN
+			writes.Queue(`DELETE FROM run_controls WHERE run_id = $1 AND status IN ('handled','failed') AND seq NOT IN
 				(SELECT seq FROM run_controls WHERE run_id = $1 AND status IN ('handled','failed') ORDER BY seq DESC LIMIT $2)`,
-				runID, store.ControlTerminalLimit); err != nil {
-				return fmt.Errorf("control transition: %w", err)
-			}
+				runID, store.ControlTerminalLimit)
+		}
+		if err := p.SendFinal(ctx, writes).Close(); err != nil {
+			return fmt.Errorf("control transition: %w", err)
 		}
 		out = c
 		return nil
@@ -520,9 +546,9 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 	return out, err
 }
 
-// writeControl rewrites record seq (old bytes long) as c, checking that the
-// journal j stays within its byte bound.
-func writeControl(ctx context.Context, tx pgx.Tx, seq int64, old int, c store.Control, j journal.State) error {
+// queueWriteControl queues in b the statement that rewrites record seq
+// (old bytes long) as c, once the journal j's byte bound allows it.
+func queueWriteControl(b *pgx.Batch, seq int64, old int, c store.Control, j journal.State) error {
 	n, err := journal.Size(c)
 	if err != nil {
 		return fmt.Errorf("control transition: %w", err)
@@ -530,32 +556,43 @@ func writeControl(ctx context.Context, tx pgx.Tx, seq int64, old int, c store.Co
 	if err := j.Resize(old, n); err != nil {
 		return fmt.Errorf("control transition: %w", err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE run_controls SET status = $1, delivered_at = $2, claimed_at = $3, handled_at = $4, failed_at = $5,
+	b.Queue(`UPDATE run_controls SET status = $1, delivered_at = $2, claimed_at = $3, handled_at = $4, failed_at = $5,
 		error = $6, bytes = $7 WHERE seq = $8`, c.Status, optTimePtr(c.DeliveredAt), optTimePtr(c.ClaimedAt), optTimePtr(c.HandledAt),
 		optTimePtr(c.FailedAt), optText(c.Error), n, seq)
-	if err != nil {
-		return fmt.Errorf("control transition: %w", err)
-	}
 	return nil
 }
 
 // ClaimControl implements store.Runs.
 func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at time.Time) (store.Control, error) {
 	var out store.Control
-	err := s.write(ctx, "claim control", func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, runID, "claim control"); err != nil {
-			return err
+	// Two round trips: the lock, the journal and the record as one batch
+	// (each read after the lock is held), then the write with COMMIT.
+	err := s.pipeWrite(ctx, "claim control", func(p *pipe) error {
+		reads := &pgx.Batch{}
+		reads.Queue(`SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		reads.Queue(journalQuery("$2"), runID, instanceID)
+		reads.Queue(`SELECT `+controlColumns+` FROM run_controls
+			WHERE run_id = $1 AND instance_id = $2 AND status IN ('queued','delivered') AND ($3::text = '' OR id = $3)
+			ORDER BY seq LIMIT 1`, runID, instanceID, id)
+		br := p.SendBatch(ctx, reads)
+		var one int
+		if err := br.QueryRow().Scan(&one); err != nil {
+			br.Close()
+			return rowErr(err, "claim control")
 		}
-		j, err := readJournal(ctx, tx, runID, instanceID)
+		j, err := scanJournal(br.QueryRow())
 		if err != nil {
+			br.Close()
 			return fmt.Errorf("claim control: %w", err)
 		}
 		if err := j.Sound(instanceID); err != nil {
+			br.Close()
 			return err
 		}
-		seq, rec, err := scanControl(tx.QueryRow(ctx, `SELECT `+controlColumns+` FROM run_controls
-			WHERE run_id = $1 AND instance_id = $2 AND status IN ('queued','delivered') AND ($3::text = '' OR id = $3)
-			ORDER BY seq LIMIT 1`, runID, instanceID, id))
+		seq, rec, err := scanControl(br.QueryRow())
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return rowErr(err, "claim control")
 		}
@@ -564,7 +601,14 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 		if err != nil {
 			return err
 		}
-		return writeControl(ctx, tx, seq, rec.Bytes, c, j)
+		writes := &pgx.Batch{}
+		if err := queueWriteControl(writes, seq, rec.Bytes, c, j); err != nil {
+			return err
+		}
+		if err := p.SendFinal(ctx, writes).Close(); err != nil {
+			return fmt.Errorf("claim control: %w", err)
+		}
+		return nil
 	})
 	return out, err
 }
