@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,8 +207,9 @@ func TestControlWriteRoundTrips(t *testing.T) {
 	}
 }
 
-// TestRunControlRoundTrips: moving a Run's Control (claimed, handled, or
-// any transition) makes two round trips from BEGIN to COMMIT.
+// TestRunControlRoundTrips: admitting a Control to a Run and moving it
+// (claimed, handled, or any transition) each make two round trips from
+// BEGIN to COMMIT.
 func TestRunControlRoundTrips(t *testing.T) {
 	u, _ := pgtest.URL(t)
 	ctx := context.Background()
@@ -230,8 +232,12 @@ func TestRunControlRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"c1", "c2"} {
+			rt.n.Store(0)
 			if _, err := s.AdmitControl(ctx, r.ID, store.Control{ID: id, InstanceID: r.InstanceID, Action: "tick", QueuedAt: &now}); err != nil {
 				t.Fatal(err)
+			}
+			if n := rt.n.Load(); i == 1 && n != 2 {
+				t.Errorf("admission: %d round trips, want 2", n)
 			}
 		}
 		steps := []struct {
@@ -262,6 +268,89 @@ func TestRunControlRoundTrips(t *testing.T) {
 			}
 			if n := rt.n.Load(); i == 1 && n != 2 {
 				t.Errorf("%s: %d round trips, want 2", st.name, n)
+			}
+		}
+	}
+}
+
+// TestAdmitControlsBatchAsOneByOne: a batch of admissions over several
+// Runs and generations, with refusals among them, decides each item and
+// leaves each journal as the same admissions made one by one would.
+func TestAdmitControlsBatchAsOneByOne(t *testing.T) {
+	u, _ := pgtest.URL(t)
+	ctx := context.Background()
+	s, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	type item struct {
+		run, gen, id string
+	}
+	var items []item
+	// Run 1 past its pending bound, Run 2 interleaved with it, an older
+	// generation of Run 1 after its current one, and a Run that does not
+	// exist.
+	for i := range store.ControlPendingLimit + 2 {
+		items = append(items, item{"r1", "g1", fmt.Sprintf("a%d", i)})
+		if i%16 == 0 {
+			items = append(items, item{"r2", "g1", fmt.Sprintf("b%d", i)})
+		}
+		if i == 3 {
+			items = append(items, item{"r1", "g0", "old"}, item{"r9", "g1", "lost"})
+		}
+	}
+	runs := func(prefix string) {
+		for _, r := range []string{"r1", "r2"} {
+			rec := store.RunRecord{ID: prefix + r, OwnerID: "o", InstanceID: prefix + r + "-g1", Generation: 1, CreatedAt: now, StartedAt: now}
+			if err := s.ClaimRun(ctx, rec, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	admission := func(prefix string, it item) store.ControlAdmission {
+		return store.ControlAdmission{RunID: prefix + it.run, Control: store.Control{ID: it.id, InstanceID: prefix + it.run + "-" + it.gen,
+			Action: "tick", QueuedAt: &now}}
+	}
+	runs("a-")
+	runs("b-")
+	var batch []store.ControlAdmission
+	for _, it := range items {
+		batch = append(batch, admission("a-", it))
+	}
+	errs, err := s.AdmitControls(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i, it := range items {
+		_, one := s.AdmitControl(ctx, "b-"+it.run, admission("b-", it).Control)
+		if (errs[i] == nil) != (one == nil) || (one != nil && errs[i].Error() != strings.ReplaceAll(one.Error(), "b-", "a-")) {
+			t.Errorf("item %d %+v: batch %v, one by one %v", i, it, errs[i], one)
+		}
+		if one != nil {
+			refused++
+		}
+	}
+	if refused < 4 {
+		t.Errorf("%d items refused; the case means at least 4 (two past the bound, generation, missing Run)", refused)
+	}
+	for _, r := range []string{"r1", "r2"} {
+		a, err := s.Controls(ctx, "a-"+r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Controls(ctx, "b-"+r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d Controls from the batch, %d one by one", r, len(a), len(b))
+		}
+		for i := range a {
+			if a[i].ID != b[i].ID || a[i].Status != b[i].Status || strings.TrimPrefix(a[i].InstanceID, "a-") != strings.TrimPrefix(b[i].InstanceID, "b-") {
+				t.Errorf("%s, Control %d: batch %+v, one by one %+v", r, i, a[i], b[i])
 			}
 		}
 	}

@@ -415,51 +415,90 @@ func (s *DB) AdmitControl(ctx context.Context, runID string, c store.Control) (s
 // server in one round trip.
 func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) ([]error, error) {
 	var errs []error
-	err := s.write(ctx, "admit control", func(tx pgx.Tx) error {
+	// Two round trips for a batch whose items each name a Run's current
+	// generation: the locks and the journals as one batch, then the
+	// inserts with COMMIT. A journal read after an insert to the same Run
+	// costs one more.
+	err := s.pipeWrite(ctx, "admit control", func(p *pipe) error {
 		errs = make([]error, len(items))
 		ids := make([]string, len(items))
 		for i, it := range items {
 			ids[i] = it.RunID
 		}
-		runs, err := lockRuns(ctx, tx, ids)
-		if err != nil {
-			return fmt.Errorf("admit control: %w", err)
-		}
-		var batch pgx.Batch
-		flush := func() error {
-			if batch.Len() == 0 {
-				return nil
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		// The journal of each Run's first generation in items is read
+		// with the locks, before any insert.
+		type key = [2]string
+		var first []key
+		firstRun := map[string]bool{}
+		for _, it := range items {
+			if !firstRun[it.RunID] {
+				firstRun[it.RunID] = true
+				first = append(first, key{it.RunID, it.Control.InstanceID})
 			}
-			err := tx.SendBatch(ctx, &batch).Close()
-			batch = pgx.Batch{}
-			return err
+		}
+		reads := &pgx.Batch{}
+		reads.Queue(`SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		for _, k := range first {
+			reads.Queue(journalQuery("$2"), k[0], k[1])
+		}
+		br := p.SendBatch(ctx, reads)
+		exists, err := scanIDs(br)
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("admit control: %w", err)
 		}
 		// The journal is read once per Run and generation in a batch and
 		// then kept up to date in memory with what this batch inserts.
-		seen := map[[2]string]*journal.State{}
+		seen := map[key]*journal.State{}
+		for _, k := range first {
+			st, err := scanJournal(br.QueryRow())
+			if err != nil {
+				br.Close()
+				return fmt.Errorf("admit control: %w", err)
+			}
+			seen[k] = &st
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("admit control: %w", err)
+		}
+		batch := &pgx.Batch{}
 		for i, it := range items {
 			c, n, err := journal.Admission(it.Control)
 			if err != nil {
 				errs[i] = fmt.Errorf("admit control: %w", err)
 				continue
 			}
-			if runs[it.RunID] == nil {
+			if !exists[it.RunID] {
 				errs[i] = store.ErrNotFound
 				continue
 			}
-			key := [2]string{it.RunID, c.InstanceID}
-			j, ok := seen[key]
+			k := key{it.RunID, c.InstanceID}
+			j, ok := seen[k]
 			if !ok {
 				// The journal read must see this batch's earlier inserts.
-				if err := flush(); err != nil {
-					return fmt.Errorf("admit control: %w", err)
+				batch.Queue(journalQuery("$2"), it.RunID, c.InstanceID)
+				br := p.SendBatch(ctx, batch)
+				for range batch.Len() - 1 {
+					if _, err = br.Exec(); err != nil {
+						break
+					}
 				}
-				st, err := readJournal(ctx, tx, it.RunID, c.InstanceID)
+				var st journal.State
+				if err == nil {
+					st, err = scanJournal(br.QueryRow())
+				}
+				if cerr := br.Close(); err == nil {
+					err = cerr
+				}
 				if err != nil {
 					return fmt.Errorf("admit control: %w", err)
 				}
+				batch = &pgx.Batch{}
 				j = &st
-				seen[key] = j
+				seen[k] = j
 			}
 			if errs[i] = j.Admit(c, n); errs[i] != nil {
 				continue
@@ -471,7 +510,7 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 			batch.Queue(`INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes, sender_id)
 				VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8)`, it.RunID, c.ID, c.InstanceID, c.Action, input, *c.QueuedAt, n, c.SenderID)
 		}
-		if err := flush(); err != nil {
+		if err := p.SendFinal(ctx, batch).Close(); err != nil {
 			return fmt.Errorf("admit control: %w", err)
 		}
 		return nil
@@ -480,6 +519,24 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		return nil, err
 	}
 	return errs, nil
+}
+
+// scanIDs reads the ids the next statement of br returns.
+func scanIDs(br pgx.BatchResults) (map[string]bool, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
 }
 
 // lockRun locks runID's row; a Run that does not exist gives
