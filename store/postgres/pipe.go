@@ -210,3 +210,81 @@ func (s *DB) tryPipe(ctx context.Context, what string, fn func(*pipe) error) err
 	}
 	return err
 }
+
+// txQuerier runs statements one at a time or in batches: a pgx.Tx or a
+// pipe.
+type txQuerier interface {
+	batchSender
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Query runs one statement in the pipe, as a batch of one.
+func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := p.SendBatch(ctx, b)
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// QueryRow runs one statement in the pipe, as a batch of one.
+func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := p.SendBatch(ctx, b)
+	return &batchRow{row: br.QueryRow(), br: br}
+}
+
+// batchRows are the rows of a batch of one; closing them, or reading them
+// to the end, closes the batch.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+func (r *batchRows) closeBatch() {
+	if r.br != nil {
+		r.err = r.br.Close()
+		r.br = nil
+	}
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	r.closeBatch()
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.closeBatch()
+	return false
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// batchRow is the row of a batch of one; scanning it closes the batch.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r *batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

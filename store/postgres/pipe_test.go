@@ -207,9 +207,9 @@ func TestControlWriteRoundTrips(t *testing.T) {
 	}
 }
 
-// TestRunControlRoundTrips: admitting a Control to a Run and moving it
-// (claimed, handled, or any transition) each make two round trips from
-// BEGIN to COMMIT.
+// TestRunControlRoundTrips: admitting a Control to a Run, moving it
+// (claimed, handled, or any transition) and appending to the Run's Trace
+// each make two round trips from BEGIN to COMMIT.
 func TestRunControlRoundTrips(t *testing.T) {
 	u, _ := pgtest.URL(t)
 	ctx := context.Background()
@@ -259,6 +259,10 @@ func TestRunControlRoundTrips(t *testing.T) {
 			{"claimed, the oldest", func() error {
 				_, err := s.ClaimControl(ctx, r.ID, r.InstanceID, "", now)
 				return err
+			}},
+			{"trace append", func() error {
+				return s.AppendTrace(ctx, r.ID, store.TraceEvent{ID: fmt.Sprintf("e%d", i), TS: now, Kind: "progress.update",
+					Summary: "step", Data: json.RawMessage(`{"completed":1}`)})
 			}},
 		}
 		for _, st := range steps {

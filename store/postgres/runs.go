@@ -287,7 +287,7 @@ type traceCounts struct {
 // lockRuns locks the rows of the Runs ids names, in id order so that
 // transactions locking several Runs cannot deadlock, and returns the Trace
 // counters of those that exist.
-func lockRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*traceCounts, error) {
+func lockRuns(ctx context.Context, tx txQuerier, ids []string) (map[string]*traceCounts, error) {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -718,7 +718,9 @@ func (s *DB) AppendTrace(ctx context.Context, runID string, ev store.TraceEvent)
 // and a new marker inserted.
 func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]error, error) {
 	var errs []error
-	err := s.write(ctx, "append trace", func(tx pgx.Tx) error {
+	// Two round trips, unless a compaction reads the Trace: the locks,
+	// then the appends and counters with COMMIT.
+	err := s.pipeWrite(ctx, "append trace", func(tx *pipe) error {
 		errs = make([]error, len(items))
 		lines := make([][]byte, len(items))
 		ids := make([]string, 0, len(items))
@@ -782,7 +784,7 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 				batch.Queue(`UPDATE runs SET trace_events = $2, trace_bytes = $3 WHERE id = $1`, id, c.events, c.bytes)
 			}
 		}
-		if err := flush(); err != nil {
+		if err := tx.SendFinal(ctx, &batch).Close(); err != nil {
 			return fmt.Errorf("append trace: %w", err)
 		}
 		return nil
@@ -795,7 +797,7 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 
 // compactTrace writes the compaction journal.Compact plans for appending
 // ev (encoded as line) to runID's Trace, and returns the plan.
-func compactTrace(ctx context.Context, tx pgx.Tx, runID string, ev store.TraceEvent, line []byte) (journal.CompactPlan, error) {
+func compactTrace(ctx context.Context, tx txQuerier, runID string, ev store.TraceEvent, line []byte) (journal.CompactPlan, error) {
 	var plan journal.CompactPlan
 	rows, err := tx.Query(ctx, `SELECT seq, kind, bytes FROM run_trace WHERE run_id = $1 ORDER BY seq DESC`, runID)
 	if err != nil {
