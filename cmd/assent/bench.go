@@ -59,7 +59,81 @@ type benchRow struct {
 	TargetPerSec float64 `json:"target_per_s,omitempty"`
 	TargetP99ms  float64 `json:"target_p99_ms,omitempty"`
 	Dropped      int64   `json:"dropped,omitempty"`
-	Note         string  `json:"note,omitempty"`
+	// Against compares the row's calls per second with another row of
+	// the same run: a PostgreSQL row with its SQLite row, two PostgreSQL
+	// nodes with one.
+	Against *benchAgainst `json:"against,omitempty"`
+	Note    string        `json:"note,omitempty"`
+}
+
+// benchAgainst is a row's calls per second over another row's.
+type benchAgainst struct {
+	// Row is the name of the other row.
+	Row    string  `json:"row"`
+	Ratio  float64 `json:"ratio"`
+	Target float64 `json:"target"`
+}
+
+// Targets of a row against another of the same run.
+const (
+	// targetPostgresVsSQLite is a PostgreSQL row's calls per second over
+	// the same row's on SQLite, on one node.
+	targetPostgresVsSQLite = 0.7
+	// targetTwoNodes is the calls per second of two PostgreSQL nodes
+	// over one's, when the database has cores of its own.
+	targetTwoNodes = 1.4
+)
+
+// twoNodesSuffix ends the name of a row made on two PostgreSQL nodes.
+const twoNodesSuffix = ", 2 nodes"
+
+// compareRows sets Against on the rows that have a counterpart in rows:
+// each PostgreSQL row ("…, postgres") against its SQLite row (the same
+// name unsuffixed, or ending in ", sqlite" for the store rows), and a
+// two-node row against the one-node row. Rows without calls per second
+// (failed rows, latency rows) are left alone.
+func compareRows(rows []benchRow) {
+	perSec := map[string]float64{}
+	for _, r := range rows {
+		if r.PerSec > 0 && r.TargetP99ms == 0 {
+			perSec[r.Name] = r.PerSec
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if perSec[r.Name] == 0 {
+			continue
+		}
+		var others []string
+		target := targetPostgresVsSQLite
+		switch {
+		case strings.HasSuffix(r.Name, ", postgres"+twoNodesSuffix):
+			others = []string{strings.TrimSuffix(r.Name, twoNodesSuffix)}
+			target = targetTwoNodes
+		case strings.HasSuffix(r.Name, ", postgres"):
+			base := strings.TrimSuffix(r.Name, ", postgres")
+			others = []string{base + ", sqlite", base}
+		}
+		for _, o := range others {
+			if v := perSec[o]; v > 0 {
+				r.Against = &benchAgainst{Row: o, Ratio: round2(r.PerSec / v), Target: target}
+				break
+			}
+		}
+	}
+}
+
+// againstText is a row's comparison in the table: "0.81 of sqlite
+// (target 0.70)".
+func againstText(a *benchAgainst) string {
+	if a == nil {
+		return "-"
+	}
+	of := "sqlite"
+	if strings.HasSuffix(a.Row, ", postgres") {
+		of = "1 node"
+	}
+	return fmt.Sprintf("%.2f of %s (target %.2f)", a.Ratio, of, a.Target)
 }
 
 type benchOpts struct {
@@ -154,7 +228,10 @@ With --store postgres://…, SQLite and PostgreSQL side by side:
 ratio is assent's calls per second divided by the floor's, or, for
 fan-out rows (latency only), the floor's p50 latency divided by assent's.
 1.0 means assent is at the floor; target, when shown, is the ratio the
-row should reach. Progress goes to standard error.
+row should reach. With --store, against compares calls per second within
+the run: each PostgreSQL row over the same row on SQLite (target 0.7),
+and the two-node row over one node (target 1.4). Progress goes to
+standard error.
 
 Every batch is bounded by --calls and --batch-timeout, every fan-out
 round by --duration. Figures depend on the machine: compare the ratios.
@@ -201,7 +278,7 @@ measurement, not assent's.`,
 				return printJSON(c.out, map[string]any{"results": rows})
 			}
 			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "BENCHMARK\tN\tP50 ms\tP99 ms\tPER S\tFLOOR P50 ms\tFLOOR PER S\tRATIO\tTARGET\tNOTE")
+			fmt.Fprintln(tw, "BENCHMARK\tN\tP50 ms\tP99 ms\tPER S\tFLOOR P50 ms\tFLOOR PER S\tRATIO\tTARGET\tAGAINST\tNOTE")
 			for _, r := range rows {
 				target := "-"
 				switch {
@@ -212,8 +289,8 @@ measurement, not assent's.`,
 				case r.TargetP99ms > 0:
 					target = fmt.Sprintf("p99 %gms", r.TargetP99ms)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.0f\t%.3f\t%.0f\t%.2f\t%s\t%s\n",
-					r.Name, r.N, r.P50ms, r.P99ms, r.PerSec, r.FloorP50ms, r.FloorPerSec, r.Ratio, target, r.Note)
+				fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.0f\t%.3f\t%.0f\t%.2f\t%s\t%s\t%s\n",
+					r.Name, r.N, r.P50ms, r.P99ms, r.PerSec, r.FloorP50ms, r.FloorPerSec, r.Ratio, target, againstText(r.Against), r.Note)
 			}
 			return tw.Flush()
 		},
@@ -376,6 +453,7 @@ func runBench(ctx context.Context, o benchOpts, progress io.Writer) ([]benchRow,
 	if len(rows) == 0 {
 		return nil, errors.New("no row's name contains --only's text")
 	}
+	compareRows(rows)
 	return rows, nil
 }
 

@@ -579,7 +579,7 @@ func postgresServerRows(ctx context.Context, o benchOpts, log io.Writer, dir, ra
 		serverCase{mixedName + ", postgres", func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
 			return e.mixedRow(ctx, name)
 		}},
-		serverCase{mixedName + ", postgres, 2 nodes", func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
+		serverCase{mixedName + ", postgres" + twoNodesSuffix, func(ctx context.Context, e *benchEnv, name string) (benchRow, error) {
 			second, stop, err := startSecondNode(ctx, e, pg, data+"-2")
 			if err != nil {
 				return benchRow{}, err

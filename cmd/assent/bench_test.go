@@ -343,3 +343,45 @@ func TestDropControlWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareRows: each PostgreSQL row is compared with its SQLite row of
+// the same run, the two-node row with the one-node row, each with its
+// target; rows without a counterpart or without calls per second are not.
+func TestCompareRows(t *testing.T) {
+	mixed := mixedName
+	rows := []benchRow{
+		{Name: "mcp controls_execute stage, 1 client(s)", PerSec: 200},
+		{Name: "store trace append, 1 appender, sqlite", PerSec: 1000},
+		{Name: "store trace append, 1 appender, postgres", PerSec: 700},
+		{Name: mixed, PerSec: 400},
+		{Name: "mcp controls_execute stage, 1 client(s), postgres", PerSec: 100},
+		{Name: "mcp flows_prescribe+flows_apply, 1 client(s), postgres", PerSec: 50},
+		{Name: "control admission POST /v1/runs/{id}/controls, 1 client(s)", PerSec: 300},
+		{Name: "control admission POST /v1/runs/{id}/controls, 1 client(s), postgres", Note: "failed: boom"},
+		{Name: "event fan-out across nodes, 100 subscribers at 50 events/s, postgres", PerSec: 5000, TargetP99ms: 50},
+		{Name: mixed + ", postgres", PerSec: 300},
+		{Name: mixed + ", postgres" + twoNodesSuffix, PerSec: 450},
+	}
+	compareRows(rows)
+	want := map[string]*benchAgainst{
+		"store trace append, 1 appender, postgres":          {Row: "store trace append, 1 appender, sqlite", Ratio: 0.7, Target: 0.7},
+		"mcp controls_execute stage, 1 client(s), postgres": {Row: "mcp controls_execute stage, 1 client(s)", Ratio: 0.5, Target: 0.7},
+		mixed + ", postgres":                                {Row: mixed, Ratio: 0.75, Target: 0.7},
+		mixed + ", postgres" + twoNodesSuffix:               {Row: mixed + ", postgres", Ratio: 1.5, Target: 1.4},
+	}
+	for _, r := range rows {
+		w := want[r.Name]
+		switch {
+		case w == nil && r.Against != nil:
+			t.Errorf("%s: against %+v, want none", r.Name, *r.Against)
+		case w != nil && (r.Against == nil || *r.Against != *w):
+			t.Errorf("%s: against %+v, want %+v", r.Name, r.Against, *w)
+		}
+	}
+	if got := againstText(rows[len(rows)-1].Against); got != "1.50 of 1 node (target 1.40)" {
+		t.Errorf("againstText = %q", got)
+	}
+	if got := againstText(rows[2].Against); got != "0.70 of sqlite (target 0.70)" {
+		t.Errorf("againstText = %q", got)
+	}
+}

@@ -128,7 +128,7 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 	if err := store.CheckControlUpdate(u); err != nil {
 		return err
 	}
-	return c.s.write(ctx, "save control", func(tx pgx.Tx) error {
+	return c.s.pipeWrite(ctx, "save control", func(tx *pipe) error {
 		if err := saveControl(ctx, tx, u); err != nil {
 			return fmt.Errorf("save control: %w", err)
 		}
@@ -144,7 +144,7 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 		return 0, err
 	}
 	var seq int64
-	err := c.s.write(ctx, "save control", func(tx pgx.Tx) error {
+	err := c.s.pipeWrite(ctx, "save control", func(tx *pipe) error {
 		var err error
 		if seq, err = saveControlWith(ctx, tx, u, &rec); err != nil {
 			return fmt.Errorf("save control: %w", err)
@@ -160,7 +160,7 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 // saveControl applies u inside tx under the control's advisory lock, once
 // its expectation holds: no other writer of the control runs between the
 // check and the write.
-func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {
+func saveControl(ctx context.Context, tx batchSender, u control.Update) error {
 	_, err := saveControlWith(ctx, tx, u, nil)
 	return err
 }
@@ -170,7 +170,9 @@ func saveControl(ctx context.Context, tx pgx.Tx, u control.Update) error {
 // trips whatever u holds: the lock and the expectation's read go as one
 // pipelined batch (the read runs after the lock is held, in a snapshot of
 // its own), and every write, the audit record last, as another.
-func saveControlWith(ctx context.Context, tx pgx.Tx, u control.Update, rec *store.AuditRecord) (int64, error) {
+//
+// In a pipe the writes go with the transaction's COMMIT.
+func saveControlWith(ctx context.Context, tx batchSender, u control.Update, rec *store.AuditRecord) (int64, error) {
 	k := u.Key
 	st, sid := store.SubjectColumns(k)
 	reads := &pgx.Batch{}
@@ -237,7 +239,11 @@ func saveControlWith(ctx context.Context, tx pgx.Tx, u control.Update, rec *stor
 	if writes.Len() == 0 {
 		return 0, nil
 	}
-	br = tx.SendBatch(ctx, writes)
+	if p, ok := tx.(*pipe); ok {
+		br = p.SendFinal(ctx, writes)
+	} else {
+		br = tx.SendBatch(ctx, writes)
+	}
 	defer br.Close()
 	n := writes.Len()
 	if rec != nil {

@@ -28,7 +28,12 @@
 // with the component names and versions of store/sqlite. Each step is
 // applied in its own transaction under an advisory lock, so nodes starting
 // at once apply every step exactly once. Statements are prepared once per
-// connection and reused (pgx's statement cache).
+// connection and reused (pgx's statement cache). Every transaction sends
+// its BEGIN with its first statement, not in a round trip of its own. A
+// control write, the
+// transaction of every staged, applied or undone control, sends its BEGIN
+// with its first batch and its COMMIT with its last: two round trips in
+// all, and its lock is released one round trip after it is taken.
 package postgres
 
 import (
@@ -352,11 +357,17 @@ func (s *DB) inTx(ctx context.Context, what string, opts pgx.TxOptions, fn func(
 	}
 }
 
+// try runs fn once in a transaction whose BEGIN goes with its first
+// statement (see lazyTx).
 func (s *DB) try(ctx context.Context, what string, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	// A connection left inside a transaction is closed by Release
+	// rather than reused.
+	defer conn.Release()
+	tx := &lazyTx{ctx: ctx, conn: conn, opts: opts}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if err := fn(tx); err != nil {
 		return err

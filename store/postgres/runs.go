@@ -287,7 +287,7 @@ type traceCounts struct {
 // lockRuns locks the rows of the Runs ids names, in id order so that
 // transactions locking several Runs cannot deadlock, and returns the Trace
 // counters of those that exist.
-func lockRuns(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*traceCounts, error) {
+func lockRuns(ctx context.Context, tx txQuerier, ids []string) (map[string]*traceCounts, error) {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -349,15 +349,26 @@ func scanControl(row pgx.Row) (int64, journal.Record, error) {
 // cost does not grow with the terminal records a journal keeps. A Run that
 // does not exist has an empty journal.
 func readJournal(ctx context.Context, tx pgx.Tx, runID, instance string) (journal.State, error) {
+	return scanJournal(tx.QueryRow(ctx, journalQuery("$2"), runID, instance))
+}
+
+// journalQuery is the statement readJournal runs, on the Run $1, the
+// generation being the SQL expression instance.
+func journalQuery(instance string) string {
+	return `SELECT r.control_bytes, r.control_malformed, r.control_invalid, r.control_untimed, p.n, p.oldest, p.foreign
+		FROM runs r, LATERAL (SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE instance_id <> ` + instance + `) AS foreign,
+			MIN(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at END) AS oldest
+			FROM run_controls WHERE run_id = r.id AND status IN ('queued', 'delivered', 'claimed')) p
+		WHERE r.id = $1`
+}
+
+// scanJournal reads the row of journalQuery.
+func scanJournal(row pgx.Row) (journal.State, error) {
 	var (
 		t      journal.Tally
 		oldest *time.Time
 	)
-	err := tx.QueryRow(ctx, `SELECT r.control_bytes, r.control_malformed, r.control_invalid, r.control_untimed, p.n, p.oldest, p.foreign
-		FROM runs r, LATERAL (SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE instance_id <> $2) AS foreign,
-			MIN(CASE status WHEN 'queued' THEN queued_at WHEN 'delivered' THEN delivered_at WHEN 'claimed' THEN claimed_at END) AS oldest
-			FROM run_controls WHERE run_id = r.id AND status IN ('queued', 'delivered', 'claimed')) p
-		WHERE r.id = $1`, runID, instance).Scan(&t.Bytes, &t.Malformed, &t.Invalid, &t.Timestamp, &t.Pending, &oldest, &t.Generation)
+	err := row.Scan(&t.Bytes, &t.Malformed, &t.Invalid, &t.Timestamp, &t.Pending, &oldest, &t.Generation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return journal.State{}, nil
 	}
@@ -404,51 +415,90 @@ func (s *DB) AdmitControl(ctx context.Context, runID string, c store.Control) (s
 // server in one round trip.
 func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) ([]error, error) {
 	var errs []error
-	err := s.write(ctx, "admit control", func(tx pgx.Tx) error {
+	// Two round trips for a batch whose items each name a Run's current
+	// generation: the locks and the journals as one batch, then the
+	// inserts with COMMIT. A journal read after an insert to the same Run
+	// costs one more.
+	err := s.pipeWrite(ctx, "admit control", func(p *pipe) error {
 		errs = make([]error, len(items))
 		ids := make([]string, len(items))
 		for i, it := range items {
 			ids[i] = it.RunID
 		}
-		runs, err := lockRuns(ctx, tx, ids)
-		if err != nil {
-			return fmt.Errorf("admit control: %w", err)
-		}
-		var batch pgx.Batch
-		flush := func() error {
-			if batch.Len() == 0 {
-				return nil
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		// The journal of each Run's first generation in items is read
+		// with the locks, before any insert.
+		type key = [2]string
+		var first []key
+		firstRun := map[string]bool{}
+		for _, it := range items {
+			if !firstRun[it.RunID] {
+				firstRun[it.RunID] = true
+				first = append(first, key{it.RunID, it.Control.InstanceID})
 			}
-			err := tx.SendBatch(ctx, &batch).Close()
-			batch = pgx.Batch{}
-			return err
+		}
+		reads := &pgx.Batch{}
+		reads.Queue(`SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		for _, k := range first {
+			reads.Queue(journalQuery("$2"), k[0], k[1])
+		}
+		br := p.SendBatch(ctx, reads)
+		exists, err := scanIDs(br)
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("admit control: %w", err)
 		}
 		// The journal is read once per Run and generation in a batch and
 		// then kept up to date in memory with what this batch inserts.
-		seen := map[[2]string]*journal.State{}
+		seen := map[key]*journal.State{}
+		for _, k := range first {
+			st, err := scanJournal(br.QueryRow())
+			if err != nil {
+				br.Close()
+				return fmt.Errorf("admit control: %w", err)
+			}
+			seen[k] = &st
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("admit control: %w", err)
+		}
+		batch := &pgx.Batch{}
 		for i, it := range items {
 			c, n, err := journal.Admission(it.Control)
 			if err != nil {
 				errs[i] = fmt.Errorf("admit control: %w", err)
 				continue
 			}
-			if runs[it.RunID] == nil {
+			if !exists[it.RunID] {
 				errs[i] = store.ErrNotFound
 				continue
 			}
-			key := [2]string{it.RunID, c.InstanceID}
-			j, ok := seen[key]
+			k := key{it.RunID, c.InstanceID}
+			j, ok := seen[k]
 			if !ok {
 				// The journal read must see this batch's earlier inserts.
-				if err := flush(); err != nil {
-					return fmt.Errorf("admit control: %w", err)
+				batch.Queue(journalQuery("$2"), it.RunID, c.InstanceID)
+				br := p.SendBatch(ctx, batch)
+				for range batch.Len() - 1 {
+					if _, err = br.Exec(); err != nil {
+						break
+					}
 				}
-				st, err := readJournal(ctx, tx, it.RunID, c.InstanceID)
+				var st journal.State
+				if err == nil {
+					st, err = scanJournal(br.QueryRow())
+				}
+				if cerr := br.Close(); err == nil {
+					err = cerr
+				}
 				if err != nil {
 					return fmt.Errorf("admit control: %w", err)
 				}
+				batch = &pgx.Batch{}
 				j = &st
-				seen[key] = j
+				seen[k] = j
 			}
 			if errs[i] = j.Admit(c, n); errs[i] != nil {
 				continue
@@ -460,7 +510,7 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 			batch.Queue(`INSERT INTO run_controls (run_id, id, instance_id, action, input, status, queued_at, bytes, sender_id)
 				VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8)`, it.RunID, c.ID, c.InstanceID, c.Action, input, *c.QueuedAt, n, c.SenderID)
 		}
-		if err := flush(); err != nil {
+		if err := p.SendFinal(ctx, batch).Close(); err != nil {
 			return fmt.Errorf("admit control: %w", err)
 		}
 		return nil
@@ -469,6 +519,24 @@ func (s *DB) AdmitControls(ctx context.Context, items []store.ControlAdmission) 
 		return nil, err
 	}
 	return errs, nil
+}
+
+// scanIDs reads the ids the next statement of br returns.
+func scanIDs(br pgx.BatchResults) (map[string]bool, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
 }
 
 // lockRun locks runID's row; a Run that does not exist gives
@@ -483,36 +551,51 @@ func lockRun(ctx context.Context, tx pgx.Tx, runID, what string) error {
 // lock.
 func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expected []string, errText string, at time.Time) (store.Control, error) {
 	var out store.Control
-	err := s.write(ctx, "control transition", func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, runID, "control transition"); err != nil {
-			return err
-		}
-		seq, rec, err := scanControl(tx.QueryRow(ctx, `SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1`, runID, id))
-		if err != nil {
+	// Two round trips: the lock, the record and its journal as one batch
+	// (each read after the lock is held), then the writes with COMMIT.
+	err := s.pipeWrite(ctx, "control transition", func(p *pipe) error {
+		reads := &pgx.Batch{}
+		reads.Queue(`SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		reads.Queue(`SELECT `+controlColumns+` FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1`, runID, id)
+		reads.Queue(journalQuery(`(SELECT instance_id FROM run_controls WHERE run_id = $1 AND id = $2 ORDER BY seq LIMIT 1)`), runID, id)
+		br := p.SendBatch(ctx, reads)
+		var one int
+		if err := br.QueryRow().Scan(&one); err != nil {
+			br.Close()
 			return rowErr(err, "control transition")
 		}
-		c := rec.Control
-		out = c
-		j, err := readJournal(ctx, tx, runID, c.InstanceID)
+		seq, rec, err := scanControl(br.QueryRow())
+		if err != nil {
+			br.Close()
+			return rowErr(err, "control transition")
+		}
+		j, err := scanJournal(br.QueryRow())
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return fmt.Errorf("control transition: %w", err)
 		}
+		c := rec.Control
+		out = c
 		if err := j.Sound(c.InstanceID); err != nil {
 			return err
 		}
 		if c, err = journal.Transition(c, next, expected, errText, at); err != nil {
 			return err
 		}
-		if err := writeControl(ctx, tx, seq, rec.Bytes, c, j); err != nil {
+		writes := &pgx.Batch{}
+		if err := queueWriteControl(writes, seq, rec.Bytes, c, j); err != nil {
 			return err
 		}
 		if !store.ControlPending(c.Status) {
 			// Keep the newest ControlTerminalLimit terminal records.
-			if _, err := tx.Exec(ctx, `DELETE FROM run_controls WHERE run_id = $1 AND status IN ('handled','failed') AND seq NOT IN
+			writes.Queue(`DELETE FROM run_controls WHERE run_id = $1 AND status IN ('handled','failed') AND seq NOT IN
 				(SELECT seq FROM run_controls WHERE run_id = $1 AND status IN ('handled','failed') ORDER BY seq DESC LIMIT $2)`,
-				runID, store.ControlTerminalLimit); err != nil {
-				return fmt.Errorf("control transition: %w", err)
-			}
+				runID, store.ControlTerminalLimit)
+		}
+		if err := p.SendFinal(ctx, writes).Close(); err != nil {
+			return fmt.Errorf("control transition: %w", err)
 		}
 		out = c
 		return nil
@@ -520,9 +603,9 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 	return out, err
 }
 
-// writeControl rewrites record seq (old bytes long) as c, checking that the
-// journal j stays within its byte bound.
-func writeControl(ctx context.Context, tx pgx.Tx, seq int64, old int, c store.Control, j journal.State) error {
+// queueWriteControl queues in b the statement that rewrites record seq
+// (old bytes long) as c, once the journal j's byte bound allows it.
+func queueWriteControl(b *pgx.Batch, seq int64, old int, c store.Control, j journal.State) error {
 	n, err := journal.Size(c)
 	if err != nil {
 		return fmt.Errorf("control transition: %w", err)
@@ -530,32 +613,43 @@ func writeControl(ctx context.Context, tx pgx.Tx, seq int64, old int, c store.Co
 	if err := j.Resize(old, n); err != nil {
 		return fmt.Errorf("control transition: %w", err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE run_controls SET status = $1, delivered_at = $2, claimed_at = $3, handled_at = $4, failed_at = $5,
+	b.Queue(`UPDATE run_controls SET status = $1, delivered_at = $2, claimed_at = $3, handled_at = $4, failed_at = $5,
 		error = $6, bytes = $7 WHERE seq = $8`, c.Status, optTimePtr(c.DeliveredAt), optTimePtr(c.ClaimedAt), optTimePtr(c.HandledAt),
 		optTimePtr(c.FailedAt), optText(c.Error), n, seq)
-	if err != nil {
-		return fmt.Errorf("control transition: %w", err)
-	}
 	return nil
 }
 
 // ClaimControl implements store.Runs.
 func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at time.Time) (store.Control, error) {
 	var out store.Control
-	err := s.write(ctx, "claim control", func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, runID, "claim control"); err != nil {
-			return err
+	// Two round trips: the lock, the journal and the record as one batch
+	// (each read after the lock is held), then the write with COMMIT.
+	err := s.pipeWrite(ctx, "claim control", func(p *pipe) error {
+		reads := &pgx.Batch{}
+		reads.Queue(`SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		reads.Queue(journalQuery("$2"), runID, instanceID)
+		reads.Queue(`SELECT `+controlColumns+` FROM run_controls
+			WHERE run_id = $1 AND instance_id = $2 AND status IN ('queued','delivered') AND ($3::text = '' OR id = $3)
+			ORDER BY seq LIMIT 1`, runID, instanceID, id)
+		br := p.SendBatch(ctx, reads)
+		var one int
+		if err := br.QueryRow().Scan(&one); err != nil {
+			br.Close()
+			return rowErr(err, "claim control")
 		}
-		j, err := readJournal(ctx, tx, runID, instanceID)
+		j, err := scanJournal(br.QueryRow())
 		if err != nil {
+			br.Close()
 			return fmt.Errorf("claim control: %w", err)
 		}
 		if err := j.Sound(instanceID); err != nil {
+			br.Close()
 			return err
 		}
-		seq, rec, err := scanControl(tx.QueryRow(ctx, `SELECT `+controlColumns+` FROM run_controls
-			WHERE run_id = $1 AND instance_id = $2 AND status IN ('queued','delivered') AND ($3::text = '' OR id = $3)
-			ORDER BY seq LIMIT 1`, runID, instanceID, id))
+		seq, rec, err := scanControl(br.QueryRow())
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return rowErr(err, "claim control")
 		}
@@ -564,7 +658,14 @@ func (s *DB) ClaimControl(ctx context.Context, runID, instanceID, id string, at 
 		if err != nil {
 			return err
 		}
-		return writeControl(ctx, tx, seq, rec.Bytes, c, j)
+		writes := &pgx.Batch{}
+		if err := queueWriteControl(writes, seq, rec.Bytes, c, j); err != nil {
+			return err
+		}
+		if err := p.SendFinal(ctx, writes).Close(); err != nil {
+			return fmt.Errorf("claim control: %w", err)
+		}
+		return nil
 	})
 	return out, err
 }
@@ -617,7 +718,9 @@ func (s *DB) AppendTrace(ctx context.Context, runID string, ev store.TraceEvent)
 // and a new marker inserted.
 func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]error, error) {
 	var errs []error
-	err := s.write(ctx, "append trace", func(tx pgx.Tx) error {
+	// Two round trips, unless a compaction reads the Trace: the locks,
+	// then the appends and counters with COMMIT.
+	err := s.pipeWrite(ctx, "append trace", func(tx *pipe) error {
 		errs = make([]error, len(items))
 		lines := make([][]byte, len(items))
 		ids := make([]string, 0, len(items))
@@ -681,7 +784,7 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 				batch.Queue(`UPDATE runs SET trace_events = $2, trace_bytes = $3 WHERE id = $1`, id, c.events, c.bytes)
 			}
 		}
-		if err := flush(); err != nil {
+		if err := tx.SendFinal(ctx, &batch).Close(); err != nil {
 			return fmt.Errorf("append trace: %w", err)
 		}
 		return nil
@@ -694,7 +797,7 @@ func (s *DB) AppendTraces(ctx context.Context, items []store.TraceAppend) ([]err
 
 // compactTrace writes the compaction journal.Compact plans for appending
 // ev (encoded as line) to runID's Trace, and returns the plan.
-func compactTrace(ctx context.Context, tx pgx.Tx, runID string, ev store.TraceEvent, line []byte) (journal.CompactPlan, error) {
+func compactTrace(ctx context.Context, tx txQuerier, runID string, ev store.TraceEvent, line []byte) (journal.CompactPlan, error) {
 	var plan journal.CompactPlan
 	rows, err := tx.Query(ctx, `SELECT seq, kind, bytes FROM run_trace WHERE run_id = $1 ORDER BY seq DESC`, runID)
 	if err != nil {
