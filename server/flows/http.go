@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
@@ -398,6 +399,11 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		host.WriteToolError(w, rerr)
 		return
 	}
+	seconds, derr := programDeadlineSeconds(r.URL.Query())
+	if derr != nil {
+		writeFlowError(w, derr)
+		return
+	}
 	pr := host.PrincipalOf(r)
 	if proposes(pr) {
 		s.proposeMu.Lock()
@@ -414,12 +420,21 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.viewLoadedProgram(r.Context(), p)
 	if load.Status != flow.ProgramActive {
+		var due time.Time
+		if load.Status == flow.ProgramProposed {
+			due = s.programDeadline(seconds, load.LoadedAt)
+			if err := s.setProgramDeadline(r.Context(), p.Fingerprint(), due, load.LoadedAt); err != nil {
+				writeFlowError(w, err)
+				return
+			}
+		}
 		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
 		host.WriteJSON(w, http.StatusAccepted, api.ProgramProposal{
-			Status:  "pending_approval",
-			Program: v,
-			URL:     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
-			Next:    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
+			Deadline: due,
+			Status:   "pending_approval",
+			Program:  v,
+			URL:      strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
+			Next:     "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
 		})
 		return
 	}
