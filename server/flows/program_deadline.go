@@ -12,10 +12,6 @@ import (
 	"github.com/assent-run/assent/tool"
 )
 
-// NoDecision is the reason recorded on a proposed program declined because
-// no person decided it before its deadline.
-const NoDecision = "no decision before the deadline"
-
 // programDeadlineBatch bounds the deadlines one pass reads at a time.
 const programDeadlineBatch = 100
 
@@ -106,7 +102,7 @@ func (s *Part) sweepProgramDeadlines() func() {
 }
 
 // ExpireProgramProposals declines every proposed program past its deadline
-// with the reason NoDecision, records each in the audit log (source
+// with the reason flow.NoDecision, records each in the audit log (source
 // deadline) and tells its proposer, and returns the loads it declined. The
 // kernel's compare-and-set on the proposed status decides, so each is
 // declined once across the nodes sharing the store; a program a person
@@ -123,7 +119,7 @@ func (s *Part) ExpireProgramProposals(ctx context.Context) ([]flow.ProgramLoad, 
 			return out, err
 		}
 		for _, d := range due {
-			l, err := s.flows.DeclineProgramAtDeadline(ctx, d.Item, NoDecision)
+			l, err := s.flows.DeclineProgramAtDeadline(ctx, d.Item, flow.NoDecision)
 			var fe *flow.Error
 			switch {
 			case err == nil:
@@ -149,7 +145,7 @@ func (s *Part) ExpireProgramProposals(ctx context.Context) ([]flow.ProgramLoad, 
 func (s *Part) programExpired(ctx context.Context, l flow.ProgramLoad, now time.Time) {
 	if s.Store.Audit != nil {
 		rec := store.AuditRecord{Time: now, PrincipalID: l.LoadedBy, Source: "deadline", Subject: "program:" + l.Fingerprint,
-			Action: "flow.program.expire", OK: true, Reason: NoDecision}
+			Action: "flow.program.expire", OK: true, Reason: flow.NoDecision}
 		if _, err := s.Store.Audit.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 			s.Log.Error("audit proposed program past its deadline", "program", l.Fingerprint, "err", err)
 		}
