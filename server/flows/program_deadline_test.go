@@ -1,6 +1,7 @@
 package flows_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,16 @@ func TestProgramProposalDeadlineDeclinesOnce(t *testing.T) {
 	}
 	if got := wait(); got["status"] != "declined" || got["reason"] != flow.NoDecision || got["decided_by"] != flow.DeciderDeadline {
 		t.Fatalf("inbox_wait after the deadline: %v", got)
+	}
+	// Another agent does not learn of it.
+	otherTok, _ := f.Issue(store.KindAgent, "other")
+	ocs, err := f.MCPSession(otherTok, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ocs.Close()
+	if out, _ := assenttest.CallTool(t, ocs, "inbox_wait", map[string]any{"items": []any{map[string]any{"program": fp}}, "timeout_ms": 0}); !strings.Contains(fmt.Sprint(out), "not_found") {
+		t.Fatalf("another agent's inbox_wait: %v", out)
 	}
 	if inbox := assenttest.ReadAll(f.Get("/inbox", cookie)); strings.Contains(inbox, "/web/flows/programs/"+fp+"/approve") {
 		t.Fatal("the declined program is still decidable in the inbox")
