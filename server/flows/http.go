@@ -405,10 +405,19 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pr := host.PrincipalOf(r)
+	var due time.Time
 	if proposes(pr) {
 		s.proposeMu.Lock()
 		defer s.proposeMu.Unlock()
 		if err := s.checkProposal(r.Context(), pr, src); err != nil {
+			writeFlowError(w, err)
+			return
+		}
+		// The deadline is written before the proposal, so that a proposal
+		// is never kept without it.
+		filed := s.Now().UTC()
+		due = s.programDeadline(seconds, filed)
+		if err := s.fileProgramDeadline(r.Context(), src, due, filed); err != nil {
 			writeFlowError(w, err)
 			return
 		}
@@ -418,16 +427,13 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
+	if load.Status != flow.ProgramProposed && !due.IsZero() {
+		// Already active: nothing waits for a decision.
+		s.dropProgramDeadline(r.Context(), p.Fingerprint())
+		due = time.Time{}
+	}
 	v := s.viewLoadedProgram(r.Context(), p)
 	if load.Status != flow.ProgramActive {
-		var due time.Time
-		if load.Status == flow.ProgramProposed {
-			due = s.programDeadline(seconds, load.LoadedAt)
-			if err := s.setProgramDeadline(r.Context(), p.Fingerprint(), due, load.LoadedAt); err != nil {
-				writeFlowError(w, err)
-				return
-			}
-		}
 		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
 		host.WriteJSON(w, http.StatusAccepted, api.ProgramProposal{
 			Deadline: due,
@@ -494,6 +500,7 @@ func (s *Part) flowDecideProgram(ctx context.Context, person store.Principal, fi
 	if err != nil {
 		return flow.ProgramLoad{}, flowError(err)
 	}
+	s.dropProgramDeadline(ctx, fingerprint)
 	s.publishFlow("flow.approval", l.LoadedBy, map[string]any{"program": fingerprint, "status": l.Status})
 	return l, nil
 }

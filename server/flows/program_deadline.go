@@ -47,13 +47,35 @@ func (s *Part) programDeadline(seconds int64, filed time.Time) time.Time {
 	return filed.Add(d).UTC()
 }
 
-// setProgramDeadline stores the deadline of the proposed program, replacing
-// the one of an earlier proposal of the same program.
-func (s *Part) setProgramDeadline(ctx context.Context, fingerprint string, due, filed time.Time) error {
-	if due.IsZero() || s.Store.Deadlines == nil {
+// fileProgramDeadline stores the deadline of the program src is about to
+// be proposed as, replacing the one of an earlier proposal of the same
+// program; a proposal without one removes that earlier deadline, so it
+// does not end the new proposal. A src that does not load is left to the
+// load to refuse.
+func (s *Part) fileProgramDeadline(ctx context.Context, src []byte, due, filed time.Time) error {
+	if s.Store.Deadlines == nil {
 		return nil
 	}
-	return s.Store.Deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineProgramProposal, Item: fingerprint, Due: due, CreatedAt: filed.UTC()})
+	p, err := flow.Load(src, s.flowInv)
+	if err != nil {
+		return nil
+	}
+	if due.IsZero() {
+		return s.Store.Deadlines.DeleteDeadline(ctx, store.DeadlineProgramProposal, p.Fingerprint())
+	}
+	return s.Store.Deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineProgramProposal, Item: p.Fingerprint(), Due: due, CreatedAt: filed})
+}
+
+// dropProgramDeadline removes the deadline of a program that no longer
+// waits for a decision; a failure is only logged, since the sweep removes
+// it at its time without touching the program.
+func (s *Part) dropProgramDeadline(ctx context.Context, fingerprint string) {
+	if s.Store.Deadlines == nil {
+		return
+	}
+	if err := s.Store.Deadlines.DeleteDeadline(context.WithoutCancel(ctx), store.DeadlineProgramProposal, fingerprint); err != nil {
+		s.Log.Warn("the deadline of a decided program could not be removed; the sweep removes it when due", "program", fingerprint, "err", err)
+	}
 }
 
 // ProgramProposalDeadline returns when the proposed program is declined if

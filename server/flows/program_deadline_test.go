@@ -2,6 +2,7 @@ package flows_test
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -123,8 +124,9 @@ func TestProgramProposalDeadlineDeclinesOnce(t *testing.T) {
 }
 
 // A program a person decides before its deadline is not declined when the
-// deadline passes, and a proposal naming no deadline (with no default)
-// waits on.
+// deadline passes, a person's decision removes the deadline, and a
+// proposal naming no deadline (with no default) waits on, even one
+// proposed again after a decline.
 func TestProgramProposalDeadlineLeavesDecided(t *testing.T) {
 	c := &clock{now: time.Now().UTC().Truncate(time.Second)}
 	f := assenttest.StartDemo(t, func(cfg *server.Config) { cfg.Now = c.Now })
@@ -142,6 +144,26 @@ func TestProgramProposalDeadlineLeavesDecided(t *testing.T) {
 	if code != 202 || !open.Deadline.IsZero() {
 		t.Fatalf("propose without a deadline: %d %s", code, raw)
 	}
+	// A person declines a third in the inbox: its deadline goes with the
+	// decision, and proposing it again without one waits on.
+	third := strings.Replace(sneakProgram, `"program_id": "sneak"`, `"program_id": "sneak-three"`, 1)
+	code, out, raw = f.API("POST", "/v1/flows/programs?deadline_seconds=60", f.Token, []byte(third))
+	redo := assenttest.As[api.ProgramProposal](t, out).Program.Fingerprint
+	if code != 202 {
+		t.Fatalf("propose a third: %d %s", code, raw)
+	}
+	_, person := f.Issue(store.KindHuman, "approver")
+	cookie, csrf := f.SignInAs(person.ID)
+	f.Decide("/web/flows/programs/"+redo+"/decline", url.Values{"csrf": {csrf}, "reason": {"not now"}}, cookie)
+	if l, _ := f.Srv.Flows().Kernel().ProgramLoad(t.Context(), redo); l.Status != flow.ProgramDeclined || l.DecidedBy != person.ID {
+		t.Fatalf("the person's decline: %+v", l)
+	}
+	if _, err := f.DB.Deadlines().Deadline(t.Context(), store.DeadlineProgramProposal, redo); err == nil {
+		t.Error("the deadline is kept after a person decided")
+	}
+	if code, _, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(third)); code != 202 {
+		t.Fatalf("propose the third again: %d %s", code, raw)
+	}
 	c.Add(time.Hour)
 	if got, err := f.Srv.Flows().ExpireProgramProposals(t.Context()); err != nil || len(got) != 0 {
 		t.Fatalf("expired %v, %v; want none", got, err)
@@ -149,8 +171,10 @@ func TestProgramProposalDeadlineLeavesDecided(t *testing.T) {
 	if l, _ := f.Srv.Flows().Kernel().ProgramLoad(t.Context(), fp); l.Status != flow.ProgramActive {
 		t.Fatalf("the approved program is %s", l.Status)
 	}
-	if l, _ := f.Srv.Flows().Kernel().ProgramLoad(t.Context(), open.Program.Fingerprint); l.Status != flow.ProgramProposed {
-		t.Fatalf("the program without a deadline is %s", l.Status)
+	for _, fp := range []string{open.Program.Fingerprint, redo} {
+		if l, _ := f.Srv.Flows().Kernel().ProgramLoad(t.Context(), fp); l.Status != flow.ProgramProposed {
+			t.Fatalf("the program %s without a deadline is %s", fp, l.Status)
+		}
 	}
 }
 
