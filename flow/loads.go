@@ -54,7 +54,8 @@ type ProgramLoad struct {
 	ActivatedBy string    `json:"activated_by,omitempty"`
 	ActivatedAt time.Time `json:"activated_at,omitzero"`
 	Activation  int64     `json:"activation,omitempty"`
-	// DecidedBy and Reason record a person's decline.
+	// DecidedBy and Reason record a person's decline (Reason also a
+	// decline at the proposal's deadline, see DecidedBySystem).
 	DecidedBy string `json:"decided_by,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	// DecidedBySystem names the part of the system that declined the

@@ -45,9 +45,9 @@ type due struct {
 }
 
 // remind writes the reminders due now: for every decision whose deadline
-// is ahead and within one of Deps.RemindBefore (command proposals and
-// staged values and proposed programs, whose deadlines the store keeps; questions and Flow
-// approvals, which carry theirs), a message to each destination about the
+// is ahead and within one of Deps.RemindBefore (command proposals, staged
+// values and proposed programs, whose deadlines the store keeps; questions
+// and Flow approvals, which carry theirs), a message to each destination about the
 // nearest point passed. A decision whose deadline passed is left to its
 // part, which ends it.
 func (p *Part) remind(ctx context.Context) error {
