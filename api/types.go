@@ -268,6 +268,10 @@ type ProgramProposal struct {
 	Program ProgramView `json:"program"`
 	URL     string      `json:"url"`
 	Next    string      `json:"next"`
+	// Deadline is when the proposal is declined with the reason "no
+	// decision before the deadline" if no person decides it; absent when
+	// it has none.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // ScreenSummary is the outcome of reading a screen's stream (SPEC 10.27's

@@ -54,9 +54,14 @@ type ProgramLoad struct {
 	ActivatedBy string    `json:"activated_by,omitempty"`
 	ActivatedAt time.Time `json:"activated_at,omitzero"`
 	Activation  int64     `json:"activation,omitempty"`
-	// DecidedBy and Reason record a person's decline.
+	// DecidedBy and Reason record a person's decline (Reason also a
+	// decline at the proposal's deadline, see DecidedBySystem).
 	DecidedBy string `json:"decided_by,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	// DecidedBySystem names the part of the system that declined the
+	// proposal when no person did, such as DeciderDeadline; DecidedBy is
+	// then empty.
+	DecidedBySystem string `json:"decided_by_system,omitempty"`
 	// Why is the proposer's own reason for proposing it, as it wrote it
 	// (see WithWhy); the person deciding reads it on the card.
 	Why string `json:"why,omitempty"`
@@ -280,6 +285,23 @@ func (k *Kernel) DeclineProgram(ctx context.Context, fingerprint string, person 
 	})
 }
 
+// DeciderDeadline is the system decider that declines a proposed program
+// nobody decided before its deadline.
+const DeciderDeadline = "deadline"
+
+// DeclineProgramAtDeadline declines a proposed program that no person
+// decided before its deadline, recording the decider as DeciderDeadline
+// rather than a person. Like a person's decision it is a compare-and-set
+// on the proposed status inside the store's transaction: a program
+// decided meanwhile, here or on another node, gives CodeApprovalClosed and
+// is left as it is.
+func (k *Kernel) DeclineProgramAtDeadline(ctx context.Context, fingerprint, reason string) (ProgramLoad, error) {
+	return k.settleProgram(ctx, fingerprint, func(l *ProgramLoad, _ Tx) error {
+		l.Status, l.DecidedBy, l.DecidedBySystem, l.Reason = ProgramDeclined, "", DeciderDeadline, truncate(reason, 1024)
+		return nil
+	})
+}
+
 func (k *Kernel) decideProgram(ctx context.Context, fingerprint string, person Principal, fn func(*ProgramLoad, Tx) error) (ProgramLoad, error) {
 	if err := person.Validate(); err != nil {
 		return ProgramLoad{}, err
@@ -287,6 +309,12 @@ func (k *Kernel) decideProgram(ctx context.Context, fingerprint string, person P
 	if person.Kind != AuthorityHuman {
 		return ProgramLoad{}, errorf(CodeCapabilityDenied, "only a person decides on a proposed program; %s is %s", person.ID, person.Kind)
 	}
+	return k.settleProgram(ctx, fingerprint, fn)
+}
+
+// settleProgram applies fn to the load of a proposed program, in one
+// store transaction that first checks it is still proposed.
+func (k *Kernel) settleProgram(ctx context.Context, fingerprint string, fn func(*ProgramLoad, Tx) error) (ProgramLoad, error) {
 	cur, err := k.ProgramLoad(ctx, fingerprint)
 	if err != nil {
 		return ProgramLoad{}, err

@@ -94,4 +94,6 @@ const (
 	// DeadlineQuestion is an agent's question (approvals_request) that
 	// names neither deadline_seconds nor fallback; it is declined.
 	DeadlineQuestion = "question"
+	// DeadlineProgram is an agent's proposal to load a Flow program.
+	DeadlineProgram = "program"
 )

@@ -186,8 +186,11 @@ func checkWaitItems(items []waitItem) error {
 		if it.Screen != "" {
 			n++
 		}
+		if it.Program != "" {
+			n++
+		}
 		if n != 1 {
-			return tool.Errorf("invalid_request", "items[%d] must name exactly one of proposal, approval, command_proposal or screen", i)
+			return tool.Errorf("invalid_request", "items[%d] must name exactly one of proposal, approval, command_proposal, screen or program", i)
 		}
 		if it.Revision < 0 || it.Revision != 0 && it.Proposal == nil {
 			return tool.Errorf("invalid_request", "items[%d]: revision is a positive number and goes with a proposal", i)

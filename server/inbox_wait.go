@@ -54,6 +54,8 @@ type waitItem struct {
 	// Screen names a screen whose press, filed from a screen view, a
 	// person confirms or declines.
 	Screen string `json:"screen,omitempty" maxLength:"128"`
+	// Program names, by fingerprint, a Flow program you proposed to load.
+	Program string `json:"program,omitempty" maxLength:"128"`
 	// NotesSeen is how many of the item's replies (notes sent without
 	// deciding) you have read; a newer one ends the wait. Default: the
 	// replies there when the wait starts.
@@ -111,7 +113,7 @@ func (s *Server) inboxWaitTool() tool.Tool {
 		Description: "Wait until a person has decided every item, or has written to you on one, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
 			"pending, applied (with changed, when a person edited your value first), discarded, approved, declined (with the person's reason), stale or not_found, with the notes people wrote to you on it. Items: " +
 			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
-			`{"approval":"ask_…"} for a question from approvals_request (answered, with answer, or declined), {"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined). Only your own items are reported; anything else is not_found.`,
+			`{"approval":"ask_…"} for a question from approvals_request (answered, with answer, or declined), {"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined), {"program":"<fingerprint>"} for a Flow program you proposed to load (approved or declined). Only your own items are reported; anything else is not_found.`,
 		Annotations: tool.Annotations{ReadOnly: true, Destructive: false, Idempotent: true, OpenWorld: false},
 		Example:     inboxWaitArgs{Items: []waitItem{{Approval: "apr-0123456789abcdef"}}, TimeoutMs: new(int64)},
 	}, func(ctx context.Context, c tool.Call, a inboxWaitArgs) (*tool.Reply[inboxWaitAnswer], error) {
@@ -286,6 +288,8 @@ func (s *Server) waitOutcomes(ctx context.Context, p store.Principal, items []wa
 			o, err = s.approvalOutcome(ctx, p, it.Approval)
 		case it.Screen != "":
 			o = s.screenPressOutcome(ctx, p, it.Screen)
+		case it.Program != "":
+			o, err = s.programOutcome(ctx, p, it.Program)
 		default:
 			o, err = s.commandProposalOutcome(ctx, p, it.CommandProposal)
 		}
@@ -491,6 +495,37 @@ func (s *Server) commandProposalOutcome(ctx context.Context, p store.Principal, 
 		o.Status = outcomeApproved
 	case store.ProposalDeclined:
 		o.Status = outcomeDeclined
+	}
+	return o, nil
+}
+
+// programOutcome reports a proposed Flow program to the principal that
+// proposed it: approved, or declined with the person's reason or, past its
+// deadline, "no decision before the deadline".
+func (s *Server) programOutcome(ctx context.Context, p store.Principal, fingerprint string) (waitOutcome, error) {
+	o := waitOutcome{Kind: "program", ID: fingerprint, Status: outcomeNotFound, Next: "pass the fingerprint of a program you proposed (POST /v1/flows/programs)"}
+	l, err := s.flows.Kernel().ProgramLoad(ctx, fingerprint)
+	if err != nil {
+		var fe *flow.Error
+		if errors.As(err, &fe) && fe.Code == flow.CodeNotFound {
+			return o, nil
+		}
+		return o, err
+	}
+	if l.LoadedBy != p.ID || l.LoaderKind == flow.LoaderOperator {
+		return o, nil
+	}
+	o.Next = ""
+	switch l.Status {
+	case flow.ProgramProposed:
+		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+	case flow.ProgramActive:
+		o.Status, o.DecidedBy = outcomeApproved, l.ActivatedBy
+	case flow.ProgramDeclined:
+		o.Status, o.Reason, o.DecidedBy = outcomeDeclined, l.Reason, l.DecidedBy
+		if l.DecidedBySystem != "" {
+			o.DecidedBy = l.DecidedBySystem
+		}
 	}
 	return o, nil
 }

@@ -68,8 +68,9 @@ func runsDeps(h *host.Host) runs.Deps {
 
 func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 	return flows.Deps{
-		Gate:     h,
-		Store:    flows.Stores{Principals: h.Store.Principals, Settings: h.Store.Settings, Flows: h.Store.Flows, Audit: h.Store.Audit},
+		Gate: h,
+		Store: flows.Stores{Principals: h.Store.Principals, Settings: h.Store.Settings, Flows: h.Store.Flows, Audit: h.Store.Audit,
+			Deadlines: h.Store.Backend.Deadlines()},
 		Controls: ctl,
 		Runs:     runs,
 		Bus:      h.Bus,
@@ -78,7 +79,8 @@ func flowsDeps(h *host.Host, ctl flows.Controls, runs flows.Runs) flows.Deps {
 		Now:      h.Now,
 		Web:      h.Web,
 		Groups:   route.FlowGroups{Router: h.Router()},
-		Config:   flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, Node: h.Config.Node},
+		Config: flows.Config{DataDir: h.Config.DataDir, BaseURL: h.Config.BaseURL, Node: h.Config.Node,
+			ProgramDeadline: h.Config.DecisionDeadlines[DeadlineProgram]},
 	}
 }
 

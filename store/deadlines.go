@@ -14,6 +14,9 @@ const (
 	// DeadlineControlProposal is a value an agent staged on a control; the
 	// item is "<control identity>@<revision>".
 	DeadlineControlProposal = "control_proposal"
+	// DeadlineProgramProposal is an agent's proposal to load a Flow
+	// program; the item is the program's fingerprint.
+	DeadlineProgramProposal = "program_proposal"
 )
 
 // DecisionDeadline is when a decision that waits for a person ends

@@ -23,6 +23,7 @@ var decisionKinds = map[string]string{
 	server.DeadlineCommand:  "an agent's command or tool proposal",
 	server.DeadlineProposal: "a value an agent staged on a control",
 	server.DeadlineQuestion: "an agent's question that names no deadline",
+	server.DeadlineProgram:  "an agent's proposal to load a Flow program",
 }
 
 // kindList names the kinds --decision-deadline takes, sorted.

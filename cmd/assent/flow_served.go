@@ -8,8 +8,10 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,8 +76,9 @@ func keyValues(flag string, list []string) (map[string]string, error) {
 
 func newFlowLoadCmd(c *cli) *cobra.Command {
 	var (
-		sf     servedFlags
-		reason string
+		sf       servedFlags
+		reason   string
+		deadline string
 	)
 	cmd := &cobra.Command{
 		Use:   "load FILE|-",
@@ -88,9 +91,12 @@ Loading is a person's or the operator's act: with a person's token, or a
 service token granted flow.load, the program is active at once and becomes
 the one its program id names. With any other token (an agent's) it is only
 proposed: it starts nothing until a person approves it in the web inbox,
-whose card shows --reason, the proposer's own words on why.`,
+whose card shows --reason, the proposer's own words on why. With --deadline
+(or the server's --decision-deadline for program), a proposal no person
+decides in time is declined with the reason "no decision before the deadline".`,
 		Example: `  assent flow load examples/flows/expense-approval.json
   assent flow load examples/flows/expense-approval.json --reason "Expenses over 5,000 EUR need two people"
+  assent flow load examples/flows/expense-approval.json --deadline 24h
   cat program.json | assent flow load - --json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -99,9 +105,20 @@ whose card shows --reason, the proposer's own words on why.`,
 				return err
 			}
 			var p apitypes.ProgramView
-			path := "/v1/flows/programs"
+			q := url.Values{}
 			if reason != "" {
-				path += "?reason=" + url.QueryEscape(reason)
+				q.Set("reason", reason)
+			}
+			if deadline != "" {
+				d, err := parseDays(deadline)
+				if err != nil || d < minDecisionDeadline || d > maxDecisionDeadline || d%time.Second != 0 {
+					return usageErr("--deadline %q is not a whole number of seconds from 1s to 30d, such as 90m, 24h or 3d", deadline)
+				}
+				q.Set("deadline_seconds", strconv.FormatInt(int64(d/time.Second), 10))
+			}
+			path := "/v1/flows/programs"
+			if len(q) > 0 {
+				path += "?" + q.Encode()
 			}
 			raw, err := sf.call(cmd, "POST", path, bytes.NewReader(data), &p)
 			if err != nil {
@@ -115,6 +132,9 @@ whose card shows --reason, the proposer's own words on why.`,
 			if json.Unmarshal(raw, &pending) == nil && pending.Status == "pending_approval" {
 				q := pending.Program
 				fmt.Fprintf(c.out, "proposed %s %s (%d transitions)\n%s\na person must approve it in the web inbox before it starts anything: %s\n", q.ProgramID, q.ProgramVersion, q.Transitions, q.Fingerprint, pending.URL)
+				if !pending.Deadline.IsZero() {
+					fmt.Fprintf(c.out, "declined unless decided by %s\n", pending.Deadline.UTC().Format(time.RFC3339))
+				}
 				return nil
 			}
 			fmt.Fprintf(c.out, "loaded %s %s (%d transitions)\n%s\n", p.ProgramID, p.ProgramVersion, p.Transitions, p.Fingerprint)
@@ -123,6 +143,7 @@ whose card shows --reason, the proposer's own words on why.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why you propose the program, shown to the person who decides (at most 500 characters)")
+	cmd.Flags().StringVar(&deadline, "deadline", "", "how long a proposed program waits for a person before it is declined, such as 90m, 24h or 3d (1s to 30d; default: the server's --decision-deadline for program)")
 	return cmd
 }
 

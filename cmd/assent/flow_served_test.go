@@ -139,3 +139,29 @@ func TestFlowServedCommands(t *testing.T) {
 		t.Fatalf("bad --param: exit %d", code)
 	}
 }
+
+// assent flow load --deadline sends the proposal's deadline, which the
+// answer echoes; a --deadline that is not 1s to 30d in whole seconds is a
+// usage error and sends nothing.
+func TestFlowLoadDeadline(t *testing.T) {
+	url, _, payer := flowServer(t)
+	run := func(stdin string, args ...string) (int, string, string) {
+		var out, errw bytes.Buffer
+		code := execute(append(args, "--url", url, "--token-file", writeTokenFile(t, payer)), strings.NewReader(stdin), &out, &errw)
+		return code, out.String(), errw.String()
+	}
+	src, err := os.ReadFile("../../examples/flows/expense-approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant := strings.Replace(string(src), `"priority": 1`, `"priority": 8`, 1)
+	for _, bad := range []string{"0s", "500ms", "31d", "1.5s", "soon"} {
+		if code, _, errs := run(variant, "flow", "load", "-", "--deadline", bad); code != exitUsage || !strings.Contains(errs, "--deadline") {
+			t.Errorf("--deadline %s: %d %s", bad, code, errs)
+		}
+	}
+	code, out, errs := run(variant, "flow", "load", "-", "--deadline", "2h", "--reason", "faster payments")
+	if code != 0 || !strings.HasPrefix(out, "proposed expense-approval") || !strings.Contains(out, "declined unless decided by ") {
+		t.Fatalf("load with a deadline: %d %s %s", code, out, errs)
+	}
+}

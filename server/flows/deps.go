@@ -83,6 +83,9 @@ type Stores struct {
 	Flows flow.Store
 	// Audit, when set, records people's changes to approvals' values.
 	Audit store.Audit
+	// Deadlines, when set, keeps the deadlines of proposed programs, so
+	// that they survive restarts and every node sees them.
+	Deadlines store.Deadlines
 }
 
 // Config is the part's share of the server's configuration.
@@ -101,6 +104,10 @@ type Config struct {
 	// DeadlineSweep is how often the part looks for approvals past their
 	// deadline; 0 means DefaultDeadlineSweep.
 	DeadlineSweep time.Duration
+	// ProgramDeadline is how long a proposed program that names no
+	// deadline_seconds waits for a person before it is declined; 0 means
+	// no deadline.
+	ProgramDeadline time.Duration
 }
 
 func (d Deps) check() error {

@@ -97,7 +97,8 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 			return nil, err
 		}
 	}
-	s.stopSweeps = s.sweep()
+	stopApprovals, stopPrograms := s.sweep(), s.sweepProgramDeadlines()
+	s.stopSweeps = func() { stopApprovals(); stopPrograms() }
 	return s, nil
 }
 
@@ -469,6 +470,9 @@ func (s *Part) inboxProgramProposals(ctx context.Context, names map[string]strin
 				{Label: "Approve", URL: "/web/flows/programs/" + p.Fingerprint() + "/approve", Primary: true},
 				{Label: "Decline", URL: "/web/flows/programs/" + p.Fingerprint() + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
+		}
+		if due := s.ProgramProposalDeadline(ctx, l.Fingerprint); !due.IsZero() {
+			item.Fields = append(item.Fields, host.InboxTime("Decide by", due))
 		}
 		item.Why = l.Why
 		item.Decision = s.programDecision(p.ID(), p.Fingerprint(), l.LoadedBy)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
@@ -398,11 +399,25 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		host.WriteToolError(w, rerr)
 		return
 	}
+	seconds, derr := programDeadlineSeconds(r.URL.Query())
+	if derr != nil {
+		writeFlowError(w, derr)
+		return
+	}
 	pr := host.PrincipalOf(r)
+	var due time.Time
 	if proposes(pr) {
 		s.proposeMu.Lock()
 		defer s.proposeMu.Unlock()
 		if err := s.checkProposal(r.Context(), pr, src); err != nil {
+			writeFlowError(w, err)
+			return
+		}
+		// The deadline is written before the proposal, so that a proposal
+		// is never kept without it.
+		filed := s.Now().UTC()
+		due = s.programDeadline(seconds, filed)
+		if err := s.fileProgramDeadline(r.Context(), src, due, filed); err != nil {
 			writeFlowError(w, err)
 			return
 		}
@@ -412,14 +427,20 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, err)
 		return
 	}
+	if load.Status != flow.ProgramProposed && !due.IsZero() {
+		// Already active: nothing waits for a decision.
+		s.dropProgramDeadline(r.Context(), p.Fingerprint())
+		due = time.Time{}
+	}
 	v := s.viewLoadedProgram(r.Context(), p)
 	if load.Status != flow.ProgramActive {
 		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
 		host.WriteJSON(w, http.StatusAccepted, api.ProgramProposal{
-			Status:  "pending_approval",
-			Program: v,
-			URL:     strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
-			Next:    "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
+			Deadline: due,
+			Status:   "pending_approval",
+			Program:  v,
+			URL:      strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
+			Next:     "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
 		})
 		return
 	}
@@ -479,6 +500,7 @@ func (s *Part) flowDecideProgram(ctx context.Context, person store.Principal, fi
 	if err != nil {
 		return flow.ProgramLoad{}, flowError(err)
 	}
+	s.dropProgramDeadline(ctx, fingerprint)
 	s.publishFlow("flow.approval", l.LoadedBy, map[string]any{"program": fingerprint, "status": l.Status})
 	return l, nil
 }

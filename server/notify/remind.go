@@ -45,9 +45,9 @@ type due struct {
 }
 
 // remind writes the reminders due now: for every decision whose deadline
-// is ahead and within one of Deps.RemindBefore (command proposals and
-// staged values, whose deadlines the store keeps; questions and Flow
-// approvals, which carry theirs), a message to each destination about the
+// is ahead and within one of Deps.RemindBefore (command proposals, staged
+// values and proposed programs, whose deadlines the store keeps; questions
+// and Flow approvals, which carry theirs), a message to each destination about the
 // nearest point passed. A decision whose deadline passed is left to its
 // part, which ends it.
 func (p *Part) remind(ctx context.Context) error {
@@ -111,8 +111,11 @@ func (p *Part) dueSoon(ctx context.Context, now, horizon time.Time) ([]due, erro
 				continue
 			}
 			kind := notify.KindRunProposal
-			if d.Kind == store.DeadlineControlProposal {
+			switch d.Kind {
+			case store.DeadlineControlProposal:
 				kind = notify.KindControlProposal
+			case store.DeadlineProgramProposal:
+				kind = KindProgramProposal
 			}
 			out = append(out, due{key: kind + ":" + d.Item, deadline: d.Due,
 				item: func(ctx context.Context) (pending, bool, error) { return p.deadlineItem(ctx, d) }})
@@ -169,6 +172,21 @@ func (p *Part) deadlineItem(ctx context.Context, d store.DecisionDeadline) (pend
 			return pending{}, false, err
 		}
 		it, err := p.proposalItem(ctx, pr)
+		return it, err == nil, err
+	case store.DeadlineProgramProposal:
+		var l flow.ProgramLoad
+		err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
+			var err error
+			l, err = tx.ProgramLoad(d.Item)
+			return err
+		})
+		if errors.Is(err, flow.ErrNotFound) || err == nil && l.Status != flow.ProgramProposed {
+			return pending{}, false, nil
+		}
+		if err != nil {
+			return pending{}, false, err
+		}
+		it, err := p.programItem(ctx, l)
 		return it, err == nil, err
 	case store.DeadlineControlProposal:
 		for _, snap := range p.Controls.Proposals(ctx, "") {

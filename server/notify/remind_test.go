@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/internal/assenttest"
 	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
@@ -117,6 +118,47 @@ func TestQuestionReminded(t *testing.T) {
 			t.Errorf("reminder title %q", m.Body.Data.Title)
 		}
 	}
+}
+
+// An agent's proposed Flow program with a deadline 12 minutes ahead is
+// reminded of at once when reminders start an hour before; a program
+// without one is not.
+func TestProgramProposalReminded(t *testing.T) {
+	smtp, hooks := startSMTP(t), startHooks(t, 0)
+	k, _ := setupPoll(t, smtp, hooks, 50*time.Millisecond, func(c *server.Config) { c.RemindBefore = []time.Duration{time.Hour} })
+	code, out, raw := k.API("POST", "/v1/flows/programs?deadline_seconds=720", k.Token, []byte(remindProgram("reminded")))
+	fp := assenttest.As[api.ProgramProposal](t, out).Program.Fingerprint
+	if code != 202 || fp == "" {
+		t.Fatalf("propose: %d %s", code, raw)
+	}
+	code, out, raw = k.API("POST", "/v1/flows/programs", k.Token, []byte(remindProgram("unhurried")))
+	open := assenttest.As[api.ProgramProposal](t, out).Program.Fingerprint
+	if code != 202 || open == "" {
+		t.Fatalf("propose without a deadline: %d %s", code, raw)
+	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return len(reminders(hooks, fp)) == 1 }, "the reminder of the program")
+	got, _, _ := hooks.Got()
+	for _, m := range got {
+		if m.Body.Type == notifypart.ReminderType && m.Body.Data.ItemID == fp && !strings.HasPrefix(m.Body.Data.Title, "Reminder: Load program reminded") {
+			t.Errorf("reminder title %q", m.Body.Data.Title)
+		}
+	}
+	if n := len(reminders(hooks, open)); n != 0 {
+		t.Fatalf("%d reminders of the program without a deadline", n)
+	}
+}
+
+// remindProgram is a one-step program an agent may only propose.
+func remindProgram(id string) string {
+	return `{
+  "schema_version": 1, "program_id": "` + id + `", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "done", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["done"]}]}],
+  "transitions": [{"id": "finish", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["open"], "target_phases": ["done"], "authority": ["human"],
+    "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
+    "prescription": {"operation": "finish", "expected_postcondition": "it is done"}}]
+}`
 }
 
 // header returns the value of the header name of m.
