@@ -154,7 +154,7 @@ type errResults struct{ err error }
 
 func (e errResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, e.err }
 func (e errResults) Query() (pgx.Rows, error)         { return nil, e.err }
-func (e errResults) QueryRow() pgx.Row                { return errRow{e.err} }
+func (e errResults) QueryRow() pgx.Row                { return errRow(e) }
 func (e errResults) Close() error                     { return e.err }
 func (e errResults) Tx() pgx.Tx                       { return nil }
 

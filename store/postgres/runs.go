@@ -342,18 +342,13 @@ func scanControl(row pgx.Row) (int64, journal.Record, error) {
 	return seq, r, nil
 }
 
-// readJournal summarizes runID's Control journal for generation instance:
-// the size and flaw counts the trigger keeps on the Run's row, and the
-// pending records, read through their partial index. The rules of
-// run/journal decide on the counts, and no terminal record is read, so the
-// cost does not grow with the terminal records a journal keeps. A Run that
-// does not exist has an empty journal.
-func readJournal(ctx context.Context, tx pgx.Tx, runID, instance string) (journal.State, error) {
-	return scanJournal(tx.QueryRow(ctx, journalQuery("$2"), runID, instance))
-}
-
-// journalQuery is the statement readJournal runs, on the Run $1, the
-// generation being the SQL expression instance.
+// journalQuery summarizes the Control journal of the Run $1 for the
+// generation given by the SQL expression instance: the size and flaw
+// counts the trigger keeps on the Run's row, and the pending records, read
+// through their partial index. The rules of run/journal decide on the
+// counts, and no terminal record is read, so the cost does not grow with
+// the terminal records a journal keeps. A Run that does not exist has an
+// empty journal.
 func journalQuery(instance string) string {
 	return `SELECT r.control_bytes, r.control_malformed, r.control_invalid, r.control_untimed, p.n, p.oldest, p.foreign
 		FROM runs r, LATERAL (SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE instance_id <> ` + instance + `) AS foreign,
@@ -537,13 +532,6 @@ func scanIDs(br pgx.BatchResults) (map[string]bool, error) {
 		out[id] = true
 	}
 	return out, rows.Err()
-}
-
-// lockRun locks runID's row; a Run that does not exist gives
-// store.ErrNotFound.
-func lockRun(ctx context.Context, tx pgx.Tx, runID, what string) error {
-	var one int
-	return rowErr(tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&one), what)
 }
 
 // TransitionControl implements store.Runs: journal.Transition decides the
