@@ -90,6 +90,16 @@ type proposeAnswer struct {
 	NextActions []tool.Next `json:"next_actions"`
 }
 
+// exampleProgram is the program flows_program_propose's example proposes.
+const exampleProgram = `{"schema_version": 1, "program_id": "door", "program_version": "1", "requires_runtime": ">=0.1.0",
+ "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
+ "owned_resources": [],
+ "objective_contracts": [{"objective": "open", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["open"]}]}],
+ "transitions": [{"id": "open", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["closed"], "target_phases": ["open"],
+  "authority": ["agent"], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
+  "assignments": [{"facet": "door.state", "value": "open"}],
+  "prescription": {"operation": "open", "expected_postcondition": "the door is open"}}]}`
+
 // flowsProposeTool proposes a Control Program by the path and the checks
 // of POST /v1/flows/programs. It stores a program and a proposal but
 // changes nothing outside assent and starts nothing until a person
@@ -104,7 +114,7 @@ func (s *Part) flowsProposeTool() tool.Tool {
 			`Wait for the decision with inbox_wait {"items":[{"program":"<fingerprint>"}]}; once active, start instances with flows_start. ` +
 			"Give reason, the sentence the person reads, and deadline_seconds to bound the wait.",
 		Annotations: tool.Annotations{ReadOnly: false, Destructive: false, Idempotent: true, OpenWorld: false},
-		Example:     proposeArgs{Program: `{"schema_version": 1, "program_id": "expense-approval", …}`, Reason: "Route expenses over 500 EUR to a second person", DeadlineSeconds: 86400},
+		Example:     proposeArgs{Program: exampleProgram, Reason: "Let visitors in without waiting for the desk", DeadlineSeconds: 86400},
 	}, func(ctx context.Context, c tool.Call, a proposeArgs) (*tool.Reply[proposeAnswer], error) {
 		out, err := s.proposeProgram(ctx, c.Principal, []byte(a.Program), a.Reason, a.DeadlineSeconds)
 		if err != nil {
