@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 )
 
@@ -107,6 +108,17 @@ func TestFlowsProgramProposeTool(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d loads of %s, want 1", n, fp)
 	}
+
+	// The bounds on an agent's proposals hold over MCP as over HTTP.
+	f.Srv.Flows().SetLimits(flows.Limits{ProgramBytes: 256, ProgramTransitions: 20, PendingPrograms: 2, PendingApprovals: 2})
+	big := strings.Replace(sneakProgram, `"program_id": "sneak"`, `"program_id": "sneak-big"`, 1)
+	if code, body, raw := f.API("POST", "/v1/flows/programs", f.Token, []byte(big)); code != 413 || assenttest.ErrCode(body) != "limit_exceeded" {
+		t.Fatalf("the route took a program over the limit: %d %s", code, raw)
+	}
+	if out, isErr := assenttest.CallTool(t, cs, "flows_program_propose", map[string]any{"program": big}); !isErr || errorOf(t, out).Code != "limit_exceeded" {
+		t.Fatalf("flows_program_propose took a program over the limit: %v", out)
+	}
+	f.Srv.Flows().SetLimits(flows.DefaultLimits)
 
 	svcTok, _ := f.Issue(store.KindService, "deployer", "flow.load", "tool.invoke")
 	scs, err := f.MCPSession(svcTok, "")
