@@ -94,10 +94,12 @@ type operation struct {
 }
 
 type parameter struct {
-	Name     string             `json:"name"`
-	In       string             `json:"in"`
-	Required bool               `json:"required"`
-	Schema   *jsonschema.Schema `json:"schema"`
+	Name        string             `json:"name"`
+	In          string             `json:"in"`
+	Description string             `json:"description,omitempty"`
+	Required    bool               `json:"required"`
+	Explode     *bool              `json:"explode,omitempty"`
+	Schema      *jsonschema.Schema `json:"schema"`
 }
 
 type body struct {
@@ -136,6 +138,9 @@ func buildDocument(routes []Route) (*document, error) {
 		op := &operation{OperationID: operationID(r), Summary: r.Summary, Responses: map[string]*response{}}
 		for _, name := range pathParams(r.Path) {
 			op.Parameters = append(op.Parameters, parameter{Name: name, In: "path", Required: true, Schema: &jsonschema.Schema{Type: "string"}})
+		}
+		for _, q := range r.Query {
+			op.Parameters = append(op.Parameters, queryParameter(q))
 		}
 		if !r.Public {
 			op.Security = []map[string][]string{{"bearer": {}}}
@@ -184,6 +189,34 @@ func buildDocument(routes []Route) (*document, error) {
 		item[m] = op
 	}
 	return doc, nil
+}
+
+// queryParameter is the OpenAPI parameter of q: optional, and, when
+// repeated, an array given as the parameter again for each value.
+func queryParameter(q QueryParam) parameter {
+	s := &jsonschema.Schema{Type: q.Type, Enum: nil}
+	for _, v := range q.Enum {
+		s.Enum = append(s.Enum, v)
+	}
+	if q.Min != nil {
+		f := float64(*q.Min)
+		s.Minimum = &f
+	}
+	if q.Max != nil {
+		f := float64(*q.Max)
+		s.Maximum = &f
+	}
+	if q.MaxLength > 0 {
+		n := q.MaxLength
+		s.MaxLength = &n
+	}
+	p := parameter{Name: q.Name, In: "query", Description: q.Description, Schema: s}
+	if q.Repeated {
+		explode := true
+		p.Schema = &jsonschema.Schema{Type: "array", Items: s}
+		p.Explode = &explode
+	}
+	return p
 }
 
 // pathParams returns the names of the wildcards of a path, in order.

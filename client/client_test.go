@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/client"
@@ -375,5 +377,53 @@ func TestHostedForm(t *testing.T) {
 	}
 	if _, err := c.Control(ctx, id); !isCode(err, wire.NotFound) {
 		t.Fatalf("Control after RemoveForm = %v", err)
+	}
+}
+
+// LoadProgramWith sends the reason and the deadline of an agent's
+// proposal: the server stores the reason with the proposal and declines it
+// at the deadline, a part of a second counting as one; what the server
+// refuses comes back with its code.
+func TestLoadProgramWith(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	ctx := t.Context()
+	c := newClient(t, f, f.Token)
+	for i, tc := range []struct {
+		name    string
+		opts    client.ProgramOptions
+		code    wire.Code // "" when the proposal is filed
+		seconds int64     // the deadline the server keeps, 0 for none
+	}{
+		{"neither", client.ProgramOptions{}, "", 0},
+		{"a reason and an hour", client.ProgramOptions{Reason: "pay suppliers & staff faster?", Deadline: time.Hour}, "", 3600},
+		{"part of a second", client.ProgramOptions{Deadline: 1500 * time.Millisecond}, "", 2},
+		{"a reason too long", client.ProgramOptions{Reason: strings.Repeat("x", 501)}, wire.InvalidValue, 0},
+		{"over thirty days", client.ProgramOptions{Deadline: 31 * 24 * time.Hour}, wire.InvalidRequest, 0},
+		{"a negative deadline", client.ProgramOptions{Deadline: -time.Minute}, wire.InvalidRequest, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := strings.Replace(examplePaymentProgram, `"expense-approval"`, fmt.Sprintf(`"with-%d"`, i), 1)
+			before := time.Now()
+			loaded, proposal, err := c.LoadProgramWith(ctx, []byte(prog), tc.opts)
+			if tc.code != "" {
+				if !isCode(err, tc.code) {
+					t.Fatalf("LoadProgramWith = %+v, %+v, %v; want %s", loaded, proposal, err, tc.code)
+				}
+				return
+			}
+			if err != nil || loaded != nil || proposal == nil || proposal.Status != "pending_approval" {
+				t.Fatalf("LoadProgramWith = %+v, %+v, %v", loaded, proposal, err)
+			}
+			if tc.seconds == 0 != proposal.Deadline.IsZero() {
+				t.Fatalf("deadline %v, want one of %ds", proposal.Deadline, tc.seconds)
+			}
+			if d := time.Duration(tc.seconds) * time.Second; tc.seconds > 0 && (proposal.Deadline.Before(before.Add(d).Truncate(time.Second)) || proposal.Deadline.After(time.Now().Add(d))) {
+				t.Fatalf("deadline %v, want %s from now", proposal.Deadline, d)
+			}
+			l, err := f.Srv.Flows().Kernel().ProgramLoad(ctx, proposal.Program.Fingerprint)
+			if err != nil || l.Why != tc.opts.Reason {
+				t.Fatalf("stored proposal %+v, %v; want the reason %q", l, err, tc.opts.Reason)
+			}
+		})
 	}
 }

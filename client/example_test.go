@@ -89,3 +89,42 @@ func ExampleClient_Do() {
 	fmt.Println(health.Status)
 	// Output: ok
 }
+
+// An agent proposes a Flow program with why and by when a person should
+// decide; the proposal waits in the people's inbox.
+func ExampleClient_LoadProgramWith() {
+	url, token, stop := serve()
+	defer stop()
+	ctx := context.Background()
+
+	c, err := client.New(url, token, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	program := []byte(`{
+  "schema_version": 1, "program_id": "door", "program_version": "1", "requires_runtime": ">=0.1.0",
+  "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
+  "owned_resources": [],
+  "objective_contracts": [{"objective": "open", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["open"]}]}],
+  "transitions": [{
+    "id": "open", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["closed"], "target_phases": ["open"],
+    "authority": ["agent"], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
+    "assignments": [{"facet": "door.state", "value": "open"}],
+    "prescription": {"operation": "open", "expected_postcondition": "the door is open"}
+  }]
+}`)
+	loaded, proposal, err := c.LoadProgramWith(ctx, program, client.ProgramOptions{
+		Reason:   "Let visitors in without waiting for the desk",
+		Deadline: 24 * time.Hour,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if loaded == nil {
+		fmt.Println(proposal.Status, proposal.Program.ProgramID, proposal.Program.Status)
+		fmt.Println("a person decides within", proposal.Deadline.Sub(time.Now()).Round(time.Hour))
+	}
+	// Output:
+	// pending_approval door proposed
+	// a person decides within 24h0m0s
+}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/control"
@@ -278,10 +279,53 @@ func (c *Client) StartInstance(ctx context.Context, req api.StartRequest) (flow.
 // LoadProgram loads a Flow program. With a person's token (or a service
 // token granted flow.load) it is active at once and LoadProgram returns
 // it; with an agent's it only waits for a person, and LoadProgram returns
-// the proposal instead.
+// the proposal instead. It is LoadProgramWith without a reason or a
+// deadline.
 func (c *Client) LoadProgram(ctx context.Context, program []byte) (*api.ProgramView, *api.ProgramProposal, error) {
+	return c.LoadProgramWith(ctx, program, ProgramOptions{})
+}
+
+// ProgramOptions are what a proposal of a Flow program tells the person
+// who decides it. The zero value sends neither.
+type ProgramOptions struct {
+	// Reason says why the program is proposed, in a sentence or two the
+	// person reads on the card (at most 500 characters).
+	Reason string
+	// Deadline is how long a person has to decide before the proposal is
+	// declined with the reason "no decision before the deadline"; it is
+	// sent in whole seconds, a part of a second counting as one. Zero
+	// leaves the server's default; the server takes 1s to 30 days.
+	Deadline time.Duration
+}
+
+// query returns o as the query of POST /v1/flows/programs, "" when empty.
+func (o ProgramOptions) query() string {
+	q := url.Values{}
+	if o.Reason != "" {
+		q.Set("reason", o.Reason)
+	}
+	if o.Deadline != 0 {
+		secs := int64(o.Deadline / time.Second)
+		if o.Deadline%time.Second > 0 {
+			secs++
+		}
+		q.Set("deadline_seconds", strconv.FormatInt(secs, 10))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// LoadProgramWith is LoadProgram with what the proposal tells a person:
+// a reason and a deadline (see ProgramOptions). A person's load, or a
+// service's granted flow.load, is active at once and waits for no one, so
+// the server keeps no deadline for it. A reason or deadline the server
+// refuses is an *Error with code invalid_value or invalid_request.
+func (c *Client) LoadProgramWith(ctx context.Context, program []byte, opts ProgramOptions) (*api.ProgramView, *api.ProgramProposal, error) {
 	var raw json.RawMessage
-	status, err := c.do(ctx, http.MethodPost, "/v1/flows/programs", bytes.NewReader(program), &raw)
+	path := "/v1/flows/programs" + opts.query()
+	status, err := c.do(ctx, http.MethodPost, path, bytes.NewReader(program), &raw)
 	if err != nil {
 		return nil, nil, err
 	}

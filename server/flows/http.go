@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/assent-run/assent/api"
 	"github.com/assent-run/assent/flow"
@@ -404,47 +402,22 @@ func (s *Part) handleFlowLoad(w http.ResponseWriter, r *http.Request) {
 		writeFlowError(w, derr)
 		return
 	}
-	pr := host.PrincipalOf(r)
-	var due time.Time
-	if proposes(pr) {
-		s.proposeMu.Lock()
-		defer s.proposeMu.Unlock()
-		if err := s.checkProposal(r.Context(), pr, src); err != nil {
-			writeFlowError(w, err)
-			return
-		}
-		// The deadline is written before the proposal, so that a proposal
-		// is never kept without it.
-		filed := s.Now().UTC()
-		due = s.programDeadline(seconds, filed)
-		if err := s.fileProgramDeadline(r.Context(), src, due, filed); err != nil {
-			writeFlowError(w, err)
-			return
-		}
-	}
-	p, load, err := s.flows.LoadProgram(r.Context(), src, flowPrincipal(pr), flow.WithWhy(why))
+	l, err := s.loadProgram(r.Context(), host.PrincipalOf(r), src, why, seconds)
 	if err != nil {
 		writeFlowError(w, err)
 		return
 	}
-	if load.Status != flow.ProgramProposed && !due.IsZero() {
-		// Already active: nothing waits for a decision.
-		s.dropProgramDeadline(r.Context(), p.Fingerprint())
-		due = time.Time{}
-	}
-	v := s.viewLoadedProgram(r.Context(), p)
-	if load.Status != flow.ProgramActive {
-		s.publishFlow("flow.approval", pr.ID, map[string]any{"program": p.Fingerprint(), "status": load.Status})
+	if l.proposed {
 		host.WriteJSON(w, http.StatusAccepted, api.ProgramProposal{
-			Deadline: due,
+			Deadline: l.due,
 			Status:   "pending_approval",
-			Program:  v,
-			URL:      strings.TrimSuffix(s.Config.BaseURL, "/") + "/inbox#section-flow-programs",
-			Next:     "Loading a program is a person's act: a person must approve " + p.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + p.Fingerprint(),
+			Program:  l.view,
+			URL:      s.programsInboxURL(),
+			Next:     "Loading a program is a person's act: a person must approve " + l.prog.ID() + " in the web inbox before it starts anything. Follow it with GET /v1/flows/programs/" + l.prog.Fingerprint(),
 		})
 		return
 	}
-	host.WriteJSON(w, http.StatusCreated, v)
+	host.WriteJSON(w, http.StatusCreated, l.view)
 }
 
 func (s *Part) handleFlowPrograms(w http.ResponseWriter, r *http.Request) {

@@ -101,6 +101,7 @@ func (s *Part) flowTools() []tool.Tool {
 			return tool.Answer(r), nil
 		}),
 		s.flowsStartTool(),
+		s.flowsProposeTool(),
 	}
 }
 
