@@ -122,7 +122,7 @@ func ExampleClient_LoadProgramWith() {
 	}
 	if loaded == nil {
 		fmt.Println(proposal.Status, proposal.Program.ProgramID, proposal.Program.Status)
-		fmt.Println("a person decides within", proposal.Deadline.Sub(time.Now()).Round(time.Hour))
+		fmt.Println("a person decides within", time.Until(proposal.Deadline).Round(time.Hour))
 	}
 	// Output:
 	// pending_approval door proposed
