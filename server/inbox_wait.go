@@ -363,6 +363,9 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 			o.Next = "inspect the control and stage a new value if it is still needed"
 		default:
 			o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+			if g := s.controls.EscalatedTo(ctx, id, rev); g != "" {
+				o.Reason, o.Next = escalatedReason(g), "group "+g+" decides in the web inbox"
+			}
 		}
 		return o
 	}
