@@ -404,7 +404,7 @@ func (ts *ToolSet) proposal(ctx context.Context, viewer store.Principal, id stri
 	if err != nil {
 		return p, err
 	}
-	if viewer.ID != "" && p.ProposerID == viewer.ID || canDecide(p, viewer) {
+	if viewer.ID != "" && p.ProposerID == viewer.ID || canDecide(p, viewer) || ts.inEscalationGroup(ctx, p, viewer) {
 		return p, nil
 	}
 	return store.Proposal{}, notFound

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/assent-run/assent/store"
@@ -73,6 +74,20 @@ func (ts *ToolSet) ProposalEscalatedTo(ctx context.Context, id string) string {
 		return ""
 	}
 	return d.EscalateTo
+}
+
+// inEscalationGroup reports whether who is a person in the group proposal
+// p was escalated to: they may decide it like its supervisor could.
+func (ts *ToolSet) inEscalationGroup(ctx context.Context, p store.Proposal, who store.Principal) bool {
+	if who.Kind != store.KindHuman || ts.groups == nil {
+		return false
+	}
+	g := ts.ProposalEscalatedTo(ctx, p.ID)
+	if g == "" {
+		return false
+	}
+	members, err := ts.groups.GroupMembers(ctx, g)
+	return err == nil && slices.Contains(members, who.ID)
 }
 
 // ProposalDeadlineOf returns the stored deadline of proposal id, or

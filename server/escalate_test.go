@@ -33,7 +33,7 @@ type escalation struct {
 	f               *assenttest.Kit
 	c               *escClock
 	mod             func(*server.Config)
-	token           string
+	token, adaToken string
 	ada, ben, carol store.Principal
 }
 
@@ -41,7 +41,7 @@ func newEscalation(t *testing.T) *escalation {
 	e := &escalation{c: &escClock{now: time.Now().UTC().Truncate(time.Second)}}
 	e.mod = func(cfg *server.Config) { cfg.Now = e.c.Now }
 	e.f = assenttest.Start(t, e.mod)
-	_, e.ada = e.f.Issue(store.KindHuman, "ada", "state.write")
+	e.adaToken, e.ada = e.f.Issue(store.KindHuman, "ada", "state.write")
 	_, e.ben = e.f.Issue(store.KindHuman, "ben", "state.write")
 	_, e.carol = e.f.Issue(store.KindHuman, "carol", "state.write")
 	if err := e.f.DB.Groups().AddGroupMember(t.Context(), store.GroupMember{Group: "oncall", PrincipalID: e.carol.ID, AddedAt: e.c.Now()}); err != nil {
@@ -180,6 +180,9 @@ func TestCommandProposalEscalatesOnce(t *testing.T) {
 	path := "/v1/inbox/" + url.PathEscape(decided) + "/decision"
 	if c := session(t, e.f, adaCookie, adaCSRF, "POST", path, api.InboxDecision{Decision: api.DecisionDecline}, &we); c != 403 || we.Error.Code != wire.NotRouted {
 		t.Fatalf("the supervisor's decision after escalation = %d %+v, want 403 not_routed", c, we)
+	}
+	if code, body, raw := e.f.API("POST", "/v1/proposals/"+ids["decided"]+"/decline", e.adaToken, map[string]any{}); code != 403 || assenttest.ErrCode(body) != "not_routed" {
+		t.Fatalf("the supervisor's API decline after escalation = %d %s, want 403 not_routed", code, raw)
 	}
 	carolCookie, carolCSRF := e.f.SignInAs(e.carol.ID)
 	if c := session(t, e.f, carolCookie, carolCSRF, "POST", path, api.InboxDecision{Decision: api.DecisionDecline}, nil); c != 200 {

@@ -104,6 +104,15 @@ func (s *Part) handleProposalDecide(approve bool) http.HandlerFunc {
 			return
 		}
 		p, id := host.PrincipalOf(r), r.PathValue("id")
+		if p.Kind == store.KindHuman {
+			// Routed as the inbox is: once escalated, to its group.
+			if filed, ferr := s.Store.Proposals.Proposal(r.Context(), id); ferr == nil {
+				if err := s.Routed(r.Context(), p, filed.ProposerID, s.runTools.ProposalEscalatedTo(r.Context(), id)); err != nil {
+					host.WriteToolError(w, err)
+					return
+				}
+			}
+		}
 		var pr store.Proposal
 		var err error
 		action := "proposal.decline"
