@@ -491,7 +491,7 @@ func (p *Part) questionItem(ctx context.Context, a store.Ask) (pending, error) {
 		}
 		fmt.Fprintf(&b, "If nobody answers by %s, %s.\n", a.Deadline.UTC().Format("2006-01-02 15:04 UTC"), then)
 	}
-	it.Summary = strings.TrimRight(b.String(), "\n")
+	it.Summary, it.Deadline = strings.TrimRight(b.String(), "\n"), a.Deadline
 	return p.route(ctx, it, a.Asker, "", a.Group)
 }
 
