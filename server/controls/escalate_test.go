@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/internal/assenttest"
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/store"
 )
@@ -139,4 +140,40 @@ func TestStagedValueEscalatesOnce(t *testing.T) {
 	if snap, _ := f.Srv.Controls().Registry().Get(t.Context(), controlID("profile", "plan")); snap.State.Value != "team" {
 		t.Fatalf("after carol's apply the value is %v", snap.State.Value)
 	}
+}
+
+// A staged value's escalation is kept in the store: one whose first
+// deadline passed while no server ran is escalated by the next process
+// (with the server's default deadline and escalate_to, and over HTTP), and
+// one past its second is discarded by the process after.
+func TestStagedValueEscalationSurvivesRestart(t *testing.T) {
+	c := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	withDefault := func(cfg *server.Config) {
+		cfg.Now = c.Now
+		cfg.DecisionDeadlines = map[string]time.Duration{server.DeadlineProposal: time.Hour}
+	}
+	f := assenttest.StartDemo(t, withDefault)
+	_, carol := f.Issue(store.KindHuman, "carol", "state.write")
+	if err := f.DB.Groups().AddGroupMember(t.Context(), store.GroupMember{Group: "oncall", PrincipalID: carol.ID, AddedAt: c.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	code, out, raw := f.API("POST", "/v1/controls/execute", f.Token, map[string]any{"action": "stage", "identity": plan, "value": "team", "escalate_to": "oncall"})
+	if code != 200 || out["deadline"] != store.FormatTime(c.Now().Add(time.Hour)) {
+		t.Fatalf("stage: %d %s", code, raw)
+	}
+	rev := int64(out["snapshot"].(map[string]any)["state"].(map[string]any)["staged"].(map[string]any)["revision"].(float64))
+	item := "profile/plan@" + itoa(rev)
+	c.Add(2 * time.Hour)
+	g := f.Restart(withDefault)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		d, err := g.DB.Deadlines().Deadline(t.Context(), store.DeadlineControlProposal, item)
+		return err == nil && d.Escalated()
+	}, "the restarted server escalates the value past its first deadline")
+	if snap, ok := g.Srv.Controls().Registry().Get(t.Context(), controlID("profile", "plan")); !ok || snap.State.Staged == nil {
+		t.Fatalf("after the escalation the value is no longer staged: %+v", snap.State)
+	}
+	c.Add(2 * time.Hour)
+	h := g.Restart(withDefault)
+	testwait.Eventually(t, 10*time.Second, func() bool { return deadlineDiscards(t, h) == 1 }, "the next server discards it past its second deadline")
 }
