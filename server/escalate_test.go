@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"sync"
@@ -247,5 +248,48 @@ func TestCommandProposalEscalationSurvivesRestart(t *testing.T) {
 	}, "the next server declines it past its second deadline")
 	if n := auditCount(t, h.DB, "proposal:"+id, "proposal.escalate"); n != 1 {
 		t.Fatalf("%d audit records of the escalation, want 1", n)
+	}
+}
+
+// escalate_to goes with actors_run_spawn and actors_tool_register too: a
+// group with members is kept with the proposal's deadline, one without is
+// refused (invalid_value) before anything is filed.
+func TestCommandProposalEscalationOverMCP(t *testing.T) {
+	e := newEscalation(t)
+	cs, err := e.f.MCPSession(e.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"actors_run_spawn", map[string]any{"template": "true", "as": "run:mcp-spawn"}},
+		{"actors_tool_register", map[string]any{"name": "planner_hello", "template": "echo hi", "description": "hi"}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			args := map[string]any{"deadline_seconds": 60, "escalate_to": "nobody"}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			out, isErr := assenttest.CallTool(t, cs, tc.tool, args)
+			if b, _ := json.Marshal(out); !isErr || !strings.Contains(string(b), "invalid_value") {
+				t.Fatalf("escalate_to a group without members: %s", b)
+			}
+			args["escalate_to"] = "oncall"
+			out, isErr = assenttest.CallTool(t, cs, tc.tool, args)
+			id, _ := out["proposal"].(string)
+			if isErr || id == "" {
+				t.Fatalf("propose: %v", out)
+			}
+			d, err := e.f.DB.Deadlines().Deadline(t.Context(), store.DeadlineCommandProposal, id)
+			if err != nil || d.EscalateTo != "oncall" || d.Escalated() {
+				t.Fatalf("kept deadline = %+v %v, want one escalating to oncall", d, err)
+			}
+		})
+	}
+	if ps, _ := e.f.DB.Proposals().ListProposals(t.Context(), "", "", 0); len(ps) != 2 {
+		t.Errorf("%d proposals filed, want the 2 accepted", len(ps))
 	}
 }
