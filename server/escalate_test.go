@@ -162,7 +162,7 @@ func TestCommandProposalEscalatesOnce(t *testing.T) {
 		t.Fatalf("owner's inbox: %d", c)
 	}
 	card, ok := byKind(owners, "command_proposal")
-	if !ok || card.AskedOf != "Asked of group oncall" {
+	if !ok || card.AskedOf != "Asked of group oncall: carol" {
 		t.Fatalf("card = %+v (found %v), want asked of group oncall", card, ok)
 	}
 	escalated := false
