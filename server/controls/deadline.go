@@ -74,7 +74,7 @@ func (s *Part) checkEscalation(ctx context.Context, a executeArgs, src control.S
 	}
 	if err != nil {
 		s.Log.Error("the members of an escalation group could not be read", "group", a.EscalateTo, "err", err)
-		return &control.Error{Reason: control.ReasonInvalidRequest, Message: "the escalation group could not be read; try again"}
+		return &control.Error{Reason: control.ReasonStoreUnavailable, Message: "the escalation group could not be read from the store; try again shortly"}
 	}
 	if len(members) == 0 {
 		return &control.Error{Reason: control.ReasonInvalidValue,
