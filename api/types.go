@@ -97,6 +97,10 @@ type ExecuteRequest struct {
 	// person before it is discarded (1 to 2592000; default the server's
 	// --decision-deadline for proposal).
 	DeadlineSeconds int64 `json:"deadline_seconds,omitempty"`
+	// EscalateTo is, for stage, the group (with members) the value is
+	// routed to at its deadline, which then has as long again to decide;
+	// it needs a deadline.
+	EscalateTo string `json:"escalate_to,omitempty"`
 }
 
 // AuditList is the answer of GET /v1/audit, oldest record first.
@@ -127,6 +131,10 @@ type SpawnRequest struct {
 	// deadline" (1 to 2592000; default the server's --decision-deadline
 	// for command).
 	DeadlineSeconds int64 `json:"deadline_seconds,omitempty"`
+	// EscalateTo is, when the spawn waits for approval, the group (with
+	// members) it is routed to at its deadline, which then has as long
+	// again to decide; it needs a deadline.
+	EscalateTo string `json:"escalate_to,omitempty"`
 }
 
 // RunControlRequest is the body of POST /v1/runs/{id}/controls.

@@ -25,6 +25,10 @@ const (
 	KindControlProposal = "control.proposal"
 	// KindQuestion is a question an agent asked with approvals_request.
 	KindQuestion = "question"
+	// KindDecisionEscalated announces, to the group it escalated to, a
+	// decision nobody made before its first deadline; its id is the
+	// decision's own key (kind:id).
+	KindDecisionEscalated = "decision.escalated"
 )
 
 // Item is a decision that waits for a person, as a message tells it.
@@ -48,6 +52,9 @@ type Item struct {
 	URL string `json:"url"`
 	// CreatedAt is when the item was filed.
 	CreatedAt time.Time `json:"created_at"`
+	// Deadline, when set, is when the decision ends without a person:
+	// it escalates or takes its fallback.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Key returns the item's stable key: its kind and id. Every message about

@@ -121,6 +121,11 @@ type PayloadData struct {
 	For     []string  `json:"for,omitempty"`
 	URL     string    `json:"url"`
 	Created time.Time `json:"created_at"`
+	// Group is the group the decision is routed to, when it names one.
+	Group string `json:"group,omitempty"`
+	// Deadline is when the decision ends without a person, when it has
+	// a deadline.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // WebhookBody returns the body of the webhook with message id msgID about
@@ -133,9 +138,17 @@ func WebhookBody(msgID string, it Item, now time.Time) ([]byte, error) {
 	if it.Summary != "" {
 		text += "\n" + it.Summary
 	}
+	typ := "decision.pending"
+	if it.Kind == KindDecisionEscalated {
+		typ = KindDecisionEscalated
+	}
+	dl := it.Deadline
+	if !dl.IsZero() {
+		dl = dl.UTC()
+	}
 	return json.Marshal(Payload{
-		Type: "decision.pending", ID: msgID, Timestamp: now.UTC(), Text: text,
+		Type: typ, ID: msgID, Timestamp: now.UTC(), Text: text,
 		Data: PayloadData{Kind: it.Kind, ItemID: it.ID, Title: it.Title, Summary: it.Summary,
-			Agent: it.Agent, For: it.For, URL: it.URL, Created: it.CreatedAt.UTC()},
+			Agent: it.Agent, For: it.For, URL: it.URL, Created: it.CreatedAt.UTC(), Group: it.Group, Deadline: dl},
 	})
 }

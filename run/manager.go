@@ -375,6 +375,9 @@ type SpawnRequest struct {
 	// DeadlineSeconds, when positive, is how long the spawn waits for
 	// approval before it is declined; otherwise the ToolSet's default.
 	DeadlineSeconds int64
+	// EscalateTo, when set, is the group the proposal is routed to at its
+	// deadline; it then has as long again before it is declined.
+	EscalateTo string
 	// RunID is the Run id; "run-<epoch ms>" when empty.
 	RunID string
 	// Artifacts adds or replaces declared artifacts.

@@ -261,7 +261,11 @@ func (ts *ToolSet) ProposalURL(id string) string {
 }
 
 // file stores a new pending proposal of p, within p's bound.
-func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal, deadlineSeconds int64) (*tool.Reply[any], error) {
+func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Proposal, dl deadlineReq) (*tool.Reply[any], error) {
+	now := ts.m.now().UTC()
+	if err := ts.checkEscalation(ctx, dl, now); err != nil {
+		return nil, toolError(err)
+	}
 	pending, err := ts.props.ListProposals(ctx, store.ProposalPending, p.ID, maxPendingProposals)
 	if err != nil {
 		return nil, err
@@ -271,7 +275,7 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	}
 	prop.ID = auth.NewID("prop_")
 	prop.ProposerID = p.ID
-	prop.CreatedAt = ts.m.now().UTC()
+	prop.CreatedAt = now
 	prop.Status = store.ProposalPending
 	if prop.EnvNames == nil {
 		prop.EnvNames = []string{}
@@ -282,9 +286,10 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	// The deadline is stored before the proposal, so a proposal is never
 	// kept without the deadline it was filed with; a deadline whose
 	// proposal was not kept is removed when it comes due.
-	due := ts.deadlineOf(deadlineSeconds, prop.CreatedAt)
+	due := ts.deadlineOf(dl.Seconds, prop.CreatedAt)
 	if !due.IsZero() {
-		if err := ts.deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineCommandProposal, Item: prop.ID, Due: due, CreatedAt: prop.CreatedAt}); err != nil {
+		if err := ts.deadlines.SetDeadline(ctx, store.DecisionDeadline{Kind: store.DeadlineCommandProposal, Item: prop.ID, Due: due, CreatedAt: prop.CreatedAt,
+			EscalateTo: dl.EscalateTo}); err != nil {
 			return nil, err
 		}
 	}
@@ -293,7 +298,10 @@ func (ts *ToolSet) file(ctx context.Context, p store.Principal, prop store.Propo
 	}
 	url := ts.ProposalURL(prop.ID)
 	msg := "A person must approve this command in the web inbox: " + url
-	if !due.IsZero() {
+	switch {
+	case !due.IsZero() && dl.EscalateTo != "":
+		msg += " (escalated to group " + dl.EscalateTo + " unless decided by " + store.FormatTime(due) + ", then declined with the reason \"" + NoDecision + "\" after as long again)"
+	case !due.IsZero():
 		msg += " (declined with the reason \"" + NoDecision + "\" unless decided by " + store.FormatTime(due) + ")"
 	}
 	script, _ := ShownProposal(prop)
@@ -343,7 +351,7 @@ func (ts *ToolSet) proposeSpawn(ctx context.Context, p store.Principal, req Spaw
 		request, _ = json.Marshal(spawnRequestDoc{Artifacts: req.Artifacts})
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalSpawn, Target: id, Recipe: def, Script: script, WorkDir: dir,
-		EnvNames: processEnvNames(rec, true), Controls: rec.Control, Values: req.Values, Request: request, Why: req.Reason}, req.DeadlineSeconds)
+		EnvNames: processEnvNames(rec, true), Controls: rec.Control, Values: req.Values, Request: request, Why: req.Reason}, deadlineReq{req.DeadlineSeconds, req.EscalateTo})
 }
 
 // ProposeSpawn files req, an inline-template spawn that p may not run
@@ -366,7 +374,7 @@ func (ts *ToolSet) ProposeSpawn(ctx context.Context, p store.Principal, req Spaw
 }
 
 // proposeTool files a tool registration for a person's approval.
-func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool, why string, deadlineSeconds int64) (*tool.Reply[any], error) {
+func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name string, d toolDoc, r *Recipe, expose, update bool, why string, dl deadlineReq) (*tool.Reply[any], error) {
 	script, err := r.Script(nil)
 	if err != nil {
 		return nil, toolError(err)
@@ -378,7 +386,7 @@ func (ts *ToolSet) proposeTool(ctx context.Context, p store.Principal, name stri
 		dir = proposalWorkDir("<run id>")
 	}
 	return ts.file(ctx, p, store.Proposal{Kind: store.ProposalTool, Target: name, Recipe: doc, Script: script, WorkDir: dir,
-		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request, Why: why}, deadlineSeconds)
+		EnvNames: processEnvNames(r, r.Async), Controls: r.Control, Values: d.Defaults, Request: request, Why: why}, dl)
 }
 
 // proposal returns the proposal id as viewer may see it: its proposer
@@ -396,7 +404,7 @@ func (ts *ToolSet) proposal(ctx context.Context, viewer store.Principal, id stri
 	if err != nil {
 		return p, err
 	}
-	if viewer.ID != "" && p.ProposerID == viewer.ID || canDecide(p, viewer) {
+	if viewer.ID != "" && p.ProposerID == viewer.ID || canDecide(p, viewer) || ts.inEscalationGroup(ctx, p, viewer) {
 		return p, nil
 	}
 	return store.Proposal{}, notFound

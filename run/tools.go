@@ -58,6 +58,7 @@ type ToolSet struct {
 	// to a proposal that names none (none when zero).
 	deadlines       store.Deadlines
 	defaultDeadline time.Duration
+	groups          store.Groups
 
 	mu sync.Mutex // serializes registrations
 }
@@ -78,6 +79,9 @@ type ToolStores struct {
 	// Past it, ExpireDue declines the proposal.
 	Deadlines       store.Deadlines
 	DefaultDeadline time.Duration
+	// Groups, when set, is where a proposal's escalate_to group is looked
+	// up; without it a proposal may not name one.
+	Groups store.Groups
 }
 
 // NewToolSet returns the tools of m, to be added to reg. Both stores of st
@@ -92,7 +96,7 @@ func NewToolSet(m *Manager, reg *tool.Registry, st ToolStores) (*ToolSet, error)
 		return nil, errors.New("run: a tool set needs a principals store")
 	}
 	return &ToolSet{m: m, reg: reg, props: st.Proposals, principals: st.Principals, notes: st.Notes,
-		deadlines: st.Deadlines, defaultDeadline: st.DefaultDeadline}, nil
+		deadlines: st.Deadlines, defaultDeadline: st.DefaultDeadline, groups: st.Groups}, nil
 }
 
 // Register adds the actors_* tools and their hidden aliases to the
@@ -138,6 +142,7 @@ type spawnArgs struct {
 	Verbose          bool                       `json:"verbose,omitempty"`
 	Reason           string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
 	DeadlineSeconds  int64                      `json:"deadline_seconds,omitempty" minimum:"1" maximum:"2592000" jsonschema:"when the call waits for approval: seconds until it is declined with the reason 'no decision before the deadline' if no person decides (default: the server's --decision-deadline for command)"`
+	EscalateTo       string                     `json:"escalate_to,omitempty" jsonschema:"when the call waits for approval: the group (with members) the proposal is routed to at its deadline, which then has as long again to decide; needs deadline_seconds or the server's default"`
 }
 
 // inspectArgs are actors_inspect's arguments.
@@ -172,6 +177,7 @@ type registerArgs struct {
 	Expose          *bool                      `json:"expose,omitempty" type:"boolean"`
 	Reason          string                     `json:"reason,omitempty" jsonschema:"why you ask, in a sentence the person reads on the card when the call waits for their approval (at most 500 characters)"`
 	DeadlineSeconds int64                      `json:"deadline_seconds,omitempty" minimum:"1" maximum:"2592000" jsonschema:"when the call waits for approval: seconds until it is declined with the reason 'no decision before the deadline' if no person decides (default: the server's --decision-deadline for command)"`
+	EscalateTo      string                     `json:"escalate_to,omitempty" jsonschema:"when the call waits for approval: the group (with members) the proposal is routed to at its deadline, which then has as long again to decide; needs deadline_seconds or the server's default"`
 }
 
 // Arguments the actors_* tools no longer take, with the hint a call that
@@ -268,7 +274,7 @@ func (ts *ToolSet) spawn(ctx context.Context, call tool.Call, in spawnArgs) (*to
 	if err := checkDeadlineSeconds(in.DeadlineSeconds); err != nil {
 		return nil, toolError(err)
 	}
-	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts, Reason: why, DeadlineSeconds: in.DeadlineSeconds}
+	req := SpawnRequest{Recipe: in.Recipe, Template: in.Template, Values: in.Values, Artifacts: in.Artifacts, Reason: why, DeadlineSeconds: in.DeadlineSeconds, EscalateTo: in.EscalateTo}
 	if in.As != "" {
 		if !strings.HasPrefix(strings.TrimSpace(in.As), "run:") {
 			return nil, &tool.Error{Code: CodeInvalidRequest, Message: "spawn.as accepts only run:<id>; received: " + in.As}
@@ -533,7 +539,7 @@ func (ts *ToolSet) register(ctx context.Context, call tool.Call, in registerArgs
 		if err := checkDeadlineSeconds(in.DeadlineSeconds); err != nil {
 			return nil, toolError(err)
 		}
-		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine, why, in.DeadlineSeconds)
+		return ts.proposeTool(ctx, caller, name, d, r, expose, in.Update && mine, why, deadlineReq{in.DeadlineSeconds, in.EscalateTo})
 	}
 	v, err := ts.install(ctx, caller.ID, name, d, r, expose, in.Update)
 	if err != nil {

@@ -392,7 +392,7 @@ func TestQuestionAskedOfGroup(t *testing.T) {
 
 	cc, ccsrf := f.SignInAs(carol.ID)
 	it, ok := question(t, f, cc, ccsrf, id)
-	if !ok || it.AskedOf != "Asked of group finance" || it.Bound["group"] != "finance" {
+	if !ok || it.AskedOf != "Asked of group finance: carol" || it.Bound["group"] != "finance" {
 		t.Fatalf("carol's card = %+v (found %v), want it asked of group finance", it, ok)
 	}
 	if page := assenttest.ReadAll(f.Get("/inbox", cc)); !strings.Contains(page, "Asked of group finance") {

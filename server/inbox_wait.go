@@ -363,6 +363,9 @@ func (s *Server) proposalOutcome(ctx context.Context, p store.Principal, id cont
 			o.Next = "inspect the control and stage a new value if it is still needed"
 		default:
 			o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+			if g := s.controls.EscalatedTo(ctx, id, rev); g != "" {
+				o.Reason, o.Next = escalatedReason(g), "group "+g+" decides in the web inbox"
+			}
 		}
 		return o
 	}
@@ -434,6 +437,9 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 	switch a.Status {
 	case flow.ApprovalPending, flow.ApprovalApproving:
 		o.Status, o.Next = outcomePending, "a person decides in the web inbox"
+		if a.Escalated() {
+			o.Reason = escalatedReason(a.Group)
+		}
 		if a.People() > 1 {
 			o.Next = fmt.Sprintf("%d different people must approve in the web inbox; %d approved so far", a.People(), len(a.Approvers))
 		}
@@ -460,6 +466,12 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 		o.Next = "prescribe again so that a person sees the new values"
 	}
 	return o, nil
+}
+
+// escalatedReason is the reason a pending item gives once it was routed
+// to group at its first deadline: it still waits, for that group.
+func escalatedReason(group string) string {
+	return "escalated to group " + group + ": nobody decided before the first deadline; it waits for the group as long again"
 }
 
 // changeLines are a Flow approval's changed parameters, each as
@@ -491,6 +503,10 @@ func (s *Server) commandProposalOutcome(ctx context.Context, p store.Principal, 
 	switch pr.Status {
 	case store.ProposalPending:
 		o.Status, o.Next = outcomePending, "a person decides at "+s.runs.ToolSet().ProposalURL(pr.ID)
+		if g := s.runs.ToolSet().ProposalEscalatedTo(ctx, pr.ID); g != "" {
+			o.Reason = escalatedReason(g)
+			o.Next = "group " + g + " decides at " + s.runs.ToolSet().ProposalURL(pr.ID)
+		}
 	case store.ProposalApproved:
 		o.Status = outcomeApproved
 	case store.ProposalDeclined:

@@ -18,7 +18,7 @@ func controlsDeps(h *host.Host) controls.Deps {
 	return controls.Deps{
 		Gate: h,
 		Store: controls.Stores{Audit: h.Store.Audit, ControlRegistry: h.Store.ControlRegistry, Settings: h.Store.Settings,
-			Deadlines: h.Store.Backend.Deadlines()},
+			Deadlines: h.Store.Backend.Deadlines(), Groups: h.Store.Backend.Groups()},
 		Bus:       h.Bus,
 		SharedBus: h.SharedBus,
 		Origin:    h.Origin,

@@ -28,7 +28,17 @@ type DecisionDeadline struct {
 	Item      string    `json:"item"`
 	Due       time.Time `json:"due"`
 	CreatedAt time.Time `json:"created_at"`
+	// EscalateTo, when set, is the group the decision is routed to at its
+	// first deadline; it then has as long again before it ends.
+	EscalateTo string `json:"escalate_to,omitempty"`
+	// Stage counts the deadlines already passed: 1 once the decision was
+	// escalated. AdvanceDeadline moves it on once across every node.
+	Stage int `json:"stage,omitempty"`
 }
+
+// Escalated reports whether the decision was routed to its EscalateTo
+// group at its first deadline.
+func (d DecisionDeadline) Escalated() bool { return d.EscalateTo != "" && d.Stage > 0 }
 
 // Check reports whether d may be stored: it needs a kind, an item and a
 // due time. The error wraps ErrInvalid.
@@ -38,6 +48,10 @@ func (d DecisionDeadline) Check() error {
 		return fmt.Errorf("%w: a deadline needs a kind of at most 64 bytes", ErrInvalid)
 	case d.Item == "" || len(d.Item) > 1024:
 		return fmt.Errorf("%w: a deadline needs an item of at most 1024 bytes", ErrInvalid)
+	case len(d.EscalateTo) > 256:
+		return fmt.Errorf("%w: a deadline's escalation group is at most 256 bytes", ErrInvalid)
+	case d.Stage < 0:
+		return fmt.Errorf("%w: deadline of %s %s has a negative stage", ErrInvalid, d.Kind, d.Item)
 	case d.Due.IsZero():
 		return fmt.Errorf("%w: deadline of %s %s has no due time", ErrInvalid, d.Kind, d.Item)
 	}
@@ -55,6 +69,11 @@ type Deadlines interface {
 	// DueDeadlines returns at most limit deadlines of kind (every kind
 	// when empty) due at or before before, earliest first.
 	DueDeadlines(ctx context.Context, kind string, before time.Time, limit int) ([]DecisionDeadline, error)
+	// AdvanceDeadline moves the deadline of kind and item from stage to
+	// stage+1 with the new due time, as one compare-and-set: ErrConflict
+	// when its stage is no longer stage (another node moved it first),
+	// ErrNotFound when it is gone.
+	AdvanceDeadline(ctx context.Context, kind, item string, stage int, due time.Time) error
 	// DeleteDeadline removes the deadline of kind and item; removing one
 	// that is not there is not an error.
 	DeleteDeadline(ctx context.Context, kind, item string) error

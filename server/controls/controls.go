@@ -154,7 +154,7 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 	if p.Kind == store.KindHuman {
 		var filed []host.Filed
 		for _, snap := range s.VisibleProposals(ctx, p) {
-			filed = append(filed, host.Filed{By: snap.State.Staged.Provenance.PrincipalID})
+			filed = append(filed, host.Filed{By: snap.State.Staged.Provenance.PrincipalID, Group: s.EscalatedTo(ctx, snap.Identity, snap.State.Staged.Revision)})
 		}
 		return map[string]int{"proposals": s.CountRouted(ctx, p, filed)}
 	}
@@ -378,6 +378,9 @@ type executeArgs struct {
 	// DeadlineSeconds is, for stage, how long the value waits for a
 	// person before it is discarded.
 	DeadlineSeconds int64 `json:"deadline_seconds,omitempty" minimum:"1" maximum:"2592000" jsonschema:"For stage: seconds until the value is discarded with the reason 'no decision before the deadline' if no person decides (default: the server's --decision-deadline for proposal)."`
+	// EscalateTo is, for stage, the group the value is routed to at its
+	// deadline.
+	EscalateTo string `json:"escalate_to,omitempty" maxLength:"256" jsonschema:"For stage: the group (with members) the value is routed to at its deadline, which then has as long again to decide before it is discarded; needs deadline_seconds or the server's default."`
 }
 
 // givenValue is a command value that remembers whether the request gave
@@ -507,6 +510,9 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, cerr := req.command()
+	if cerr == nil {
+		cerr = s.checkEscalation(r.Context(), req.executeArgs, cc.Source)
+	}
 	if cerr != nil {
 		writeCommandResult(w, control.Result{Reason: cerr.Reason, Message: cerr.Message})
 		return
@@ -519,7 +525,7 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		host.WriteJSON(w, http.StatusOK, a)
 		return
 	}
-	if due := s.keepDeadline(r.Context(), res, req.DeadlineSeconds); !due.IsZero() {
+	if due := s.keepDeadline(r.Context(), res, req.DeadlineSeconds, req.EscalateTo); !due.IsZero() {
 		a := answerOf(res)
 		a.Deadline = store.FormatTime(due)
 		host.WriteJSON(w, resultStatus(res), a)
@@ -837,7 +843,7 @@ func (s *Part) routedProposal(ctx context.Context, p store.Principal, cmd contro
 	if !ok || snap.State.Staged == nil || !s.FormVisible(ctx, p, cmd.Identity.FormID) {
 		return nil
 	}
-	return s.Routed(ctx, p, snap.State.Staged.Provenance.PrincipalID, "")
+	return s.Routed(ctx, p, snap.State.Staged.Provenance.PrincipalID, s.EscalatedTo(ctx, cmd.Identity, snap.State.Staged.Revision))
 }
 
 // visibleProposals lists the open proposals p may act on.
@@ -892,14 +898,24 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				{Label: "Discard", URL: "/web/controls/discard", Values: identityValues(snap.Identity)},
 			},
 		}
-		if due := s.ProposalDeadline(ctx, snap.Identity, st.Staged.Revision); !due.IsZero() {
-			item.Fields = append(item.Fields, host.InboxTime("Decide by", due))
-			item.Details = append(item.Details, host.InboxField{Label: "Without a decision by then", Value: "discarded: " + NoDecision})
+		group := ""
+		if dl, ok := s.deadlineOf(ctx, snap.Identity, st.Staged.Revision); ok {
+			item.Fields = append(item.Fields, host.InboxTime("Decide by", dl.Due))
+			then := "discarded: " + NoDecision
+			switch {
+			case dl.Escalated():
+				group = dl.EscalateTo
+				item.Fields = append(item.Fields, host.InboxField{Label: "Escalated", Value: "Escalated to " + group + ": nobody decided before the first deadline"})
+			case dl.EscalateTo != "":
+				then = "escalated to group " + dl.EscalateTo + ", which has as long again to decide; then discarded: " + NoDecision
+			}
+			item.Details = append(item.Details, host.InboxField{Label: "Without a decision by then", Value: then})
 		}
 		if st.Staged.Stale {
 			item.Warn = "Stale: the value changed after this was proposed. It cannot be applied; discard it or ask for a new proposal."
 		}
 		item.Decision = s.proposalDecision(snap)
+		item.Decision.Group = group
 		sec.Items = append(sec.Items, item)
 	}
 	if len(sec.Items) > 0 {

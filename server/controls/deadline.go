@@ -42,6 +42,8 @@ func deadlineItem(id control.Identity, rev int64) string {
 // with another action than stage.
 func checkDeadlineSeconds(a executeArgs) *control.Error {
 	switch {
+	case a.EscalateTo != "" && a.Action != control.Stage:
+		return &control.Error{Reason: control.ReasonInvalidRequest, Message: `"escalate_to" goes with stage only`}
 	case a.DeadlineSeconds == 0:
 		return nil
 	case a.Action != control.Stage:
@@ -53,10 +55,58 @@ func checkDeadlineSeconds(a executeArgs) *control.Error {
 	return nil
 }
 
+// checkEscalation refuses, before anything is staged, an escalate_to
+// without a deadline (neither deadline_seconds nor, for an agent's stage,
+// the server's default) as invalid_request, and one naming a group
+// without members as invalid_value.
+func (s *Part) checkEscalation(ctx context.Context, a executeArgs, src control.Source) *control.Error {
+	if a.EscalateTo == "" || a.Action != control.Stage {
+		return nil
+	}
+	if a.DeadlineSeconds <= 0 && (src != control.SourceAgent || s.Config.DecisionDeadline <= 0) {
+		return &control.Error{Reason: control.ReasonInvalidRequest,
+			Message: "escalate_to needs a deadline: give deadline_seconds too (this server sets no default deadline for this stage)"}
+	}
+	var members []string
+	var err error
+	if s.Store.Groups != nil && store.CheckGroupName(a.EscalateTo) == nil {
+		members, err = s.Store.Groups.GroupMembers(ctx, a.EscalateTo)
+	}
+	if err != nil {
+		s.Log.Error("the members of an escalation group could not be read", "group", a.EscalateTo, "err", err)
+		return &control.Error{Reason: control.ReasonStoreUnavailable, Message: "the escalation group could not be read from the store; try again shortly"}
+	}
+	if len(members) == 0 {
+		return &control.Error{Reason: control.ReasonInvalidValue,
+			Message: fmt.Sprintf("escalate_to %q is not a group with members, so nobody could decide the value once escalated; name a group with members", a.EscalateTo)}
+	}
+	return nil
+}
+
+// deadlineOf returns the stored deadline of revision rev of the control
+// id, and whether it has one.
+func (s *Part) deadlineOf(ctx context.Context, id control.Identity, rev int64) (store.DecisionDeadline, bool) {
+	if s.Store.Deadlines == nil {
+		return store.DecisionDeadline{}, false
+	}
+	d, err := s.Store.Deadlines.Deadline(ctx, store.DeadlineControlProposal, deadlineItem(id, rev))
+	return d, err == nil
+}
+
+// EscalatedTo returns the group revision rev of the control id was routed
+// to at its first deadline, or "" when it was not.
+func (s *Part) EscalatedTo(ctx context.Context, id control.Identity, rev int64) string {
+	if d, ok := s.deadlineOf(ctx, id, rev); ok && d.Escalated() {
+		return d.EscalateTo
+	}
+	return ""
+}
+
 // keepDeadline stores the deadline of the proposal res staged: seconds
 // after it was staged when seconds is positive, else the server's default
-// for staged values. It returns the deadline, zero when there is none.
-func (s *Part) keepDeadline(ctx context.Context, res control.Result, seconds int64) time.Time {
+// for staged values, with the group it escalates to (or ""). It returns
+// the deadline, zero when there is none.
+func (s *Part) keepDeadline(ctx context.Context, res control.Result, seconds int64, escalateTo string) time.Time {
 	st := res.Snapshot.State.Staged
 	if s.Store.Deadlines == nil || !res.OK || res.Action != control.Stage || st == nil {
 		return time.Time{}
@@ -75,7 +125,7 @@ func (s *Part) keepDeadline(ctx context.Context, res control.Result, seconds int
 	}
 	due := st.StagedAt.Add(d)
 	err := s.Store.Deadlines.SetDeadline(context.WithoutCancel(ctx), store.DecisionDeadline{Kind: store.DeadlineControlProposal,
-		Item: deadlineItem(res.Identity, st.Revision), Due: due, CreatedAt: st.StagedAt})
+		Item: deadlineItem(res.Identity, st.Revision), Due: due, CreatedAt: st.StagedAt, EscalateTo: escalateTo})
 	if err != nil {
 		s.Log.Error("the deadline of a staged value could not be kept; it waits without one", "control", res.Identity.String(), "err", err)
 		return time.Time{}
@@ -155,7 +205,10 @@ func (s *Part) keepDefaultDeadlines(ctx context.Context) error {
 	return nil
 }
 
-// ExpireDue discards every staged value past its deadline that nobody
+// ExpireDue routes every staged value past its first deadline that names
+// a group to escalate to, to that group, with as long again (once across
+// nodes: a compare-and-set on the deadline's stage), and counts it; it
+// discards every other staged value past its deadline that nobody
 // decided, records it in the audit log (source deadline, reason "no
 // decision before the deadline") and publishes it, so the agent waiting
 // in inbox_wait hears it; it returns how many it discarded. The discard
@@ -188,6 +241,19 @@ func (s *Part) ExpireDue(ctx context.Context) (int, error) {
 			}
 			if ok {
 				rev, _ := strconv.ParseInt(d.Item[len(id.String())+1:], 10, 64)
+				if d.EscalateTo != "" && d.Stage == 0 {
+					err := s.Store.Deadlines.AdvanceDeadline(ctx, d.Kind, d.Item, 0, s.Now().Add(d.Due.Sub(d.CreatedAt)))
+					switch {
+					case err == nil:
+						s.escalated(ctx, id, rev, d.EscalateTo)
+						n++
+					case !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound):
+						return n, err
+					}
+					// Escalated now or by another node: it waits again.
+					removed++
+					continue
+				}
 				if s.discardAtDeadline(ctx, id, rev) {
 					n++
 				}
@@ -201,6 +267,24 @@ func (s *Part) ExpireDue(ctx context.Context) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// escalated records in the audit log that revision rev of the control id
+// was routed to group at its first deadline, and publishes it, so the
+// agent waiting in inbox_wait hears it.
+func (s *Part) escalated(ctx context.Context, id control.Identity, rev int64, group string) {
+	snap, _ := s.controls.Get(ctx, id)
+	by := ""
+	if snap.State.Staged != nil {
+		by = snap.State.Staged.Provenance.PrincipalID
+	}
+	rec := store.AuditRecord{Time: s.Now(), PrincipalID: by, Source: string(SourceDeadline), Subject: "control:" + deadlineItem(id, rev),
+		Action: "control.escalate", OK: true, Reason: "escalated to group " + group + ": no decision before the first deadline"}
+	if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+		s.Log.Error("audit append failed", "control", id.String(), "action", "escalate", "err", err)
+	}
+	s.Log.Info("staged value escalated at its deadline", "control", id.String(), "revision", rev, "group", group)
+	s.publishControl(id.FormID, "control.escalated", map[string]any{"identity": id, "revision": rev, "group": group, "origin": s.Origin})
 }
 
 // discardAtDeadline discards revision rev of the control id in no one's

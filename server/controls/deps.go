@@ -63,6 +63,9 @@ type Stores struct {
 	// Deadlines, when set, keeps the deadlines of staged values; without
 	// it a staged value waits for a person however long it takes.
 	Deadlines store.Deadlines
+	// Groups, when set, is where a stage's escalate_to group is looked
+	// up; without it a stage may not name one.
+	Groups store.Groups
 }
 
 // Config is the part's share of the server's configuration.

@@ -117,6 +117,9 @@ func (s *Part) controlTools() []tool.Tool {
 		}),
 		tool.New(executeSpec(), func(ctx context.Context, c tool.Call, a executeArgs) (*tool.Reply[executeAnswer], error) {
 			cmd, cerr := a.command()
+			if cerr == nil {
+				cerr = s.checkEscalation(ctx, a, control.SourceAgent)
+			}
 			if cerr != nil {
 				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message})}, IsError: true}, nil
 			}
@@ -134,7 +137,7 @@ func (s *Part) controlTools() []tool.Tool {
 				// A staged value waits for a person in the inbox.
 				inbox := strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"
 				ans := answerOf(res)
-				if due := s.keepDeadline(ctx, res, a.DeadlineSeconds); !due.IsZero() {
+				if due := s.keepDeadline(ctx, res, a.DeadlineSeconds, a.EscalateTo); !due.IsZero() {
 					ans.Deadline = store.FormatTime(due)
 				}
 				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: ans, URL: inbox}, Decision: inbox}, nil

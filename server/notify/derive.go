@@ -207,6 +207,13 @@ func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
 		}
 		out = append(out, it)
 	}
+	for _, pr := range props {
+		if err := p.escalatedItem(ctx, &out, live, store.DeadlineCommandProposal, pr.ID, notify.KindRunProposal+":"+pr.ID, func() (pending, error) {
+			return p.proposalItem(ctx, pr)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	var approvals []flow.ApprovalRecord
 	if err := p.Store.Flows.View(ctx, func(tx flow.Tx) error {
 		var err error
@@ -267,6 +274,18 @@ func (p *Part) pendingItems(ctx context.Context) ([]pending, error) {
 		}
 		out = append(out, it)
 	}
+	for _, snap := range p.Controls.Proposals(ctx, "") {
+		st := snap.State.Staged
+		if st == nil || st.Provenance.Source != control.SourceAgent {
+			continue
+		}
+		id := controlItemID(snap)
+		if err := p.escalatedItem(ctx, &out, live, store.DeadlineControlProposal, id, notify.KindControlProposal+":"+id, func() (pending, error) {
+			return p.controlItem(ctx, id, snap)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if p.Store.Asks != nil {
 		asks, err := p.Store.Asks.OpenAsks(ctx, "")
 		if err != nil {
@@ -324,8 +343,70 @@ func (p *Part) proposalItem(ctx context.Context, pr store.Proposal) (pending, er
 			fmt.Fprintf(&b, "  %s = %s\n", k, pr.Values[k])
 		}
 	}
-	it.Summary = b.String()
-	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID, "")
+	dl := p.decisionDeadline(ctx, store.DeadlineCommandProposal, pr.ID)
+	b.WriteString(deadlineText(dl, "declined"))
+	it.Summary = strings.TrimRight(b.String(), "\n")
+	it.Deadline = dl.Due
+	group := ""
+	if dl.Escalated() {
+		group = dl.EscalateTo
+	}
+	return p.route(ctx, it, pr.ProposerID, pr.SupervisorID, group)
+}
+
+// decisionDeadline returns the stored deadline of the decision of kind
+// and item, or the zero deadline when it has none (or none is kept).
+func (p *Part) decisionDeadline(ctx context.Context, kind, item string) store.DecisionDeadline {
+	if p.Store.Deadlines == nil {
+		return store.DecisionDeadline{}
+	}
+	d, err := p.Store.Deadlines.Deadline(ctx, kind, item)
+	if err != nil {
+		return store.DecisionDeadline{}
+	}
+	return d
+}
+
+// deadlineText is the line an announcement gives a decision's deadline
+// ("" without one): by when to decide, and what happens then (the
+// fallback, e.g. "declined", or the escalation).
+func deadlineText(d store.DecisionDeadline, fallback string) string {
+	if d.Due.IsZero() {
+		return ""
+	}
+	then := fmt.Sprintf("it is %s with the reason %q", fallback, "no decision before the deadline")
+	switch {
+	case d.Escalated():
+		then = fmt.Sprintf("it was escalated to group %s; unless someone decides by then, %s", d.EscalateTo, then)
+	case d.EscalateTo != "":
+		then = fmt.Sprintf("it is escalated to group %s, which has as long again to decide", d.EscalateTo)
+	}
+	return fmt.Sprintf("\nDecide by %s; without a decision %s.\n", d.Due.UTC().Format("2006-01-02 15:04 UTC"), then)
+}
+
+// escalatedItem adds to out, once per node, the announcement that the
+// decision keyed key (whose deadline is kind and item) was escalated: a
+// message of kind decision.escalated routed to the group it escalated
+// to, built from the decision's own announcement.
+func (p *Part) escalatedItem(ctx context.Context, out *[]pending, live map[string]bool, kind, item, key string, build func() (pending, error)) error {
+	d := p.decisionDeadline(ctx, kind, item)
+	if !d.Escalated() {
+		return nil
+	}
+	ekey := notify.KindDecisionEscalated + ":" + key
+	live[ekey] = true
+	if p.known(ekey) {
+		return nil
+	}
+	it, err := build()
+	if err != nil {
+		return err
+	}
+	it.item.Kind, it.item.ID = notify.KindDecisionEscalated, key
+	it.item.Title = shorten("Escalated to "+d.EscalateTo+": "+it.item.Title, 120)
+	it.item.Summary = fmt.Sprintf("Nobody decided this before its first deadline, so it is now asked of group %s.\n\n%s", d.EscalateTo, it.item.Summary)
+	*out = append(*out, it)
+	return nil
 }
 
 func (p *Part) approvalItem(ctx context.Context, a flow.Approval) (pending, error) {
@@ -357,7 +438,9 @@ func (p *Part) programItem(ctx context.Context, l flow.ProgramLoad) (pending, er
 	if l.Why != "" {
 		fmt.Fprintf(&b, "Why: %s\n", l.Why)
 	}
-	it.Summary = strings.TrimRight(b.String(), "\n")
+	dl := p.decisionDeadline(ctx, store.DeadlineProgramProposal, l.Fingerprint)
+	b.WriteString(deadlineText(dl, "declined"))
+	it.Summary, it.Deadline = strings.TrimRight(b.String(), "\n"), dl.Due
 	return p.route(ctx, it, l.LoadedBy, "", "")
 }
 
@@ -377,7 +460,13 @@ func (p *Part) controlItem(ctx context.Context, id string, snap control.Snapshot
 		it.Title = shorten(fmt.Sprintf("Change %s to %s", name, to), 120)
 		it.Summary = fmt.Sprintf("The agent proposes to change %s (%s)\nfrom: %s\nto:   %s", name, snap.Identity, from, to)
 	}
-	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "", "")
+	dl := p.decisionDeadline(ctx, store.DeadlineControlProposal, id)
+	it.Summary, it.Deadline = strings.TrimRight(it.Summary+"\n"+deadlineText(dl, "discarded"), "\n"), dl.Due
+	group := ""
+	if dl.Escalated() {
+		group = dl.EscalateTo
+	}
+	return p.route(ctx, it, st.Staged.Provenance.PrincipalID, "", group)
 }
 
 // questionItem announces an agent's question. Its card is the question's
@@ -402,7 +491,7 @@ func (p *Part) questionItem(ctx context.Context, a store.Ask) (pending, error) {
 		}
 		fmt.Fprintf(&b, "If nobody answers by %s, %s.\n", a.Deadline.UTC().Format("2006-01-02 15:04 UTC"), then)
 	}
-	it.Summary = strings.TrimRight(b.String(), "\n")
+	it.Summary, it.Deadline = strings.TrimRight(b.String(), "\n"), a.Deadline
 	return p.route(ctx, it, a.Asker, "", a.Group)
 }
 

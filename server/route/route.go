@@ -46,6 +46,9 @@ type Route struct {
 	// Anyone is set for items of an in-process application, which every
 	// person may decide.
 	Anyone bool
+	// ToOwner is set when the item was left to the owner because nobody
+	// it names (the group's members, the supervisors) may decide it.
+	ToOwner bool
 }
 
 // For returns who the item filed by filer and naming group (or "") goes
@@ -99,7 +102,7 @@ func (rt Router) For(ctx context.Context, filer, group string) (Route, error) {
 	}
 	r.People = people
 	if len(r.People) == 0 && owner != "" && !r.Anyone {
-		r.People = []string{owner}
+		r.People, r.ToOwner = []string{owner}, true
 		if p, err := rt.Principals.Principal(ctx, owner); err == nil {
 			r.Names = []string{p.Name}
 		}
@@ -116,12 +119,15 @@ func (r Route) Allows(p store.Principal) bool {
 	return r.Anyone || p.ID == r.Owner && r.Owner != "" || slices.Contains(r.People, p.ID)
 }
 
-// Label says on a card to whom the item went: "Asked of group finance",
-// "Asked of: Ada, Ben".
+// Label says on a card to whom the item went: "Asked of group finance:
+// Cy, Dee" (the group's people; just "Asked of group legal" when it has
+// none and the owner decides), "Asked of: Ada, Ben".
 func (r Route) Label() string {
 	switch {
-	case r.Group != "":
+	case r.Group != "" && (r.ToOwner || len(r.Names) == 0):
 		return "Asked of group " + r.Group
+	case r.Group != "":
+		return "Asked of group " + r.Group + ": " + strings.Join(r.Names, ", ")
 	case r.Anyone:
 		return "Asked of: any person"
 	case len(r.Names) == 0:
@@ -136,7 +142,14 @@ func (r Route) Refusal() *wire.Error {
 	if r.Group != "" {
 		who = "group " + r.Group
 	}
-	return wire.New(wire.NotRouted, "this decision is asked of "+who+" ("+strings.TrimPrefix(strings.TrimPrefix(r.Label(), "Asked of: "), "Asked of ")+"); only they and the workspace's owner may decide it")
+	people := strings.TrimPrefix(strings.TrimPrefix(r.Label(), "Asked of: "), "Asked of ")
+	if r.Group != "" {
+		people = strings.Join(r.Names, ", ")
+		if r.ToOwner || people == "" {
+			people = "no members: the workspace's owner"
+		}
+	}
+	return wire.New(wire.NotRouted, "this decision is asked of "+who+" ("+people+"); only they and the workspace's owner may decide it")
 }
 
 // Check returns nil when p may decide the item filed by filer and

@@ -51,7 +51,7 @@ func TestRoute(t *testing.T) {
 		allowed, refused   []store.Principal
 	}{
 		{"supervisors", "p_bot", "", "Asked of: Ada, Ben", []store.Principal{ada, ben, owner}, []store.Principal{cy, bot}},
-		{"group", "p_bot", "finance", "Asked of group finance", []store.Principal{cy, owner}, []store.Principal{ada, ben}},
+		{"group", "p_bot", "finance", "Asked of group finance: Cy", []store.Principal{cy, owner}, []store.Principal{ada, ben}},
 		{"empty group leaves it to the owner", "p_bot", "legal", "Asked of group legal", []store.Principal{owner}, []store.Principal{ada, cy}},
 		{"no supervisors", "p_orphan", "", "Asked of: any person", []store.Principal{owner, ada}, []store.Principal{bot}},
 		{"supervised by the owner alone", "p_default", "", "Asked of: any person", []store.Principal{owner, ada}, []store.Principal{bot}},

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/assent-run/assent/run"
@@ -35,12 +36,24 @@ func (s *Part) sweepDeadlines() {
 	}()
 }
 
-// ExpireDue declines every pending command or tool proposal past its
+// ExpireDue routes every pending command or tool proposal past its first
+// deadline that names a group to escalate to, to that group (audited and
+// told to its proposer), and declines every other one past its
 // deadline with the reason "no decision before the deadline", records
 // each in the audit log and tells its proposer, and returns how many it
 // declined. Each is declined once across the nodes sharing the store.
 func (s *Part) ExpireDue(ctx context.Context) (int, error) {
-	done, err := s.runTools.ExpireDue(ctx)
+	done, escalated, err := s.runTools.SettleDue(ctx)
+	for _, pr := range escalated {
+		group := s.runTools.ProposalEscalatedTo(context.WithoutCancel(ctx), pr.ID)
+		rec := store.AuditRecord{Time: s.Now(), PrincipalID: pr.ProposerID, Source: "deadline", Subject: "proposal:" + pr.ID,
+			Action: "proposal.escalate", OK: true, Reason: "escalated to group " + group + ": no decision before the first deadline"}
+		if _, aerr := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
+			s.Log.Error("audit proposal escalated at its deadline", "proposal", pr.ID, "err", aerr)
+		}
+		s.Log.Info("command proposal escalated at its deadline", "proposal", pr.ID, "group", group)
+		s.publishProposalEscalated(pr, group)
+	}
 	for _, pr := range done {
 		rec := store.AuditRecord{Time: s.Now(), PrincipalID: pr.ProposerID, Source: "deadline", Subject: "proposal:" + pr.ID,
 			Action: "proposal.expire", OK: true, Reason: run.NoDecision}
@@ -50,6 +63,16 @@ func (s *Part) ExpireDue(ctx context.Context) (int, error) {
 		s.publishProposalDecision(pr, false)
 	}
 	return len(done), err
+}
+
+// publishProposalEscalated tells the proposer of pr, through the event
+// bus that inbox_wait reads, that it was routed to group at its deadline.
+func (s *Part) publishProposalEscalated(pr store.Proposal, group string) {
+	b, err := json.Marshal(map[string]any{"proposal": pr.ID, "status": pr.Status, "escalated": true, "group": group})
+	if err != nil {
+		return
+	}
+	s.Bus.Publish(s.OwnedEvent("run.proposal", pr.ProposerID, b))
 }
 
 // ProposalDeadline returns when proposal id is declined if no person

@@ -104,6 +104,15 @@ func (s *Part) handleProposalDecide(approve bool) http.HandlerFunc {
 			return
 		}
 		p, id := host.PrincipalOf(r), r.PathValue("id")
+		if p.Kind == store.KindHuman {
+			// Routed as the inbox is: once escalated, to its group.
+			if filed, ferr := s.Store.Proposals.Proposal(r.Context(), id); ferr == nil {
+				if err := s.Routed(r.Context(), p, filed.ProposerID, s.runTools.ProposalEscalatedTo(r.Context(), id)); err != nil {
+					host.WriteToolError(w, err)
+					return
+				}
+			}
+		}
 		var pr store.Proposal
 		var err error
 		action := "proposal.decline"
@@ -224,7 +233,7 @@ func (s *Part) decideProposal(ctx context.Context, p store.Principal, id string,
 	action := "proposal.decline"
 	if p.Kind == store.KindHuman {
 		if filed, ferr := s.Store.Proposals.Proposal(ctx, id); ferr == nil {
-			if err := s.Routed(ctx, p, filed.ProposerID, ""); err != nil {
+			if err := s.Routed(ctx, p, filed.ProposerID, s.runTools.ProposalEscalatedTo(ctx, id)); err != nil {
 				return store.Proposal{}, err
 			}
 		}
@@ -332,9 +341,18 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 				{Label: "Decline", URL: base + "/decline", Danger: true, Input: "reason", InputLabel: "Reason for declining (optional)"},
 			},
 		}
-		if due := s.runTools.ProposalDeadline(ctx, pr.ID); !due.IsZero() {
-			item.Fields = append(item.Fields, host.InboxTime("Decide by", due))
-			item.Details = append(item.Details, host.InboxField{Label: "Without a decision by then", Value: "declined: " + run.NoDecision})
+		group := ""
+		if dl, err := s.runTools.ProposalDeadlineOf(ctx, pr.ID); err == nil {
+			item.Fields = append(item.Fields, host.InboxTime("Decide by", dl.Due))
+			then := "declined: " + run.NoDecision
+			switch {
+			case dl.Escalated():
+				group = dl.EscalateTo
+				item.Fields = append(item.Fields, host.InboxField{Label: "Escalated", Value: "Escalated to " + group + ": nobody decided before the first deadline"})
+			case dl.EscalateTo != "":
+				then = "escalated to group " + dl.EscalateTo + ", which has as long again to decide; then declined: " + run.NoDecision
+			}
+			item.Details = append(item.Details, host.InboxField{Label: "Without a decision by then", Value: then})
 		}
 		if pr.Kind == store.ProposalTool {
 			item.Note = "Approving registers this tool for its proposer only; every call runs this command with the caller's values. Publish it on the tools page to offer it to others."
@@ -343,6 +361,7 @@ func (s *Part) Inbox(ctx context.Context, p store.Principal) ([]host.InboxSectio
 			item.Warn = pr.Reason
 		}
 		item.Decision = s.proposalDecision(pr, script)
+		item.Decision.Group = group
 		sec.Items = append(sec.Items, item)
 	}
 	return []host.InboxSection{sec}, nil

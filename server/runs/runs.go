@@ -98,7 +98,7 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 	}
 	s.runs = m
 	if s.runTools, err = run.NewToolSet(m, s.Tools, run.ToolStores{Proposals: s.Store.Proposals, Principals: s.Store.Principals, Notes: s.proposalNotes,
-		Deadlines: s.Store.Deadlines, DefaultDeadline: s.Config.DecisionDeadline}); err != nil {
+		Deadlines: s.Store.Deadlines, DefaultDeadline: s.Config.DecisionDeadline, Groups: s.Store.Backend.Groups()}); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func (s *Part) CountOpen(ctx context.Context, p store.Principal) map[string]int 
 			for _, pr := range pending {
 				switch {
 				case p.Kind == store.KindHuman:
-					filed = append(filed, host.Filed{By: pr.ProposerID})
+					filed = append(filed, host.Filed{By: pr.ProposerID, Group: s.runTools.ProposalEscalatedTo(ctx, pr.ID)})
 				case pr.ProposerID == p.ID:
 					out["command_proposals"]++
 				}
@@ -352,7 +352,7 @@ func (s *Part) handleRunSpawn(w http.ResponseWriter, r *http.Request) {
 		host.WriteToolError(w, rerr)
 		return
 	}
-	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts, Reason: why, DeadlineSeconds: b.DeadlineSeconds}
+	req := run.SpawnRequest{Recipe: b.Recipe, Template: b.Template, Values: b.Values, RunID: id, Artifacts: b.Artifacts, Reason: why, DeadlineSeconds: b.DeadlineSeconds, EscalateTo: b.EscalateTo}
 	if len(b.Template) > 0 && !run.MayExecute(host.PrincipalOf(r)) {
 		// An agent's own command waits for a person (runs_proposals.go).
 		v, err := s.runTools.ProposeSpawn(r.Context(), host.PrincipalOf(r), req)

@@ -12,7 +12,8 @@ import (
 )
 
 // deadlineMigrations holds the deadlines of decisions: one row per item
-// with a deadline, removed once the item is decided or ended.
+// with a deadline, removed once the item is decided or ended; then the
+// group it escalates to and how many of its deadlines passed.
 var deadlineMigrations = []migration{{1, `
 CREATE TABLE decision_deadlines (
 	kind TEXT COLLATE "C" NOT NULL,
@@ -22,6 +23,9 @@ CREATE TABLE decision_deadlines (
 	PRIMARY KEY (kind, item)
 );
 CREATE INDEX decision_deadlines_due ON decision_deadlines(due_at);
+`}, {2, `
+ALTER TABLE decision_deadlines ADD COLUMN escalate_to TEXT NOT NULL DEFAULT '';
+ALTER TABLE decision_deadlines ADD COLUMN stage INTEGER NOT NULL DEFAULT 0;
 `}}
 
 // Deadlines implements store.Store.
@@ -32,9 +36,10 @@ func (s *DB) SetDeadline(ctx context.Context, d store.DecisionDeadline) error {
 	if err := d.Check(); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO decision_deadlines (kind, item, due_at, created_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (kind, item) DO UPDATE SET due_at = excluded.due_at, created_at = excluded.created_at`,
-		d.Kind, d.Item, d.Due.UTC().Truncate(time.Microsecond), d.CreatedAt.UTC().Truncate(time.Microsecond)); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO decision_deadlines (kind, item, due_at, created_at, escalate_to, stage) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (kind, item) DO UPDATE SET due_at = excluded.due_at, created_at = excluded.created_at,
+			escalate_to = excluded.escalate_to, stage = excluded.stage`,
+		d.Kind, d.Item, d.Due.UTC().Truncate(time.Microsecond), d.CreatedAt.UTC().Truncate(time.Microsecond), d.EscalateTo, d.Stage); err != nil {
 		return fmt.Errorf("set deadline: %w", err)
 	}
 	return nil
@@ -43,7 +48,7 @@ func (s *DB) SetDeadline(ctx context.Context, d store.DecisionDeadline) error {
 // Deadline implements store.Deadlines.
 func (s *DB) Deadline(ctx context.Context, kind, item string) (store.DecisionDeadline, error) {
 	d := store.DecisionDeadline{Kind: kind, Item: item}
-	err := s.pool.QueryRow(ctx, `SELECT due_at, created_at FROM decision_deadlines WHERE kind = $1 AND item = $2`, kind, item).Scan(&d.Due, &d.CreatedAt)
+	err := s.pool.QueryRow(ctx, `SELECT due_at, created_at, escalate_to, stage FROM decision_deadlines WHERE kind = $1 AND item = $2`, kind, item).Scan(&d.Due, &d.CreatedAt, &d.EscalateTo, &d.Stage)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, store.ErrNotFound
 	}
@@ -59,7 +64,7 @@ func (s *DB) DueDeadlines(ctx context.Context, kind string, before time.Time, li
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT kind, item, due_at, created_at FROM decision_deadlines
+	rows, err := s.pool.Query(ctx, `SELECT kind, item, due_at, created_at, escalate_to, stage FROM decision_deadlines
 		WHERE ($1 = '' OR kind = $1) AND due_at <= $2 ORDER BY due_at, kind, item LIMIT $3`, kind, before.UTC(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("due deadlines: %w", err)
@@ -68,13 +73,29 @@ func (s *DB) DueDeadlines(ctx context.Context, kind string, before time.Time, li
 	var out []store.DecisionDeadline
 	for rows.Next() {
 		var d store.DecisionDeadline
-		if err := rows.Scan(&d.Kind, &d.Item, &d.Due, &d.CreatedAt); err != nil {
+		if err := rows.Scan(&d.Kind, &d.Item, &d.Due, &d.CreatedAt, &d.EscalateTo, &d.Stage); err != nil {
 			return nil, fmt.Errorf("due deadlines: %w", err)
 		}
 		d.Due, d.CreatedAt = d.Due.UTC(), d.CreatedAt.UTC()
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// AdvanceDeadline implements store.Deadlines.
+func (s *DB) AdvanceDeadline(ctx context.Context, kind, item string, stage int, due time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE decision_deadlines SET stage = stage + 1, due_at = $1 WHERE kind = $2 AND item = $3 AND stage = $4`,
+		due.UTC().Truncate(time.Microsecond), kind, item, stage)
+	if err != nil {
+		return fmt.Errorf("advance deadline: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.Deadline(ctx, kind, item); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: deadline of %s %s is past stage %d", store.ErrConflict, kind, item, stage)
 }
 
 // DeleteDeadline implements store.Deadlines.
