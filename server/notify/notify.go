@@ -209,10 +209,18 @@ func messageID(item, channel string) string {
 	return "msg_" + hex.EncodeToString(sum[:12])
 }
 
+// deriveGap is the least time between the starts of two derivations: a
+// burst of events (an agent staging values in a loop) is read once per gap
+// rather than once per event, which took more of a server's CPU than the
+// calls that caused them. A message waits at most this much longer.
+const deriveGap = 50 * time.Millisecond
+
 func (p *Part) deriveLoop(ctx context.Context) {
 	t := time.NewTicker(p.Options.Poll)
 	defer t.Stop()
+	gap := min(deriveGap, p.Options.Poll)
 	for {
+		start := time.Now()
 		if err := p.derive(ctx); err != nil && ctx.Err() == nil {
 			p.Log.Warn("notify: reading pending items", "err", err)
 		}
@@ -224,6 +232,13 @@ func (p *Part) deriveLoop(ctx context.Context) {
 			return
 		case <-p.wake:
 		case <-t.C:
+		}
+		if wait := gap - time.Since(start); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
 		}
 	}
 }

@@ -157,7 +157,7 @@ func (s *DB) PrincipalByToken(ctx context.Context, tokenHash []byte) (store.Prin
 
 // Principal implements store.Principals.
 func (s *DB) Principal(ctx context.Context, id string) (store.Principal, error) {
-	return scanPrincipal(s.db.QueryRowContext(ctx, `SELECT `+principalCols+` FROM principals p WHERE p.id = ?`, id))
+	return scanPrincipal(s.stmts.queryRow(ctx, `SELECT `+principalCols+` FROM principals p WHERE p.id = ?`, id))
 }
 
 // ListPrincipals implements store.Principals.

@@ -91,7 +91,10 @@ func micros(t time.Time) int64 {
 // flowStore is the flow.Store of a DB: each Update or View is one SQLite
 // transaction, so the kernel's compare-and-swap on an instance's revision
 // holds across processes.
-type flowStore struct{ db *sql.DB }
+type flowStore struct {
+	db    *sql.DB
+	stmts *stmtCache // the Flow kernel's statements, prepared once
+}
 
 // Update implements flow.Store: fn runs in one write transaction.
 func (f flowStore) Update(ctx context.Context, fn func(flow.Tx) error) error {
@@ -100,7 +103,7 @@ func (f flowStore) Update(ctx context.Context, fn func(flow.Tx) error) error {
 		return fmt.Errorf("flow store: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(flowTx{ctx: ctx, tx: tx}); err != nil {
+	if err := fn(flowTx{ctx: ctx, tx: tx, stmts: f.stmts}); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -113,13 +116,34 @@ func (f flowStore) View(ctx context.Context, fn func(flow.Tx) error) error {
 		return fmt.Errorf("flow store: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(flowTx{ctx: ctx, tx: tx, ro: true})
+	return fn(flowTx{ctx: ctx, tx: tx, stmts: f.stmts, ro: true})
 }
 
 type flowTx struct {
-	ctx context.Context
-	tx  *sql.Tx
-	ro  bool
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts *stmtCache
+	ro    bool
+}
+
+// stmt is the prepared statement of query (a constant text) bound to the
+// transaction: a step runs the same few statements every time, and
+// parsing them again each time cost about as much as running them.
+func (t flowTx) stmt(query string) (*sql.Stmt, error) {
+	st, err := t.stmts.stmt(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.StmtContext(t.ctx, st), nil
+}
+
+// queryRow runs a constant query expected to return at most one row.
+func (t flowTx) queryRow(query string, args ...any) (*sql.Row, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(t.ctx, args...), nil
 }
 
 var errFlowReadOnly = &flow.Error{Code: flow.CodeStateInvalid, Message: "write in a read-only transaction"}
@@ -127,7 +151,11 @@ var errFlowReadOnly = &flow.Error{Code: flow.CodeStateInvalid, Message: "write i
 // get reads one JSON body into v.
 func (t flowTx) get(query string, v any, args ...any) error {
 	var body string
-	if err := t.tx.QueryRowContext(t.ctx, query, args...).Scan(&body); err != nil {
+	row, err := t.queryRow(query, args...)
+	if err != nil {
+		return err
+	}
+	if err := row.Scan(&body); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return flow.ErrNotFound
 		}
@@ -149,7 +177,11 @@ func (t flowTx) write(query string, args ...any) (sql.Result, error) {
 	if t.ro {
 		return nil, errFlowReadOnly
 	}
-	return t.tx.ExecContext(t.ctx, query, args...)
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
 }
 
 func jsonText(v any) (string, error) {
@@ -159,7 +191,11 @@ func jsonText(v any) (string, error) {
 
 func (t flowTx) Program(fp string) ([]byte, error) {
 	var src []byte
-	err := t.tx.QueryRowContext(t.ctx, `SELECT source FROM flow_programs WHERE fingerprint = ?`, fp).Scan(&src)
+	row, err := t.queryRow(`SELECT source FROM flow_programs WHERE fingerprint = ?`, fp)
+	if err != nil {
+		return nil, err
+	}
+	err = row.Scan(&src)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, flow.ErrNotFound
 	}

@@ -110,7 +110,7 @@ func (s *DB) ListRules(ctx context.Context, f store.RuleFilter) ([]store.Rule, e
 		where = append(where, "revoked_at = 0 AND until_at > ?")
 		args = append(args, ms(f.LiveAt))
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+ruleCols+` FROM rules WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at, id`, args...)
+	rows, err := s.stmts.query(ctx, `SELECT `+ruleCols+` FROM rules WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}

@@ -232,7 +232,7 @@ func (s *DB) SaveRun(ctx context.Context, rec store.RunRecord) error {
 
 // Run implements store.Runs.
 func (s *DB) Run(ctx context.Context, id string) (store.RunRecord, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.stmts.queryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound
 	}

@@ -57,7 +57,7 @@ func (s *DB) Proposals() store.Proposals { return s }
 func (s *DB) Runs() store.Runs { return s }
 
 // Flows returns the Flow kernel's store on this database.
-func (s *DB) Flows() flow.Store { return flowStore{s.db} }
+func (s *DB) Flows() flow.Store { return flowStore{db: s.db, stmts: s.stmts} }
 
 // Open opens (creating if needed) the database file at path and brings its
 // schema up to date. The file and its -wal and -shm companions are readable

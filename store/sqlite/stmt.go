@@ -54,3 +54,24 @@ func (c *stmtCache) execTx(ctx context.Context, tx *sql.Tx, query string, args .
 	}
 	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 }
+
+// queryRow runs query, a constant text, with args on the database through
+// its cached statement. A statement that cannot be prepared is run
+// directly, so its error reaches the caller through the row.
+func (c *stmtCache) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return c.db.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// query is queryRow for a query of several rows; the callers' query texts
+// are few (built from a fixed set of conditions), so each is kept.
+func (c *stmtCache) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
