@@ -12,8 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/assent-run/assent/api"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/assent-run/assent/api"
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/event"
@@ -60,10 +61,9 @@ type Part struct {
 	// covers (see UseStanding).
 	standing Standing
 
-	// stopSweep ends the sweeper of staged values past their deadline;
-	// sweepDone is closed once it has.
-	stopSweep context.CancelFunc
-	sweepDone chan struct{}
+	// stopSweep ends the sweeper of staged values past their deadline
+	// and waits for it.
+	stopSweep func()
 }
 
 // formDecl is a form whose controls assent holds.
@@ -133,7 +133,6 @@ func New(ctx context.Context, d Deps) (*Part, error) {
 func (s *Part) Close() {
 	if s.stopSweep != nil {
 		s.stopSweep()
-		<-s.sweepDone
 	}
 	if s.stopFollowing != nil {
 		s.stopFollowing()

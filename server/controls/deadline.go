@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -147,7 +148,9 @@ func (s *Part) ProposalDeadline(ctx context.Context, id control.Identity, rev in
 }
 
 // sweepDeadlines runs, until Close, the sweeper that discards the staged
-// values past their deadline: at once, then every Config.Sweep.
+// values past their deadline: at once, then every Config.Sweep. Its first
+// pass first gives the server's default deadline to values staged without
+// one kept.
 func (s *Part) sweepDeadlines() {
 	if s.Store.Deadlines == nil {
 		return
@@ -156,26 +159,18 @@ func (s *Part) sweepDeadlines() {
 	if every <= 0 {
 		every = DefaultSweep
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
-	go func() {
-		defer close(s.sweepDone)
-		if err := s.keepDefaultDeadlines(ctx); err != nil && ctx.Err() == nil {
-			s.Log.Warn("default deadlines of staged values could not be kept", "err", err)
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-				s.Log.Warn("staged values past their deadline could not be discarded; trying again", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
+	first := true
+	s.stopSweep = host.Repeat(every, func(ctx context.Context) {
+		if first {
+			first = false
+			if err := s.keepDefaultDeadlines(ctx); err != nil && ctx.Err() == nil {
+				s.Log.Warn("default deadlines of staged values could not be kept", "err", err)
 			}
 		}
-	}()
+		if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("staged values past their deadline could not be discarded; trying again", "err", err)
+		}
+	})
 }
 
 // keepDefaultDeadlines gives the server's default deadline to every value

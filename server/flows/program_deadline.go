@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/tool"
 )
@@ -103,24 +104,11 @@ func (s *Part) sweepProgramDeadlines() func() {
 	if every <= 0 {
 		every = DefaultDeadlineSweep
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if _, err := s.ExpireProgramProposals(ctx); err != nil && ctx.Err() == nil {
-				s.Log.Warn("proposed programs past their deadline could not be declined; trying again", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	return host.Repeat(every, func(ctx context.Context) {
+		if _, err := s.ExpireProgramProposals(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("proposed programs past their deadline could not be declined; trying again", "err", err)
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
 }
 
 // ExpireProgramProposals declines every proposed program past its deadline

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/assent-run/assent/run"
+	"github.com/assent-run/assent/server/internal/host"
 	"github.com/assent-run/assent/store"
 )
 
@@ -17,23 +18,11 @@ func (s *Part) sweepDeadlines() {
 	if every <= 0 {
 		every = DefaultSweep
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopSweep, s.sweepDone = cancel, make(chan struct{})
-	go func() {
-		defer close(s.sweepDone)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-				s.Log.Warn("proposals past their deadline could not be declined; trying again", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	s.stopSweep = host.Repeat(every, func(ctx context.Context) {
+		if _, err := s.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("proposals past their deadline could not be declined; trying again", "err", err)
 		}
-	}()
+	})
 }
 
 // ExpireDue routes every pending command or tool proposal past its first

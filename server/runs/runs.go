@@ -42,10 +42,9 @@ type Part struct {
 	leaseTTL time.Duration
 	// stopSignals ends the follower of other nodes' Signals.
 	stopSignals func()
-	// stopSweep ends the sweeper of proposals past their deadline;
-	// sweepDone is closed once it has.
-	stopSweep context.CancelFunc
-	sweepDone chan struct{}
+	// stopSweep ends the sweeper of proposals past their deadline and
+	// waits for it.
+	stopSweep func()
 }
 
 // runTokens mints run-scoped tokens (ASSENT_RUN_TOKEN). Each is a service
@@ -201,7 +200,6 @@ func (s *Part) Manager() *run.Manager { return s.runs }
 func (s *Part) Close() {
 	if s.stopSweep != nil {
 		s.stopSweep()
-		<-s.sweepDone
 	}
 	if s.stopSignals != nil {
 		s.stopSignals()
