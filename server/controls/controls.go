@@ -516,6 +516,14 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		writeCommandResult(w, control.Result{Reason: cerr.Reason, Message: cerr.Message})
 		return
 	}
+	// A person applies or discards an agent's staged value here only if
+	// the decision was routed to them, as on the inbox and the buttons.
+	if p.Kind == store.KindHuman {
+		if err := s.routedProposal(r.Context(), p, cmd); err != nil {
+			host.WriteToolError(w, err)
+			return
+		}
+	}
 	res := s.Exec(r.Context(), p, cmd, cc)
 	if applied, rule, ok := s.applyUnderRule(r.Context(), p, res); ok {
 		a := answerOf(applied)

@@ -61,3 +61,37 @@ func TestControlButtonsFollowRouting(t *testing.T) {
 		t.Fatalf("after ada's apply the value is %v", snap.State.Value)
 	}
 }
+
+// A person's apply or discard over POST /v1/controls/execute follows the
+// routing the inbox and the buttons follow: refused to a person the
+// agent's value was not routed to, taken from the one it was.
+func TestControlExecuteFollowsRouting(t *testing.T) {
+	f := assenttest.StartDemo(t)
+	adaToken, ada := f.Issue(store.KindHuman, "ada", "state.write")
+	benToken, _ := f.Issue(store.KindHuman, "ben", "state.write")
+	token, _, err := f.Srv.AddAgent(context.Background(), "planner", f.Boot.Agent.Grants, ada.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	code, out, raw := f.API("POST", "/v1/controls/execute", token, map[string]any{"action": "stage", "identity": plan, "value": "pro"})
+	if code != 200 || out["ok"] != true {
+		t.Fatalf("the agent's stage: %d %s", code, raw)
+	}
+	for _, action := range []string{"apply", "discard"} {
+		code, out, raw := f.API("POST", "/v1/controls/execute", benToken, map[string]any{"action": action, "identity": plan})
+		e, _ := out["error"].(map[string]any)
+		if code != 403 || e["code"] != "not_routed" || !strings.Contains(raw, "ada") {
+			t.Fatalf("ben's %s: %d %s, want 403 not_routed naming ada", action, code, raw)
+		}
+	}
+	if snap, _ := f.Srv.Controls().Registry().Get(t.Context(), controlID("profile", "plan")); snap.State.Staged == nil || snap.State.Value != "free" {
+		t.Fatalf("after ben's refused commands: %+v", snap.State)
+	}
+	// ada passes routing; the demo's control then asks for a person's
+	// confirmation on a page, which only the web UI gives.
+	code, out, raw = f.API("POST", "/v1/controls/execute", adaToken, map[string]any{"action": "discard", "identity": plan})
+	if e, _ := out["error"].(map[string]any); code != 403 || e["code"] != "consent_required" {
+		t.Fatalf("ada's discard: %d %s, want 403 consent_required", code, raw)
+	}
+}
