@@ -293,3 +293,50 @@ func TestCommandProposalEscalationOverMCP(t *testing.T) {
 		t.Errorf("%d proposals filed, want the 2 accepted", len(ps))
 	}
 }
+
+// An agent waiting on its command proposal in inbox_wait hears when the
+// proposal is escalated to a group at its first deadline: the wait ends
+// with the item still pending and the group named, before its timeout.
+func TestInboxWaitHearsEscalation(t *testing.T) {
+	e := newEscalation(t)
+	cs, err := e.f.MCPSession(e.token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	code, body, raw := e.propose(t, "esc-wait", map[string]any{"deadline_seconds": 60, "escalate_to": "oncall"})
+	id, _ := body["proposal"].(string)
+	if code/100 != 2 || id == "" {
+		t.Fatalf("propose: %d %s", code, raw)
+	}
+	started := make(chan struct{})
+	done := make(chan map[string]any, 1)
+	go func() {
+		close(started)
+		out, _ := assenttest.CallTool(t, cs, "inbox_wait", map[string]any{"items": []any{map[string]any{"command_proposal": id}}, "timeout_ms": 30000})
+		done <- out
+	}()
+	<-started
+	// The wait is not over while nothing happened.
+	select {
+	case out := <-done:
+		t.Fatalf("inbox_wait ended before the deadline: %v", out)
+	case <-time.After(500 * time.Millisecond):
+	}
+	e.c.Add(61 * time.Second)
+	e.sweep(t, 1)
+	var out map[string]any
+	select {
+	case out = <-done:
+	case <-time.After(25 * time.Second):
+		t.Fatal("inbox_wait did not end when the proposal was escalated")
+	}
+	items, _ := out["items"].([]any)
+	if len(items) != 1 || out["timed_out"] != false {
+		t.Fatalf("inbox_wait: %v", out)
+	}
+	it, _ := items[0].(map[string]any)
+	if reason, _ := it["reason"].(string); it["status"] != "pending" || !strings.HasPrefix(reason, "escalated to group oncall") {
+		t.Fatalf("the escalated item: %v, want pending and escalated to group oncall", it)
+	}
+}

@@ -110,7 +110,7 @@ func (s *Server) inboxWaitTool() tool.Tool {
 	return tool.New(tool.Spec[inboxWaitArgs]{
 		Name:  "inbox_wait",
 		Title: "Wait for a person's decisions",
-		Description: "Wait until a person has decided every item, or has written to you on one, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
+		Description: "Wait until a person has decided every item, or has written to you on one, or one is escalated to a group at its first deadline, or timeout_ms passes (default 60000, at most 300000), then return each item's outcome: " +
 			"pending, applied (with changed, when a person edited your value first), discarded, approved, declined (with the person's reason), stale or not_found, with the notes people wrote to you on it. Items: " +
 			`{"proposal":{"formId","controlId","subject"?},"revision"?} for a control value you staged, {"approval":"apr-…"} for a Flow approval from flows_prescribe, ` +
 			`{"approval":"ask_…"} for a question from approvals_request (answered, with answer, or declined), {"command_proposal":"<id>"} for a command or tool proposal, {"screen":"<screen id>"} for a press of a screen's button that a person confirms (approved, failed or declined), {"program":"<fingerprint>"} for a Flow program you proposed to load (approved or declined). Only your own items are reported; anything else is not_found.`,
@@ -178,7 +178,8 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 
 	notify := progressOf(ctx)
 	reported := 0
-	var noted []int // notes per item when the wait started
+	var noted []int      // notes per item when the wait started
+	var escalated []bool // items escalated when the wait started
 	for {
 		out, err := s.waitOutcomes(ctx, p, items, hist)
 		if err != nil {
@@ -186,17 +187,21 @@ func (s *Server) inboxWait(ctx context.Context, p store.Principal, items []waitI
 		}
 		// A person's reply without deciding ends the wait too, so the agent
 		// reads it while the item still waits for a decision. (A note
-		// sent with a decision arrives with the decision's outcome.)
+		// sent with a decision arrives with the decision's outcome.) So
+		// does an item's escalation to a group at its first deadline: the
+		// agent hears who decides now, and by when.
 		answered := false
 		for i, o := range out {
 			if noted == nil {
 				continue
 			}
-			answered = answered || replies(o.Notes) > noted[i]
+			answered = answered || replies(o.Notes) > noted[i] || (!o.decided() && isEscalated(o) && !escalated[i])
 		}
 		if noted == nil {
 			noted = make([]int, len(out))
+			escalated = make([]bool, len(out))
 			for i, o := range out {
+				escalated[i] = isEscalated(o)
 				noted[i] = replies(o.Notes)
 				if n := items[i].NotesSeen; n != nil {
 					noted[i] = min(*n, noted[i])
@@ -468,10 +473,19 @@ func (s *Server) approvalOutcome(ctx context.Context, p store.Principal, id stri
 	return o, nil
 }
 
+// escalatedPrefix begins the reason of every escalated item.
+const escalatedPrefix = "escalated to group "
+
+// isEscalated reports whether o is an item routed to a group at its first
+// deadline.
+func isEscalated(o waitOutcome) bool {
+	return strings.HasPrefix(o.Reason, escalatedPrefix)
+}
+
 // escalatedReason is the reason a pending item gives once it was routed
 // to group at its first deadline: it still waits, for that group.
 func escalatedReason(group string) string {
-	return "escalated to group " + group + ": nobody decided before the first deadline; it waits for the group as long again"
+	return escalatedPrefix + group + ": nobody decided before the first deadline; it waits for the group as long again"
 }
 
 // changeLines are a Flow approval's changed parameters, each as
