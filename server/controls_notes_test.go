@@ -41,13 +41,18 @@ func TestControlsInspectNotesOfTheProposer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer csA.Close()
-	tokB, _ := f.Issue(store.KindAgent, "other", "state.write")
+	_, person := f.Issue(store.KindHuman, "person")
+	// Agent B is the person's to oversee, so its proposals are routed to
+	// them (agent A is the workspace's own, every person's).
+	tokB, _, err := f.Srv.AddAgent(t.Context(), "other", []string{"state.write"}, person.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	csB, err := f.MCPSession(tokB, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer csB.Close()
-	_, person := f.Issue(store.KindHuman, "person")
 	cookie, csrf := f.SignInAs(person.ID)
 
 	// discard declines the open proposal on the plan with reason.

@@ -6,11 +6,13 @@
 // it names a group: then to that group's members. A group without
 // members, or supervisors who were all revoked, leave the item to the
 // workspace's owner. The owner may decide every item; anyone else may
-// decide only the items routed to them. Items filed by a person, by an
-// agent supervised by no one or by the owner alone (the default when its
-// token named no supervisor), or by an application running in the
-// server's process (not a stored principal), are every person's, as they
-// are everywhere else in the server; their notifications go to the owner.
+// decide only the items routed to them. An agent whose token named no
+// supervisor is supervised by the owner, so its items go to the owner.
+// Items filed by a person, by the workspace's own agent (made at first
+// start), by an agent supervised by no one, or by an application running
+// in the server's process (not a stored principal), are every person's,
+// as they are everywhere else in the server; their notifications go to
+// the owner.
 package route
 
 import (
@@ -76,10 +78,13 @@ func (rt Router) For(ctx context.Context, filer, group string) (Route, error) {
 			// A person's own request is not an agent's: whoever the
 			// part lets decide it may.
 			r.Anyone = true
-		case len(agent.Supervisors) == 0 || len(agent.Supervisors) == 1 && agent.Supervisors[0] == owner:
-			// Made before the workspace had an owner, or given the owner
-			// because no one was named: the workspace's agent, whose
-			// items any person may decide, as they always could.
+		case len(agent.Supervisors) == 0:
+			// Made before the workspace had an owner: supervised by no
+			// one, its items are every person's.
+			r.Anyone = true
+		case len(agent.Supervisors) == 1 && agent.Supervisors[0] == owner && rt.workspaceAgent(ctx, agent.ID):
+			// The workspace's own agent, made at first start: its items
+			// are every person's, so that a team can take turns on it.
 			r.Anyone = true
 		default:
 			r.People = slices.Clone(agent.Supervisors)
@@ -108,6 +113,13 @@ func (rt Router) For(ctx context.Context, filer, group string) (Route, error) {
 		}
 	}
 	return r, nil
+}
+
+// workspaceAgent reports whether id is the agent the workspace made at its
+// first start. An unreadable setting counts as not.
+func (rt Router) workspaceAgent(ctx context.Context, id string) bool {
+	v, err := rt.Settings.Setting(ctx, auth.SettingAgent)
+	return err == nil && v == id
 }
 
 // Allows reports whether p may see and decide the item: p is a person,

@@ -37,7 +37,11 @@ func TestRoute(t *testing.T) {
 	add(store.Principal{ID: "p_bot", Kind: store.KindAgent, Name: "bot", Supervisors: []string{"p_ada", "p_ben"}})
 	add(store.Principal{ID: "p_orphan", Kind: store.KindAgent, Name: "orphan"})
 	add(store.Principal{ID: "p_default", Kind: store.KindAgent, Name: "default", Supervisors: []string{"p_owner"}})
+	add(store.Principal{ID: "p_workspace", Kind: store.KindAgent, Name: "agent", Supervisors: []string{"p_owner"}})
 	if err := db.Settings().SetSetting(ctx, auth.SettingOwner, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Settings().SetSetting(ctx, auth.SettingAgent, "p_workspace"); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Groups().AddGroupMember(ctx, store.GroupMember{Group: "finance", PrincipalID: cy.ID, AddedAt: now}); err != nil {
@@ -54,7 +58,8 @@ func TestRoute(t *testing.T) {
 		{"group", "p_bot", "finance", "Asked of group finance: Cy", []store.Principal{cy, owner}, []store.Principal{ada, ben}},
 		{"empty group leaves it to the owner", "p_bot", "legal", "Asked of group legal", []store.Principal{owner}, []store.Principal{ada, cy}},
 		{"no supervisors", "p_orphan", "", "Asked of: any person", []store.Principal{owner, ada}, []store.Principal{bot}},
-		{"supervised by the owner alone", "p_default", "", "Asked of: any person", []store.Principal{owner, ada}, []store.Principal{bot}},
+		{"supervised by the owner alone", "p_default", "", "Asked of: Olga", []store.Principal{owner}, []store.Principal{ada, cy, bot}},
+		{"the workspace's own agent", "p_workspace", "", "Asked of: any person", []store.Principal{owner, ada}, []store.Principal{bot}},
 		{"filed by a person", "p_ada", "", "Asked of: any person", []store.Principal{ben, cy, owner}, []store.Principal{bot}},
 		{"in-process application", "app:demo", "", "Asked of: any person", []store.Principal{ada, cy, owner}, []store.Principal{bot}},
 	} {
