@@ -86,7 +86,10 @@ func TestStagedValueDeadlineDiscardsOnce(t *testing.T) {
 	if n := deadlineDiscards(t, f); n != 1 {
 		t.Fatalf("%d discards by the deadline in the audit log, want 1", n)
 	}
-	w, isErr := assenttest.CallTool(t, cs, "inbox_wait", map[string]any{"items": []any{map[string]any{"proposal": plan, "revision": rev}}, "timeout_ms": 0})
+	// The discard's event reaches the wait through the bus (on PostgreSQL
+	// a notification after the commit), so the agent waits for it rather
+	// than reading at once.
+	w, isErr := assenttest.CallTool(t, cs, "inbox_wait", map[string]any{"items": []any{map[string]any{"proposal": plan, "revision": rev}}, "timeout_ms": 10000})
 	items, _ := w["items"].([]any)
 	if isErr || len(items) != 1 {
 		t.Fatalf("inbox_wait: %v", w)
