@@ -650,7 +650,7 @@ func (k *Kernel) Approve(ctx context.Context, id string, person Principal) (Rece
 		}
 		return Receipt{}, errorf(code, "approval %s cannot be admitted for %s: %s", id, person.ID, d.Message)
 	}
-	receipt, err := k.apply(ctx, d.Prescription.ID, admitted, a.Bindings, &approvalClaim{id: id, person: person.ID})
+	receipt, err := k.apply(ctx, d.Prescription.ID, admitted, a.Bindings, &approvalClaim{id: id, person: person.ID}, nil)
 	if err != nil {
 		return Receipt{}, err
 	}

@@ -357,6 +357,11 @@ func (k *Kernel) Resolve(ctx context.Context, id string, pr Principal, req Reque
 	if err != nil {
 		return Decision{}, err
 	}
+	return k.resolve(ctx, inst, pr, req)
+}
+
+// resolve is Resolve on inst as read.
+func (k *Kernel) resolve(ctx context.Context, inst Instance, pr Principal, req Request) (Decision, error) {
 	p, err := k.Program(ctx, inst.Program)
 	if err != nil {
 		return Decision{}, err
@@ -380,7 +385,28 @@ func (k *Kernel) Prescribe(ctx context.Context, id string, pr Principal, req Req
 	if err := pr.Validate(); err != nil {
 		return Decision{}, err
 	}
-	d, err := k.Resolve(ctx, id, pr, req)
+	inst, err := k.Instance(ctx, id)
+	if err != nil {
+		return Decision{}, err
+	}
+	return k.prescribe(ctx, inst, pr, req)
+}
+
+// PrescribeInstance is Prescribe on inst as the caller read it, saving the
+// kernel's own read of the instance when the caller needed it anyway (to
+// check who owns it, say). A prescription binds the revision it was
+// resolved at and Apply resolves again under the instance's lock, so one
+// made from an instance that has since moved on is refused there
+// (STALE_PRESCRIPTION), as one made by Prescribe would be.
+func (k *Kernel) PrescribeInstance(ctx context.Context, inst Instance, pr Principal, req Request) (Decision, error) {
+	if err := pr.Validate(); err != nil {
+		return Decision{}, err
+	}
+	return k.prescribe(ctx, inst, pr, req)
+}
+
+func (k *Kernel) prescribe(ctx context.Context, inst Instance, pr Principal, req Request) (Decision, error) {
+	d, err := k.resolve(ctx, inst, pr, req)
 	if err != nil || d.Kind != Prescribed {
 		return d, err
 	}
@@ -433,14 +459,28 @@ func cloneMap(m map[string]string) map[string]string {
 // verification is journalled recovery_required and puts the instance in
 // recovery mode (RECOVERY_REQUIRED).
 func (k *Kernel) Apply(ctx context.Context, prescription string, pr Principal) (Receipt, error) {
-	return k.apply(ctx, prescription, pr, nil, nil)
+	return k.apply(ctx, prescription, pr, nil, nil, nil)
+}
+
+// An ApplyCheck decides whether a caller may apply a prescription, given
+// the prescription and its instance as stored. Its error ends the apply
+// before anything is written, and is returned as it is.
+type ApplyCheck func(rx Prescription, inst Instance) error
+
+// ApplyChecked is Apply after check: check runs on the prescription and
+// its instance read in the same transaction as the prescription's receipt,
+// so that a caller who must first learn whether the prescription is theirs
+// to apply (the instance's owner, say) does not read them again. A
+// prescription whose instance is gone is checked with the zero Instance.
+func (k *Kernel) ApplyChecked(ctx context.Context, prescription string, pr Principal, check ApplyCheck) (Receipt, error) {
+	return k.apply(ctx, prescription, pr, nil, nil, check)
 }
 
 // apply is Apply; bound, when not nil, is what a person approved, handed to
 // the effect so that it acts on exactly that; claim, when not nil, is the
 // approval this apply carries out, claimed and recorded in the same
 // transactions as the instance.
-func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, bound []Binding, claim *approvalClaim) (Receipt, error) {
+func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, bound []Binding, claim *approvalClaim, check ApplyCheck) (Receipt, error) {
 	var rec PrescriptionRecord
 	var receipt Receipt
 	replay := false
@@ -448,6 +488,15 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		var err error
 		if rec, err = tx.Prescription(prescription); err != nil {
 			return notFound(err, "prescription", prescription)
+		}
+		if check != nil {
+			inst, err := tx.Instance(rec.Prescription.Instance)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if err := check(rec.Prescription, inst); err != nil {
+				return err
+			}
 		}
 		receipt, err = tx.Receipt(prescription)
 		if err == nil {
@@ -549,7 +598,13 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		if err := tx.UpdateInstance(next, inst.Revision, ""); err != nil {
 			return err
 		}
-		return tx.AppendJournal(k.entry(&rx, inst.Revision, JournalBegun, ""))
+		// Begun and executing commit together: nothing between them can
+		// fail, and recovery reads the instance's mark, not which of the
+		// two was written last.
+		if err := tx.AppendJournal(k.entry(&rx, inst.Revision, JournalBegun, "")); err != nil {
+			return err
+		}
+		return tx.AppendJournal(k.entry(&rx, inst.Revision, JournalExecuting, ""))
 	}
 	err = k.store.Update(ctx, begin)
 	waited := time.Duration(0)
@@ -569,11 +624,6 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	}
 	if err != nil || replay {
 		return receipt, err
-	}
-	if err := k.store.Update(ctx, func(tx Tx) error {
-		return tx.AppendJournal(k.entry(&rx, before.Revision, JournalExecuting, ""))
-	}); err != nil {
-		return Receipt{}, k.settle(ctx, &rx, before, nil, JournalAborted, err)
 	}
 
 	tc := t.clone()

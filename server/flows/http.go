@@ -217,11 +217,12 @@ type PrescribeResult = api.Prescription
 // stores the prescription. A decision awaiting a person files an approval
 // request that appears in the people's inbox.
 func (s *Part) Prescribe(ctx context.Context, p store.Principal, id string, req flow.Request) (PrescribeResult, error) {
-	if _, err := s.ownedInstance(ctx, p, id); err != nil {
+	inst, err := s.ownedInstance(ctx, p, id)
+	if err != nil {
 		return PrescribeResult{}, err
 	}
 	fp := flowPrincipal(p)
-	d, err := s.flows.Prescribe(ctx, id, fp, req)
+	d, err := s.flows.PrescribeInstance(ctx, inst, fp, req)
 	if err != nil {
 		return PrescribeResult{}, flowError(err)
 	}
@@ -263,26 +264,44 @@ func (s *Part) Prescribe(ctx context.Context, p store.Principal, id string, req 
 // Apply applies a prescription issued to p. Parameters, when given,
 // must be the ones the prescription binds.
 func (s *Part) Apply(ctx context.Context, p store.Principal, prx string, params map[string]string) (flow.Receipt, error) {
-	rx, err := s.flows.Prescription(ctx, prx)
-	if err != nil {
-		if flow.ErrorCode(err) == flow.CodeNotFound {
-			return flow.Receipt{}, errFlowNotFound("prescription", prx)
-		}
-		return flow.Receipt{}, err
-	}
-	if _, err := s.ownedInstance(ctx, p, rx.Instance); err != nil {
-		return flow.Receipt{}, errFlowNotFound("prescription", prx)
-	}
 	fp := flowPrincipal(p)
 	if params != nil {
+		rx, err := s.flows.Prescription(ctx, prx)
+		if err != nil {
+			if flow.ErrorCode(err) == flow.CodeNotFound {
+				return flow.Receipt{}, errFlowNotFound("prescription", prx)
+			}
+			return flow.Receipt{}, err
+		}
+		if _, err := s.ownedInstance(ctx, p, rx.Instance); err != nil {
+			return flow.Receipt{}, errFlowNotFound("prescription", prx)
+		}
 		d, err := s.flows.Resolve(ctx, rx.Instance, fp, flow.Request{Transition: rx.Transition, Objective: rx.Objective, Parameters: params})
 		if err == nil && d.Kind == flow.Prescribed && !maps.Equal(d.Prescription.Parameters, rx.Parameters) {
 			return flow.Receipt{}, tool.Errorf("invalid_request", "the parameters differ from those prescription %s binds; prescribe again with the new ones", prx)
 		}
 	}
-	r, err := s.flows.Apply(ctx, prx, fp)
+	// Who owns the instance is read with the prescription, in the kernel's
+	// first read: a prescription of another's instance is not found.
+	instance := ""
+	owned := func(rx flow.Prescription, inst flow.Instance) error {
+		if inst.ID == "" || inst.Owner != p.ID {
+			return errFlowNotFound("prescription", prx)
+		}
+		instance = rx.Instance
+		return nil
+	}
+	r, err := s.flows.ApplyChecked(ctx, prx, fp, owned)
 	if err != nil {
-		s.publishFlow("flow.instance", p.ID, map[string]any{"instance": rx.Instance})
+		if instance == "" {
+			// Refused before the check passed: the prescription is not
+			// there, or not the caller's.
+			if flow.ErrorCode(err) == flow.CodeNotFound {
+				return flow.Receipt{}, errFlowNotFound("prescription", prx)
+			}
+			return flow.Receipt{}, flowError(err)
+		}
+		s.publishFlow("flow.instance", p.ID, map[string]any{"instance": instance})
 		return flow.Receipt{}, flowError(err)
 	}
 	s.publishFlow("flow.instance", p.ID, map[string]any{"instance": r.Instance, "revision": r.Revision, "receipt": r.ID})
