@@ -555,11 +555,17 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	// settle and answers its receipt.
 	var before Instance
 	begin := func(tx Tx) error {
-		if r, err := tx.Receipt(rx.ID); err == nil {
-			receipt, replay = r, true
-			return nil
-		}
+		// An applied prescription moved its instance past the revision it
+		// binds, so the receipt is read only when the instance is not at
+		// that revision: an apply that goes ahead reads nothing that a
+		// concurrent commit of another instance writes.
 		inst, err := tx.Instance(rx.Instance)
+		if err != nil || inst.Revision != rx.Revision {
+			if r, rerr := tx.Receipt(rx.ID); rerr == nil {
+				receipt, replay = r, true
+				return nil
+			}
+		}
 		if err != nil {
 			return notFound(err, "instance", rx.Instance)
 		}
@@ -608,14 +614,20 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	}
 	err = k.store.Update(ctx, begin)
 	waited := time.Duration(0)
-	for wait := 10 * time.Millisecond; errors.Is(err, errApplyingElsewhere); wait = min(2*wait, 200*time.Millisecond) {
+	for wait := 10 * time.Millisecond; errors.Is(err, errApplyingElsewhere) || errors.Is(err, ErrContention); wait = min(2*wait, 200*time.Millisecond) {
 		if waited >= maxApplyWait {
+			if errors.Is(err, ErrContention) {
+				return Receipt{}, err
+			}
 			return Receipt{}, errorf(CodeRevisionConflict, "prescription %s is being applied elsewhere and did not settle within %s; apply it again to get its receipt", rx.ID, maxApplyWait)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if errors.Is(err, ErrContention) {
+				return Receipt{}, err
+			}
 			return Receipt{}, errorf(CodeRevisionConflict, "prescription %s is being applied elsewhere and did not settle before the request ended; apply it again to get its receipt", rx.ID)
 		case <-t.C:
 		}
@@ -694,8 +706,12 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 	}
 	receipt.ID = receipt.computeID()
 	// The commit must happen even if the caller has gone: the effect ran.
+	// A commit the store could not order with concurrent ones wrote
+	// nothing and is run again (it commits only over the mark this apply
+	// made), for as long as an apply elsewhere is waited for: giving up
+	// would put the instance in recovery although its outcome is known.
 	commitCtx := context.WithoutCancel(ctx)
-	err = k.store.Update(commitCtx, func(tx Tx) error {
+	err = k.updateContended(commitCtx, func(tx Tx) error {
 		if err := tx.UpdateInstance(after, before.Revision, rx.ID); err != nil {
 			return err
 		}
@@ -716,6 +732,24 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 		return Receipt{}, k.settle(commitCtx, &rx, before, res.Facts, JournalRecoveryRequired, fmt.Errorf("commit failed: %v", err))
 	}
 	return receipt, nil
+}
+
+// updateContended is store.Update, run again while it fails with
+// ErrContention, for up to maxApplyWait.
+func (k *Kernel) updateContended(ctx context.Context, fn func(Tx) error) error {
+	err := k.store.Update(ctx, fn)
+	for wait, waited := 10*time.Millisecond, time.Duration(0); errors.Is(err, ErrContention) && waited < maxApplyWait; wait = min(2*wait, 200*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		waited += wait
+		err = k.store.Update(ctx, fn)
+	}
+	return err
 }
 
 // errApplyingElsewhere is begin's answer when the instance is marked with

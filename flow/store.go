@@ -17,6 +17,15 @@ var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
 // longer has the expected revision and pending prescription.
 var ErrConflict = &Error{Code: CodeRevisionConflict, Message: "the instance changed concurrently; resolve again"}
 
+// ErrContention is returned, wrapped, by a Store whose Update could not be
+// ordered with concurrent Updates even after running it again for a while
+// (PostgreSQL's serialization failures, which concurrent transactions on
+// different instances can meet when their reads and writes share index
+// pages). The Update changed nothing and may be run again. The kernel does
+// so where giving up would cost more than waiting: to mark an instance for
+// an apply, and above all to commit an effect that has already run.
+var ErrContention = &Error{Code: CodeRevisionConflict, Message: "the store could not order this step with concurrent ones; send it again"}
+
 // Store persists programs, instances, prescriptions, approvals, the journal
 // and receipts. The kernel does every read-check-write inside Update, so an
 // implementation must make each Update atomic and isolated (serializable):

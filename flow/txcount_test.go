@@ -3,7 +3,9 @@ package flow
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -107,5 +109,74 @@ func TestApplyCheckedRefuses(t *testing.T) {
 	}
 	if _, err := f.k.ApplyChecked(ctx, "prx-nope", pr, refuse); ErrorCode(err) != CodeNotFound {
 		t.Fatalf("ApplyChecked of an unknown prescription = %v, want %s", err, CodeNotFound)
+	}
+}
+
+// contendedStore fails chosen Updates with ErrContention, as a store that
+// could not order them with concurrent ones.
+type contendedStore struct {
+	Store
+	mu    sync.Mutex
+	calls int
+	fail  func(call int) bool
+}
+
+func (s *contendedStore) Update(ctx context.Context, fn func(Tx) error) error {
+	s.mu.Lock()
+	s.calls++
+	n := s.calls
+	s.mu.Unlock()
+	if s.fail(n) {
+		return fmt.Errorf("flow store: %w", ErrContention)
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// An apply whose marking or whose commit the store cannot order with
+// concurrent transactions runs it again: the step commits, once, instead
+// of ending in recovery although the effect's outcome is known.
+func TestApplyRunsContendedTransactionsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(call int) bool // call 1 is the prescription's write
+	}{
+		{"begin", func(n int) bool { return n >= 2 && n <= 4 }},
+		{"commit", func(n int) bool { return n >= 3 && n <= 6 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			inv := testInventory()
+			var calls atomic.Int32
+			if err := inv.RegisterEffect(EffectToolCall, CapabilityToolInvoke, labelEffect(&calls)); err != nil {
+				t.Fatal(err)
+			}
+			mem := NewMemoryStore()
+			setup := NewKernel(mem, inv, WithClock((&clock{t: t0}).now))
+			p, err := setup.AddProgram(ctx, fullProgram(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := setup.Start(ctx, Instance{ID: "o1", Program: p.Fingerprint(), Phase: "reserved", Facts: reservedFacts(), Objective: "shipped"}); err != nil {
+				t.Fatal(err)
+			}
+			cs := &contendedStore{Store: mem, fail: tc.fail}
+			k := NewKernel(cs, inv, WithClock((&clock{t: t0}).now))
+			pr := agent(CapabilityToolInvoke, CapabilityStateWrite)
+			d, err := k.Prescribe(ctx, "o1", pr, shipReq)
+			if err != nil || d.Kind != Prescribed {
+				t.Fatalf("prescribe: %+v %v", d, err)
+			}
+			r, err := k.Apply(ctx, d.Prescription.ID, pr)
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			in, _ := k.Instance(ctx, "o1")
+			if r.Revision != 1 || in.Revision != 1 || in.Recovery != nil || in.Pending != "" || calls.Load() != 1 {
+				t.Fatalf("after the apply: receipt %+v, instance %+v, effect ran %d times", r, in, calls.Load())
+			}
+			if got := journalStatuses(t, k, "o1"); !slices.Equal(got, []JournalStatus{JournalBegun, JournalExecuting, JournalCommitted}) {
+				t.Errorf("journal = %v", got)
+			}
+		})
 	}
 }

@@ -93,6 +93,28 @@ var _ flow.Store = flowStore{}
 // Update implements flow.Store: fn runs in one serializable transaction,
 // again from the start when the transaction fails to serialize.
 func (f flowStore) Update(ctx context.Context, fn func(flow.Tx) error) error {
+	start := time.Now()
+	for {
+		err := f.update(ctx, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		// Transactions on different instances can fail to serialize
+		// with one another (their reads lock index pages that the others
+		// write), many times over when many run at once: keep going for
+		// a while, then say so in a way the kernel recognizes.
+		if time.Since(start) >= flowContentionBudget || ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", flow.ErrContention, err)
+		}
+	}
+}
+
+// flowContentionBudget is how long a Flow Update that keeps failing to
+// serialize is run again before it returns flow.ErrContention.
+const flowContentionBudget = 5 * time.Second
+
+// update is one run of Update's retries.
+func (f flowStore) update(ctx context.Context, fn func(flow.Tx) error) error {
 	return f.s.inTx(ctx, "flow store", pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
 		// A statement that failed to serialize aborts the transaction,
 		// whatever fn makes of its error: run it again.
