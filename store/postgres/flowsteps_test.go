@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -30,7 +31,8 @@ const toggle = `{
 // instance, so every step must commit. Concurrent SERIALIZABLE
 // transactions on different instances may still fail to serialize with
 // one another (their reads and writes share index pages); that must cost
-// retries, never an apply that ends in recovery or a refused step.
+// retries, never an apply that ends in recovery or fails. A prescribe may
+// answer the retryable flow.ErrContention, and is then sent again.
 func TestFlowStepsConcurrently(t *testing.T) {
 	dbs := nodes(t, 2)
 	ctx := t.Context()
@@ -60,6 +62,10 @@ func TestFlowStepsConcurrently(t *testing.T) {
 		wg.Go(func() {
 			for s := range steps {
 				d, err := k.Prescribe(ctx, id, pr, flow.Request{})
+				for errors.Is(err, flow.ErrContention) {
+					// Retryable, as its code says: a client sends it again.
+					d, err = k.Prescribe(ctx, id, pr, flow.Request{})
+				}
 				if err != nil || d.Kind != flow.Prescribed {
 					errs <- fmt.Errorf("%s step %d: prescribe = %s %s %v", id, s, d.Kind, d.Message, err)
 					return
