@@ -9,29 +9,13 @@ import (
 	"github.com/assent-run/assent/auth"
 	"github.com/assent-run/assent/demo"
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/flowtest"
 	"github.com/assent-run/assent/server"
 	"github.com/assent-run/assent/server/flows"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/sqlite"
 	"github.com/assent-run/assent/tool"
 )
-
-// toggleProgram moves between two phases forever, so that every iteration
-// prescribes and applies one transition.
-const toggleProgram = `{
-  "schema_version": 1, "program_id": "toggle", "program_version": "1", "requires_runtime": ">=0.1.0",
-  "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
-  "owned_resources": [],
-  "objective_contracts": [{"objective": "never", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["nowhere"]}]}],
-  "transitions": [
-    {"id": "on", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["off"], "target_phases": ["on"], "authority": ["agent"],
-     "assignments": [{"facet": "light", "value": "on"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
-     "prescription": {"operation": "switch_on", "expected_postcondition": "on"}},
-    {"id": "off", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["on"], "target_phases": ["off"], "authority": ["agent"],
-     "assignments": [{"facet": "light", "value": "off"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
-     "prescription": {"operation": "switch_off", "expected_postcondition": "off"}}
-  ]
-}`
 
 // BenchmarkFlowPrescribeApply measures one prescribe and one apply of a
 // state.assign transition through the server's Flow part, on the durable
@@ -52,7 +36,7 @@ func BenchmarkFlowPrescribeApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := srv.Flows().Kernel().AddProgram(ctx, []byte(toggleProgram))
+	p, err := srv.Flows().Kernel().AddProgram(ctx, []byte(flowtest.Toggle))
 	if err != nil {
 		b.Fatal(err)
 	}

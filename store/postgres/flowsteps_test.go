@@ -7,24 +7,8 @@ import (
 	"testing"
 
 	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/flowtest"
 )
-
-// toggle moves an instance between two phases forever, so that every step
-// prescribes and applies one transition.
-const toggle = `{
-  "schema_version": 1, "program_id": "toggle", "program_version": "1", "requires_runtime": ">=0.1.0",
-  "capabilities": {"effects": ["state.assign"], "verifiers": ["conditions.match"], "capability_surface": ["state.write"]},
-  "owned_resources": [],
-  "objective_contracts": [{"objective": "never", "conditions": [{"facet": "phase", "statuses": ["known"], "values": ["nowhere"]}]}],
-  "transitions": [
-    {"id": "on", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["off"], "target_phases": ["on"], "authority": ["agent"],
-     "assignments": [{"facet": "light", "value": "on"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
-     "prescription": {"operation": "switch_on", "expected_postcondition": "on"}},
-    {"id": "off", "selection_class": "PROGRESS", "priority": 1, "source_phases": ["on"], "target_phases": ["off"], "authority": ["agent"],
-     "assignments": [{"facet": "light", "value": "off"}], "required_capabilities": ["state.write"], "effect": "state.assign", "verifier": "conditions.match",
-     "prescription": {"operation": "switch_off", "expected_postcondition": "off"}}
-  ]
-}`
 
 // TestFlowStepsConcurrently runs Flow steps on many instances at once, on
 // two nodes, each instance stepped by one agent: none touches another's
@@ -41,7 +25,7 @@ func TestFlowStepsConcurrently(t *testing.T) {
 	var prog *flow.Program
 	for i, db := range dbs {
 		kernels[i] = flow.NewKernel(db.Flows(), flow.NewInventory("0.1.0"), flow.WithNode(fmt.Sprint("node-", i)))
-		p, err := kernels[i].AddProgram(ctx, []byte(toggle))
+		p, err := kernels[i].AddProgram(ctx, []byte(flowtest.Toggle))
 		if err != nil {
 			t.Fatal(err)
 		}
