@@ -40,7 +40,9 @@ func BenchmarkFlowPrescribeApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := srv.Flows().Start(ctx, agent, flows.StartRequest{Program: p.Fingerprint(), ID: "t-1", Phase: "off"}); err != nil {
+	// The toggle has no entry phase, so an agent cannot start it: the
+	// instance is started for the agent, as a person or service would.
+	if _, err := srv.Flows().Kernel().Start(ctx, flow.Instance{ID: "t-1", Program: p.Fingerprint(), Phase: "off", Objective: "never", Owner: agent.ID}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
