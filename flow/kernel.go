@@ -423,14 +423,11 @@ func (k *Kernel) prescribe(ctx context.Context, inst Instance, pr Principal, req
 			}
 		}
 	}
-	err = k.store.Update(ctx, func(tx Tx) error {
-		// A prescription already applied is not stored again: that would
-		// bring back the secret values dropped when it was applied.
-		if _, err := tx.Receipt(rec.Prescription.ID); err == nil {
-			return nil
-		}
-		return tx.PutPrescription(rec)
-	})
+	// A prescription applied before is kept as it is: it must not get
+	// back the secret values dropped when it was applied. The receipts are
+	// read only when the id is stored already, so a new prescription's
+	// write reads nothing that a concurrent commit writes.
+	err = k.store.Update(ctx, func(tx Tx) error { return tx.AddPrescription(rec) })
 	return d, err
 }
 
@@ -723,8 +720,11 @@ func (k *Kernel) apply(ctx context.Context, prescription string, pr Principal, b
 				return err
 			}
 		}
-		if err := dropSecrets(tx, rx.ID); err != nil {
-			return err
+		if len(rec.Secret) > 0 {
+			// Only a prescription with secret values has any to drop.
+			if err := dropSecrets(tx, rx.ID); err != nil {
+				return err
+			}
 		}
 		return tx.AppendJournal(k.entry(&rx, before.Revision, JournalCommitted, ""))
 	})

@@ -76,8 +76,15 @@ type Tx interface {
 
 	// Prescription returns an issued prescription by id.
 	Prescription(id string) (PrescriptionRecord, error)
-	// PutPrescription stores an issued prescription under its id.
+	// PutPrescription stores an issued prescription under its id,
+	// replacing the one stored.
 	PutPrescription(rec PrescriptionRecord) error
+	// AddPrescription stores an issued prescription under its id,
+	// replacing the one stored there unless that one was applied (its
+	// receipt is stored): an applied prescription's secret values were
+	// dropped and must stay so. A store reads the receipts only when a
+	// prescription is stored under the id already.
+	AddPrescription(rec PrescriptionRecord) error
 
 	// Approval returns an approval request by id.
 	Approval(id string) (ApprovalRecord, error)
@@ -365,6 +372,15 @@ func (t *memTx) Prescription(id string) (PrescriptionRecord, error) {
 func (t *memTx) PutPrescription(rec PrescriptionRecord) error {
 	overlay(&t.prescr, rec.Prescription.ID, rec)
 	return t.write(func() { t.s.prescriptions[rec.Prescription.ID] = rec })
+}
+
+func (t *memTx) AddPrescription(rec PrescriptionRecord) error {
+	if _, err := t.Prescription(rec.Prescription.ID); err == nil {
+		if _, err := t.Receipt(rec.Prescription.ID); err == nil {
+			return nil
+		}
+	}
+	return t.PutPrescription(rec)
 }
 
 func (t *memTx) Approval(id string) (ApprovalRecord, error) {

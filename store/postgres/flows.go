@@ -334,6 +334,15 @@ func (t flowTx) PutPrescription(rec flow.PrescriptionRecord) error {
 	return t.exec(`INSERT INTO flow_prescriptions (id, body) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = excluded.body`, rec.Prescription.ID, body)
 }
 
+func (t flowTx) AddPrescription(rec flow.PrescriptionRecord) error {
+	body, err := jsonText(rec)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO flow_prescriptions (id, body) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = excluded.body
+		WHERE NOT EXISTS (SELECT 1 FROM flow_receipts WHERE prescription = excluded.id)`, rec.Prescription.ID, body)
+}
+
 func (t flowTx) Approval(id string) (flow.ApprovalRecord, error) {
 	var body string
 	if err := t.note(t.tx.QueryRow(t.ctx, `SELECT body FROM flow_approvals WHERE id = $1`, id).Scan(&body)); err != nil {

@@ -294,6 +294,50 @@ func testFlows(t *testing.T, open func(*testing.T) store.Store) {
 		})
 	})
 
+	t.Run("a prescription added again", func(t *testing.T) {
+		rec := func(id, secret string) flow.PrescriptionRecord {
+			return flow.PrescriptionRecord{Prescription: flow.Prescription{ID: id, Instance: "i-a", Revision: 3, Transition: "t", IssuedAt: epoch},
+				Parameters: map[string]string{"key": secret}, Secret: []string{"key"}}
+		}
+		dropped := func(id string) flow.PrescriptionRecord {
+			r := rec(id, "")
+			r.Parameters = map[string]string{}
+			return r
+		}
+		update(t, func(tx flow.Tx) error {
+			// Added, and added again after its secrets were dropped (an
+			// apply that failed): the second add stores it again.
+			if err := tx.AddPrescription(rec("prx-a", "s1")); err != nil {
+				return err
+			}
+			if err := tx.PutPrescription(dropped("prx-a")); err != nil {
+				return err
+			}
+			if err := tx.AddPrescription(rec("prx-a", "s2")); err != nil {
+				return err
+			}
+			// Applied: its receipt is stored and its secrets dropped; an
+			// add keeps it as it is.
+			if err := tx.AddPrescription(rec("prx-b", "s1")); err != nil {
+				return err
+			}
+			if err := tx.PutReceipt(flow.Receipt{ID: "rcpt-b", Prescription: "prx-b", Instance: "i-a", FromRevision: 3, Revision: 4, Phase: "p", CommittedAt: epoch}); err != nil {
+				return err
+			}
+			return tx.PutPrescription(dropped("prx-b"))
+		})
+		update(t, func(tx flow.Tx) error { return tx.AddPrescription(rec("prx-b", "s2")) })
+		view(t, func(tx flow.Tx) error {
+			if a, err := tx.Prescription("prx-a"); err != nil || a.Parameters["key"] != "s2" {
+				t.Errorf("prx-a = %+v, %v; want the record added again", a, err)
+			}
+			if b, err := tx.Prescription("prx-b"); err != nil || len(b.Parameters) != 0 {
+				t.Errorf("prx-b = %+v, %v; want the applied record, its secret dropped", b, err)
+			}
+			return nil
+		})
+	})
+
 	t.Run("journal, prescriptions and receipts", func(t *testing.T) {
 		statuses := []flow.JournalStatus{flow.JournalBegun, flow.JournalExecuting, flow.JournalCommitted}
 		update(t, func(tx flow.Tx) error {
