@@ -895,7 +895,10 @@ func (k *Kernel) settle(ctx context.Context, rx *Prescription, before Instance, 
 	if status == JournalRecoveryRequired {
 		targets = k.targetFacets(ctx, rx)
 	}
-	err := k.store.Update(ctx, func(tx Tx) error {
+	// Run again on contention, as the commit is: a settling given up
+	// leaves the mark, which the sweep would later settle as recovery
+	// although this apply knows how it ended.
+	err := k.updateContended(ctx, func(tx Tx) error {
 		next := before.Clone()
 		next.ClearPending()
 		if status == JournalRecoveryRequired {

@@ -180,3 +180,45 @@ func TestApplyRunsContendedTransactionsAgain(t *testing.T) {
 		})
 	}
 }
+
+// An apply whose effect failed settles as aborted even when the store
+// cannot order the settling with concurrent transactions at first: the
+// mark is cleared and the instance is not left for the sweep to put in
+// recovery.
+func TestSettleRunsContendedTransactionsAgain(t *testing.T) {
+	ctx := context.Background()
+	inv := testInventory()
+	failing := EffectFunc(func(ctx context.Context, req *EffectRequest) EffectResult {
+		return Fail(errors.New("the carrier refused"))
+	})
+	if err := inv.RegisterEffect(EffectToolCall, CapabilityToolInvoke, failing); err != nil {
+		t.Fatal(err)
+	}
+	mem := NewMemoryStore()
+	setup := NewKernel(mem, inv, WithClock((&clock{t: t0}).now))
+	p, err := setup.AddProgram(ctx, fullProgram(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Start(ctx, Instance{ID: "o1", Program: p.Fingerprint(), Phase: "reserved", Facts: reservedFacts(), Objective: "shipped"}); err != nil {
+		t.Fatal(err)
+	}
+	// Call 1 writes the prescription, 2 marks the instance, 3 and 4 are
+	// the settling's first runs.
+	k := NewKernel(&contendedStore{Store: mem, fail: func(n int) bool { return n == 3 || n == 4 }}, inv, WithClock((&clock{t: t0}).now))
+	pr := agent(CapabilityToolInvoke, CapabilityStateWrite)
+	d, err := k.Prescribe(ctx, "o1", pr, shipReq)
+	if err != nil || d.Kind != Prescribed {
+		t.Fatalf("prescribe: %+v %v", d, err)
+	}
+	if _, err := k.Apply(ctx, d.Prescription.ID, pr); ErrorCode(err) != CodeEffectFailed {
+		t.Fatalf("apply = %v, want %s", err, CodeEffectFailed)
+	}
+	in, _ := k.Instance(ctx, "o1")
+	if in.Pending != "" || in.Recovery != nil || in.Revision != 0 {
+		t.Fatalf("after the failed effect: %+v", in)
+	}
+	if got := journalStatuses(t, k, "o1"); !slices.Equal(got, []JournalStatus{JournalBegun, JournalExecuting, JournalAborted}) {
+		t.Errorf("journal = %v", got)
+	}
+}
