@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -242,6 +243,23 @@ func (s *Part) auditRecord(principalID string, cmd control.Command, cc control.C
 // that is a command event (one refused by a policy, a store failure) has
 // its record appended after it runs.
 func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
+	return s.exec(ctx, p, cmd, cc, nil)
+}
+
+// execDeadline is Exec for a command that may stage a value with a
+// deadline (seconds, or the server's default for agents) and a group to
+// escalate to. The deadline is kept before the command's event is
+// published, so that the notifications the event sets off announce the
+// value with its deadline. It returns the deadline, or the zero time.
+func (s *Part) execDeadline(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext, seconds int64, escalateTo string) (control.Result, time.Time) {
+	var due time.Time
+	res := s.exec(ctx, p, cmd, cc, func(res control.Result) { due = s.keepDeadline(ctx, res, seconds, escalateTo) })
+	return res, due
+}
+
+// exec is Exec; before, when not nil, runs on the result before the
+// command's event is published.
+func (s *Part) exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext, before func(control.Result)) control.Result {
 	// Malformed identities are refused before any lookup, on every surface.
 	if err := cmd.Identity.Validate(); err != nil {
 		var ce *control.Error
@@ -268,6 +286,9 @@ func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command,
 		if _, err := s.Store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 			s.Log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
 		}
+	}
+	if before != nil {
+		before(res)
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", &commandData{
 		Action: cmd.Action, Identity: cmd.Identity, OK: res.OK, Reason: res.Reason,
@@ -524,7 +545,7 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res := s.Exec(r.Context(), p, cmd, cc)
+	res, due := s.execDeadline(r.Context(), p, cmd, cc, req.DeadlineSeconds, req.EscalateTo)
 	if applied, rule, ok := s.applyUnderRule(r.Context(), p, res); ok {
 		a := answerOf(applied)
 		a.AppliedUnderRule = rule
@@ -532,7 +553,7 @@ func (s *Part) handleControlExecute(w http.ResponseWriter, r *http.Request) {
 		host.WriteJSON(w, http.StatusOK, a)
 		return
 	}
-	if due := s.keepDeadline(r.Context(), res, req.DeadlineSeconds, req.EscalateTo); !due.IsZero() {
+	if !due.IsZero() {
 		a := answerOf(res)
 		a.Deadline = store.FormatTime(due)
 		host.WriteJSON(w, resultStatus(res), a)

@@ -123,7 +123,7 @@ func (s *Part) controlTools() []tool.Tool {
 			if cerr != nil {
 				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: answerOf(control.Result{Reason: cerr.Reason, Message: cerr.Message})}, IsError: true}, nil
 			}
-			res := s.Exec(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent})
+			res, due := s.execDeadline(ctx, c.Principal, cmd, control.CommandContext{Source: control.SourceAgent}, a.DeadlineSeconds, a.EscalateTo)
 			if applied, rule, ok := s.applyUnderRule(ctx, c.Principal, res); ok {
 				// A person's standing rule covered the value: it is applied
 				// in their name, and no one is asked.
@@ -137,7 +137,7 @@ func (s *Part) controlTools() []tool.Tool {
 				// A staged value waits for a person in the inbox.
 				inbox := strings.TrimRight(s.Config.BaseURL, "/") + "/inbox"
 				ans := answerOf(res)
-				if due := s.keepDeadline(ctx, res, a.DeadlineSeconds, a.EscalateTo); !due.IsZero() {
+				if !due.IsZero() {
 					ans.Deadline = store.FormatTime(due)
 				}
 				return &tool.Reply[executeAnswer]{Out: executeAnswer{commandAnswer: ans, URL: inbox}, Decision: inbox}, nil
