@@ -132,6 +132,29 @@ func (s *contendedStore) Update(ctx context.Context, fn func(Tx) error) error {
 	return s.Store.Update(ctx, fn)
 }
 
+// contendedKernel returns a kernel running full.json with tool.call wired
+// to effect and instance o1 started in phase reserved, on a store whose
+// Updates numbered by fail (from 1, after the setup) fail with
+// ErrContention.
+func contendedKernel(t *testing.T, effect Effect, fail func(call int) bool) *Kernel {
+	t.Helper()
+	ctx := context.Background()
+	inv := testInventory()
+	if err := inv.RegisterEffect(EffectToolCall, CapabilityToolInvoke, effect); err != nil {
+		t.Fatal(err)
+	}
+	mem := NewMemoryStore()
+	setup := NewKernel(mem, inv, WithClock((&clock{t: t0}).now))
+	p, err := setup.AddProgram(ctx, fullProgram(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Start(ctx, Instance{ID: "o1", Program: p.Fingerprint(), Phase: "reserved", Facts: reservedFacts(), Objective: "shipped"}); err != nil {
+		t.Fatal(err)
+	}
+	return NewKernel(&contendedStore{Store: mem, fail: fail}, inv, WithClock((&clock{t: t0}).now))
+}
+
 // An apply whose marking or whose commit the store cannot order with
 // concurrent transactions runs it again: the step commits, once, instead
 // of ending in recovery although the effect's outcome is known.
@@ -145,22 +168,8 @@ func TestApplyRunsContendedTransactionsAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			inv := testInventory()
 			var calls atomic.Int32
-			if err := inv.RegisterEffect(EffectToolCall, CapabilityToolInvoke, labelEffect(&calls)); err != nil {
-				t.Fatal(err)
-			}
-			mem := NewMemoryStore()
-			setup := NewKernel(mem, inv, WithClock((&clock{t: t0}).now))
-			p, err := setup.AddProgram(ctx, fullProgram(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := setup.Start(ctx, Instance{ID: "o1", Program: p.Fingerprint(), Phase: "reserved", Facts: reservedFacts(), Objective: "shipped"}); err != nil {
-				t.Fatal(err)
-			}
-			cs := &contendedStore{Store: mem, fail: tc.fail}
-			k := NewKernel(cs, inv, WithClock((&clock{t: t0}).now))
+			k := contendedKernel(t, labelEffect(&calls), tc.fail)
 			pr := agent(CapabilityToolInvoke, CapabilityStateWrite)
 			d, err := k.Prescribe(ctx, "o1", pr, shipReq)
 			if err != nil || d.Kind != Prescribed {
@@ -187,25 +196,12 @@ func TestApplyRunsContendedTransactionsAgain(t *testing.T) {
 // recovery.
 func TestSettleRunsContendedTransactionsAgain(t *testing.T) {
 	ctx := context.Background()
-	inv := testInventory()
 	failing := EffectFunc(func(ctx context.Context, req *EffectRequest) EffectResult {
 		return Fail(errors.New("the carrier refused"))
 	})
-	if err := inv.RegisterEffect(EffectToolCall, CapabilityToolInvoke, failing); err != nil {
-		t.Fatal(err)
-	}
-	mem := NewMemoryStore()
-	setup := NewKernel(mem, inv, WithClock((&clock{t: t0}).now))
-	p, err := setup.AddProgram(ctx, fullProgram(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := setup.Start(ctx, Instance{ID: "o1", Program: p.Fingerprint(), Phase: "reserved", Facts: reservedFacts(), Objective: "shipped"}); err != nil {
-		t.Fatal(err)
-	}
 	// Call 1 writes the prescription, 2 marks the instance, 3 and 4 are
 	// the settling's first runs.
-	k := NewKernel(&contendedStore{Store: mem, fail: func(n int) bool { return n == 3 || n == 4 }}, inv, WithClock((&clock{t: t0}).now))
+	k := contendedKernel(t, failing, func(n int) bool { return n == 3 || n == 4 })
 	pr := agent(CapabilityToolInvoke, CapabilityStateWrite)
 	d, err := k.Prescribe(ctx, "o1", pr, shipReq)
 	if err != nil || d.Kind != Prescribed {
