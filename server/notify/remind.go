@@ -84,10 +84,13 @@ func (p *Part) remind(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if ok {
-			if err := p.enqueueReminder(ctx, it, key, at, d.deadline, now); err != nil {
-				return err
-			}
+		if !ok {
+			// Decided, or not stored yet (a program proposal's deadline is
+			// written before the proposal): looked at again next pass.
+			continue
+		}
+		if err := p.enqueueReminder(ctx, it, key, at, d.deadline, now); err != nil {
+			return err
 		}
 		p.mu.Lock()
 		p.reminded[key] = true
