@@ -36,7 +36,11 @@ type Controls interface {
 	// number. A server records a control command that changes a control
 	// this way, and appends to the audit log alone the commands that
 	// change nothing.
-	SaveControlAudited(ctx context.Context, u control.Update, rec AuditRecord) (int64, error)
+	//
+	// When dl is not nil it is also kept, in the same transaction, as
+	// [Deadlines.SetDeadline] keeps it: a value staged with a deadline is
+	// never seen by any reader without it.
+	SaveControlAudited(ctx context.Context, u control.Update, rec AuditRecord, dl *DecisionDeadline) (int64, error)
 }
 
 // CheckControlUpdate reports whether u is well formed: it needs a form and

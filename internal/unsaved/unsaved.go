@@ -33,6 +33,6 @@ func (d *droppedWrites) SaveControl(context.Context, control.Update) error { ret
 
 // SaveControlAudited drops u and rec, numbering rec as the audit log
 // would.
-func (d *droppedWrites) SaveControlAudited(context.Context, control.Update, store.AuditRecord) (int64, error) {
+func (d *droppedWrites) SaveControlAudited(context.Context, control.Update, store.AuditRecord, *store.DecisionDeadline) (int64, error) {
 	return d.seq.Add(1), nil
 }

@@ -23,7 +23,7 @@ func TestControlsSavesNothing(t *testing.T) {
 	cs := unsaved.Controls(db).ControlRegistry()
 	k := control.Key{FormID: "profile", ControlID: "plan"}
 	u := control.Update{Key: k, Stage: &control.SavedProposal{Revision: 1, StagedAt: time.Now(), Value: json.RawMessage(`"pro"`), Base: json.RawMessage(`"free"`)}}
-	if _, err := cs.SaveControlAudited(ctx, u, store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true}); err != nil {
+	if _, err := cs.SaveControlAudited(ctx, u, store.AuditRecord{Time: time.Now(), PrincipalID: "p", Source: "agent", Action: "stage", OK: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := cs.SaveControl(ctx, u); err != nil {

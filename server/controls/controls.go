@@ -193,6 +193,11 @@ type pendingAudit struct {
 	// note, when set, is the record's reason (why a deadline discarded
 	// a value).
 	note string
+	// deadline, when not nil, is what the command asks of the deadline of
+	// a value it stages; due is that deadline once it is saved with the
+	// stage.
+	deadline *stageDeadline
+	due      time.Time
 	// written is set once the record is saved with the change.
 	written bool
 }
@@ -220,10 +225,19 @@ func (a auditedControls) SaveCommand(ctx context.Context, u control.Update, c co
 	if pa.note != "" {
 		rec.Reason = pa.note
 	}
-	if _, err := a.SaveControlAudited(ctx, u, rec); err != nil {
+	var dl *store.DecisionDeadline
+	if pa.deadline != nil && u.Stage != nil {
+		if d, ok := a.part.stagedDeadline(pa.cmd.Identity, u.Stage.Provenance.Source, u.Stage.Revision, u.Stage.StagedAt, *pa.deadline); ok {
+			dl = &d
+		}
+	}
+	if _, err := a.SaveControlAudited(ctx, u, rec, dl); err != nil {
 		return err
 	}
 	pa.written = true
+	if dl != nil {
+		pa.due = dl.Due
+	}
 	return nil
 }
 
@@ -243,42 +257,41 @@ func (s *Part) auditRecord(principalID string, cmd control.Command, cc control.C
 // that is a command event (one refused by a policy, a store failure) has
 // its record appended after it runs.
 func (s *Part) Exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext) control.Result {
-	return s.exec(ctx, p, cmd, cc, nil)
+	res, _ := s.exec(ctx, p, cmd, cc, nil)
+	return res
 }
 
 // execDeadline is Exec for a command that may stage a value with a
 // deadline (seconds, or the server's default for agents) and a group to
-// escalate to. The deadline is kept before the command's event is
-// published, so that the notifications the event sets off announce the
-// value with its deadline. It returns the deadline, or the zero time.
+// escalate to. The deadline is saved in the stage's own transaction, so
+// that no reader, the notifications the command sets off included, finds
+// the value without it. It returns the deadline, or the zero time.
 func (s *Part) execDeadline(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext, seconds int64, escalateTo string) (control.Result, time.Time) {
-	var due time.Time
-	res := s.exec(ctx, p, cmd, cc, func(res control.Result) { due = s.keepDeadline(ctx, res, seconds, escalateTo) })
-	return res, due
+	return s.exec(ctx, p, cmd, cc, &stageDeadline{seconds: seconds, escalateTo: escalateTo})
 }
 
-// exec is Exec; before, when not nil, runs on the result before the
-// command's event is published.
-func (s *Part) exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext, before func(control.Result)) control.Result {
+// exec is Exec. A value the command stages gets the deadline sd asks for,
+// when sd is not nil; exec returns that deadline, or the zero time.
+func (s *Part) exec(ctx context.Context, p store.Principal, cmd control.Command, cc control.CommandContext, sd *stageDeadline) (control.Result, time.Time) {
 	// Malformed identities are refused before any lookup, on every surface.
 	if err := cmd.Identity.Validate(); err != nil {
 		var ce *control.Error
 		if errors.As(err, &ce) {
-			return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: ce.Reason, Message: ce.Message}
+			return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: ce.Reason, Message: ce.Message}, time.Time{}
 		}
 	}
 	if !s.FormVisible(ctx, p, cmd.Identity.FormID) {
 		return control.Result{Action: cmd.Action, Identity: cmd.Identity, Reason: control.ReasonNotFound,
-			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}
+			Message: fmt.Sprintf("no control %s is registered; list the controls to see what exists", cmd.Identity)}, time.Time{}
 	}
 	cc.PrincipalID = p.ID
 	rule, _ := ctx.Value(underRuleKey{}).(string)
-	pa := &pendingAudit{principalID: p.ID, cmd: cmd, cc: cc, rule: rule}
+	pa := &pendingAudit{principalID: p.ID, cmd: cmd, cc: cc, rule: rule, deadline: sd}
 	res := s.controls.Execute(context.WithValue(ctx, pendingAuditKey{}, pa), cmd, cc)
 	switch res.Reason {
 	case control.ReasonNotFound, control.ReasonInvalidRequest, control.ReasonLimitExceeded:
 		// Not command events: nothing is recorded or published.
-		return res
+		return res, time.Time{}
 	}
 	if !pa.written {
 		rec := s.auditRecord(p.ID, cmd, cc, res)
@@ -287,14 +300,16 @@ func (s *Part) exec(ctx context.Context, p store.Principal, cmd control.Command,
 			s.Log.Error("audit append failed", "form", rec.FormID, "control", rec.ControlID, "action", rec.Action, "err", err)
 		}
 	}
-	if before != nil {
-		before(res)
+	if sd != nil && !pa.written {
+		// A store that saved the stage without its record kept no
+		// deadline either: it is kept now, still before the event.
+		pa.due = s.keepDeadline(ctx, res, *sd)
 	}
 	s.publishControl(cmd.Identity.FormID, "control.command", &commandData{
 		Action: cmd.Action, Identity: cmd.Identity, OK: res.OK, Reason: res.Reason,
 		Source: cc.Source, PrincipalID: p.ID, Snapshot: &res.Snapshot, Origin: s.Origin, Rule: rule,
 	})
-	return res
+	return res, pa.due
 }
 
 // commandData is the data of a control.command event. Its fields are in

@@ -103,35 +103,53 @@ func (s *Part) EscalatedTo(ctx context.Context, id control.Identity, rev int64) 
 	return ""
 }
 
-// keepDeadline stores the deadline of the proposal res staged: seconds
-// after it was staged when seconds is positive, else the server's default
-// for staged values, with the group it escalates to (or ""). It returns
-// the deadline, zero when there is none.
-func (s *Part) keepDeadline(ctx context.Context, res control.Result, seconds int64, escalateTo string) time.Time {
-	st := res.Snapshot.State.Staged
-	if s.Store.Deadlines == nil || !res.OK || res.Action != control.Stage || st == nil {
-		return time.Time{}
+// stageDeadline is what a command asks of the deadline of the value it
+// stages: seconds after the stage when positive, else the server's
+// default for values agents stage, and the group it escalates to (or "").
+type stageDeadline struct {
+	seconds    int64
+	escalateTo string
+}
+
+// stagedDeadline returns the deadline of revision rev of the control id, staged
+// at stagedAt by a principal of source src, and whether it has one. The
+// server's default is for values agents stage; a person's own stage waits
+// only as long as they ask.
+func (s *Part) stagedDeadline(id control.Identity, src control.Source, rev int64, stagedAt time.Time, sd stageDeadline) (store.DecisionDeadline, bool) {
+	if s.Store.Deadlines == nil {
+		return store.DecisionDeadline{}, false
 	}
-	// The server's default is for values agents stage; a person's own
-	// stage waits only as long as they ask.
 	d := time.Duration(0)
-	if st.Provenance.Source == control.SourceAgent {
+	if src == control.SourceAgent {
 		d = s.Config.DecisionDeadline
 	}
-	if seconds > 0 {
-		d = time.Duration(seconds) * time.Second
+	if sd.seconds > 0 {
+		d = time.Duration(sd.seconds) * time.Second
 	}
 	if d <= 0 {
+		return store.DecisionDeadline{}, false
+	}
+	return store.DecisionDeadline{Kind: store.DeadlineControlProposal, Item: deadlineItem(id, rev),
+		Due: stagedAt.Add(d), CreatedAt: stagedAt, EscalateTo: sd.escalateTo}, true
+}
+
+// keepDeadline stores the deadline of the proposal res staged, for a
+// store that could not keep it with the stage itself. It returns the
+// deadline, zero when there is none.
+func (s *Part) keepDeadline(ctx context.Context, res control.Result, sd stageDeadline) time.Time {
+	st := res.Snapshot.State.Staged
+	if !res.OK || res.Action != control.Stage || st == nil {
 		return time.Time{}
 	}
-	due := st.StagedAt.Add(d)
-	err := s.Store.Deadlines.SetDeadline(context.WithoutCancel(ctx), store.DecisionDeadline{Kind: store.DeadlineControlProposal,
-		Item: deadlineItem(res.Identity, st.Revision), Due: due, CreatedAt: st.StagedAt, EscalateTo: escalateTo})
-	if err != nil {
+	dl, ok := s.stagedDeadline(res.Identity, st.Provenance.Source, st.Revision, st.StagedAt, sd)
+	if !ok {
+		return time.Time{}
+	}
+	if err := s.Store.Deadlines.SetDeadline(context.WithoutCancel(ctx), dl); err != nil {
 		s.Log.Error("the deadline of a staged value could not be kept; it waits without one", "control", res.Identity.String(), "err", err)
 		return time.Time{}
 	}
-	return due
+	return dl.Due
 }
 
 // ProposalDeadline returns when revision rev of the control id is

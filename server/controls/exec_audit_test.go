@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/assent-run/assent/control"
 	"github.com/assent-run/assent/internal/assenttest"
@@ -26,6 +27,23 @@ var errAuditedDown = errors.New("the database is down")
 type auditedWrites struct {
 	failing           atomic.Bool
 	plain, withRecord atomic.Int32
+	// withDeadline counts the combined writes that keep a deadline, and
+	// deadlinesAlone the deadlines set by themselves.
+	withDeadline, deadlinesAlone atomic.Int32
+}
+
+func (s auditedStore) Deadlines() store.Deadlines {
+	return countedDeadlines{s.Store.Deadlines(), s.w}
+}
+
+type countedDeadlines struct {
+	store.Deadlines
+	w *auditedWrites
+}
+
+func (d countedDeadlines) SetDeadline(ctx context.Context, dl store.DecisionDeadline) error {
+	d.w.deadlinesAlone.Add(1)
+	return d.Deadlines.SetDeadline(ctx, dl)
 }
 
 func (s auditedStore) ControlRegistry() store.Controls {
@@ -42,12 +60,15 @@ func (c auditedControls) SaveControl(ctx context.Context, u control.Update) erro
 	return c.Controls.SaveControl(ctx, u)
 }
 
-func (c auditedControls) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+func (c auditedControls) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord, dl *store.DecisionDeadline) (int64, error) {
 	if c.w.failing.Load() {
 		return 0, errAuditedDown
 	}
 	c.w.withRecord.Add(1)
-	return c.Controls.SaveControlAudited(ctx, u, rec)
+	if dl != nil {
+		c.w.withDeadline.Add(1)
+	}
+	return c.Controls.SaveControlAudited(ctx, u, rec, dl)
 }
 
 // TestCommandAuditedInOneWrite: a command that changes a control is saved
@@ -102,5 +123,47 @@ func TestCommandAuditedInOneWrite(t *testing.T) {
 	snap, _ := f.Srv.Controls().Registry().Get(context.Background(), control.Identity{FormID: "profile", ControlID: "plan"})
 	if snap.State.Staged == nil || snap.State.StagedValue != "pro" {
 		t.Errorf("after the refused stage the proposal is %+v (%v), want the first one", snap.State.Staged, snap.State.StagedValue)
+	}
+}
+
+// TestStagedDeadlineSavedWithTheStage: a value staged with a deadline is
+// saved with it in one write, so no reader (a notification among them)
+// finds the value without its deadline.
+func TestStagedDeadlineSavedWithTheStage(t *testing.T) {
+	w := &auditedWrites{}
+	f := assenttest.StartDemo(t, func(c *server.Config) { c.Store = auditedStore{c.Store, w} })
+	plan := map[string]any{"formId": "profile", "controlId": "plan"}
+	tests := []struct {
+		name         string
+		body         map[string]any
+		withDeadline int32
+	}{
+		{"with a deadline", map[string]any{"action": "stage", "identity": plan, "value": "pro", "deadline_seconds": 120}, 1},
+		{"without one", map[string]any{"action": "stage", "identity": plan, "value": "team"}, 0},
+	}
+	for _, tc := range tests {
+		before := w.withDeadline.Load()
+		code, _, raw := f.API("POST", "/v1/controls/execute", f.Token, tc.body)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %s", tc.name, code, raw)
+		}
+		if got := w.withDeadline.Load() - before; got != tc.withDeadline {
+			t.Errorf("%s: %d stages saved with their deadline, want %d", tc.name, got, tc.withDeadline)
+		}
+		if tc.withDeadline == 0 {
+			continue
+		}
+		snap, _ := f.Srv.Controls().Registry().Get(context.Background(), control.Identity{FormID: "profile", ControlID: "plan"})
+		if snap.State.Staged == nil {
+			t.Fatalf("%s: nothing staged", tc.name)
+		}
+		due := f.Srv.Controls().ProposalDeadline(context.Background(), control.Identity{FormID: "profile", ControlID: "plan"}, snap.State.Staged.Revision)
+		// The store keeps milliseconds.
+		if want := snap.State.Staged.StagedAt.Add(120 * time.Second); due.Sub(want).Abs() >= time.Millisecond {
+			t.Errorf("%s: deadline %v, want %v", tc.name, due, want)
+		}
+	}
+	if n := w.deadlinesAlone.Load(); n != 0 {
+		t.Errorf("%d deadlines set in a write of their own", n)
 	}
 }

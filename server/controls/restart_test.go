@@ -178,11 +178,11 @@ func (c flakyControls) SaveControl(ctx context.Context, u control.Update) error 
 	return c.Controls.SaveControl(ctx, u)
 }
 
-func (c flakyControls) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+func (c flakyControls) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord, dl *store.DecisionDeadline) (int64, error) {
 	if c.failing.Load() {
 		return 0, errDown
 	}
-	return c.Controls.SaveControlAudited(ctx, u, rec)
+	return c.Controls.SaveControlAudited(ctx, u, rec, dl)
 }
 
 func (c flakyControls) SaveForm(ctx context.Context, f control.SavedForm) error {

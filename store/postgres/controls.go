@@ -139,14 +139,19 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 // SaveControlAudited implements store.Controls. The audit record
 // is written last, so the transaction holds the audit lock (see
 // AppendAudit) only from that insert to its commit.
-func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord, dl *store.DecisionDeadline) (int64, error) {
 	if err := store.CheckControlUpdate(u); err != nil {
 		return 0, err
+	}
+	if dl != nil {
+		if err := dl.Check(); err != nil {
+			return 0, err
+		}
 	}
 	var seq int64
 	err := c.s.pipeWrite(ctx, "save control", func(tx *pipe) error {
 		var err error
-		if seq, err = saveControlWith(ctx, tx, u, &rec); err != nil {
+		if seq, err = saveControlWith(ctx, tx, u, &rec, dl); err != nil {
 			return fmt.Errorf("save control: %w", err)
 		}
 		return nil
@@ -161,18 +166,19 @@ func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, 
 // its expectation holds: no other writer of the control runs between the
 // check and the write.
 func saveControl(ctx context.Context, tx batchSender, u control.Update) error {
-	_, err := saveControlWith(ctx, tx, u, nil)
+	_, err := saveControlWith(ctx, tx, u, nil, nil)
 	return err
 }
 
-// saveControlWith is saveControl that also appends rec to the audit log
-// when rec is not nil, and returns its sequence number. It makes two round
+// saveControlWith is saveControl that also keeps the deadline dl and
+// appends rec to the audit log when they are not nil, and returns rec's
+// sequence number. It makes two round
 // trips whatever u holds: the lock and the expectation's read go as one
 // pipelined batch (the read runs after the lock is held, in a snapshot of
 // its own), and every write, the audit record last, as another.
 //
 // In a pipe the writes go with the transaction's COMMIT.
-func saveControlWith(ctx context.Context, tx batchSender, u control.Update, rec *store.AuditRecord) (int64, error) {
+func saveControlWith(ctx context.Context, tx batchSender, u control.Update, rec *store.AuditRecord, dl *store.DecisionDeadline) (int64, error) {
 	k := u.Key
 	st, sid := store.SubjectColumns(k)
 	reads := &pgx.Batch{}
@@ -232,6 +238,9 @@ func saveControlWith(ctx context.Context, tx batchSender, u control.Update, rec 
 	}
 	if u.Value != nil {
 		writes.Queue(`UPDATE control_hosted SET value = $5 WHERE `+keyWhere, keyArgs(k, string(u.Value))...)
+	}
+	if dl != nil {
+		writes.Queue(setDeadlineSQL, deadlineArgs(*dl)...)
 	}
 	if rec != nil {
 		queueAudit(writes, *rec)

@@ -177,27 +177,34 @@ func TestControlWriteRoundTrips(t *testing.T) {
 	}
 	// Each update is made twice, the first time unmeasured, so that
 	// every statement is prepared.
+	due := &store.DecisionDeadline{Kind: store.DeadlineControlProposal, Item: "f/c@4", Due: now.Add(time.Hour), CreatedAt: now}
 	tests := []struct {
 		name string
 		u    func(i int64) control.Update
+		dl   *store.DecisionDeadline
 	}{
-		{"stage", func(int64) control.Update { return stage(1) }},
+		{"stage", func(int64) control.Update { return stage(1) }, nil},
 		{"stage again, expecting the proposal", func(i int64) control.Update {
 			u := stage(2 + i)
 			u.Expect = control.Expect{Proposal: true, Revision: 1 + i}
 			return u
-		}},
+		}, nil},
+		{"stage with a deadline", func(i int64) control.Update {
+			u := stage(4 + i)
+			u.Expect = control.Expect{Proposal: true, Revision: 3 + i}
+			return u
+		}, due},
 		{"apply", func(int64) control.Update {
 			return control.Update{Key: k, Unstage: true, Depth: 3, Push: &control.SavedChange{Action: control.Apply,
 				Previous: json.RawMessage(`0`), Applied: json.RawMessage(`1`), Provenance: prov, At: now}}
-		}},
-		{"undo", func(int64) control.Update { return control.Update{Key: k, Pop: true} }},
+		}, nil},
+		{"undo", func(int64) control.Update { return control.Update{Key: k, Pop: true} }, nil},
 	}
 	for _, tc := range tests {
 		for i := range int64(2) {
 			rt.n.Store(0)
 			if _, err := s.ControlRegistry().SaveControlAudited(ctx, tc.u(i), store.AuditRecord{Time: now, PrincipalID: "p_a",
-				Source: "agent", FormID: "f", ControlID: "c", Action: "bench", OK: true}); err != nil {
+				Source: "agent", FormID: "f", ControlID: "c", Action: "bench", OK: true}, tc.dl); err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
 		}

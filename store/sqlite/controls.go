@@ -122,14 +122,24 @@ func (c controlStore) SaveControl(ctx context.Context, u control.Update) error {
 }
 
 // SaveControlAudited implements store.Controls.
-func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord) (int64, error) {
+func (c controlStore) SaveControlAudited(ctx context.Context, u control.Update, rec store.AuditRecord, dl *store.DecisionDeadline) (int64, error) {
 	if err := store.CheckControlUpdate(u); err != nil {
 		return 0, err
+	}
+	if dl != nil {
+		if err := dl.Check(); err != nil {
+			return 0, err
+		}
 	}
 	var seq int64
 	err := c.tx(ctx, "save control", func(ctx context.Context, tx *sql.Tx) error {
 		if err := c.saveControl(ctx, tx, u); err != nil {
 			return err
+		}
+		if dl != nil {
+			if _, err := c.stmts.execTx(ctx, tx, setDeadlineSQL, deadlineArgs(*dl)...); err != nil {
+				return fmt.Errorf("set deadline: %w", err)
+			}
 		}
 		var err error
 		seq, err = appendAudit(ctx, c.stmts, tx, rec)

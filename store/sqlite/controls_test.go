@@ -52,7 +52,7 @@ func BenchmarkStageAudited(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		u, rec := stageUpdate(i)
-		if _, err := c.SaveControlAudited(ctx, u, rec); err != nil {
+		if _, err := c.SaveControlAudited(ctx, u, rec, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -35,13 +35,20 @@ func (s *DB) SetDeadline(ctx context.Context, d store.DecisionDeadline) error {
 	if err := d.Check(); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO decision_deadlines (kind, item, due_at, created_at, escalate_to, stage) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (kind, item) DO UPDATE SET due_at = excluded.due_at, created_at = excluded.created_at,
-			escalate_to = excluded.escalate_to, stage = excluded.stage`,
-		d.Kind, d.Item, ms(d.Due), ms(d.CreatedAt), d.EscalateTo, d.Stage); err != nil {
+	if _, err := s.db.ExecContext(ctx, setDeadlineSQL, deadlineArgs(d)...); err != nil {
 		return fmt.Errorf("set deadline: %w", err)
 	}
 	return nil
+}
+
+// setDeadlineSQL keeps the deadline deadlineArgs gives, replacing the
+// item's earlier one.
+const setDeadlineSQL = `INSERT INTO decision_deadlines (kind, item, due_at, created_at, escalate_to, stage) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (kind, item) DO UPDATE SET due_at = excluded.due_at, created_at = excluded.created_at,
+		escalate_to = excluded.escalate_to, stage = excluded.stage`
+
+func deadlineArgs(d store.DecisionDeadline) []any {
+	return []any{d.Kind, d.Item, ms(d.Due), ms(d.CreatedAt), d.EscalateTo, d.Stage}
 }
 
 // Deadline implements store.Deadlines.

@@ -68,23 +68,27 @@ func testControlAudited(t *testing.T, st store.Store) {
 	}
 	stage := &control.SavedProposal{Revision: 4, Provenance: control.Provenance{Source: control.SourceAgent, PrincipalID: "p_a"},
 		StagedAt: at(time.Second), Value: json.RawMessage(`5`), Base: json.RawMessage(`2`)}
+	// The stage keeps its deadline in the same transaction.
+	due := &store.DecisionDeadline{Kind: store.DeadlineControlProposal, Item: "orders/status@4", Due: at(time.Hour),
+		CreatedAt: at(time.Second), EscalateTo: "leads"}
 	steps := []struct {
 		name string
 		u    control.Update
 		rec  store.AuditRecord
+		dl   *store.DecisionDeadline
 		// alone is appended with AppendAudit before the step.
 		alone *store.AuditRecord
 		check func(*control.SavedControl) bool
 	}{
-		{"stage", control.Update{Key: ctlRow, Stage: stage}, rec(1, "stage"), nil,
+		{"stage", control.Update{Key: ctlRow, Stage: stage}, rec(1, "stage"), due, nil,
 			func(c *control.SavedControl) bool {
 				return c != nil && c.Proposal != nil && c.Proposal.Revision == 4 && len(c.History) == 0
 			}},
-		{"apply after a refusal", control.Update{Key: ctlRow, Unstage: true, Push: change(1), Depth: 3}, rec(3, "apply"),
+		{"apply after a refusal", control.Update{Key: ctlRow, Unstage: true, Push: change(1), Depth: 3}, rec(3, "apply"), nil,
 			&store.AuditRecord{Time: at(2 * time.Second), PrincipalID: "p_a", Source: "agent", FormID: ctlRow.FormID, ControlID: ctlRow.ControlID,
 				Subject: "order:7", Action: "apply", Reason: "human_confirmation_required"},
 			func(c *control.SavedControl) bool { return c != nil && c.Proposal == nil && len(c.History) == 1 }},
-		{"undo", control.Update{Key: ctlRow, Pop: true}, rec(4, "undo"), nil,
+		{"undo", control.Update{Key: ctlRow, Pop: true}, rec(4, "undo"), nil, nil,
 			func(c *control.SavedControl) bool { return c == nil || (c.Proposal == nil && len(c.History) == 0) }},
 	}
 	var want []store.AuditRecord
@@ -98,7 +102,7 @@ func testControlAudited(t *testing.T, st store.Store) {
 			r.Seq = seq
 			want = append(want, r)
 		}
-		seq, err := ac.SaveControlAudited(ctx(t), step.u, step.rec)
+		seq, err := ac.SaveControlAudited(ctx(t), step.u, step.rec, step.dl)
 		if err != nil {
 			t.Fatalf("%s: SaveControlAudited = %v", step.name, err)
 		}
@@ -115,6 +119,9 @@ func testControlAudited(t *testing.T, st store.Store) {
 	if s := load(t, ac); s.Revision != 4 {
 		t.Errorf("revision = %d after an audited stage of revision 4", s.Revision)
 	}
+	if d, err := st.Deadlines().Deadline(ctx(t), due.Kind, due.Item); err != nil || !d.Due.Equal(due.Due) || d.EscalateTo != due.EscalateTo {
+		t.Errorf("the stage's deadline read back as %+v, %v; want %+v", d, err, *due)
+	}
 	got := listAudit(t, st)
 	if len(got) != len(want) {
 		t.Fatalf("%d audit records, want %d: %+v", len(got), len(want), got)
@@ -128,19 +135,27 @@ func testControlAudited(t *testing.T, st store.Store) {
 	// Writes that fail save neither the change nor the record.
 	cancelled, cancel := context.WithCancel(ctx(t))
 	cancel()
+	unkept := &store.DecisionDeadline{Kind: store.DeadlineControlProposal, Item: "orders/name@4", Due: at(time.Hour), CreatedAt: at(time.Second)}
+	expectAbsent := control.Update{Key: ctlName, Stage: stage, Expect: control.Expect{Proposal: true, Revision: 3}}
 	failing := []struct {
 		name string
 		ctx  context.Context
 		u    control.Update
+		dl   *store.DecisionDeadline
 	}{
-		{"invalid update", ctx(t), control.Update{Key: ctlName, Stage: stage, Unstage: true}},
-		{"push without depth", ctx(t), control.Update{Key: ctlName, Push: change(1)}},
-		{"cancelled", cancelled, control.Update{Key: ctlName, Stage: stage}},
+		{"invalid update", ctx(t), control.Update{Key: ctlName, Stage: stage, Unstage: true}, unkept},
+		{"push without depth", ctx(t), control.Update{Key: ctlName, Push: change(1)}, nil},
+		{"cancelled", cancelled, control.Update{Key: ctlName, Stage: stage}, unkept},
+		{"expectation fails", ctx(t), expectAbsent, unkept},
+		{"invalid deadline", ctx(t), control.Update{Key: ctlName, Stage: stage}, &store.DecisionDeadline{Kind: store.DeadlineControlProposal}},
 	}
 	for _, tc := range failing {
-		if _, err := ac.SaveControlAudited(tc.ctx, tc.u, rec(9, "stage")); err == nil {
+		if _, err := ac.SaveControlAudited(tc.ctx, tc.u, rec(9, "stage"), tc.dl); err == nil {
 			t.Errorf("%s: SaveControlAudited succeeded", tc.name)
 		}
+	}
+	if _, err := st.Deadlines().Deadline(ctx(t), unkept.Kind, unkept.Item); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("failed writes kept their deadline: %v", err)
 	}
 	if c := savedOf(load(t, ac), ctlName); c != nil {
 		t.Errorf("failed writes saved %+v", c)
@@ -163,7 +178,7 @@ func testControlAuditedConcurrent(t *testing.T, st store.Store) {
 			_, err := st.Audit().AppendAudit(ctx(t), rec)
 			return err
 		}
-		_, err := ac.SaveControlAudited(ctx(t), control.Update{Key: ctlName, Push: change(i + 1), Depth: depth}, rec)
+		_, err := ac.SaveControlAudited(ctx(t), control.Update{Key: ctlName, Push: change(i + 1), Depth: depth}, rec, nil)
 		return err
 	})
 	for i, err := range errs {
