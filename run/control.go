@@ -158,12 +158,25 @@ func (m *Manager) deliverLocked(ctx context.Context, ownerID, senderID, id, acti
 		return nil, nil, &Error{Code: reason, Message: msg, Details: map[string]any{"action": action, "control_id": c.ID,
 			"run": id, "run_instance_id": r.InstanceID, "endpoint_type": "fifo"}}
 	}
-	if _, err := m.st.TransitionControl(ctx, id, c.ID, store.ControlDelivered, nil, "", m.now()); err != nil && !errors.Is(err, store.ErrConflict) {
-		m.log.Warn("record control delivery", "run", id, "control", c.ID, "err", err)
-	}
+	m.markDelivered(ctx, id, c)
 	m.notify(r.OwnerID, id, "run.control")
 	return &ControlDelivery{Action: action, Bytes: n, ControlID: c.ID, Delivery: "delivered", EndpointType: "fifo",
 		NextActions: []tool.Next{inspectNext("run:"+id, "control")}, Run: id, InstanceID: r.InstanceID}, nil, nil
+}
+
+// markDelivered records that c, just admitted to Run id's journal, was
+// written to the Run. The one-statement mark is tried first; when it
+// changes nothing, the full transition decides, and a Control the Run
+// already claimed stays claimed.
+func (m *Manager) markDelivered(ctx context.Context, id string, c store.Control) {
+	at := m.now()
+	err := m.st.MarkControlDelivered(ctx, id, c, at)
+	if errors.Is(err, store.ErrConflict) {
+		_, err = m.st.TransitionControl(ctx, id, c.ID, store.ControlDelivered, nil, "", at)
+	}
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		m.log.Warn("record control delivery", "run", id, "control", c.ID, "err", err)
+	}
 }
 
 // terminalControlReason is the error recorded on a Control whose Run

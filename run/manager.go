@@ -143,6 +143,11 @@ type Manager struct {
 	// claimed in the store and whose process it is starting: until the
 	// process's pid is recorded, they read running, not exited.
 	starting map[string]bool
+	// children maps the Run instances whose process this Manager started
+	// and has not yet reaped to that process's identity: such a process
+	// is alive, or has just exited and is about to be recorded, and its
+	// pid cannot have been given to another process.
+	children map[string]child
 	// locks holds a lock for each Run in use; an entry goes when its last
 	// holder or waiter lets go.
 	locks keylock.Map
@@ -786,6 +791,7 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 	if start, _, err := procStartTime(r.PID); err == nil {
 		r.StartTime = start
 	}
+	m.setChild(r.InstanceID, child{pid: r.PID, start: r.StartTime})
 	if err := m.saveRun(ctx, *r); err != nil {
 		m.log.Error("record run process", "run", r.ID, "err", err)
 	}
@@ -797,6 +803,7 @@ func (m *Manager) start(ctx context.Context, r *store.RunRecord, doc runDoc, scr
 		defer m.waiting.Done()
 		defer close(done)
 		_ = cmd.Wait()
+		m.setChild(instance, child{})
 		if relay != nil {
 			// The last of the output reaches the logs before the end is
 			// recorded.
@@ -991,6 +998,37 @@ func (m *Manager) setStarting(instance string, on bool) {
 	m.starting[instance] = true
 }
 
+// child is the identity of a process a Manager started: its pid and its
+// start time as recorded with the Run.
+type child struct {
+	pid   int
+	start string
+}
+
+// setChild records c as the unreaped process this Manager started for
+// Run instance instance, or forgets it when c is zero.
+func (m *Manager) setChild(instance string, c child) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.pid == 0 {
+		delete(m.children, instance)
+		return
+	}
+	if m.children == nil {
+		m.children = make(map[string]child)
+	}
+	m.children[instance] = c
+}
+
+// isChild reports whether r records, as its current generation's
+// process, the unreaped process this Manager started for it.
+func (m *Manager) isChild(r store.RunRecord) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.children[r.InstanceID]
+	return ok && r.PID > 0 && c.pid == r.PID && c.start != "" && c.start == r.StartTime
+}
+
 // isStarting reports whether this Manager is starting the process of Run
 // instance instance.
 func (m *Manager) isStarting(instance string) bool {
@@ -1010,6 +1048,11 @@ func (m *Manager) otherNode(r store.RunRecord) bool {
 
 // status derives a Run's status and its process identity status.
 func (m *Manager) status(r store.RunRecord) (Status, string) {
+	if r.EndedAt.IsZero() && m.isChild(r) {
+		// A process this Manager holds unreaped is the one recorded:
+		// no need to ask /proc.
+		return StatusRunning, identityValid
+	}
 	ident := verifyProcess(r.PID, r.StartTime)
 	if r.EndedAt.IsZero() && (ident == identityValid || ident == identityUnsupported && r.PID > 0) {
 		return StatusRunning, ident

@@ -98,6 +98,14 @@ type Runs interface {
 	// move gives ErrConflict, an unknown id ErrNotFound, a damaged journal
 	// *ControlError.
 	TransitionControl(ctx context.Context, runID, id, next string, expected []string, errText string, at time.Time) (Control, error)
+	// MarkControlDelivered records that c, as admitted to runID's journal
+	// and still queued, was delivered at time at: the move TransitionControl
+	// makes to delivered, in one statement. It is the path of a Control
+	// written to its Run just after its admission. When the record is not
+	// queued as admitted, or the journal is damaged or would outgrow its
+	// byte bound, it changes nothing and returns ErrConflict;
+	// TransitionControl then tells which.
+	MarkControlDelivered(ctx context.Context, runID string, c Control, at time.Time) error
 	// ClaimControl claims the first pending (queued or delivered) record
 	// of generation instanceID, or the record id when id is not empty.
 	// Nothing to claim gives ErrNotFound.

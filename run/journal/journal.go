@@ -290,6 +290,19 @@ func Transition(c store.Control, next string, expected []string, errText string,
 	return c, nil
 }
 
+// DeliveredMark returns c as it was admitted (see [Admission]) with its
+// size old, and the same record delivered at time at with its size n.
+func DeliveredMark(c store.Control, at time.Time) (was store.Control, old int, delivered store.Control, n int, err error) {
+	if was, old, err = Admission(c); err != nil {
+		return
+	}
+	if delivered, err = Transition(was, store.ControlDelivered, []string{store.ControlQueued}, "", at); err != nil {
+		return
+	}
+	n, err = Size(delivered)
+	return
+}
+
 // ErrJournalFull refuses a transition that would grow the journal past
 // store.ControlJournalMaxBytes.
 var ErrJournalFull = errors.New("the Run Control journal transition exceeds its byte bound")

@@ -141,7 +141,11 @@ WHERE runs.id = t.run_id;
 CREATE TRIGGER run_controls_tally AFTER INSERT OR UPDATE OR DELETE ON run_controls
 	FOR EACH ROW EXECUTE FUNCTION assent_control_tally();
 CREATE INDEX run_controls_pending ON run_controls(run_id, seq) WHERE status IN ('queued', 'delivered', 'claimed');
-`}, {5, runRequestsSchema}}
+`}, {5, runRequestsSchema}, {6, `
+-- A record is found by its id (a transition, a claim by id, a read of one
+-- record) without walking the Run's whole journal.
+CREATE INDEX run_controls_id ON run_controls(run_id, id);
+`}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
 	created_at, started_at, ended_at, archived, archive_dir, doc`
@@ -589,6 +593,31 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 		return nil
 	})
 	return out, err
+}
+
+// MarkControlDelivered implements store.Runs. The Run's row is locked, as
+// every write to its journal locks it, so the byte bound holds against
+// concurrent writers.
+func (s *DB) MarkControlDelivered(ctx context.Context, runID string, c store.Control, at time.Time) error {
+	was, old, next, n, err := journal.DeliveredMark(c, at)
+	if err != nil {
+		return fmt.Errorf("control delivered: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `WITH r AS (SELECT control_bytes, control_malformed, control_invalid, control_untimed
+			FROM runs WHERE id = $3 FOR UPDATE)
+		UPDATE run_controls SET status = 'delivered', delivered_at = $1, bytes = $2
+		WHERE run_id = $3 AND id = $4 AND instance_id = $5 AND status = 'queued' AND delivered_at IS NULL AND bytes = $6
+		AND EXISTS (SELECT 1 FROM r WHERE control_malformed = 0 AND control_invalid = 0 AND control_untimed = 0
+			AND control_bytes <= $7 AND control_bytes - $6 + $2 <= $7)
+		AND NOT EXISTS (SELECT 1 FROM run_controls o WHERE o.run_id = $3 AND o.status IN ('queued', 'delivered', 'claimed') AND o.instance_id <> $5)`,
+		*next.DeliveredAt, n, runID, was.ID, was.InstanceID, old, store.ControlJournalMaxBytes)
+	if err != nil {
+		return fmt.Errorf("control delivered: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrConflict
+	}
+	return nil
 }
 
 // queueWriteControl queues in b the statement that rewrites record seq

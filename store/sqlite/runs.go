@@ -122,7 +122,11 @@ CREATE TRIGGER run_controls_tally_update AFTER UPDATE ON run_controls BEGIN
 		control_invalid = control_invalid + (NEW.flaw = 2), control_untimed = control_untimed + (NEW.flaw = 3)
 	WHERE id = NEW.run_id;
 END;
-`}, {5, runRequestsSchema}}
+`}, {5, runRequestsSchema}, {6, `
+-- A record is found by its id (a transition, a claim by id, a read of one
+-- record) without walking the Run's whole journal.
+CREATE INDEX run_controls_id ON run_controls(run_id, id);
+`}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
 	created_at, started_at, ended_at, archived, archive_dir, doc`
@@ -485,6 +489,30 @@ func (s *DB) TransitionControl(ctx context.Context, runID, id, next string, expe
 		return c, fmt.Errorf("control transition: %w", err)
 	}
 	return c, nil
+}
+
+// MarkControlDelivered implements store.Runs.
+func (s *DB) MarkControlDelivered(ctx context.Context, runID string, c store.Control, at time.Time) error {
+	was, old, next, n, err := journal.DeliveredMark(c, at)
+	if err != nil {
+		return fmt.Errorf("control delivered: %w", err)
+	}
+	// The generation's check (no pending record of another generation)
+	// and the byte bound are journal.State's, on the counts the triggers
+	// keep on the Run's row.
+	res, err := s.stmts.exec(ctx, `UPDATE run_controls SET status = 'delivered', delivered_at = ?1, bytes = ?2
+		WHERE run_id = ?3 AND id = ?4 AND instance_id = ?5 AND status = 'queued' AND delivered_at IS NULL AND bytes = ?6
+		AND EXISTS (SELECT 1 FROM runs r WHERE r.id = ?3 AND r.control_malformed = 0 AND r.control_invalid = 0 AND r.control_untimed = 0
+			AND r.control_bytes <= ?7 AND r.control_bytes - ?6 + ?2 <= ?7)
+		AND NOT EXISTS (SELECT 1 FROM run_controls o WHERE o.run_id = ?3 AND o.status IN ('queued', 'delivered', 'claimed') AND o.instance_id <> ?5)`,
+		ms(*next.DeliveredAt), n, runID, was.ID, was.InstanceID, old, store.ControlJournalMaxBytes)
+	if err != nil {
+		return fmt.Errorf("control delivered: %w", err)
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return store.ErrConflict
+	}
+	return nil
 }
 
 // writeControl rewrites record seq (old bytes long) as c, checking that the

@@ -25,6 +25,7 @@ func Runs(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AdmissionBounds", testAdmissionBounds},
 		{"ConcurrentAdmission", testConcurrentAdmission},
 		{"Transitions", testControlTransitions},
+		{"MarkDelivered", testMarkDelivered},
 		{"ReadControl", testReadControl},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"TerminalRetention", testTerminalRetention},
@@ -191,6 +192,74 @@ func testControlTransitions(t *testing.T, s store.Runs) {
 	f, err = s.TransitionControl(ctx(t), r.ID, f.ID, store.ControlFailed, nil, long, at(time.Minute))
 	if err != nil || len(f.Error) > store.ControlErrorMaxBytes || !strings.HasSuffix(f.Error, "[truncated]") {
 		t.Errorf("failed with a long error = %d bytes, %v; want at most %d, marked", len(f.Error), err, store.ControlErrorMaxBytes)
+	}
+}
+
+// testMarkDelivered checks the one-statement delivered mark: it moves a
+// record still queued as admitted, and changes nothing (ErrConflict) for
+// one that moved on, was admitted otherwise or does not exist.
+func testMarkDelivered(t *testing.T, s store.Runs) {
+	r := newRun(t, s, "marks")
+	c, err := admitOne(s, t, r, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkControlDelivered(ctx(t), r.ID, c, at(5*time.Second)); err != nil {
+		t.Fatalf("marking a queued record = %v", err)
+	}
+	got, err := s.Control(ctx(t), r.ID, c.ID)
+	if err != nil || got.Status != store.ControlDelivered || got.DeliveredAt == nil || !got.DeliveredAt.Equal(at(5*time.Second)) {
+		t.Fatalf("after the mark the record is %+v, %v; want delivered at %v", got, err, at(5*time.Second))
+	}
+	if _, err := s.TransitionControl(ctx(t), r.ID, c.ID, store.ControlDelivered, nil, "", at(6*time.Second)); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("a transition to delivered after the mark = %v, want ErrConflict", err)
+	}
+	claimed, err := admitOne(s, t, r, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TransitionControl(ctx(t), r.ID, claimed.ID, store.ControlClaimed, nil, "", at(7*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := admitOne(s, t, r, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := other
+	foreign.InstanceID = "marks-9"
+	changed := other
+	changed.Action = "resume"
+	missing := other
+	missing.ID = "nope"
+	conflicts := []struct {
+		name string
+		run  string
+		c    store.Control
+	}{
+		{"marked already", r.ID, c},
+		{"claimed", r.ID, claimed},
+		{"of another generation", r.ID, foreign},
+		{"not as admitted", r.ID, changed},
+		{"unknown record", r.ID, missing},
+		{"unknown Run", "nowhere", other},
+	}
+	for _, tc := range conflicts {
+		if err := s.MarkControlDelivered(ctx(t), tc.run, tc.c, at(8*time.Second)); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: mark = %v, want ErrConflict", tc.name, err)
+		}
+	}
+	for _, id := range []string{claimed.ID, other.ID} {
+		got, err := s.Control(ctx(t), r.ID, id)
+		if err != nil || got.DeliveredAt != nil {
+			t.Errorf("a refused mark changed %s: %+v, %v", id, got, err)
+		}
+	}
+	// The journal's tally follows the mark: the marked record's life
+	// goes on and ends as any other's.
+	for _, next := range []string{store.ControlClaimed, store.ControlHandled} {
+		if _, err := s.TransitionControl(ctx(t), r.ID, c.ID, next, nil, "", at(9*time.Second)); err != nil {
+			t.Fatalf("%s after the mark: %v", next, err)
+		}
 	}
 }
 
