@@ -145,6 +145,39 @@ CREATE INDEX run_controls_pending ON run_controls(run_id, seq) WHERE status IN (
 -- A record is found by its id (a transition, a claim by id, a read of one
 -- record) without walking the Run's whole journal.
 CREATE INDEX run_controls_id ON run_controls(run_id, id);
+`}, {7, `
+-- A record that stays in its Run's journal (every transition) moves the
+-- Run's tally in one write, not two.
+CREATE OR REPLACE FUNCTION assent_control_tally() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+	f integer;
+	g integer;
+BEGIN
+	IF TG_OP = 'UPDATE' AND OLD.run_id = NEW.run_id THEN
+		f := assent_control_flaw(OLD);
+		g := assent_control_flaw(NEW);
+		UPDATE runs SET control_bytes = control_bytes - OLD.bytes + NEW.bytes,
+			control_malformed = control_malformed - (f = 1)::int + (g = 1)::int,
+			control_invalid = control_invalid - (f = 2)::int + (g = 2)::int,
+			control_untimed = control_untimed - (f = 3)::int + (g = 3)::int
+		WHERE id = NEW.run_id;
+		RETURN NULL;
+	END IF;
+	IF TG_OP <> 'INSERT' THEN
+		f := assent_control_flaw(OLD);
+		UPDATE runs SET control_bytes = control_bytes - OLD.bytes, control_malformed = control_malformed - (f = 1)::int,
+			control_invalid = control_invalid - (f = 2)::int, control_untimed = control_untimed - (f = 3)::int
+		WHERE id = OLD.run_id;
+	END IF;
+	IF TG_OP <> 'DELETE' THEN
+		f := assent_control_flaw(NEW);
+		UPDATE runs SET control_bytes = control_bytes + NEW.bytes, control_malformed = control_malformed + (f = 1)::int,
+			control_invalid = control_invalid + (f = 2)::int, control_untimed = control_untimed + (f = 3)::int
+		WHERE id = NEW.run_id;
+	END IF;
+	RETURN NULL;
+END
+$fn$;
 `}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,

@@ -126,6 +126,25 @@ END;
 -- A record is found by its id (a transition, a claim by id, a read of one
 -- record) without walking the Run's whole journal.
 CREATE INDEX run_controls_id ON run_controls(run_id, id);
+`}, {7, `
+-- A record that stays in its Run's journal (every transition) moves the
+-- Run's tally in one write, not two.
+DROP TRIGGER run_controls_tally_update;
+CREATE TRIGGER run_controls_tally_update AFTER UPDATE ON run_controls WHEN OLD.run_id IS NOT NEW.run_id BEGIN
+	UPDATE runs SET control_bytes = control_bytes - OLD.bytes, control_malformed = control_malformed - (OLD.flaw = 1),
+		control_invalid = control_invalid - (OLD.flaw = 2), control_untimed = control_untimed - (OLD.flaw = 3)
+	WHERE id = OLD.run_id;
+	UPDATE runs SET control_bytes = control_bytes + NEW.bytes, control_malformed = control_malformed + (NEW.flaw = 1),
+		control_invalid = control_invalid + (NEW.flaw = 2), control_untimed = control_untimed + (NEW.flaw = 3)
+	WHERE id = NEW.run_id;
+END;
+CREATE TRIGGER run_controls_tally_change AFTER UPDATE ON run_controls WHEN OLD.run_id IS NEW.run_id BEGIN
+	UPDATE runs SET control_bytes = control_bytes - OLD.bytes + NEW.bytes,
+		control_malformed = control_malformed - (OLD.flaw = 1) + (NEW.flaw = 1),
+		control_invalid = control_invalid - (OLD.flaw = 2) + (NEW.flaw = 2),
+		control_untimed = control_untimed - (OLD.flaw = 3) + (NEW.flaw = 3)
+	WHERE id = NEW.run_id;
+END;
 `}}
 
 const runColumns = `id, owner_id, instance_id, generation, pid, start_time, exit_code, stop,
