@@ -12,7 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/assent-run/assent/internal/testwait"
 	"github.com/assent-run/assent/tool"
 )
 
@@ -269,12 +271,25 @@ func TestRunHasItsOwnIPCNamespace(t *testing.T) {
 		t.Fatalf("msgget: %v", errno)
 	}
 	t.Cleanup(func() { syscall.Syscall(syscall.SYS_MSGCTL, qid, ipcRmid, 0) })
-	script := `readlink /proc/self/ns/ipc > "$ASSENT_STATE_DIR/ns.txt"
-awk 'NR > 1 { print $2 }' /proc/sysvipc/msg > "$ASSENT_STATE_DIR/msg.txt"`
+	// Each Run stays up until both have read their namespace: the kernel
+	// gives a freed namespace's number to the next one, so two Runs that
+	// never overlap may show the same number.
+	script := `awk 'NR > 1 { print $2 }' /proc/sysvipc/msg > "$ASSENT_STATE_DIR/msg.txt"
+readlink /proc/self/ns/ipc > "$ASSENT_STATE_DIR/ns.tmp" && mv "$ASSENT_STATE_DIR/ns.tmp" "$ASSENT_STATE_DIR/ns.txt"
+exec sleep 300`
 	a := f.spawn("alice", "ipc-a", script)
 	b := f.spawn("bob", "ipc-b", script)
-	f.waitEnded("ipc-a")
-	f.waitEnded("ipc-b")
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		_, errA := os.Stat(filepath.Join(a.StateDir, "ns.txt"))
+		_, errB := os.Stat(filepath.Join(b.StateDir, "ns.txt"))
+		return errA == nil && errB == nil
+	}, "both Runs' namespaces")
+	defer func() {
+		for _, r := range []struct{ owner, id string }{{"alice", "ipc-a"}, {"bob", "ipc-b"}} {
+			f.m.Kill(context.Background(), r.owner, r.id)
+			f.waitEnded(r.id)
+		}
+	}()
 	read := func(r *Run, name string) string {
 		b, err := os.ReadFile(filepath.Join(r.StateDir, name))
 		if err != nil {
