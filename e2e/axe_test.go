@@ -114,11 +114,11 @@ func TestPagesPassAxe(t *testing.T) {
 			}
 		}
 		// Signed out, then the sign-in page, then every page signed in.
-		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox"), chromedp.WaitReady("main")); err != nil {
+		if err := navigate(ctx, a.HTTP.URL+"/inbox", chromedp.WaitReady("main")); err != nil {
 			t.Fatal(err)
 		}
 		check("signed out")
-		if err := chromedp.Do(ctx, chromedp.Navigate(a.signInLink()), chromedp.WaitVisible(chromedp.ID("signin-continue"))); err != nil {
+		if err := navigate(ctx, a.signInLink(), chromedp.WaitVisible(chromedp.ID("signin-continue"))); err != nil {
 			t.Fatal(err)
 		}
 		check("sign-in")
@@ -126,7 +126,7 @@ func TestPagesPassAxe(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range pages {
-			if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+p), chromedp.WaitReady("main")); err != nil {
+			if err := navigate(ctx, a.HTTP.URL+p, chromedp.WaitReady("main")); err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
 			check(p)
@@ -154,4 +154,16 @@ func TestPagesPassAxe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// navigate loads url and runs then. A navigation the browser aborted
+// (net::ERR_ABORTED, as when the page's service worker takes control of
+// it while it loads) is made once more.
+func navigate(ctx context.Context, url string, then ...chromedp.Action[chromedp.Void]) error {
+	steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(url)}, then...)
+	err := chromedp.Do(ctx, steps...)
+	if err != nil && strings.Contains(err.Error(), "ERR_ABORTED") {
+		err = chromedp.Do(ctx, steps...)
+	}
+	return err
 }

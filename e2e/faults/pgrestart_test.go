@@ -134,7 +134,7 @@ func TestPostgresRestart(t *testing.T) {
 	stop := make(chan struct{})
 	wg := load(s, tokens, "pg", 8, stop, l)
 	readyDown, healthDown := map[int]int{}, map[int]int{}
-	for range restarts {
+	for r := range restarts {
 		time.Sleep(500 * time.Millisecond)
 		pg.stop(t)
 		for end := time.Now().Add(down); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -147,7 +147,7 @@ func TestPostgresRestart(t *testing.T) {
 		n := 0
 		testwait.EventuallyC(t, 30*time.Second, func(c *testwait.C) {
 			n++
-			id := fmt.Sprintf("back-%d-%d", len(l.acked), n)
+			id := fmt.Sprintf("back-%d-%d", r, n)
 			code, body, err := s.startInstance(s.token, id)
 			l.note(id, code, body, err)
 			if code != http.StatusCreated {
