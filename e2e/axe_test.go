@@ -114,11 +114,11 @@ func TestPagesPassAxe(t *testing.T) {
 			}
 		}
 		// Signed out, then the sign-in page, then every page signed in.
-		if err := navigate(ctx, a.HTTP.URL+"/inbox", chromedp.WaitReady("main")); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+"/inbox"), chromedp.WaitReady("main")); err != nil {
 			t.Fatal(err)
 		}
 		check("signed out")
-		if err := navigate(ctx, a.signInLink(), chromedp.WaitVisible(chromedp.ID("signin-continue"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(a.signInLink()), chromedp.WaitVisible(chromedp.ID("signin-continue"))); err != nil {
 			t.Fatal(err)
 		}
 		check("sign-in")
@@ -126,7 +126,7 @@ func TestPagesPassAxe(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range pages {
-			if err := navigate(ctx, a.HTTP.URL+p, chromedp.WaitReady("main")); err != nil {
+			if err := chromedp.Do(ctx, chromedp.Navigate(a.HTTP.URL+p), chromedp.WaitReady("main")); err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
 			check(p)
@@ -149,21 +149,12 @@ func TestPagesPassAxe(t *testing.T) {
 		}
 		waitFor(t, ctx, "the undo", `(document.querySelector(".undo-offer")?.textContent || "").includes("Undone")`)
 		stage("team")
-		// Signed out again for the next width.
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/signout"] button`)), chromedp.WaitReady("main")); err != nil {
+		// Signed out again for the next width, once the signed-out page
+		// has loaded: a navigation begun while the sign-out's redirect is
+		// still under way would be aborted by it.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/signout"] button`))); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, ctx, "the signed-out page", `document.title.startsWith("Sign in") && document.readyState === "complete"`)
 	}
-}
-
-// navigate loads url and runs then. A navigation the browser aborted
-// (net::ERR_ABORTED, as when the page's service worker takes control of
-// it while it loads) is made once more.
-func navigate(ctx context.Context, url string, then ...chromedp.Action[chromedp.Void]) error {
-	steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(url)}, then...)
-	err := chromedp.Do(ctx, steps...)
-	if err != nil && strings.Contains(err.Error(), "ERR_ABORTED") {
-		err = chromedp.Do(ctx, steps...)
-	}
-	return err
 }
