@@ -116,16 +116,18 @@ const flowContentionBudget = 5 * time.Second
 // update is one run of Update's retries.
 func (f flowStore) update(ctx context.Context, fn func(flow.Tx) error) error {
 	return f.s.inTx(ctx, "flow store", pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+		q := &queuedTx{tx: tx.(*lazyTx)}
 		// A statement that failed to serialize aborts the transaction,
 		// whatever fn makes of its error: run it again.
 		var failed error
-		if err := fn(flowTx{ctx: ctx, tx: tx, failed: &failed}); err != nil {
+		if err := fn(flowTx{ctx: ctx, tx: q, failed: &failed}); err != nil {
 			if failed != nil {
 				return failed
 			}
 			return err
 		}
-		return nil
+		// The writes still queued go with COMMIT.
+		return q.commit(ctx)
 	})
 }
 
@@ -133,7 +135,7 @@ func (f flowStore) update(ctx context.Context, fn func(flow.Tx) error) error {
 func (f flowStore) View(ctx context.Context, fn func(flow.Tx) error) error {
 	return f.s.inTx(ctx, "flow store", pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var failed error
-		if err := fn(flowTx{ctx: ctx, tx: tx, ro: true, failed: &failed}); err != nil {
+		if err := fn(flowTx{ctx: ctx, tx: &queuedTx{tx: tx.(*lazyTx)}, ro: true, failed: &failed}); err != nil {
 			if failed != nil {
 				return failed
 			}
@@ -143,9 +145,71 @@ func (f flowStore) View(ctx context.Context, fn func(flow.Tx) error) error {
 	})
 }
 
+// queuedTx is a Flow transaction that holds back the writes whose
+// results nobody reads (inserts and upserts of records) until the next
+// statement that reads, or until COMMIT, and sends them with it: a step's
+// journal entries and receipt cost no round trip of their own.
+type queuedTx struct {
+	tx      *lazyTx
+	pending pgx.Batch
+}
+
+// queue holds back a write.
+func (q *queuedTx) queue(sql string, args ...any) {
+	q.pending.Queue(sql, args...)
+}
+
+// flush sends the writes held back, in one round trip.
+func (q *queuedTx) flush(ctx context.Context) error {
+	if q.pending.Len() == 0 {
+		return nil
+	}
+	b := q.pending
+	q.pending = pgx.Batch{}
+	br := q.tx.SendBatch(ctx, &b)
+	var err error
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (q *queuedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := q.flush(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return q.tx.Exec(ctx, sql, args...)
+}
+
+func (q *queuedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := q.flush(ctx); err != nil {
+		return nil, err
+	}
+	return q.tx.Query(ctx, sql, args...)
+}
+
+func (q *queuedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := q.flush(ctx); err != nil {
+		return errRow{err}
+	}
+	return q.tx.QueryRow(ctx, sql, args...)
+}
+
+// commit sends the writes held back with COMMIT.
+func (q *queuedTx) commit(ctx context.Context) error {
+	b := q.pending
+	q.pending = pgx.Batch{}
+	return q.tx.commitWith(ctx, &b)
+}
+
 type flowTx struct {
 	ctx context.Context
-	tx  pgx.Tx
+	tx  *queuedTx
 	ro  bool
 	// failed keeps the first serialization failure or deadlock a
 	// statement met.
@@ -178,9 +242,15 @@ func (t flowTx) get(query string, v any, args ...any) error {
 	return nil
 }
 
+// exec holds back a write whose result is not read: it goes with the
+// transaction's next read or its COMMIT, and an error it meets is
+// returned there.
 func (t flowTx) exec(query string, args ...any) error {
-	_, err := t.write(query, args...)
-	return err
+	if t.ro {
+		return errFlowReadOnly
+	}
+	t.tx.queue(query, args...)
+	return nil
 }
 
 // write runs a statement that changes data, refusing in a View.

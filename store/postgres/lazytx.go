@@ -25,6 +25,8 @@ type lazyTx struct {
 	// while they are open.
 	first pgx.BatchResults
 	err   error
+	// committed is set once commitWith committed the transaction.
+	committed bool
 }
 
 var _ pgx.Tx = (*lazyTx)(nil)
@@ -158,9 +160,12 @@ func (l *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return tx.SendBatch(ctx, b)
 }
 
-// Commit commits the transaction; one that sent nothing has nothing to
-// commit.
+// Commit commits the transaction; one that sent nothing, or that
+// commitWith committed, has nothing to commit.
 func (l *lazyTx) Commit(ctx context.Context) error {
+	if l.committed {
+		return nil
+	}
 	if err := l.finish(); err != nil {
 		return err
 	}
@@ -170,13 +175,83 @@ func (l *lazyTx) Commit(ctx context.Context) error {
 	return l.tx.Commit(ctx)
 }
 
-// Rollback rolls the transaction back, when it was begun.
+// Rollback rolls the transaction back, when it was begun and not
+// committed.
 func (l *lazyTx) Rollback(ctx context.Context) error {
+	if l.committed {
+		return pgx.ErrTxClosed
+	}
 	l.finish()
 	if l.tx == nil {
 		return pgx.ErrTxClosed
 	}
 	return l.tx.Rollback(ctx)
+}
+
+// commitWith sends the statements of b followed by COMMIT in one round
+// trip, after BEGIN when nothing was sent yet, and reads their results.
+// A statement that fails aborts the transaction on the server, which
+// skips the rest of the batch, COMMIT included; the transaction is then
+// rolled back and the statement's error returned.
+func (l *lazyTx) commitWith(ctx context.Context, b *pgx.Batch) error {
+	if err := l.finish(); err != nil {
+		return err
+	}
+	if l.err != nil {
+		return l.err
+	}
+	fresh := l.tx == nil
+	if fresh && b.Len() == 0 {
+		l.committed = true
+		return nil
+	}
+	full := &pgx.Batch{}
+	if fresh {
+		full.Queue(beginSQL(l.opts))
+	}
+	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
+	full.Queue(`COMMIT`)
+	var br pgx.BatchResults
+	if fresh {
+		br = l.conn.SendBatch(ctx, full)
+	} else {
+		br = l.tx.SendBatch(ctx, full)
+	}
+	var err error
+	for range full.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if fresh && l.conn.Conn().PgConn().TxStatus() != 'I' {
+			// pgx did not begin this transaction and does not end it.
+			_, _ = l.conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+		return err
+	}
+	// pgx's transaction, when it began one, is over on the server: the
+	// connection is idle again and goes back to the pool as it is.
+	l.committed = true
+	return nil
+}
+
+// beginSQL is the BEGIN statement of a transaction with options o.
+func beginSQL(o pgx.TxOptions) string {
+	sql := "BEGIN"
+	if o.IsoLevel != "" {
+		sql += " ISOLATION LEVEL " + string(o.IsoLevel)
+	}
+	if o.AccessMode != "" {
+		sql += " " + string(o.AccessMode)
+	}
+	if o.DeferrableMode != "" {
+		sql += " " + string(o.DeferrableMode)
+	}
+	return sql
 }
 
 func (l *lazyTx) Begin(ctx context.Context) (pgx.Tx, error) {

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/assent-run/assent/control"
+	"github.com/assent-run/assent/flow"
+	"github.com/assent-run/assent/internal/flowtest"
 	"github.com/assent-run/assent/store"
 	"github.com/assent-run/assent/store/postgres/pgtest"
 )
@@ -364,5 +366,61 @@ func TestAdmitControlsBatchAsOneByOne(t *testing.T) {
 				t.Errorf("%s, Control %d: batch %+v, one by one %+v", r, i, a[i], b[i])
 			}
 		}
+	}
+}
+
+// TestFlowStepRoundTrips: in a Flow step the writes whose results nobody
+// reads (the prescription, the journal entries, the receipt) go with the
+// next read or with COMMIT. A prescribe is three round trips (its read and
+// COMMIT, then one for its write), an apply eight (the prescription's read,
+// the two writing transactions of two and three).
+func TestFlowStepRoundTrips(t *testing.T) {
+	u, _ := pgtest.URL(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyPoolDefaults(cfg, u)
+	rt := &roundTrips{}
+	cfg.ConnConfig.Tracer = rt
+	s, err := OpenConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := flow.NewKernel(s.Flows(), flow.NewInventory("0.1.0"))
+	prog, err := k.AddProgram(ctx, []byte(flowtest.Toggle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := flow.Principal{ID: "agent", Kind: flow.AuthorityAgent, Grants: []string{"state.write"}}
+	if _, err := k.Start(ctx, flow.Instance{ID: "light", Program: prog.Fingerprint(), Phase: "off", Objective: "never", Owner: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	// The first steps prepare every statement.
+	for i := range 4 {
+		rt.n.Store(0)
+		d, err := k.Prescribe(ctx, "light", pr, flow.Request{})
+		if err != nil || d.Kind != flow.Prescribed {
+			t.Fatalf("step %d: prescribe = %s %v", i, d.Kind, err)
+		}
+		prescribe := rt.n.Load()
+		rt.n.Store(0)
+		if _, err := k.Apply(ctx, d.Prescription.ID, pr); err != nil {
+			t.Fatalf("step %d: apply: %v", i, err)
+		}
+		apply := rt.n.Load()
+		if i >= 2 && (prescribe != 3 || apply != 8) {
+			t.Errorf("step %d: prescribe %d round trips, apply %d; want 3 and 8", i, prescribe, apply)
+		}
+	}
+	inst, err := k.Instance(ctx, "light")
+	if err != nil || inst.Revision != 4 || inst.Pending != "" || inst.Recovery != nil {
+		t.Errorf("after four steps the instance is %+v (%v)", inst, err)
+	}
+	j, err := k.Journal(ctx, "light")
+	if err != nil || len(j) == 0 {
+		t.Errorf("the journal holds %d entries (%v)", len(j), err)
 	}
 }
