@@ -128,7 +128,40 @@ func testLazyTx(t *testing.T, u string) {
 			tx.QueryRow(ctx, `INSERT INTO lazy_t VALUES (8) RETURNING k`)
 			return nil
 		}, false, 2, 6},
+		{"commitWith, nothing sent before", pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO lazy_t VALUES (9)`)
+			b.Queue(`INSERT INTO lazy_t VALUES (10)`)
+			return tx.(*lazyTx).commitWith(ctx, b)
+		}, false, 1, 8},
+		{"commitWith after a read", pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+			if n, err := count(tx); err != nil || n != 8 {
+				return errors.Join(err, errors.New("want 8 rows"))
+			}
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO lazy_t VALUES (11)`)
+			return tx.(*lazyTx).commitWith(ctx, b)
+		}, false, 2, 9},
+		{"commitWith nothing", pgx.TxOptions{}, func(tx pgx.Tx) error {
+			return tx.(*lazyTx).commitWith(ctx, &pgx.Batch{})
+		}, false, 0, 9},
+		{"commitWith a failing batch, nothing sent before", pgx.TxOptions{}, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO lazy_t VALUES (12)`)
+			b.Queue(`INSERT INTO lazy_t VALUES (1)`)
+			return tx.(*lazyTx).commitWith(ctx, b)
+		}, true, 1, 9},
+		{"commitWith a failing batch after a read", pgx.TxOptions{}, func(tx pgx.Tx) error {
+			if _, err := count(tx); err != nil {
+				return err
+			}
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO lazy_t VALUES (13)`)
+			b.Queue(`INSERT INTO lazy_t VALUES (1)`)
+			return tx.(*lazyTx).commitWith(ctx, b)
+		}, true, 2, 9},
 	}
+	conns := pool.Stat().NewConnsCount()
 	for _, tc := range tests {
 		rt.n.Store(0)
 		err := s.inTx(ctx, "lazy test", tc.opts, tc.fn)
@@ -146,5 +179,10 @@ func testLazyTx(t *testing.T, u string) {
 		if n != tc.rows {
 			t.Errorf("%s: %d rows, want %d", tc.name, n, tc.rows)
 		}
+	}
+	// Every transaction, committed or not, left its connection outside
+	// any transaction, so the pool kept it.
+	if n := pool.Stat().NewConnsCount(); n != conns {
+		t.Errorf("the pool opened %d connections more", n-conns)
 	}
 }
