@@ -166,17 +166,7 @@ func (q *queuedTx) flush(ctx context.Context) error {
 	}
 	b := q.pending
 	q.pending = pgx.Batch{}
-	br := q.tx.SendBatch(ctx, &b)
-	var err error
-	for range b.Len() {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return execAll(q.tx.SendBatch(ctx, &b), b.Len())
 }
 
 func (q *queuedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

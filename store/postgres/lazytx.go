@@ -217,16 +217,7 @@ func (l *lazyTx) commitWith(ctx context.Context, b *pgx.Batch) error {
 	} else {
 		br = l.tx.SendBatch(ctx, full)
 	}
-	var err error
-	for range full.Len() {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := execAll(br, full.Len()); err != nil {
 		if fresh && l.conn.Conn().PgConn().TxStatus() != 'I' {
 			// pgx did not begin this transaction and does not end it.
 			_, _ = l.conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
@@ -237,6 +228,21 @@ func (l *lazyTx) commitWith(ctx context.Context, b *pgx.Batch) error {
 	// connection is idle again and goes back to the pool as it is.
 	l.committed = true
 	return nil
+}
+
+// execAll reads the results of a batch of n statements that return no
+// rows and closes it, returning the first error.
+func execAll(br pgx.BatchResults, n int) error {
+	var err error
+	for range n {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // beginSQL is the BEGIN statement of a transaction with options o.

@@ -152,12 +152,10 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-// TestControlWriteRoundTrips: a control write with its audit record, the
-// transaction of every staged, applied or undone control, makes two round
-// trips from BEGIN to COMMIT, whatever the update holds.
-func TestControlWriteRoundTrips(t *testing.T) {
+// openCounted opens a store on a new schema whose round trips rt counts.
+func openCounted(t *testing.T) (*DB, *roundTrips) {
+	t.Helper()
 	u, _ := pgtest.URL(t)
-	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
 		t.Fatal(err)
@@ -165,11 +163,20 @@ func TestControlWriteRoundTrips(t *testing.T) {
 	applyPoolDefaults(cfg, u)
 	rt := &roundTrips{}
 	cfg.ConnConfig.Tracer = rt
-	s, err := OpenConfig(ctx, cfg)
+	s, err := OpenConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s, rt
+}
+
+// TestControlWriteRoundTrips: a control write with its audit record, the
+// transaction of every staged, applied or undone control, makes two round
+// trips from BEGIN to COMMIT, whatever the update holds.
+func TestControlWriteRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	s, rt := openCounted(t)
 	k := control.Key{FormID: "f", ControlID: "c"}
 	prov := control.Provenance{Source: control.SourceAgent, PrincipalID: "p_a"}
 	now := time.Now().UTC()
@@ -220,20 +227,8 @@ func TestControlWriteRoundTrips(t *testing.T) {
 // (claimed, handled, or any transition) and appending to the Run's Trace
 // each make two round trips from BEGIN to COMMIT.
 func TestRunControlRoundTrips(t *testing.T) {
-	u, _ := pgtest.URL(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyPoolDefaults(cfg, u)
-	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	s, err := OpenConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rt := openCounted(t)
 	now := time.Now().UTC()
 	for i := range 2 { // the first unmeasured, so that every statement is prepared
 		r := store.RunRecord{ID: fmt.Sprintf("r%d", i), OwnerID: "o", InstanceID: fmt.Sprintf("r%d-g1", i), Generation: 1, CreatedAt: now, StartedAt: now}
@@ -375,20 +370,8 @@ func TestAdmitControlsBatchAsOneByOne(t *testing.T) {
 // COMMIT, then one for its write), an apply eight (the prescription's read,
 // the two writing transactions of two and three).
 func TestFlowStepRoundTrips(t *testing.T) {
-	u, _ := pgtest.URL(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	applyPoolDefaults(cfg, u)
-	rt := &roundTrips{}
-	cfg.ConnConfig.Tracer = rt
-	s, err := OpenConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rt := openCounted(t)
 	k := flow.NewKernel(s.Flows(), flow.NewInventory("0.1.0"))
 	prog, err := k.AddProgram(ctx, []byte(flowtest.Toggle))
 	if err != nil {
