@@ -88,7 +88,7 @@ func TestFlowApprovalDeadlineEscalates(t *testing.T) {
 	f := assenttest.StartDemo(t)
 	ops, _ := f.Issue(store.KindService, "ops", "flow.load")
 	src := strings.Replace(deadlineProgram, `"approval": {"deadline_seconds": 2, "fallback": "decline"}`,
-		`"approval": {"deadline_seconds": 1, "group": "finance", "escalate_to": "heads"}`, 1)
+		`"approval": {"deadline_seconds": 2, "group": "finance", "escalate_to": "heads"}`, 1)
 	code, prog, raw := f.API("POST", "/v1/flows/programs", ops, []byte(src))
 	if code != 201 {
 		t.Fatalf("load: %d %s", code, raw)
@@ -107,11 +107,13 @@ func TestFlowApprovalDeadlineEscalates(t *testing.T) {
 		t.Fatalf("prescribe: %v", out)
 	}
 	kernel := f.Srv.Flows().Kernel()
+	// Signed in first: the card is read in the two seconds between the
+	// escalation and the second deadline.
+	cookie, _ := f.SignIn()
 	testwait.Eventually(t, 30*time.Second, func() bool {
 		a, err := kernel.Approval(t.Context(), apr.ID)
 		return err == nil && a.Escalated()
 	}, "the approval escalates at its first deadline")
-	cookie, _ := f.SignIn()
 	inbox := assenttest.ReadAll(f.Get("/inbox", cookie))
 	if !strings.Contains(inbox, "escalated to group heads") || !strings.Contains(inbox, apr.ID) {
 		t.Fatalf("the card does not say it escalated:\n%s", inbox)
